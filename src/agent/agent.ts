@@ -1,0 +1,125 @@
+import type { Clock, Timer } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import type { Proxy } from './proxy.ts';
+import { initialState, reduce, type Action, type Event, type RetryPolicy, type State } from './reconcile.ts';
+
+export interface AgentOptions {
+  proxy: Proxy;
+  clock: Clock;
+  logger: Logger;
+  policy: RetryPolicy;
+}
+
+/**
+ * Runs the reconcile loop: feeds events to `reduce` and carries out the
+ * actions. `run` resolves with the process exit code:
+ * - 0 after a shutdown (drain, then every epoch stopped), or when the only
+ *   Envoy exited normally on its own;
+ * - 1 when the retry budget is spent trying to reach the desired config.
+ */
+export class Agent {
+  readonly #options: AgentOptions;
+  #state: State;
+  readonly #epochs = new Map<number, AbortController>();
+  readonly #running = new Set<Promise<void>>();
+  readonly #timers = new Set<Timer>();
+  #retryTimer: Timer | undefined;
+  #drainController = new AbortController();
+  #resolveExit!: (code: number) => void;
+  readonly #exited: Promise<number>;
+  readonly #listeners = new Set<(event: Event, state: State) => void>();
+
+  constructor(options: AgentOptions) {
+    this.#options = options;
+    this.#state = initialState(options.policy);
+    this.#exited = new Promise((resolve) => (this.#resolveExit = resolve));
+  }
+
+  /** Resolves with the exit code once the loop has ended. */
+  get exited(): Promise<number> {
+    return this.#exited;
+  }
+
+  get state(): State {
+    return this.#state;
+  }
+
+  /** Observes every event after it was applied (status server, tests). */
+  onEvent(listener: (event: Event, state: State) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  dispatch(event: Event): void {
+    const [next, actions] = reduce(this.#state, event);
+    this.#state = next;
+    for (const listener of this.#listeners) listener(event, next);
+    for (const action of actions) this.#perform(action);
+  }
+
+  #perform(action: Action): void {
+    switch (action.type) {
+      case 'start-epoch':
+        return this.#startEpoch(action.epoch, action.config);
+      case 'abort-epoch':
+        return this.#epochs.get(action.epoch)?.abort();
+      case 'remove-bootstrap':
+        return void this.#options.proxy.cleanup(action.epoch).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'cannot remove bootstrap'));
+      case 'schedule':
+        return this.#schedule(action.event, action.delayMs);
+      case 'cancel-retry':
+        this.#retryTimer?.cancel();
+        this.#retryTimer = undefined;
+        return;
+      case 'drain':
+        return this.#drain();
+      case 'log':
+        return this.#options.logger[action.level](action.fields, action.message);
+      case 'exit':
+        return this.#exit(action.code);
+    }
+  }
+
+  #startEpoch(epoch: number, config: string): void {
+    const controller = new AbortController();
+    this.#epochs.set(epoch, controller);
+    this.#options.logger.info({ epoch, config: config.slice(0, 12) }, 'starting epoch');
+    const onLive = () => this.dispatch({ type: 'epoch-live', epoch });
+    const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive }).then((exit) => {
+      this.#epochs.delete(epoch);
+      this.#running.delete(running);
+      this.dispatch({ type: 'epoch-exited', epoch, kind: exit.kind, detail: exit.detail });
+    });
+    this.#running.add(running);
+  }
+
+  #schedule(event: Event, delayMs: number): void {
+    const timer = this.#options.clock.setTimeout(() => {
+      this.#timers.delete(timer);
+      if (this.#retryTimer === timer) this.#retryTimer = undefined;
+      this.dispatch(event);
+    }, delayMs);
+    this.#timers.add(timer);
+    if (event.type === 'retry-due') this.#retryTimer = timer;
+  }
+
+  #drain(): void {
+    void this.#options.proxy
+      .drain(this.#drainController.signal)
+      .catch((err: unknown) => this.#options.logger.warn({ err }, 'drain failed; stopping anyway'))
+      .then(() => this.dispatch({ type: 'drained' }));
+  }
+
+  /** Cuts a drain short (a second SIGTERM): stop every epoch now. */
+  hurry(): void {
+    this.#drainController.abort();
+  }
+
+  #exit(code: number): void {
+    for (const timer of this.#timers) timer.cancel();
+    this.#timers.clear();
+    for (const controller of this.#epochs.values()) controller.abort();
+    // No Envoy may outlive the agent: resolve only once every epoch is gone.
+    void Promise.all(this.#running).then(() => this.#resolveExit(code));
+  }
+}

@@ -1,0 +1,25 @@
+import type { ExitKind } from './reconcile.ts';
+
+/** How one epoch of the proxy ended. */
+export interface ProxyExit {
+  kind: ExitKind;
+  /** Exit code or signal, and the last error lines Envoy printed. */
+  detail: string;
+}
+
+export interface RunOptions {
+  /** Aborting stops this epoch (SIGTERM, then SIGKILL). */
+  signal: AbortSignal;
+  /** Called once when the epoch is LIVE and serving. */
+  onLive: () => void;
+}
+
+/** The proxy as the agent sees it: run an epoch, drain, clean up. */
+export interface Proxy {
+  /** Runs one epoch to its end; never rejects. */
+  run(epoch: number, config: string, options: RunOptions): Promise<ProxyExit>;
+  /** Starts draining the newest epoch's listeners; resolves when draining is over. */
+  drain(signal: AbortSignal): Promise<void>;
+  /** Removes what an exited epoch left behind (its bootstrap file). */
+  cleanup(epoch: number): Promise<void>;
+}

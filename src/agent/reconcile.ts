@@ -1,0 +1,193 @@
+/**
+ * The reconcile loop as a pure function: `reduce(state, event)` returns the
+ * next state and the actions to run. It decides; `agent.ts` acts.
+ *
+ * Desired config is a hash of the watched certificate files. Every start is
+ * a hot restart: the new epoch is the highest live one + 1. An abnormal exit
+ * of any epoch aborts them all (a broken hot-restart chain is unsafe) and
+ * schedules one retry after initialDelay × 2^(used budget).
+ *
+ * Budget refill (Istio refilled it only on a new desired config): we refill
+ * it on a new desired config, and also once an epoch has stayed LIVE for
+ * `stableAfterMs`, so a proxy that crashes once a week does not slowly spend
+ * its budget and die for good.
+ */
+export interface RetryPolicy {
+  initialDelayMs: number;
+  budget: number;
+  stableAfterMs: number;
+}
+
+export interface LiveEpoch {
+  epoch: number;
+  config: string;
+  aborting: boolean;
+}
+
+export interface State {
+  desired?: string;
+  current?: string;
+  live: readonly LiveEpoch[];
+  budget: number;
+  retryScheduled: boolean;
+  /** A retry came due while aborted epochs were still exiting. */
+  reconcileWhenSettled: boolean;
+  shuttingDown: boolean;
+  policy: RetryPolicy;
+}
+
+export type ExitKind = 'aborted' | 'normal' | 'failed' | 'parent-initializing';
+
+export type Event =
+  | { type: 'config-changed'; config: string }
+  | { type: 'epoch-exited'; epoch: number; kind: ExitKind; detail: string }
+  | { type: 'epoch-live'; epoch: number }
+  | { type: 'epoch-stable'; epoch: number }
+  | { type: 'retry-due' }
+  | { type: 'shutdown' }
+  | { type: 'drained' };
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export type Action =
+  | { type: 'start-epoch'; epoch: number; config: string }
+  | { type: 'abort-epoch'; epoch: number }
+  | { type: 'remove-bootstrap'; epoch: number }
+  | { type: 'schedule'; event: Event; delayMs: number }
+  | { type: 'cancel-retry' }
+  | { type: 'drain' }
+  | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
+  | { type: 'exit'; code: number };
+
+export type Step = [State, Action[]];
+
+export function initialState(policy: RetryPolicy): State {
+  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, policy };
+}
+
+export function reduce(state: State, event: Event): Step {
+  switch (event.type) {
+    case 'config-changed':
+      return onConfigChanged(state, event.config);
+    case 'epoch-exited':
+      return onEpochExited(state, event);
+    case 'epoch-live':
+      return [state, [{ type: 'schedule', event: { type: 'epoch-stable', epoch: event.epoch }, delayMs: state.policy.stableAfterMs }]];
+    case 'epoch-stable':
+      return onEpochStable(state, event.epoch);
+    case 'retry-due':
+      return reconcile({ ...state, retryScheduled: false });
+    case 'shutdown':
+      return onShutdown(state);
+    case 'drained':
+      return abortAll(state);
+  }
+}
+
+function onConfigChanged(state: State, config: string): Step {
+  if (config === state.desired || state.shuttingDown) return [state, []];
+  const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
+  const [after, actions] = reconcile(next);
+  const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
+  return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
+}
+
+/** Starts a new epoch when the desired config is not the one running. */
+function reconcile(state: State): Step {
+  if (state.shuttingDown || state.desired === undefined || state.desired === state.current) {
+    return [{ ...state, reconcileWhenSettled: false }, []];
+  }
+  if (state.live.some((entry) => entry.aborting)) return [{ ...state, reconcileWhenSettled: true }, []];
+  const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
+  const live = [...state.live, { epoch, config: state.desired, aborting: false }];
+  const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };
+  return [next, [{ type: 'start-epoch', epoch, config: state.desired }]];
+}
+
+function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
+  const live = state.live.filter((entry) => entry.epoch !== event.epoch);
+  const current = live.at(-1)?.config;
+  const next = { ...state, live, current };
+  const actions: Action[] = [exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
+  if (state.shuttingDown) return [next, live.length === 0 ? [...actions, { type: 'exit', code: 0 }] : actions];
+  const [after, more] = afterExit(next, event);
+  return [after, [...actions, ...more]];
+}
+
+function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
+  switch (event.kind) {
+    case 'failed': {
+      const [aborted, abortActions] = abortAll(state);
+      const [after, retryActions] = scheduleRetry(aborted, event.epoch);
+      return [after, [...abortActions, ...retryActions]];
+    }
+    case 'parent-initializing':
+      // Not a failure: the same epoch is tried again once the parent is up.
+      return withRetry(state, state.policy.initialDelayMs);
+    case 'aborted':
+      if (state.reconcileWhenSettled) return reconcile(state);
+      return state.retryScheduled || state.live.length > 0 ? [state, []] : scheduleRetry(state, event.epoch);
+    case 'normal':
+      if (state.live.length > 0 || state.retryScheduled) return [state, []];
+      // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
+      return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
+  }
+}
+
+function scheduleRetry(state: State, epoch: number): Step {
+  if (state.retryScheduled) return [state, [log('debug', 'retry already scheduled', { epoch })]];
+  if (state.budget <= 0) {
+    const fields = { epoch, config: state.desired ? short(state.desired) : undefined };
+    return [state, [log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1 }]];
+  }
+  const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
+  const [after, actions] = withRetry({ ...state, budget: state.budget - 1 }, delayMs);
+  return [after, [log('info', 'retry scheduled', { epoch, delayMs, budget: state.budget - 1 }), ...actions]];
+}
+
+function withRetry(state: State, delayMs: number): Step {
+  if (state.retryScheduled) return [state, []];
+  return [{ ...state, retryScheduled: true }, [{ type: 'schedule', event: { type: 'retry-due' }, delayMs }]];
+}
+
+function abortAll(state: State): Step {
+  const targets = state.live.filter((entry) => !entry.aborting);
+  const live = state.live.map((entry) => ({ ...entry, aborting: true }));
+  return [{ ...state, live }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
+}
+
+function onEpochStable(state: State, epoch: number): Step {
+  const entry = state.live.find((candidate) => candidate.epoch === epoch);
+  if (!entry || entry.aborting || state.budget === state.policy.budget) return [state, []];
+  return [{ ...state, budget: state.policy.budget }, [log('info', 'epoch stayed live; retry budget refilled', { epoch, budget: state.policy.budget })]];
+}
+
+function onShutdown(state: State): Step {
+  if (state.shuttingDown) return [state, []];
+  const next = { ...state, shuttingDown: true, retryScheduled: false };
+  const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
+  if (state.live.length === 0) return [next, [...cancel, { type: 'exit', code: 0 }]];
+  return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
+}
+
+function exitLog(event: Extract<Event, { type: 'epoch-exited' }>): Action {
+  const fields = { epoch: event.epoch, detail: event.detail };
+  switch (event.kind) {
+    case 'aborted':
+      return log('info', 'epoch aborted', fields);
+    case 'normal':
+      return log('info', 'epoch exited normally', fields);
+    case 'failed':
+      return log('warn', 'epoch terminated with an error; aborting all epochs', fields);
+    case 'parent-initializing':
+      return log('info', 'previous epoch still initializing; will retry the same epoch', fields);
+  }
+}
+
+function log(level: LogLevel, message: string, fields: Record<string, unknown>): Action {
+  return { type: 'log', level, message, fields };
+}
+
+function short(config: string): string {
+  return config.slice(0, 12);
+}

@@ -1,0 +1,24 @@
+import { Argument, Command } from 'commander';
+import { proxyTypes, type ProxyType } from '../../role/role.ts';
+import type { CommandContext } from '../context.ts';
+import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
+import { ignoredFlags, proxyFlags, toOption } from '../proxy-flags.ts';
+import { runProxy } from '../run-proxy.ts';
+
+/** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
+export function proxyCommand(context: CommandContext): Command {
+  const command = new Command('proxy')
+    .description('Render the Envoy bootstrap, run Envoy through hot restarts and serve its status')
+    .addArgument(new Argument('<type>', 'proxy role').choices(proxyTypes));
+  for (const spec of proxyFlags) command.addOption(toOption(spec));
+  return command.action(async (type: ProxyType, flags: ProxyFlagValues & Record<string, unknown>) => {
+    const config = toProxyConfig(type, flags);
+    const ignored = ignoredFlags.filter((name) => flags[name] !== undefined);
+    context.exitCode = await runProxy(config, {
+      context,
+      logLevel: String(flags.log_output_level),
+      printBootstrap: Boolean(flags.printBootstrap),
+      ignoredFlags: ignored,
+    });
+  });
+}

@@ -1,0 +1,27 @@
+import { execa } from 'execa';
+import { AgentError, badFlag } from '../shared/errors.ts';
+
+/**
+ * Asks Envoy itself whether a bootstrap is valid (`--mode validate`, ~0.1 s),
+ * so a bad bootstrap ends the agent with exit 2 and Envoy's own reason
+ * instead of a crash loop.
+ */
+export async function validateBootstrap(binaryPath: string, bootstrapPath: string): Promise<void> {
+  const result = await execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error'], {
+    reject: false,
+    all: true,
+    timeout: 30_000,
+  });
+  if (result.exitCode === 0) return;
+  if (result.code === 'ENOENT' || result.code === 'EACCES') {
+    throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
+  }
+  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${rejectionReason(result.all ?? '')}`);
+}
+
+/** The line of Envoy's output that says what is wrong, without the log prefix. */
+export function rejectionReason(output: string): string {
+  const lines = output.split('\n').map((line) => line.replace(/^\[[^\]]*\]\[\d+\]\[\w+\]\[\w+\] (\[[^\]]*\] )?/, '').trim());
+  const reason = lines.find((line) => /error|invalid|unknown|exception|cannot|unable/i.test(line)) ?? lines.find(Boolean);
+  return (reason ?? 'no output').slice(0, 500);
+}

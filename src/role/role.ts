@@ -1,0 +1,88 @@
+import { isIP } from 'node:net';
+import { badEnv, badFlag } from '../shared/errors.ts';
+
+export const proxyTypes = ['sidecar', 'router', 'ingress'] as const;
+export type ProxyType = (typeof proxyTypes)[number];
+
+export const registries = ['Kubernetes', 'Consul', 'Other'] as const;
+export type Registry = (typeof registries)[number];
+
+/** Who this proxy is: the four parts of Envoy's service node id. */
+export interface Role {
+  type: ProxyType;
+  ip: string;
+  id: string;
+  domain: string;
+}
+
+export interface RoleInput {
+  type: ProxyType;
+  registry: Registry;
+  /** Values of --ip, --id, --domain; empty means "derive". */
+  ip: string;
+  id: string;
+  domain: string;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Finds this host's private IP (bounded wait); resolves undefined when none. */
+  findPrivateIp: () => Promise<string | undefined>;
+}
+
+/** The service node id Envoy and the discovery server know us by. */
+export function serviceNode(role: Role): string {
+  return [role.type, role.ip, role.id, role.domain].join('~');
+}
+
+/**
+ * Derives the role: flags win, then the registry's env vars (Kubernetes) or
+ * the host's private IP (Consul, Other), as Istio's agent does.
+ */
+export async function resolveRole(input: RoleInput): Promise<Role> {
+  const ip = input.ip ? checkIp('--ip', input.ip) : await deriveIp(input);
+  const id = input.id || deriveId(input, ip);
+  const domain = input.domain || deriveDomain(input);
+  for (const [name, value] of [['--id', id], ['--domain', domain]] as const) {
+    if (value.includes('~')) throw badFlag(name, `"${value}" must not contain "~", the service node separator`);
+  }
+  return { type: input.type, ip, id, domain };
+}
+
+async function deriveIp(input: RoleInput): Promise<string> {
+  const fromEnv = input.registry === 'Kubernetes' ? input.env.INSTANCE_IP : undefined;
+  if (fromEnv) return checkIp('INSTANCE_IP', fromEnv, true);
+  // Without INSTANCE_IP a Kubernetes pod falls back to its interfaces too.
+  return (await input.findPrivateIp()) ?? '127.0.0.1';
+}
+
+function deriveId(input: RoleInput, ip: string): string {
+  switch (input.registry) {
+    case 'Kubernetes':
+      return `${requireEnv(input.env, 'POD_NAME')}.${requireEnv(input.env, 'POD_NAMESPACE')}`;
+    case 'Consul':
+      return `${ip}.service.consul`;
+    case 'Other':
+      return ip;
+  }
+}
+
+function deriveDomain(input: RoleInput): string {
+  switch (input.registry) {
+    case 'Kubernetes':
+      return `${requireEnv(input.env, 'POD_NAMESPACE')}.svc.cluster.local`;
+    case 'Consul':
+      return 'service.consul';
+    case 'Other':
+      return '';
+  }
+}
+
+function requireEnv(env: RoleInput['env'], name: string): string {
+  const value = env[name];
+  if (!value) throw badEnv(name, 'is not set; the Kubernetes registry needs it unless --id and --domain are given');
+  return value;
+}
+
+function checkIp(name: string, value: string, fromEnv = false): string {
+  if (isIP(value)) return value;
+  const reason = `"${value}" is not an IP address`;
+  throw fromEnv ? badEnv(name, reason) : badFlag(name, reason);
+}

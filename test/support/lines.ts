@@ -1,0 +1,47 @@
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+
+/**
+ * Collects JSON lines from a stream and lets a test wait for one that
+ * matches. Waits are bounded by a timeout and fail with what was seen.
+ */
+export class LineLog<T = Record<string, unknown>> {
+  readonly entries: T[] = [];
+  readonly raw: string[] = [];
+  #waiters: { match: (entry: T) => boolean; resolve: (entry: T) => void }[] = [];
+
+  constructor(stream: Readable) {
+    createInterface({ input: stream, crlfDelay: Infinity }).on('line', (line) => this.#add(line));
+  }
+
+  #add(line: string): void {
+    this.raw.push(line);
+    let entry: T;
+    try {
+      entry = JSON.parse(line) as T;
+    } catch {
+      return;
+    }
+    this.entries.push(entry);
+    this.#waiters = this.#waiters.filter((waiter) => {
+      if (!waiter.match(entry)) return true;
+      waiter.resolve(entry);
+      return false;
+    });
+  }
+
+  find(match: (entry: T) => boolean): T | undefined {
+    return this.entries.find(match);
+  }
+
+  waitFor(match: (entry: T) => boolean, timeoutMs = 15_000, what = 'a matching log line'): Promise<T> {
+    const found = this.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last lines:\n${this.raw.slice(-15).join('\n')}`));
+      }, timeoutMs);
+      this.#waiters.push({ match, resolve: (entry) => (clearTimeout(timer), resolve(entry)) });
+    });
+  }
+}

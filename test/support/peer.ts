@@ -1,0 +1,53 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { LineLog } from './lines.ts';
+import { peerBin } from './paths.ts';
+
+export interface PeerEvent {
+  event: string;
+  typeUrl?: string;
+  version?: string;
+  nonce?: string;
+  error?: string;
+  node?: string;
+  address?: string;
+  [key: string]: unknown;
+}
+
+export interface Peer {
+  address: string;
+  port: number;
+  log: LineLog<PeerEvent>;
+  /** Replaces the served resources; the peer pushes a new snapshot. */
+  setResources(resources: unknown[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts the go-control-plane test peer serving the given resources. */
+export async function startPeer(resources: unknown[], options: { address?: string; args?: string[] } = {}): Promise<Peer> {
+  const dir = await mkdtemp(join(tmpdir(), 'xds-peer-'));
+  const file = join(dir, 'resources.json');
+  await writeFile(file, JSON.stringify({ resources }));
+  const child: ResultPromise = execa(peerBin, ['--config', file, '--address', options.address ?? '127.0.0.1:0', '--poll', '50ms', ...(options.args ?? [])], {
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    stderr: 'inherit',
+  });
+  const log = new LineLog<PeerEvent>(child.stdout!);
+  const listening = await log.waitFor((entry) => entry.event === 'listening', 10_000, 'the peer to listen');
+  const address = String(listening.address);
+  return {
+    address,
+    port: Number(address.split(':').at(-1)),
+    log,
+    setResources: async (next) => writeFile(file, JSON.stringify({ resources: next })),
+    stop: async () => {
+      child.kill('SIGTERM');
+      await child;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
