@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { AgentError } from '../shared/errors.ts';
+import { resolveRole, serviceNode, type RoleInput } from './role.ts';
+
+const base: RoleInput = { type: 'sidecar', registry: 'Kubernetes', ip: '', id: '', domain: '', env: {}, findPrivateIp: async () => '10.9.9.9' };
+const k8sEnv = { INSTANCE_IP: '10.1.2.3', POD_NAME: 'productpage-v1-54b8', POD_NAMESPACE: 'default' };
+
+test('service node per registry, flags over env', async () => {
+  const cases: [Partial<RoleInput>, string][] = [
+    [{ env: k8sEnv }, 'sidecar~10.1.2.3~productpage-v1-54b8.default~default.svc.cluster.local'],
+    [{ env: { ...k8sEnv, INSTANCE_IP: '' } }, 'sidecar~10.9.9.9~productpage-v1-54b8.default~default.svc.cluster.local'],
+    [{ env: k8sEnv, ip: '10.0.0.1', id: 'x', domain: 'd', type: 'router' }, 'router~10.0.0.1~x~d'],
+    [{ registry: 'Consul' }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
+    [{ registry: 'Other' }, 'sidecar~10.9.9.9~10.9.9.9~'],
+    [{ registry: 'Other', findPrivateIp: async () => undefined }, 'sidecar~127.0.0.1~127.0.0.1~'],
+    [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'ingress~::1~::1~'],
+  ];
+  for (const [input, expected] of cases) {
+    assert.equal(serviceNode(await resolveRole({ ...base, ...input })), expected);
+  }
+});
+
+test('bad inputs name the flag or env var', async () => {
+  const cases: [Partial<RoleInput>, RegExp][] = [
+    [{ env: { ...k8sEnv, POD_NAME: undefined } }, /^env POD_NAME: is not set/],
+    [{ env: { ...k8sEnv, INSTANCE_IP: 'pod-ip' } }, /^env INSTANCE_IP: "pod-ip" is not an IP/],
+    [{ registry: 'Other', ip: '1.2.3' }, /^--ip: "1.2.3" is not an IP/],
+    [{ registry: 'Other', id: 'a~b' }, /^--id: .* must not contain "~"/],
+  ];
+  for (const [input, message] of cases) {
+    await assert.rejects(resolveRole({ ...base, ...input }), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && message.test(error.message));
+  }
+});

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { execa } from 'execa';
+import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
+import { writeTestCerts } from '../support/certs.ts';
+
+/** Every rendered variant must pass the real Envoy's own validation. */
+describe('rendered bootstraps pass envoy --mode validate', () => {
+  let dir: string;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pilot-agent-variants-'));
+    await writeTestCerts(join(dir, 'certs'), 'istio-pilot');
+    await writeFile(join(dir, 'template.json'), JSON.stringify({
+      node: { id: '{{ node_id }}', cluster: '{{ cluster }}' },
+      admin: { address: { socket_address: { address: '127.0.0.1', port_value: '{{ admin_port }}' } } },
+    }));
+  });
+
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  const common = ['--serviceregistry', 'Other', '--ip', '10.1.2.3', '--discoveryAddress', '127.0.0.1:15010', '--print-bootstrap'];
+  const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
+    { name: 'sidecar, SotW', args: ['sidecar'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
+    { name: 'router, Delta', args: ['router', '--deltaXds'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
+    { name: 'ingress with a DNS discovery address', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.equal(b.static_resources.clusters[0].type, 'STRICT_DNS') },
+    { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
+    { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
+    { name: 'mutual TLS to the discovery server', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => assert.ok(b.static_resources.clusters[0].transport_socket) },
+    {
+      name: 'Kubernetes registry with metadata',
+      args: ['sidecar', '--serviceregistry', 'Kubernetes', '--ip', '', '--connectTimeout', '250ms', '--serviceCluster', 'productpage.default'],
+      env: { INSTANCE_IP: '10.4.5.6', POD_NAME: 'productpage-v1', POD_NAMESPACE: 'default', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_METAJSON_LABELS: '{"app":"productpage"}' },
+      check: (b) => {
+        assert.equal(b.node.id, 'sidecar~10.4.5.6~productpage-v1.default~default.svc.cluster.local');
+        assert.deepEqual(b.node.metadata, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' } });
+        assert.equal(b.static_resources.clusters[0].connect_timeout, '0.25s');
+      },
+    },
+    { name: 'custom template', args: ['sidecar', '--templateFile', 'TEMPLATE'], check: (b) => assert.deepEqual(Object.keys(b), ['node', 'admin']) },
+  ];
+
+  for (const variant of variants) {
+    it(variant.name, async () => {
+      const args = variant.args.map((arg) => (arg === 'TEMPLATE' ? join(dir, 'template.json') : arg));
+      const printed = await execa(nodeBin, [agentBin, 'proxy', ...args, ...common.filter((flag, i) => !shadowed(args, common, i)), '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs')], {
+        reject: false,
+        env: variant.env ?? {},
+        extendEnv: false,
+      });
+      assert.equal(printed.exitCode, 0, printed.stderr);
+      const bootstrap = JSON.parse(printed.stdout);
+      variant.check(bootstrap);
+      const file = join(dir, `${variant.name.replace(/\W+/g, '-')}.json`);
+      await writeFile(file, printed.stdout);
+      const validated = await execa(envoyBin, ['--mode', 'validate', '-c', file, '-l', 'error'], { reject: false });
+      assert.equal(validated.exitCode, 0, `${validated.stdout}\n${validated.stderr}`);
+    });
+  }
+});
+
+/** A flag in `common` is dropped when the variant sets it itself. */
+function shadowed(args: string[], common: string[], index: number): boolean {
+  const flag = common[index]!.startsWith('--') ? common[index]! : common[index - 1]!;
+  return flag !== '--print-bootstrap' && args.includes(flag);
+}

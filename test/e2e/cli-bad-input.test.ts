@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { execa } from 'execa';
+import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
+
+/** Runs `pilot-agent proxy …` to completion; bad input must end it on its own. */
+function runAgent(args: string[], env: Record<string, string> = {}) {
+  return execa(nodeBin, [agentBin, 'proxy', ...args], { reject: false, timeout: 30_000, env: { ...env }, extendEnv: false });
+}
+
+describe('bad input ends with exit 2 and one line naming the culprit', () => {
+  let dir: string;
+  let ok: string[];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pilot-agent-bad-'));
+    await writeFile(join(dir, 'not-executable'), '#!/bin/sh\n');
+    await writeFile(join(dir, 'unknown-var.json'), '{"node":{"id":"{{ node_id }}","cluster":"{{ no_such_variable }}"}}');
+    await writeFile(join(dir, 'rejected.json'), JSON.stringify({ static_resources: { clusters: [{ name: 'c', type: 'NOT_A_TYPE' }] } }));
+    await writeFile(join(dir, 'a-file'), '');
+    await chmod(join(dir, 'not-executable'), 0o644);
+    ok = ['--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1'];
+  });
+
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  const cases: { name: string; args: () => string[]; env?: Record<string, string>; line: RegExp }[] = [
+    { name: 'unknown proxy type', args: () => ['gateway', ...ok], line: /argument 'type'.*sidecar, router, ingress/ },
+    { name: 'malformed duration', args: () => ['sidecar', ...ok, '--drainDuration', '45'], line: /--drainDuration.*'45'.*not a Go duration/ },
+    { name: 'count that is not a number', args: () => ['sidecar', ...ok, '--concurrency', 'two'], line: /--concurrency.*'two'.*not a non-negative integer/ },
+    { name: 'bad value from an env var', args: () => ['sidecar', ...ok], env: { ISTIO_DELTA_XDS: 'maybe' }, line: /--deltaXds.*'maybe'.*ISTIO_DELTA_XDS.*not a boolean/ },
+    { name: 'port out of range', args: () => ['sidecar', ...ok, '--proxyAdminPort', '70000'], line: /--proxyAdminPort.*'70000'.*not a port/ },
+    { name: 'unknown registry', args: () => ['sidecar', ...ok, '--serviceregistry', 'Eureka'], line: /--serviceregistry.*'Eureka'.*Kubernetes, Consul, Other/ },
+    { name: 'discovery address that does not parse', args: () => ['sidecar', ...ok, '--discoveryAddress', 'istio-pilot'], line: /^pilot-agent: --discoveryAddress: "istio-pilot" is not host:port$/ },
+    { name: 'missing binary', args: () => ['sidecar', ...ok, '--binaryPath', join(dir, 'nope')], line: /^pilot-agent: --binaryPath: .*nope does not exist/ },
+    { name: 'non-executable binary', args: () => ['sidecar', ...ok, '--binaryPath', join(dir, 'not-executable')], line: /^pilot-agent: --binaryPath: .*not-executable is not executable$/ },
+    { name: 'unreadable template', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'missing.json')], line: /^pilot-agent: .*missing\.json: cannot read bootstrap template \(ENOENT\)$/ },
+    { name: 'template variable with no value', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'unknown-var.json')], line: /^pilot-agent: .*unknown-var\.json: variable "no_such_variable" at \$\.node\.cluster has no value$/ },
+    { name: 'unwritable configPath', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'a-file', 'sub')], line: /^pilot-agent: --configPath: .*a-file\/sub is not a writable directory \(ENOTDIR\)$/ },
+    { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/ },
+    { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '10.0.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
+    { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
+  ];
+
+  for (const testCase of cases) {
+    it(testCase.name, async () => {
+      const result = await runAgent(testCase.args(), testCase.env);
+      assert.equal(result.exitCode, 2, `exit code; stderr: ${result.stderr}`);
+      const lines = result.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, `one line on stderr, got:\n${result.stderr}`);
+      assert.match(lines[0]!, testCase.line);
+      assert.doesNotMatch(result.stdout, /envoy started/);
+    });
+  }
+
+  it('version and help end with 0', async () => {
+    const version = await execa(nodeBin, [agentBin, 'version'], { reject: false });
+    assert.equal(version.exitCode, 0);
+    assert.match(version.stdout, /^pilot-agent \d+\.\d+\.\d+$/);
+    const help = await execa(nodeBin, [agentBin, 'proxy', '--help'], { reject: false });
+    assert.equal(help.exitCode, 0);
+    assert.match(help.stdout, /--discoveryAddress <host:port>/);
+  });
+});
