@@ -1,0 +1,127 @@
+/**
+ * `pilot-agent inject` and `pilot-agent istio-iptables --dry-run` through
+ * their commander commands, with real files in a temp dir. (Until main.ts
+ * lists these commands, a tiny program stands in for buildProgram.)
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough, Readable } from 'node:stream';
+import { after, before, describe, it } from 'node:test';
+import { Command } from 'commander';
+import { parseAllDocuments } from 'yaml';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { injectCommand } from '../../src/cli/commands/inject.ts';
+import { istioIptablesCommand } from '../../src/cli/commands/istio-iptables.ts';
+import type { CommandContext } from '../../src/cli/context.ts';
+import { AgentError } from '../../src/shared/errors.ts';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one subcommand like runCli would: usage errors are one line and code 2. */
+async function run(argv: string[], stdin = ''): Promise<Run> {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: string[] = [];
+  const err: string[] = [];
+  stdout.on('data', (chunk) => out.push(String(chunk)));
+  stderr.on('data', (chunk) => err.push(String(chunk)));
+  const context: CommandContext & { stdin: Readable } = { stdout, stderr, env: {}, debug: false, stdin: Readable.from([stdin]) };
+  const program = new Command('pilot-agent').exitOverride().configureOutput({ writeErr: (text) => stderr.write(text), writeOut: (text) => stdout.write(text) });
+  program.addCommand(injectCommand(context).exitOverride()).addCommand(istioIptablesCommand(context).exitOverride());
+  let code = 0;
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (!(error instanceof AgentError)) throw error;
+    stderr.write(`pilot-agent: ${error.message}\n`);
+    code = error.exitCode;
+  }
+  return { code, stdout: out.join(''), stderr: err.join('') };
+}
+
+const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, ports: [{containerPort: 8080}]}]
+`;
+const service = 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n';
+
+describe('pilot-agent inject', () => {
+  let dir = '';
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'pa-inject-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('injects a file into -o with the given values; the output passes the Kubernetes schema', async () => {
+    await writeFile(join(dir, 'app.yaml'), `${deployment}---\n${service}`);
+    await writeFile(join(dir, 'values.yaml'), 'discoveryAddress: istiod.istio-system.svc:15010\nholdApplicationUntilProxyStarts: true\n');
+    const result = await run(['inject', '-f', join(dir, 'app.yaml'), '--values', join(dir, 'values.yaml'), '-o', join(dir, 'out.yaml')]);
+    assert.deepEqual(result, { code: 0, stdout: '', stderr: '' });
+    const [injected, passed] = parseAllDocuments(await readFile(join(dir, 'out.yaml'), 'utf8')).map((doc) => doc.toJS());
+    new Deployment(injected).validate();
+    const proxy = injected.spec.template.spec.containers[0];
+    assert.equal(proxy.name, 'istio-proxy');
+    assert.ok(proxy.args.includes('istiod.istio-system.svc:15010'));
+    assert.deepEqual(passed, parseAllDocuments(service)[0]?.toJS());
+    assert.deepEqual((await readdir(dir)).sort(), ['app.yaml', 'out.yaml', 'values.yaml'], 'no temp file left');
+  });
+
+  it("reads stdin with -f - and writes stdout; a second pass changes nothing", async () => {
+    const once = await run(['inject', '-f', '-'], deployment);
+    assert.equal(once.code, 0);
+    assert.match(once.stdout, /name: istio-init/);
+    const twice = await run(['inject', '-f', '-'], once.stdout);
+    assert.equal(twice.stdout, once.stdout);
+  });
+
+  it('fails with code 2 and one line naming the document, and writes nothing', async () => {
+    const bad = `${service}---\n${deployment.replace('containerPort: 8080', 'containerPort: 80800')}`;
+    await writeFile(join(dir, 'bad.yaml'), bad);
+    await writeFile(join(dir, 'keep.yaml'), 'previous output\n');
+    const result = await run(['inject', '-f', join(dir, 'bad.yaml'), '-o', join(dir, 'keep.yaml')]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /^pilot-agent: .*bad\.yaml: document 2 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: port "80800" is not an integer from 1 to 65535\n$/);
+    assert.equal(await readFile(join(dir, 'keep.yaml'), 'utf8'), 'previous output\n');
+  });
+
+  it('fails with code 2 on a manifest that is not YAML, or values with a typo', async () => {
+    assert.match((await run(['inject', '-f', '-'], 'kind: Pod\nspec: {containers: [\n')).stderr, /^pilot-agent: stdin: document 1: not valid YAML: /);
+    await writeFile(join(dir, 'typo.yaml'), 'imagePullPolicyy: Always\n');
+    const typo = await run(['inject', '-f', '-', '--values', join(dir, 'typo.yaml')], deployment);
+    assert.equal(typo.code, 2);
+    assert.match(typo.stderr, /typo\.yaml: imagePullPolicyy: unknown key\n$/);
+    assert.match((await run(['inject', '-f', join(dir, 'missing.yaml')])).stderr, /missing\.yaml: cannot read: ENOENT\n$/);
+  });
+});
+
+describe('pilot-agent istio-iptables --dry-run', () => {
+  it("prints the iptables-restore input for the injector's flags", async () => {
+    const result = await run(['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '8080', '-d', '15090,15021,15020', '--dry-run']);
+    assert.equal(result.code, 0);
+    assert.match(result.stdout, /^\*nat\n:ISTIO_INBOUND - \[0:0\]\n/);
+    assert.match(result.stdout, /\n-A ISTIO_INBOUND -p tcp --dport 8080 -j ISTIO_IN_REDIRECT\n/);
+    assert.match(result.stdout, /\nCOMMIT\n$/);
+  });
+
+  it('rejects a port both in -b and -d, and a port out of range, with code 2', async () => {
+    const conflict = await run(['istio-iptables', '-b', '8080,9090', '-d', '9090', '--dry-run']);
+    assert.deepEqual([conflict.code, conflict.stderr], [2, 'pilot-agent: -d: port 9090 is also in the captured inbound ports (-b)\n']);
+    const range = await run(['istio-iptables', '-p', '99999', '--dry-run']);
+    assert.deepEqual([range.code, range.stdout], [2, '']);
+    assert.match(range.stderr, /-p: port "99999" is not an integer from 1 to 65535/);
+  });
+});
