@@ -74,4 +74,5 @@ install_npm_deps
 install_envoy
 [ -d test/peers/xds-server ] && [ -f test/peers/xds-server/go.mod ] && build_peer
 build_agent
+bash scripts/setup-iptables.sh
 say "ready: node $("$tools/bin/node" --version), envoy $("$tools/bin/envoy" --version | grep -o '/1[^/]*/' | tr -d /)"

@@ -84,7 +84,10 @@ export class Agent {
     const controller = new AbortController();
     this.#epochs.set(epoch, controller);
     this.#options.logger.info({ epoch, config: config.slice(0, 12) }, 'starting epoch');
-    const onLive = () => this.dispatch({ type: 'epoch-live', epoch });
+    const onLive = () => {
+      this.#options.logger.info({ epoch }, 'epoch live');
+      this.dispatch({ type: 'epoch-live', epoch });
+    };
     const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive }).then((exit) => {
       this.#epochs.delete(epoch);
       this.#running.delete(running);

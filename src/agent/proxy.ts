@@ -12,6 +12,8 @@ export interface RunOptions {
   signal: AbortSignal;
   /** Called once when the epoch is LIVE and serving. */
   onLive: () => void;
+  /** Called once the process is spawned (status server: pid per epoch). */
+  onStarted?: (info: { pid: number }) => void;
 }
 
 /** The proxy as the agent sees it: run an epoch, drain, clean up. */

@@ -11,11 +11,21 @@
  * it on a new desired config, and also once an epoch has stayed LIVE for
  * `stableAfterMs`, so a proxy that crashes once a week does not slowly spend
  * its budget and die for good.
+ *
+ * `current` is the config of the newest epoch that is not being aborted: an
+ * epoch on its way out does not count as running the desired config, or a
+ * retry that comes due while it exits would wrongly find nothing to do.
  */
 export interface RetryPolicy {
   initialDelayMs: number;
   budget: number;
   stableAfterMs: number;
+  /**
+   * Wait before trying an epoch again whose parent was still initializing:
+   * not a failure, so no backoff and no budget, but not a spawn every 200 ms
+   * for the up to 15 s a parent may spend warming clusters either. 1 s when unset.
+   */
+  parentInitializingDelayMs?: number;
 }
 
 export interface LiveEpoch {
@@ -33,6 +43,8 @@ export interface State {
   /** A retry came due while aborted epochs were still exiting. */
   reconcileWhenSettled: boolean;
   shuttingDown: boolean;
+  /** Why the last epoch failed, for the log line when the budget is spent. */
+  lastFailure?: string;
   policy: RetryPolicy;
 }
 
@@ -106,8 +118,8 @@ function reconcile(state: State): Step {
 
 function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
   const live = state.live.filter((entry) => entry.epoch !== event.epoch);
-  const current = live.at(-1)?.config;
-  const next = { ...state, live, current };
+  const lastFailure = event.kind === 'failed' ? event.detail : state.lastFailure;
+  const next = { ...state, live, current: currentConfig(live), lastFailure };
   const actions: Action[] = [exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
   if (state.shuttingDown) return [next, live.length === 0 ? [...actions, { type: 'exit', code: 0 }] : actions];
   const [after, more] = afterExit(next, event);
@@ -123,7 +135,7 @@ function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>
     }
     case 'parent-initializing':
       // Not a failure: the same epoch is tried again once the parent is up.
-      return withRetry(state, state.policy.initialDelayMs);
+      return withRetry(state, state.policy.parentInitializingDelayMs ?? 1000);
     case 'aborted':
       if (state.reconcileWhenSettled) return reconcile(state);
       return state.retryScheduled || state.live.length > 0 ? [state, []] : scheduleRetry(state, event.epoch);
@@ -137,7 +149,7 @@ function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>
 function scheduleRetry(state: State, epoch: number): Step {
   if (state.retryScheduled) return [state, [log('debug', 'retry already scheduled', { epoch })]];
   if (state.budget <= 0) {
-    const fields = { epoch, config: state.desired ? short(state.desired) : undefined };
+    const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
     return [state, [log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1 }]];
   }
   const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
@@ -153,7 +165,7 @@ function withRetry(state: State, delayMs: number): Step {
 function abortAll(state: State): Step {
   const targets = state.live.filter((entry) => !entry.aborting);
   const live = state.live.map((entry) => ({ ...entry, aborting: true }));
-  return [{ ...state, live }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
+  return [{ ...state, live, current: undefined }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
 }
 
 function onEpochStable(state: State, epoch: number): Step {
@@ -168,6 +180,11 @@ function onShutdown(state: State): Step {
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
   if (state.live.length === 0) return [next, [...cancel, { type: 'exit', code: 0 }]];
   return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
+}
+
+/** The config of the newest epoch that is not on its way out. */
+function currentConfig(live: readonly LiveEpoch[]): string | undefined {
+  return live.filter((entry) => !entry.aborting).at(-1)?.config;
 }
 
 function exitLog(event: Extract<Event, { type: 'epoch-exited' }>): Action {

@@ -1,14 +1,14 @@
 import { isIP } from 'node:net';
-import { join } from 'node:path';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
+import { agentStatusCluster, readinessListener } from './readiness.ts';
 import type { TemplateVariables } from './template.ts';
 
 /** What the bootstrap needs beyond the flags. */
 export interface BootstrapContext {
   nodeId: string;
   metadata: Record<string, unknown>;
-  /** Where Envoy reaches the discovery server: a TCP address or the agent's XDS socket. */
-  xdsTarget: { kind: 'tcp'; address: HostPort } | { kind: 'pipe'; path: string };
+  /** The agent's XDS socket: Envoy reaches the discovery server through the relay. */
+  xdsSocketPath: string;
 }
 
 /** The variables the default template (and any --templateFile) can use. */
@@ -20,50 +20,25 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     admin_port: config.proxyAdminPort,
     ads_api_type: config.deltaXds ? 'DELTA_GRPC' : 'GRPC',
     connect_timeout: protoDuration(config.connectTimeoutMs),
-    ...xdsVariables(config, context),
+    // The hop is a local socket: plain, and no DNS. TLS to the discovery server is the relay's job.
+    xds_cluster_type: 'STATIC',
+    xds_address: { pipe: { path: context.xdsSocketPath } },
     stats_sinks: config.statsdUdpAddress ? [statsdSink(config.statsdUdpAddress)] : [],
-    extra_clusters: config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs)] : [],
-    extra_listeners: [],
+    extra_clusters: [...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs)] : []), ...readinessClusters(config)],
+    extra_listeners: readinessListeners(config),
     tracing: config.zipkinAddress ? zipkinTracing() : null,
     prometheus_port: config.prometheusPort,
     status_port: config.statusPort,
+    readiness_port: config.readinessPort,
     config_path: config.configPath,
     cert_dir: config.certDir,
   };
 }
 
-function xdsVariables(config: ProxyConfig, context: BootstrapContext): TemplateVariables {
-  const target = context.xdsTarget;
-  if (target.kind === 'pipe') {
-    return { xds_cluster_type: 'STATIC', xds_address: { pipe: { path: target.path } }, xds_transport_socket: null };
-  }
-  return {
-    xds_cluster_type: isIP(target.address.host) ? 'STATIC' : 'STRICT_DNS',
-    xds_address: socketAddress(target.address),
-    xds_transport_socket: config.controlPlaneAuthPolicy === 'MUTUAL_TLS' ? mutualTls(config.certDir, target.address.host) : null,
-  };
-}
-
-/** Envoy speaks TLS itself when it talks to the discovery server directly. */
-function mutualTls(certDir: string, serverName: string): unknown {
-  return {
-    name: 'envoy.transport_sockets.tls',
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext',
-      sni: serverName,
-      common_tls_context: {
-        alpn_protocols: ['h2'],
-        tls_certificates: [
-          {
-            certificate_chain: { filename: join(certDir, 'cert-chain.pem') },
-            private_key: { filename: join(certDir, 'key.pem') },
-          },
-        ],
-        validation_context: { trusted_ca: { filename: join(certDir, 'root-cert.pem') } },
-      },
-    },
-  };
-}
+/** The readiness hop needs both ends: the status server and Envoy's listener. */
+const readinessEnabled = (config: ProxyConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
+const readinessListeners = (config: ProxyConfig) => (readinessEnabled(config) ? [readinessListener(config.readinessPort)] : []);
+const readinessClusters = (config: ProxyConfig) => (readinessEnabled(config) ? [agentStatusCluster(config.statusPort)] : []);
 
 function socketAddress({ host, port }: HostPort, protocol?: 'UDP'): unknown {
   return { socket_address: { address: host, port_value: port, ...(protocol ? { protocol } : {}) } };

@@ -1,7 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { AgentError, ExitCode, describe } from '../shared/errors.ts';
+import { injectCommand } from './commands/inject.ts';
+import { istioIptablesCommand } from './commands/istio-iptables.ts';
 import { proxyCommand } from './commands/proxy.ts';
+import { requestCommand } from './commands/request.ts';
 import { versionCommand } from './commands/version.ts';
+import { waitCommand } from './commands/wait.ts';
 import type { CommandContext } from './context.ts';
 
 /** Builds the whole command tree. Each subcommand lives in `commands/<name>.ts`. */
@@ -11,7 +15,7 @@ export function buildProgram(context: CommandContext): Command {
     .showHelpAfterError(false)
     .exitOverride()
     .configureOutput({ writeErr: (text) => context.stderr.write(text), writeOut: (text) => context.stdout.write(text) });
-  for (const make of [proxyCommand, versionCommand]) {
+  for (const make of [proxyCommand, versionCommand, requestCommand, waitCommand, injectCommand, istioIptablesCommand]) {
     program.addCommand(make(context).exitOverride());
   }
   return program;
@@ -50,8 +54,16 @@ export async function main(): Promise<never> {
     stdout: process.stdout,
     stderr: process.stderr,
     env: process.env,
-    debug: /debug|trace/.test(process.argv.join(' ')),
+    debug: wantsDebug(process.argv),
   };
   const code = await runCli(process.argv.slice(2), context);
   process.exit(code);
+}
+
+/** Stack traces are for debug logging only: `--log_output_level` with debug or trace. */
+function wantsDebug(argv: readonly string[]): boolean {
+  const index = argv.findIndex((arg) => arg.startsWith('--log_output_level'));
+  if (index < 0) return false;
+  const value = argv[index]!.includes('=') ? argv[index]!.split('=')[1] : argv[index + 1];
+  return /debug|trace/.test(value ?? '');
 }

@@ -4,6 +4,7 @@ import { badFlag } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
 import type { ProxyType, Registry } from '../role/role.ts';
+import { loadMaterial, type UpstreamOptions } from '../xds/upstream.ts';
 
 /** Commander's view of the proxy flags (names as typed on the command line). */
 export interface ProxyFlagValues {
@@ -29,9 +30,19 @@ export interface ProxyFlagValues {
   proxyLogLevel: string;
   proxyComponentLogLevel: string;
   statusPort: number;
+  readinessPort: number;
   applicationPorts: number[];
   prometheusPort: number;
   certDir: string;
+  ingressCertDir: string;
+  certDebounce: number;
+  retryInitialDelay: number;
+  retryBudget: number;
+  terminationDrainDuration?: number;
+  exitOnZeroActiveConnections: boolean;
+  minimumDrainDuration: number;
+  xdsServerName: string;
+  xdsTokenFile: string;
 }
 
 /** Checks what can be checked without side effects and types the flags. */
@@ -61,9 +72,19 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
     proxyLogLevel: flags.proxyLogLevel,
     proxyComponentLogLevel: flags.proxyComponentLogLevel ?? '',
     statusPort: flags.statusPort,
+    readinessPort: flags.readinessPort,
     applicationPorts: flags.applicationPorts ?? [],
     prometheusPort: flags.prometheusPort,
     certDir: flags.certDir,
+    ingressCertDir: flags.ingressCertDir,
+    certDebounceMs: flags.certDebounce,
+    retryInitialDelayMs: flags.retryInitialDelay,
+    retryBudget: flags.retryBudget,
+    terminationDrainDurationMs: flags.terminationDrainDuration ?? flags.drainDuration,
+    exitOnZeroActiveConnections: flags.exitOnZeroActiveConnections,
+    minimumDrainDurationMs: flags.minimumDrainDuration,
+    xdsServerName: flags.xdsServerName || undefined,
+    xdsTokenFile: flags.xdsTokenFile || undefined,
   };
 }
 
@@ -81,4 +102,20 @@ export async function checkBinary(path: string): Promise<void> {
   await access(path, constants.X_OK).catch(() => {
     throw badFlag('--binaryPath', `${path} is not executable`);
   });
+}
+
+/** Where and how the xDS relay reaches the discovery server. */
+export function xdsUpstream(config: ProxyConfig): UpstreamOptions {
+  return {
+    address: config.discoveryAddress,
+    policy: config.controlPlaneAuthPolicy,
+    certDir: config.certDir,
+    serverName: config.xdsServerName,
+    tokenFile: config.xdsTokenFile,
+  };
+}
+
+/** TLS files (present, PEM, key matching cert) and the token file are checked before Envoy starts. */
+export async function checkXdsUpstream(config: ProxyConfig): Promise<void> {
+  await loadMaterial(xdsUpstream(config));
 }

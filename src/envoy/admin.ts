@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+
 /** A small client for Envoy's admin API on 127.0.0.1. Failures are values, not throws. */
 export type AdminResult = { ok: true; status: number; body: string } | { ok: false; error: string };
 
@@ -6,19 +8,24 @@ export interface AdminClient {
   post(path: string, signal?: AbortSignal): Promise<AdminResult>;
 }
 
+/**
+ * One new connection per call (`agent: false`): after a hot restart the
+ * port belongs to the child, but a pooled keep-alive connection would keep
+ * talking to the draining parent until it exits.
+ */
 export function adminClient(port: number, timeoutMs = 1000): AdminClient {
-  const call = async (method: string, path: string, signal?: AbortSignal): Promise<AdminResult> => {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    try {
-      const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-        method,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+  const call = (method: string, path: string, signal?: AbortSignal): Promise<AdminResult> =>
+    new Promise((resolve) => {
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const req = request({ host: '127.0.0.1', port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ ok: true, status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', (error) => resolve({ ok: false, error: String(error) }));
       });
-      return { ok: true, status: response.status, body: await response.text() };
-    } catch (error) {
-      return { ok: false, error: (error as Error).cause ? String((error as Error).cause) : String(error) };
-    }
-  };
+      req.on('error', (error) => resolve({ ok: false, error: String(error) }));
+      req.end();
+    });
   return { get: (path, signal) => call('GET', path, signal), post: (path, signal) => call('POST', path, signal) };
 }
 

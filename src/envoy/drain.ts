@@ -1,5 +1,6 @@
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { activeConnections } from './active-connections.ts';
 import type { AdminClient } from './admin.ts';
 
 export interface DrainOptions {
@@ -10,6 +11,16 @@ export interface DrainOptions {
   durationMs: number;
   /** Sidecars drain inbound listeners only, so the app can still call out. */
   inboundOnly: boolean;
+  /**
+   * Stop waiting as soon as no downstream connection is left (Istio's
+   * EXIT_ON_ZERO_ACTIVE_CONNECTIONS), after at least `minDurationMs`;
+   * `durationMs` stays the upper bound.
+   */
+  exitOnZeroActiveConnections?: boolean;
+  minDurationMs?: number;
+  pollMs?: number;
+  /** Listeners of the agent's own (Prometheus, readiness) that do not hold the drain up. */
+  ignoredPorts?: readonly number[];
 }
 
 /**
@@ -23,6 +34,25 @@ export async function drainEnvoy(options: DrainOptions): Promise<void> {
     const result = await admin.post(path, signal);
     if (!result.ok || result.status !== 200) logger.warn({ path, result }, 'admin drain call failed');
   }
-  logger.info({ durationMs: options.durationMs }, 'draining listeners');
+  logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
+  if (options.exitOnZeroActiveConnections) return waitForZeroConnections(options);
   await options.clock.sleep(options.durationMs, signal).catch(() => undefined);
+}
+
+/** Waits the minimum, then polls until no connection is left or the drain duration is over. */
+async function waitForZeroConnections(options: DrainOptions): Promise<void> {
+  const { clock, signal, logger } = options;
+  const deadline = clock.now() + options.durationMs;
+  const pause = (ms: number) => clock.sleep(Math.max(0, Math.min(ms, deadline - clock.now())), signal).then(() => true, () => false);
+  if (!(await pause(options.minDurationMs ?? 0))) return;
+  while (clock.now() < deadline) {
+    const count = await activeConnections(options.admin, options.ignoredPorts ?? [], signal);
+    if (count === undefined || count === 0) {
+      logger.info({ activeConnections: count ?? 'unknown' }, 'no active downstream connections; stopping');
+      return;
+    }
+    logger.info({ activeConnections: count }, 'waiting for active downstream connections to close');
+    if (!(await pause(options.pollMs ?? 1000))) return;
+  }
+  logger.info({ durationMs: options.durationMs }, 'drain duration over with connections still open; stopping');
 }

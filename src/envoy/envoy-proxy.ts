@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
@@ -24,6 +24,7 @@ export interface EnvoyProxyOptions {
 }
 
 const parentInitializing = 'previous envoy process is still initializing';
+const baseIdWaitMs = 10_000;
 
 /** The real Envoy behind the agent's `Proxy` interface. */
 export class EnvoyProxy implements Proxy {
@@ -45,13 +46,13 @@ export class EnvoyProxy implements Proxy {
     }
   }
 
-  async #run(epoch: number, { signal, onLive }: RunOptions): Promise<ProxyExit> {
+  async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config, logger } = this.#options;
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap);
     const args = buildEnvoyArgs({
       bootstrapPath,
       epoch,
-      baseId: epoch === 0 ? undefined : await this.#readBaseId(),
+      baseId: await this.#baseIdFor(epoch, signal),
       baseIdPath: this.#baseIdPath,
       drainDurationMs: config.drainDurationMs,
       parentShutdownDurationMs: config.parentShutdownDurationMs,
@@ -73,6 +74,7 @@ export class EnvoyProxy implements Proxy {
       stdin: 'ignore',
     });
     epochLogger.info({ pid: child.pid, args }, 'envoy started');
+    if (child.pid !== undefined) onStarted?.({ pid: child.pid });
     const recent = new RecentErrors();
     const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
     const stopWatching = new AbortController();
@@ -83,9 +85,22 @@ export class EnvoyProxy implements Proxy {
     return classifyExit(result, recent, signal.aborted);
   }
 
-  async #readBaseId(): Promise<number | undefined> {
-    const text = await readFile(this.#baseIdPath, 'utf8').catch(() => '');
-    return /^\d+$/.test(text.trim()) ? Number(text.trim()) : undefined;
+  /**
+   * Epoch 0 lets Envoy pick a free base id (so agents side by side never
+   * collide) and forgets any stale one; later epochs must reuse it, and may
+   * start before epoch 0 has written it, so they wait for the file.
+   */
+  async #baseIdFor(epoch: number, signal: AbortSignal): Promise<number | undefined> {
+    if (epoch === 0) {
+      await rm(this.#baseIdPath, { force: true });
+      return undefined;
+    }
+    for (let waited = 0; waited < baseIdWaitMs; waited += 50) {
+      const text = (await readFile(this.#baseIdPath, 'utf8').catch(() => '')).trim();
+      if (/^\d+$/.test(text)) return Number(text);
+      await this.#options.clock.sleep(50, signal);
+    }
+    throw new Error(`${this.#baseIdPath}: epoch 0 never wrote its base id`);
   }
 
   /** Polls admin until this epoch reports LIVE. */
@@ -102,7 +117,14 @@ export class EnvoyProxy implements Proxy {
 
   drain(signal: AbortSignal): Promise<void> {
     const { config, clock, logger } = this.#options;
-    return drainEnvoy({ admin: this.#admin, clock, logger, signal, durationMs: config.drainDurationMs, inboundOnly: config.proxyType === 'sidecar' });
+    return drainEnvoy({
+      admin: this.#admin, clock, logger, signal,
+      durationMs: config.terminationDrainDurationMs ?? config.drainDurationMs,
+      inboundOnly: config.proxyType === 'sidecar',
+      exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
+      minDurationMs: config.minimumDrainDurationMs,
+      ignoredPorts: [config.prometheusPort, config.readinessPort],
+    });
   }
 
   cleanup(epoch: number): Promise<void> {

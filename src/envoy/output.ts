@@ -46,7 +46,9 @@ export function forwardOutput(stream: Readable, logger: Logger, recent: RecentEr
     const match = envoyLine.exec(line);
     const level = (match && levels[match[1]!]) ?? 'info';
     const message = match ? match[3]! : line;
-    if (level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
+    // Unformatted lines are what Envoy prints outside its logger when it
+    // gives up (e.g. "previous envoy process is still initializing"): keep them.
+    if (!match || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
     logger[level]({ envoyComponent: match?.[2] }, message);
   });
   return new Promise((resolve) => lines.once('close', resolve));

@@ -31,9 +31,27 @@ export interface ProxyConfig {
   proxyLogLevel: string;
   proxyComponentLogLevel: string;
   statusPort: number;
+  /** Envoy's readiness listener (15021), routed to the status server; 0: none. */
+  readinessPort: number;
   applicationPorts: number[];
   /** Envoy's Prometheus listener (15090); 0 lets the kernel pick. */
   prometheusPort: number;
   /** Where the certificates live (cert-chain.pem, key.pem, root-cert.pem). */
   certDir: string;
+  /** tls.crt and tls.key, watched too for `ingress`. */
+  ingressCertDir: string;
+  /** Quiet time after the last certificate event before the files are read. */
+  certDebounceMs: number;
+  retryInitialDelayMs: number;
+  /** Restarts after failures before the agent gives up with exit 1. */
+  retryBudget: number;
+  /** How long SIGTERM/SIGINT drains before Envoy is stopped. */
+  terminationDrainDurationMs: number;
+  /** End the termination drain once no downstream connection is left. */
+  exitOnZeroActiveConnections: boolean;
+  minimumDrainDurationMs: number;
+  /** TLS server name of the discovery server (MUTUAL_TLS); its host when absent. */
+  xdsServerName?: string;
+  /** A token sent to the discovery server as `authorization: Bearer`. */
+  xdsTokenFile?: string;
 }

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ProxyType } from '../role/role.ts';
 
@@ -7,23 +5,25 @@ export const sidecarCertFiles = ['cert-chain.pem', 'key.pem', 'root-cert.pem'] a
 export const ingressCertDir = '/etc/istio/ingress-certs';
 export const ingressCertFiles = ['tls.crt', 'tls.key'] as const;
 
-/** The certificate files whose content is the agent's desired config. */
-export function watchedCertFiles(certDir: string, proxyType: ProxyType, ingressDir = ingressCertDir): string[] {
-  const files = sidecarCertFiles.map((name) => join(certDir, name));
-  if (proxyType === 'ingress') files.push(...ingressCertFiles.map((name) => join(ingressDir, name)));
-  return files;
+/** A certificate file, with the private key that must match it when there is one. */
+export interface CertGroup {
+  cert: string;
+  key?: string;
 }
 
-/**
- * SHA-256 over the files' contents, in order; a missing file counts as
- * absent (Envoy may run without certs, e.g. plaintext to the control plane).
- */
-export async function hashFiles(paths: readonly string[]): Promise<string> {
-  const hash = createHash('sha256');
-  for (const path of paths) {
-    const content = await readFile(path).catch(() => undefined);
-    hash.update(`${path}\0${content ? content.length : -1}\0`);
-    if (content) hash.update(content);
-  }
-  return hash.digest('hex');
+/** The certificate files whose content is the agent's desired config, grouped by key pair. */
+export function watchedCertGroups(certDir: string, proxyType: ProxyType, ingressDir = ingressCertDir): CertGroup[] {
+  const groups: CertGroup[] = [{ cert: join(certDir, 'cert-chain.pem'), key: join(certDir, 'key.pem') }, { cert: join(certDir, 'root-cert.pem') }];
+  if (proxyType === 'ingress') groups.push({ cert: join(ingressDir, 'tls.crt'), key: join(ingressDir, 'tls.key') });
+  return groups;
+}
+
+/** Every file of the groups, in a fixed order (the order the hash covers them in). */
+export function groupPaths(groups: readonly CertGroup[]): string[] {
+  return groups.flatMap((group) => (group.key ? [group.cert, group.key] : [group.cert]));
+}
+
+/** The certificate files, flat: sidecar files, then the ingress pair for `ingress`. */
+export function watchedCertFiles(certDir: string, proxyType: ProxyType, ingressDir = ingressCertDir): string[] {
+  return groupPaths(watchedCertGroups(certDir, proxyType, ingressDir));
 }

@@ -26,10 +26,10 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
     { name: 'sidecar, SotW', args: ['sidecar'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
     { name: 'router, Delta', args: ['router', '--deltaXds'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
-    { name: 'ingress with a DNS discovery address', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.equal(b.static_resources.clusters[0].type, 'STRICT_DNS') },
+    { name: 'ingress; xDS goes through the agent\'s socket', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/) },
     { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
     { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
-    { name: 'mutual TLS to the discovery server', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => assert.ok(b.static_resources.clusters[0].transport_socket) },
+    { name: 'mutual TLS to the discovery server is the relay\'s, not Envoy\'s', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => assert.equal(b.static_resources.clusters[0].transport_socket, undefined) },
     {
       name: 'Kubernetes registry with metadata',
       args: ['sidecar', '--serviceregistry', 'Kubernetes', '--ip', '', '--connectTimeout', '250ms', '--serviceCluster', 'productpage.default'],
@@ -40,6 +40,8 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
         assert.equal(b.static_resources.clusters[0].connect_timeout, '0.25s');
       },
     },
+    { name: 'readiness listener and agent cluster with the status server on', args: ['sidecar', '--statusPort', '15020'], check: (b) => assert.ok(b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
+    { name: 'no readiness listener with the status server off', args: ['sidecar', '--statusPort', '0'], check: (b) => assert.ok(!b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
     { name: 'custom template', args: ['sidecar', '--templateFile', 'TEMPLATE'], check: (b) => assert.deepEqual(Object.keys(b), ['node', 'admin']) },
   ];
 

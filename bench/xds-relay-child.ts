@@ -1,0 +1,18 @@
+// The relay alone in its own process, as in the agent, for bench/xds-relay.ts.
+// argv: <socket path> <upstream port>
+import { Registry } from 'prom-client';
+import { systemClock } from '../src/shared/clock.ts';
+import { silentLogger } from '../src/shared/log.ts';
+import { XdsRelay } from '../src/xds/relay.ts';
+
+const [socketPath, port] = process.argv.slice(2);
+const relay = new XdsRelay({
+  socketPath: socketPath!,
+  upstream: { address: { host: '127.0.0.1', port: Number(port) }, policy: 'NONE', certDir: '/nonexistent' },
+  registry: new Registry(),
+  clock: systemClock,
+  logger: silentLogger,
+});
+await relay.start();
+process.stdout.write('ready\n');
+process.on('SIGTERM', () => void relay.stop().then(() => process.exit(0)));

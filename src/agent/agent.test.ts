@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FakeClock } from '../shared/clock.ts';
+import { silentLogger } from '../shared/log.ts';
+import { Agent } from './agent.ts';
+import { FakeProxy } from './fake-proxy.ts';
+
+const policy = { initialDelayMs: 200, budget: 2, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
+
+/** Lets promise callbacks (epoch exits) run; no time passes. */
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+function setup() {
+  const clock = new FakeClock();
+  const proxy = new FakeProxy();
+  const agent = new Agent({ proxy, clock, logger: silentLogger, policy });
+  return { clock, proxy, agent };
+}
+
+describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
+  it('hot-restarts on a new config and cleans up the parent when it exits', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    agent.dispatch({ type: 'config-changed', config: 'B' });
+    assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }, { epoch: 1, config: 'B' }]);
+    proxy.exit(0, 'normal');
+    await flush();
+    assert.deepEqual(proxy.cleaned, [0]);
+    assert.deepEqual(proxy.running, [1]);
+    assert.equal(agent.state.current, 'B');
+  });
+
+  it('retries after the backoff on the injected clock, from epoch 0', async () => {
+    const { clock, proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.exit(0, 'failed', 'exit code 1');
+    await flush();
+    clock.advance(199);
+    assert.equal(proxy.starts.length, 1, 'no retry before 200 ms');
+    clock.advance(1);
+    assert.deepEqual(proxy.starts.at(-1), { epoch: 0, config: 'A' });
+  });
+
+  it('resolves exit code 1 once the budget is spent', async () => {
+    const { clock, proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    for (const delay of [200, 400]) {
+      proxy.exit(0, 'failed');
+      await flush();
+      clock.advance(delay);
+    }
+    proxy.exit(0, 'failed');
+    assert.equal(await agent.exited, 1);
+    assert.equal(proxy.starts.length, 3);
+    assert.equal(clock.pending, 0, 'no timer left behind');
+  });
+
+  it('refills the budget after an epoch stayed LIVE for the stable period', async () => {
+    const { clock, proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.exit(0, 'failed');
+    await flush();
+    clock.advance(200);
+    proxy.live(0);
+    assert.equal(agent.state.budget, 1);
+    clock.advance(60_000);
+    assert.equal(agent.state.budget, 2);
+  });
+
+  it('shuts down: drains, aborts every epoch, resolves 0 once all have exited', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    agent.dispatch({ type: 'config-changed', config: 'B' });
+    agent.dispatch({ type: 'shutdown' });
+    assert.equal(proxy.drains, 1);
+    assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain is over');
+    proxy.finishDrain();
+    assert.equal(await agent.exited, 0);
+    assert.deepEqual(proxy.running, []);
+    assert.deepEqual(proxy.cleaned.sort(), [0, 1]);
+  });
+
+  it('a second signal (hurry) cuts the drain short', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    agent.dispatch({ type: 'shutdown' });
+    agent.hurry();
+    assert.equal(await agent.exited, 0);
+    assert.deepEqual(proxy.running, []);
+  });
+
+  it('reports every event and the state after it to listeners', () => {
+    const { agent } = setup();
+    const seen: string[] = [];
+    const off = agent.onEvent((event, state) => seen.push(`${event.type}:${state.live.length}`));
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    off();
+    agent.dispatch({ type: 'config-changed', config: 'B' });
+    assert.deepEqual(seen, ['config-changed:1']);
+  });
+});

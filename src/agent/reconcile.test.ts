@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { initialState, reduce, type Action, type Event, type State } from './reconcile.ts';
+
+const policy = { initialDelayMs: 200, budget: 3, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+
+/** Folds events through the reducer; returns the last state and every non-log action. */
+function run(events: readonly Event[], from: State = initialState(policy)): { state: State; actions: Action[]; logs: string[] } {
+  let state = from;
+  const actions: Action[] = [];
+  const logs: string[] = [];
+  for (const event of events) {
+    const [next, produced] = reduce(state, event);
+    state = next;
+    for (const action of produced) {
+      if (action.type === 'log') logs.push(action.message);
+      else actions.push(action);
+    }
+  }
+  return { state, actions, logs };
+}
+
+const changed = (config: string): Event => ({ type: 'config-changed', config });
+const exited = (epoch: number, kind: 'aborted' | 'normal' | 'failed' | 'parent-initializing'): Event => ({ type: 'epoch-exited', epoch, kind, detail: `detail ${epoch}` });
+const start = (epoch: number, config: string): Action => ({ type: 'start-epoch', epoch, config });
+const retryIn = (delayMs: number): Action => ({ type: 'schedule', event: { type: 'retry-due' }, delayMs });
+const remove = (epoch: number): Action => ({ type: 'remove-bootstrap', epoch });
+const abort = (epoch: number): Action => ({ type: 'abort-epoch', epoch });
+
+describe('reduce: desired config', () => {
+  it('starts epoch 0 on the first config', () => {
+    const { state, actions } = run([changed(A)]);
+    assert.deepEqual(actions, [start(0, A)]);
+    assert.equal(state.current, A);
+    assert.deepEqual(state.live.map((entry) => entry.epoch), [0]);
+  });
+
+  it('does nothing when the desired config is the current one', () => {
+    const { actions } = run([changed(A), changed(A)]);
+    assert.deepEqual(actions, [start(0, A)]);
+  });
+
+  it('hot-restarts into the highest live epoch + 1 on a new config', () => {
+    const { actions } = run([changed(A), changed(B)]);
+    assert.deepEqual(actions, [start(0, A), start(1, B)]);
+  });
+
+  it('a parent that exits normally after a hot restart is only logged and cleaned up', () => {
+    const { state, actions, logs } = run([changed(A), changed(B), exited(0, 'normal')]);
+    assert.deepEqual(actions.slice(2), [remove(0)]);
+    assert.ok(logs.includes('epoch exited normally'));
+    assert.equal(state.current, B);
+    assert.deepEqual(state.live.map((entry) => entry.epoch), [1]);
+  });
+
+  it('numbers epochs from the highest live one, not from a counter', () => {
+    const { actions } = run([changed(A), changed(B), exited(0, 'normal'), changed(A)]);
+    assert.deepEqual(actions.at(-1), start(2, A));
+  });
+
+  it('ignores config changes once shutting down', () => {
+    const { actions } = run([changed(A), { type: 'shutdown' }, changed(B)]);
+    assert.deepEqual(actions, [start(0, A), { type: 'drain' }]);
+  });
+});
+
+describe('reduce: failures and retries', () => {
+  it('an abnormal exit aborts every other epoch and schedules one retry', () => {
+    const { state, actions, logs } = run([changed(A), changed(B), exited(1, 'failed')]);
+    assert.deepEqual(actions.slice(2), [remove(1), abort(0), retryIn(200)]);
+    assert.ok(logs.includes('epoch terminated with an error; aborting all epochs'));
+    assert.equal(state.budget, 2);
+    assert.equal(state.current, undefined, 'an aborting epoch does not count as current');
+  });
+
+  it('the retry waits for aborted epochs to exit, then starts again from epoch 0', () => {
+    const before = run([changed(A), changed(B), exited(1, 'failed'), { type: 'retry-due' }]);
+    assert.deepEqual(before.actions.slice(5), [], 'nothing starts while epoch 0 is still exiting');
+    const { actions } = run([exited(0, 'aborted')], before.state);
+    assert.deepEqual(actions, [remove(0), start(0, B)]);
+  });
+
+  it('restarts the same config when the retry comes due while an aborted epoch of that config is exiting', () => {
+    // Epochs 0 and 2 run A, epoch 1 runs B and fails: nothing of A may be taken as running.
+    const { actions } = run([changed(A), changed(B), changed(A), exited(1, 'failed'), { type: 'retry-due' }, exited(0, 'aborted'), exited(2, 'aborted')]);
+    assert.deepEqual(actions.at(-1), start(0, A));
+    assert.equal(actions.filter((action) => action.type === 'schedule').length, 1, 'one retry, no second one for the aborted exits');
+  });
+
+  it('backs off 200 ms × 2^n and exits 1 with the failing config once the budget is spent', () => {
+    const events: Event[] = [changed(A)];
+    for (let attempt = 0; attempt < 4; attempt++) events.push(exited(0, 'failed'), { type: 'retry-due' });
+    const { actions, logs } = run(events.slice(0, -1));
+    const delays = actions.filter((action) => action.type === 'schedule').map((action) => action.delayMs);
+    assert.deepEqual(delays, [200, 400, 800]);
+    assert.deepEqual(actions.at(-1), { type: 'exit', code: 1 });
+    assert.ok(logs.includes('retry budget spent trying to reach the desired config; exiting'));
+  });
+
+  it('names the config and the last failure when the budget is spent', () => {
+    const [, actions] = reduce({ ...run([changed(A)]).state, budget: 0 }, exited(0, 'failed'));
+    const line = actions.find((action) => action.type === 'log' && action.level === 'error');
+    assert.ok(line?.type === 'log');
+    assert.equal(line.fields.config, A.slice(0, 12));
+    assert.equal(line.fields.lastFailure, 'detail 0');
+  });
+
+  it('a new desired config refills the budget and cancels the pending retry', () => {
+    const { state, actions } = run([changed(A), exited(0, 'failed'), changed(B)]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, start(0, B)]);
+    assert.equal(state.budget, policy.budget);
+    assert.equal(state.retryScheduled, false);
+  });
+
+  it('an epoch that stays LIVE for stableAfterMs refills the budget', () => {
+    const failedOnce = run([changed(A), exited(0, 'failed'), { type: 'retry-due' }, { type: 'epoch-live', epoch: 0 }]);
+    assert.deepEqual(failedOnce.actions.at(-1), { type: 'schedule', event: { type: 'epoch-stable', epoch: 0 }, delayMs: 60_000 });
+    const { state, logs } = run([{ type: 'epoch-stable', epoch: 0 }], failedOnce.state);
+    assert.equal(state.budget, policy.budget);
+    assert.ok(logs.includes('epoch stayed live; retry budget refilled'));
+  });
+
+  it('a stable timer of an epoch that is gone refills nothing', () => {
+    const failed = run([changed(A), exited(0, 'failed')]);
+    const { state } = run([{ type: 'epoch-stable', epoch: 0 }], failed.state);
+    assert.equal(state.budget, policy.budget - 1);
+  });
+
+  it('"parent still initializing" retries the same epoch without spending budget', () => {
+    const { state, actions } = run([changed(A), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.slice(2), [remove(1), retryIn(1000), start(1, B)]);
+    assert.equal(state.budget, policy.budget);
+  });
+
+  it('a lone epoch that exits normally on its own ends the agent with 0', () => {
+    const { actions } = run([changed(A), exited(0, 'normal')]);
+    assert.deepEqual(actions.at(-1), { type: 'exit', code: 0 });
+  });
+
+  it('an unexpected abort of the last epoch is treated as a failure to recover from', () => {
+    const { actions } = run([changed(A), exited(0, 'aborted')]);
+    assert.deepEqual(actions.slice(1), [remove(0), retryIn(200)]);
+  });
+});
+
+describe('reduce: shutdown', () => {
+  it('drains, then aborts every epoch, then exits 0 when the last one is gone', () => {
+    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'aborted'), exited(1, 'aborted')]);
+    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(0), abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+  });
+
+  it('exits at once when no epoch runs, cancelling a pending retry', () => {
+    const { actions } = run([changed(A), exited(0, 'failed'), { type: 'shutdown' }]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, { type: 'exit', code: 0 }]);
+  });
+
+  it('a second shutdown changes nothing', () => {
+    const first = run([changed(A), { type: 'shutdown' }]);
+    const [state, actions] = reduce(first.state, { type: 'shutdown' });
+    assert.deepEqual(actions, []);
+    assert.equal(state, first.state);
+  });
+
+  it('a failure while shutting down schedules no retry', () => {
+    const { actions } = run([changed(A), { type: 'shutdown' }, exited(0, 'failed')]);
+    assert.deepEqual(actions.slice(2), [remove(0), { type: 'exit', code: 0 }]);
+  });
+});

@@ -1,0 +1,38 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { AgentError, ExitCode } from '../../shared/errors.ts';
+import type { CommandContext } from '../context.ts';
+
+const port = (text: string) => {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value === 0 || value > 65535) throw new InvalidArgumentError('not a port (1-65535)');
+  return value;
+};
+
+/**
+ * `pilot-agent request <METHOD> <path> [body]`: one call to Envoy's admin API
+ * on 127.0.0.1, printing the response body raw and nothing else. A non-2xx
+ * answer still prints its body, then exits 1.
+ */
+export function requestCommand(context: CommandContext): Command {
+  return new Command('request')
+    .description("Send an HTTP request to Envoy's admin API and print the response body")
+    .argument('<method>', 'HTTP method, e.g. GET or POST')
+    .argument('<path>', 'admin path, e.g. /stats or /config_dump')
+    .argument('[body]', 'request body')
+    .option('--debug-port <port>', 'Envoy admin port', port, 15000)
+    .action(async (method: string, path: string, body: string | undefined, flags: { debugPort: number }) => {
+      const response = await send(`http://127.0.0.1:${flags.debugPort}${path.startsWith('/') ? '' : '/'}${path}`, method.toUpperCase(), body);
+      context.stdout.write(response.body);
+      if (response.status < 200 || response.status > 299) context.exitCode = ExitCode.runtime;
+    });
+}
+
+async function send(url: string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {
+  try {
+    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body });
+    return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
+  } catch (error) {
+    const cause = (error as Error).cause ?? error;
+    throw new AgentError('ENVOY_FAILED', `cannot reach Envoy admin at ${new URL(url).host}: ${String(cause)}`, { cause: error });
+  }
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
+import { initialState, reduce, type State } from '../agent/reconcile.ts';
+import { FakeClock } from '../shared/clock.ts';
+import { EpochTracker } from './epochs.ts';
+import { countAgentEvents, registerAgentMetrics } from './metrics.ts';
+
+/** A proxy whose epochs start with a pid and end when the test says. */
+function manualProxy() {
+  const ends = new Map<number, (exit: ProxyExit) => void>();
+  const proxy: Proxy = {
+    run: (epoch: number, _config: string, options: RunOptions) => {
+      options.onStarted?.({ pid: 1000 + epoch });
+      return new Promise((resolve) => ends.set(epoch, resolve));
+    },
+    drain: async () => undefined,
+    cleanup: async () => undefined,
+  };
+  return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
+}
+
+const policy = { initialDelayMs: 200, budget: 10, stableAfterMs: 60_000 };
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('EpochTracker', () => {
+  it('records pid, start time and config of live epochs, and how they ended', async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const registry = new Registry();
+    let state: State = initialState(policy);
+    const metrics = registerAgentMetrics(registry, () => state);
+    const tracker = new EpochTracker({ clock, metrics, keepExits: 1 });
+    const { proxy, end } = manualProxy();
+    const wrapped = tracker.wrap(proxy);
+    let live = 0;
+    const signal = new AbortController().signal;
+    const first = wrapped.run(0, 'hash-a', { signal, onLive: () => live++ });
+    [state] = reduce(state, { type: 'config-changed', config: 'hash-a' });
+    assert.deepEqual(tracker.snapshot(state).live, [{ epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false }]);
+
+    clock.advance(5000);
+    end(0, { kind: 'failed', detail: 'exit code 1' });
+    await first;
+    const second = wrapped.run(1, 'hash-a', { signal, onLive: () => live++ });
+    end(1, { kind: 'aborted', detail: 'signal SIGTERM' });
+    await second;
+    const { recentExits } = tracker.snapshot(state);
+    assert.equal(recentExits.length, 1, 'keeps only the newest exits');
+    assert.equal(recentExits[0]!.kind, 'aborted');
+    assert.equal(recentExits[0]!.pid, 1001);
+
+    const text = await registry.metrics();
+    assert.match(text, /^pilot_agent_epochs_started_total 2$/m);
+    assert.match(text, /^pilot_agent_epoch_exits_total\{kind="failed"\} 1$/m);
+    assert.match(text, /^pilot_agent_retry_budget 10$/m);
+    assert.equal(live, 0);
+  });
+
+  it('passes onLive through and marks the epoch live', async () => {
+    const tracker = new EpochTracker({ clock: new FakeClock() });
+    let onLive: (() => void) | undefined;
+    const proxy: Proxy = {
+      run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
+      drain: async () => undefined,
+      cleanup: async () => undefined,
+    };
+    let called = 0;
+    void tracker.wrap(proxy).run(0, 'c', { signal: new AbortController().signal, onLive: () => called++ });
+    await tick();
+    onLive!();
+    const [state] = reduce(initialState(policy), { type: 'config-changed', config: 'c' });
+    assert.equal(called, 1);
+    assert.equal(tracker.snapshot(state).live[0]!.live, true);
+  });
+});
+
+describe('countAgentEvents', () => {
+  it('counts retries and certificate changes after the first', async () => {
+    const registry = new Registry();
+    let state = initialState(policy);
+    const metrics = registerAgentMetrics(registry, () => state);
+    const observe = countAgentEvents(metrics);
+    for (const event of [
+      { type: 'config-changed', config: 'a' },
+      { type: 'config-changed', config: 'a' },
+      { type: 'config-changed', config: 'b' },
+      { type: 'retry-due' },
+    ] as const) {
+      [state] = reduce(state, event);
+      observe(event, state);
+    }
+    const text = await registry.metrics();
+    assert.match(text, /^pilot_agent_cert_reloads_total 1$/m);
+    assert.match(text, /^pilot_agent_retries_total 1$/m);
+  });
+});

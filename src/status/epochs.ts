@@ -1,0 +1,91 @@
+import type { Proxy, RunOptions } from '../agent/proxy.ts';
+import type { ExitKind, State } from '../agent/reconcile.ts';
+import type { Clock } from '../shared/clock.ts';
+import type { AgentMetrics } from './metrics.ts';
+
+export interface EpochRecord {
+  epoch: number;
+  pid?: number;
+  /** ISO time the epoch was started. */
+  startedAt: string;
+  /** SHA-256 of the watched certificate files this epoch runs with. */
+  config: string;
+  live: boolean;
+}
+
+export interface ExitRecord extends EpochRecord {
+  exitedAt: string;
+  kind: ExitKind;
+  detail: string;
+}
+
+export interface EpochsDebug {
+  live: (EpochRecord & { aborting: boolean })[];
+  recentExits: ExitRecord[];
+  retry: { budget: number; of: number; scheduled: boolean };
+  shuttingDown: boolean;
+}
+
+export interface EpochTrackerOptions {
+  clock: Clock;
+  metrics?: AgentMetrics;
+  /** How many exits /debug/epochs remembers. */
+  keepExits?: number;
+}
+
+/**
+ * Sits between the agent and the real proxy and writes down what the
+ * reconcile state does not keep: pids, start times, how epochs ended.
+ */
+export class EpochTracker {
+  readonly #options: EpochTrackerOptions;
+  readonly #running = new Map<number, EpochRecord>();
+  readonly #exits: ExitRecord[] = [];
+
+  constructor(options: EpochTrackerOptions) {
+    this.#options = options;
+  }
+
+  /** The same proxy, observed. */
+  wrap(proxy: Proxy): Proxy {
+    return {
+      run: (epoch, config, options) => this.#run(proxy, epoch, config, options),
+      drain: (signal) => proxy.drain(signal),
+      cleanup: (epoch) => proxy.cleanup(epoch),
+    };
+  }
+
+  async #run(proxy: Proxy, epoch: number, config: string, options: RunOptions) {
+    const record: EpochRecord = { epoch, startedAt: this.#isoNow(), config, live: false };
+    this.#running.set(epoch, record);
+    this.#options.metrics?.epochsStarted.inc();
+    const exit = await proxy.run(epoch, config, {
+      ...options,
+      onStarted: (info) => ((record.pid = info.pid), options.onStarted?.(info)),
+      onLive: () => ((record.live = true), options.onLive()),
+    });
+    this.#running.delete(epoch);
+    this.#exits.push({ ...record, exitedAt: this.#isoNow(), kind: exit.kind, detail: exit.detail });
+    this.#exits.splice(0, this.#exits.length - (this.#options.keepExits ?? 20));
+    this.#options.metrics?.epochExits.inc({ kind: exit.kind });
+    return exit;
+  }
+
+  /** /debug/epochs: the live epochs (newest last), recent exits (newest last), the retry budget. */
+  snapshot(state: State): EpochsDebug {
+    const live = state.live.map((entry) => ({
+      ...(this.#running.get(entry.epoch) ?? { epoch: entry.epoch, startedAt: '', config: entry.config, live: false }),
+      aborting: entry.aborting,
+    }));
+    return {
+      live,
+      recentExits: [...this.#exits],
+      retry: { budget: state.budget, of: state.policy.budget, scheduled: state.retryScheduled },
+      shuttingDown: state.shuttingDown,
+    };
+  }
+
+  #isoNow(): string {
+    return new Date(this.#options.clock.now()).toISOString();
+  }
+}

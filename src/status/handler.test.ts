@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parsePrometheus } from '../../test/support/prometheus.ts';
+import { handleStatus, isLoopback, type StatusDeps, type StatusRequest } from './handler.ts';
+
+interface Calls {
+  quit: number;
+  drain: number;
+}
+
+function fakeDeps(overrides: Partial<StatusDeps> = {}): StatusDeps & { calls: Calls } {
+  const calls: Calls = { quit: 0, drain: 0 };
+  return {
+    calls,
+    readiness: { check: async () => ({ ready: false, reason: 'config not received from the discovery server' }) },
+    agentMetrics: async () => '# HELP pilot_agent_up up\n# TYPE pilot_agent_up gauge\npilot_agent_up 1\n',
+    envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
+    epochs: () => ({ live: [{ epoch: 0, pid: 42 }] }),
+    quit: () => void calls.quit++,
+    drain: async () => void calls.drain++,
+    ...overrides,
+  };
+}
+
+const request = (method: string, url: string, remoteAddress = '127.0.0.1'): StatusRequest => ({ method, url, remoteAddress });
+
+describe('status handlers', () => {
+  it('answers 503 with the reason until ready, then 200', async () => {
+    const deps = fakeDeps();
+    const notReady = await handleStatus(deps, request('GET', '/healthz/ready'));
+    assert.equal(notReady.status, 503);
+    assert.match(notReady.body, /config not received/);
+    deps.readiness = { check: async () => ({ ready: true }) };
+    assert.equal((await handleStatus(deps, request('GET', '/healthz/ready?x=1'))).status, 200);
+  });
+
+  it('serves the agent metrics then Envoy\'s, as valid text format', async () => {
+    const response = await handleStatus(fakeDeps(), request('GET', '/stats/prometheus'));
+    assert.equal(response.status, 200);
+    assert.match(response.contentType, /^text\/plain; version=0\.0\.4/);
+    assert.ok(response.body.indexOf('pilot_agent_up') < response.body.indexOf('envoy_server_live'));
+    assert.deepEqual([...parsePrometheus(response.body).keys()], ['pilot_agent_up', 'envoy_server_live']);
+  });
+
+  it('still serves the agent part when Envoy admin is down', async () => {
+    const deps = fakeDeps({ envoyMetrics: async () => ({ ok: false, error: 'TypeError: fetch failed\nECONNREFUSED' }) });
+    const response = await handleStatus(deps, request('GET', '/stats/prometheus'));
+    assert.equal(response.status, 200);
+    assert.match(response.body, /^# Envoy metrics unavailable: TypeError: fetch failed ECONNREFUSED$/m);
+    assert.deepEqual([...parsePrometheus(response.body).keys()], ['pilot_agent_up']);
+  });
+
+  it('quits only after answering, and only for local POSTs', async () => {
+    const deps = fakeDeps();
+    const response = await handleStatus(deps, request('POST', '/quitquitquit'));
+    assert.equal(response.status, 200);
+    assert.equal(deps.calls.quit, 0, 'not before the answer is sent');
+    response.after?.();
+    assert.equal(deps.calls.quit, 1);
+    assert.equal((await handleStatus(deps, request('POST', '/quitquitquit', '10.1.2.3'))).status, 403);
+    assert.equal((await handleStatus(deps, request('GET', '/quitquitquit'))).status, 405);
+  });
+
+  it('drains for local callers and refuses others', async () => {
+    const deps = fakeDeps();
+    assert.equal((await handleStatus(deps, request('POST', '/drain', '::ffff:127.0.0.1'))).status, 200);
+    assert.equal((await handleStatus(deps, request('POST', '/drain', '192.168.1.5'))).status, 403);
+    assert.equal(deps.calls.drain, 1);
+  });
+
+  it('serves the debug JSON; /debug/xds is 404 without a relay', async () => {
+    const epochs = await handleStatus(fakeDeps(), request('GET', '/debug/epochs'));
+    assert.deepEqual(JSON.parse(epochs.body), { live: [{ epoch: 0, pid: 42 }] });
+    assert.equal((await handleStatus(fakeDeps(), request('GET', '/debug/xds'))).status, 404);
+    const xds = await handleStatus(fakeDeps({ xds: { debug: () => ({ cds: { version: '1' } }) } }), request('GET', '/debug/xds'));
+    assert.deepEqual(JSON.parse(xds.body), { cds: { version: '1' } });
+  });
+
+  it('answers 404 for unknown paths and 500 when a handler throws', async () => {
+    assert.equal((await handleStatus(fakeDeps(), request('GET', '/nope'))).status, 404);
+    assert.equal((await handleStatus(fakeDeps(), request('GET', '/__proto__'))).status, 404);
+    const failing = fakeDeps({ epochs: () => { throw new Error('boom'); } });
+    const response = await handleStatus(failing, request('GET', '/debug/epochs'));
+    assert.equal(response.status, 500);
+    assert.match(response.body, /boom/);
+  });
+
+  it('knows loopback addresses', () => {
+    for (const address of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) assert.ok(isLoopback(address), address);
+    for (const address of ['10.0.0.1', '::ffff:10.0.0.1', '', '0.0.0.0', '::']) assert.ok(!isLoopback(address), address);
+  });
+});

@@ -1,0 +1,39 @@
+import { collectDefaultMetrics, Counter, Gauge, type Registry } from 'prom-client';
+import type { Event, State } from '../agent/reconcile.ts';
+
+/** The agent's own counters; the xDS relay registers its own on the same registry. */
+export interface AgentMetrics {
+  epochsStarted: Counter;
+  epochExits: Counter<'kind'>;
+  retries: Counter;
+  certReloads: Counter;
+}
+
+/**
+ * Registers the agent's metrics. Gauges read the reconcile state when
+ * scraped, so they never go stale.
+ */
+export function registerAgentMetrics(registry: Registry, state: () => State): AgentMetrics {
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry, prefix: 'pilot_agent_' });
+  new Gauge({ name: 'pilot_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
+  new Gauge({ name: 'pilot_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
+  return {
+    epochsStarted: new Counter({ name: 'pilot_agent_epochs_started_total', help: 'Envoy epochs started (the first start, hot restarts and retries)', registers }),
+    epochExits: new Counter({ name: 'pilot_agent_epoch_exits_total', help: 'Envoy epochs that ended, by how they ended', labelNames: ['kind'], registers }),
+    retries: new Counter({ name: 'pilot_agent_retries_total', help: 'Retries of the desired config after an Envoy failure', registers }),
+    certReloads: new Counter({ name: 'pilot_agent_cert_reloads_total', help: 'Changes of the watched certificate files after the first', registers }),
+  };
+}
+
+/** Counts what only the reconcile loop's events tell: retries and certificate changes. */
+export function countAgentEvents(metrics: AgentMetrics): (event: Event, state: State) => void {
+  let desired: string | undefined;
+  return (event, state) => {
+    if (event.type === 'retry-due') metrics.retries.inc();
+    if (event.type === 'config-changed' && state.desired !== desired) {
+      if (desired !== undefined) metrics.certReloads.inc();
+      desired = state.desired;
+    }
+  };
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { freePort } from '../../test/support/ports.ts';
+import { parsePrometheus } from '../../test/support/prometheus.ts';
+import { fetchCapped, mergePrometheus } from './prometheus.ts';
+
+const agent = '# HELP pilot_agent_x An agent counter\n# TYPE pilot_agent_x counter\npilot_agent_x 3\n';
+const envoy = [
+  '# TYPE envoy_cluster_upstream_cx_total counter',
+  'envoy_cluster_upstream_cx_total{envoy_cluster_name="a"} 1',
+  'envoy_cluster_upstream_cx_total{envoy_cluster_name="b"} 2',
+  '# TYPE pilot_agent_x counter',
+  '# HELP pilot_agent_x repeated by Envoy',
+  '# TYPE envoy_server_live gauge',
+  'envoy_server_live 1',
+  '# TYPE envoy_cluster_upstream_cx_total counter',
+  '',
+].join('\n');
+
+describe('mergePrometheus', () => {
+  it('puts the agent first and drops repeated HELP and TYPE lines', () => {
+    const merged = mergePrometheus(agent, envoy);
+    assert.ok(merged.startsWith(agent));
+    assert.equal(merged.match(/^# TYPE pilot_agent_x /gm)?.length, 1);
+    assert.equal(merged.match(/^# HELP pilot_agent_x /gm)?.length, 1);
+    assert.equal(merged.match(/^# TYPE envoy_cluster_upstream_cx_total /gm)?.length, 1);
+    const families = parsePrometheus(merged);
+    assert.equal(families.get('envoy_cluster_upstream_cx_total')?.metrics.length, 2);
+    assert.equal(families.get('envoy_server_live')?.type, 'GAUGE');
+  });
+
+  it('ends every part with a newline', () => {
+    assert.equal(mergePrometheus('a 1', 'b 2'), 'a 1\nb 2\n');
+    assert.equal(mergePrometheus(agent, ''), agent);
+  });
+});
+
+describe('fetchCapped', () => {
+  const lines = Array.from({ length: 1000 }, (_, index) => `metric_${index} ${index}\n`).join('');
+  const server = createServer((_request, response) => response.end(lines));
+  let url = '';
+
+  before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
+    resolve();
+  })));
+  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('returns the whole body under the cap', async () => {
+    const result = await fetchCapped(url, { capBytes: 1 << 20, timeoutMs: 5000 });
+    assert.deepEqual(result, { ok: true, status: 200, text: lines, truncated: false });
+  });
+
+  it('cuts at the last whole line under the cap', async () => {
+    const result = await fetchCapped(url, { capBytes: 1000, timeoutMs: 5000 });
+    assert.ok(result.ok && result.truncated);
+    assert.ok(result.text.length <= 1000 && result.text.endsWith('\n'));
+    assert.ok(lines.startsWith(result.text));
+    parsePrometheus(result.text);
+  });
+
+  it('turns a refused connection into a value', async () => {
+    const result = await fetchCapped(`http://127.0.0.1:${await freePort()}/`, { capBytes: 1000, timeoutMs: 5000 });
+    assert.equal(result.ok, false);
+    assert.match(!result.ok ? result.error : '', /ECONNREFUSED/);
+  });
+});

@@ -1,0 +1,63 @@
+import type { Registry } from 'prom-client';
+import type { Event, State } from '../agent/reconcile.ts';
+import { adminClient } from '../envoy/admin.ts';
+import { drainEnvoy } from '../envoy/drain.ts';
+import type { Clock } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import type { EpochTracker } from './epochs.ts';
+import type { StatusDeps } from './handler.ts';
+import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
+import { ReadinessProbe } from './readiness.ts';
+import { startStatusServer, type StatusServer } from './server.ts';
+
+/** The agent as the status server sees it. */
+export interface StatusAgent {
+  readonly state: State;
+  dispatch(event: Event): void;
+  hurry(): void;
+}
+
+export interface StartStatusOptions {
+  port: number;
+  adminPort: number;
+  /** Sidecars drain inbound listeners only. */
+  inboundOnly: boolean;
+  agent: StatusAgent;
+  epochs: EpochTracker;
+  registry: Registry;
+  xds?: { debug(): unknown };
+  clock: Clock;
+  logger: Logger;
+}
+
+/** Starts the status server, or nothing when the port is 0. */
+export async function startStatus(options: StartStatusOptions): Promise<StatusServer | undefined> {
+  if (options.port === 0) return undefined;
+  const server = await startStatusServer({ port: options.port, deps: statusDeps(options), logger: options.logger });
+  options.logger.info({ port: server.port }, 'status server listening');
+  return server;
+}
+
+/** Wires the endpoints to the agent, Envoy's admin API and the metrics registry. */
+export function statusDeps(options: StartStatusOptions): StatusDeps {
+  const { agent, registry, logger } = options;
+  const admin = adminClient(options.adminPort);
+  let drained = false;
+  return {
+    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown }),
+    agentMetrics: () => registry.metrics(),
+    envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
+    epochs: () => options.epochs.snapshot(agent.state),
+    xds: options.xds,
+    quit: () => {
+      logger.info('quitquitquit: stopping Envoy and exiting');
+      agent.hurry();
+      agent.dispatch({ type: 'shutdown' });
+    },
+    drain: async () => {
+      logger.info('drain requested');
+      drained = true;
+      await drainEnvoy({ admin, clock: options.clock, logger, signal: new AbortController().signal, durationMs: 0, inboundOnly: options.inboundOnly });
+    },
+  };
+}

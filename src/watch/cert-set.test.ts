@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { makeCa, type KeyPair, type TestCa } from '../../test/support/certs.ts';
+import { watchedCertFiles, watchedCertGroups } from './cert-files.ts';
+import { checkCertFiles, hashCertFiles, readCertFiles, type FileRead } from './cert-set.ts';
+
+const groups = watchedCertGroups('/certs', 'sidecar');
+const read = (files: Record<string, string | Buffer>): FileRead[] =>
+  watchedCertFiles('/certs', 'sidecar').map((path) => {
+    const content = files[path.slice('/certs/'.length)];
+    return content === undefined ? { path } : { path, content: Buffer.from(content) };
+  });
+
+describe('cert set: consistency', () => {
+  let ca: TestCa;
+  let one: KeyPair;
+  let two: KeyPair;
+  before(async () => {
+    ca = await makeCa();
+    [one, two] = await Promise.all([ca.issue('one'), ca.issue('two')]);
+  });
+  after(() => ca.close());
+
+  const cases: [string, () => Record<string, string>, string | undefined, string?][] = [
+    ['no files at all: fine, no certificates', () => ({}), undefined],
+    ['a full matching set', () => ({ 'cert-chain.pem': one.cert, 'key.pem': one.key, 'root-cert.pem': ca.cert }), undefined],
+    ['a chain of two certificates', () => ({ 'cert-chain.pem': one.cert + ca.cert, 'key.pem': one.key }), undefined],
+    ['a key that belongs to another certificate', () => ({ 'cert-chain.pem': one.cert, 'key.pem': two.key }), '/certs/key.pem', 'does not match'],
+    ['a half-written certificate', () => ({ 'cert-chain.pem': one.cert.slice(0, one.cert.length / 2), 'key.pem': one.key }), '/certs/cert-chain.pem', 'no complete'],
+    ['a chain cut in its second block', () => ({ 'cert-chain.pem': one.cert + ca.cert.slice(0, 80), 'key.pem': one.key }), '/certs/cert-chain.pem', 'incomplete'],
+    ['a half-written key', () => ({ 'cert-chain.pem': one.cert, 'key.pem': one.key.slice(0, 60) }), '/certs/key.pem', 'not a valid PEM private key'],
+    ['a file that is not PEM', () => ({ 'cert-chain.pem': 'hello', 'key.pem': one.key }), '/certs/cert-chain.pem', 'not a PEM certificate'],
+    ['an empty certificate', () => ({ 'cert-chain.pem': '', 'key.pem': one.key }), '/certs/cert-chain.pem'],
+    ['a certificate without its key', () => ({ 'cert-chain.pem': one.cert }), '/certs/key.pem', 'missing'],
+    ['a key without its certificate', () => ({ 'key.pem': one.key }), '/certs/cert-chain.pem', 'missing'],
+    ['a broken root certificate', () => ({ 'root-cert.pem': 'garbage' }), '/certs/root-cert.pem'],
+  ];
+  for (const [name, files, file, reason] of cases) {
+    it(name, () => {
+      const problem = checkCertFiles(groups, read(files()));
+      assert.equal(problem?.file, file, JSON.stringify(problem));
+      if (reason) assert.match(problem!.reason, new RegExp(reason));
+    });
+  }
+
+  it('checks the ingress pair too', () => {
+    const ingress = watchedCertGroups('/certs', 'ingress', '/ingress');
+    const problem = checkCertFiles(ingress, [{ path: '/ingress/tls.crt', content: Buffer.from(one.cert) }, { path: '/ingress/tls.key', content: Buffer.from(two.key) }]);
+    assert.equal(problem?.file, '/ingress/tls.key');
+  });
+});
+
+describe('cert set: hash and read', () => {
+  it('hashes content, telling absent from empty', () => {
+    const empty = hashCertFiles(read({ 'key.pem': '' }));
+    assert.notEqual(empty, hashCertFiles(read({})));
+    assert.equal(hashCertFiles(read({ 'key.pem': 'x' })), hashCertFiles(read({ 'key.pem': 'x' })));
+    assert.notEqual(hashCertFiles(read({ 'key.pem': 'x' })), hashCertFiles(read({ 'key.pem': 'y' })));
+  });
+
+  it('reads a missing dir as absent files and an unreadable file as an error', { skip: process.getuid?.() === 0 && 'root reads anything' }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+    try {
+      await writeFile(join(dir, 'key.pem'), 'x');
+      await chmod(join(dir, 'key.pem'), 0);
+      const [missing, unreadable] = await readCertFiles([join(dir, 'nope', 'cert-chain.pem'), join(dir, 'key.pem')]);
+      assert.deepEqual(missing, { path: join(dir, 'nope', 'cert-chain.pem') });
+      assert.equal(unreadable?.error, 'EACCES');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports a directory where a file should be as unreadable', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+    try {
+      const [entry] = await readCertFiles([dir]);
+      assert.equal(entry?.error, 'EISDIR');
+      assert.equal(checkCertFiles([{ cert: dir }], [entry!])?.reason, 'cannot read (EISDIR)');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

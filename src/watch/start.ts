@@ -1,0 +1,29 @@
+import { access } from 'node:fs/promises';
+import type { Clock } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import type { ProxyConfig } from '../shared/proxy-config.ts';
+import { watchedCertGroups } from './cert-files.ts';
+import { CertWatch } from './cert-watch.ts';
+import { ChokidarSource } from './chokidar-source.ts';
+
+/**
+ * Watches the proxy's certificate dirs and reports every new consistent set's
+ * hash (the first one right away). Resolves once watching.
+ */
+export async function startCertWatch(config: ProxyConfig, clock: Clock, logger: Logger, onConfig: (hash: string) => void): Promise<CertWatch> {
+  const dirs = config.proxyType === 'ingress' ? [config.certDir, config.ingressCertDir] : [config.certDir];
+  for (const dir of dirs) {
+    const exists = await access(dir).then(() => true, () => false);
+    if (!exists) logger.warn({ dir }, 'certificate dir does not exist; running without its certificates until it appears');
+  }
+  const watch = new CertWatch({
+    groups: watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir),
+    source: new ChokidarSource(dirs),
+    clock,
+    logger,
+    debounceMs: config.certDebounceMs,
+    onConfig,
+  });
+  await watch.start();
+  return watch;
+}

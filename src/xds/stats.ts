@@ -1,0 +1,134 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Clock } from '../shared/clock.ts';
+import type { RequestFields, ResponseFields, XdsMode } from './wire.ts';
+
+/** Why a relayed stream ended; one label value of the terminations counter. */
+export type TerminationReason =
+  | 'envoy_closed'
+  | 'upstream_closed'
+  | 'upstream_error'
+  | 'dial_failed'
+  | 'bad_envoy_frame'
+  | 'bad_upstream_frame'
+  | 'relay_stopped';
+
+/** What the agent knows of one resource type, for the status server's JSON. */
+export interface TypeDebug {
+  /** Last response relayed to Envoy. */
+  version: string;
+  nonce: string;
+  lastPushAt: string | undefined;
+  ack: { version: string; nonce: string; at: string } | undefined;
+  nack: { version: string; nonce: string; error: string; at: string } | undefined;
+  requests: number;
+  responses: number;
+  requestBytes: number;
+  responseBytes: number;
+  nacks: number;
+  /** Names of the last request (SotW resource_names, Delta subscribe). */
+  names: string[];
+}
+
+export interface RelayDebug {
+  socket: string;
+  upstream: string;
+  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' }[];
+  types: Record<string, TypeDebug>;
+  upstreamFailures: number;
+  terminations: Partial<Record<TerminationReason, number>>;
+}
+
+const shortType = (typeUrl: string) => typeUrl.slice(typeUrl.lastIndexOf('/') + 1) || 'unknown';
+
+/**
+ * The relay's counters, twice: prom-client metrics in the registry the
+ * status server exposes, and a per-type view for `debug()`.
+ */
+export class XdsStats {
+  readonly #clock: Clock;
+  readonly #types = new Map<string, TypeDebug>();
+  readonly #terminations: Partial<Record<TerminationReason, number>> = {};
+  #upstreamFailures = 0;
+  readonly #metrics;
+
+  constructor(registry: Registry, clock: Clock) {
+    this.#clock = clock;
+    const registers = [registry];
+    this.#metrics = {
+      requests: new Counter({ name: 'pilot_agent_xds_proxy_requests_total', help: 'xDS requests relayed from Envoy to the discovery server', labelNames: ['type'], registers }),
+      responses: new Counter({ name: 'pilot_agent_xds_proxy_responses_total', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
+      bytes: new Counter({ name: 'pilot_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
+      nacks: new Counter({ name: 'pilot_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
+      upstreamFailures: new Counter({ name: 'pilot_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
+      terminations: new Counter({ name: 'pilot_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
+      streams: new Gauge({ name: 'pilot_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
+    };
+  }
+
+  #type(typeUrl: string): TypeDebug {
+    let entry = this.#types.get(typeUrl);
+    if (!entry) {
+      entry = { version: '', nonce: '', lastPushAt: undefined, ack: undefined, nack: undefined, requests: 0, responses: 0, requestBytes: 0, responseBytes: 0, nacks: 0, names: [] };
+      this.#types.set(typeUrl, entry);
+    }
+    return entry;
+  }
+
+  #now(): string {
+    return new Date(this.#clock.now()).toISOString();
+  }
+
+  /** A request from Envoy; `acked` is the response it answers, if any. */
+  request(fields: RequestFields, bytes: number, acked: { version: string; nonce: string } | undefined): void {
+    const type = shortType(fields.typeUrl);
+    const entry = this.#type(fields.typeUrl);
+    entry.requests++;
+    entry.requestBytes += bytes;
+    entry.names = fields.names;
+    this.#metrics.requests.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'request' }, bytes);
+    if (!acked) return;
+    if (fields.error === undefined) {
+      entry.ack = { version: acked.version, nonce: acked.nonce, at: this.#now() };
+      return;
+    }
+    entry.nacks++;
+    entry.nack = { version: acked.version, nonce: acked.nonce, error: fields.error, at: this.#now() };
+    this.#metrics.nacks.inc({ type });
+  }
+
+  /** A response from the discovery server, relayed to Envoy. */
+  response(fields: ResponseFields, bytes: number): void {
+    const type = shortType(fields.typeUrl);
+    const entry = this.#type(fields.typeUrl);
+    Object.assign(entry, { version: fields.version, nonce: fields.nonce, lastPushAt: this.#now() });
+    entry.responses++;
+    entry.responseBytes += bytes;
+    this.#metrics.responses.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'response' }, bytes);
+  }
+
+  upstreamFailure(code: string): void {
+    this.#upstreamFailures++;
+    this.#metrics.upstreamFailures.inc({ code });
+  }
+
+  streamOpened(): void {
+    this.#metrics.streams.inc();
+  }
+
+  streamEnded(reason: TerminationReason): void {
+    this.#terminations[reason] = (this.#terminations[reason] ?? 0) + 1;
+    this.#metrics.terminations.inc({ reason });
+    this.#metrics.streams.dec();
+  }
+
+  /** The per-type and per-connection figures as plain JSON. */
+  snapshot(): Pick<RelayDebug, 'types' | 'upstreamFailures' | 'terminations'> {
+    return {
+      types: Object.fromEntries([...this.#types].map(([typeUrl, entry]) => [typeUrl, structuredClone(entry)])),
+      upstreamFailures: this.#upstreamFailures,
+      terminations: { ...this.#terminations },
+    };
+  }
+}

@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { encodeVarint, readRequest, readResponse, readVarint, scanFields, withNode, WireError } from './wire.ts';
+
+/** Encodes one length-delimited field, the way protoc would. */
+const len = (field: number, value: Buffer | string) => {
+  const bytes = Buffer.from(value);
+  return Buffer.concat([encodeVarint(field * 8 + 2), encodeVarint(bytes.length), bytes]);
+};
+const varint = (field: number, value: number) => Buffer.concat([encodeVarint(field * 8), encodeVarint(value)]);
+const cluster = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+
+describe('varints', () => {
+  it('round-trips values up to 2^53', () => {
+    for (const value of [0, 1, 127, 128, 300, 2 ** 31, 2 ** 53 - 1]) {
+      assert.deepEqual(readVarint(encodeVarint(value), 0), [value, encodeVarint(value).length]);
+    }
+  });
+
+  it('rejects truncated and over-long varints', () => {
+    assert.throws(() => readVarint(Buffer.from([0x80]), 0), WireError);
+    assert.throws(() => readVarint(Buffer.alloc(11, 0xff), 0), WireError);
+  });
+});
+
+describe('readRequest', () => {
+  it('reads an SotW ACK with node and names', () => {
+    const node = Buffer.concat([len(1, 'sidecar~1.2.3.4~a~b'), len(2, 'cluster')]);
+    const request = Buffer.concat([len(1, 'v7'), len(2, node), len(3, 'a'), len(3, 'b'), len(4, cluster), len(5, 'n3')]);
+    const fields = readRequest(request, 'sotw');
+    assert.deepEqual({ ...fields, node: fields.node?.toString('hex') }, {
+      typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: undefined, names: ['a', 'b'], node: node.toString('hex'),
+    });
+  });
+
+  it('reads a Delta NACK: error_detail.message at field 7', () => {
+    const status = Buffer.concat([varint(1, 3), len(2, 'bad cluster: no endpoints')]);
+    const request = Buffer.concat([len(2, cluster), len(3, 'x'), len(6, 'n9'), len(7, status)]);
+    const fields = readRequest(request, 'delta');
+    assert.equal(fields.error, 'bad cluster: no endpoints');
+    assert.equal(fields.nonce, 'n9');
+    assert.deepEqual(fields.names, ['x']);
+    assert.equal(fields.node, undefined);
+  });
+
+  it('marks an error_detail without message as a NACK', () => {
+    assert.equal(readRequest(Buffer.concat([len(4, cluster), len(6, '')]), 'sotw').error, '');
+  });
+
+  it('skips unknown fields of every wire type', () => {
+    const fixed64 = Buffer.concat([encodeVarint(20 * 8 + 1), Buffer.alloc(8)]);
+    const fixed32 = Buffer.concat([encodeVarint(21 * 8 + 5), Buffer.alloc(4)]);
+    const request = Buffer.concat([varint(19, 5), fixed64, fixed32, len(4, cluster)]);
+    assert.equal(readRequest(request, 'sotw').typeUrl, cluster);
+  });
+
+  it('throws WireError on garbage', () => {
+    assert.throws(() => readRequest(Buffer.from('\x0a\x10short'), 'sotw'), WireError);
+    assert.throws(() => readRequest(Buffer.from([0x0b]), 'sotw'), WireError);
+    assert.throws(() => readRequest(Buffer.from([0x00, 0x01]), 'sotw'), WireError);
+    assert.throws(() => readRequest(varint(4, 1), 'sotw'), /expected length-delimited/);
+  });
+});
+
+describe('readResponse', () => {
+  it('counts resources and removed names without decoding them', () => {
+    const resource = len(2, Buffer.alloc(1000, 7));
+    const body = Buffer.concat([len(1, 'v1'), resource, resource, len(4, cluster), len(5, 'n1'), len(6, 'gone')]);
+    assert.deepEqual(readResponse(body, 'delta'), { typeUrl: cluster, version: 'v1', nonce: 'n1', resources: 2, removed: 1 });
+    assert.equal(readResponse(body, 'sotw').removed, 0);
+  });
+});
+
+describe('withNode', () => {
+  it('appends a node the reader then finds, in either mode', () => {
+    const node = len(1, 'node-id');
+    for (const mode of ['sotw', 'delta'] as const) {
+      const typeField = mode === 'sotw' ? 4 : 2;
+      const fields = readRequest(withNode(len(typeField, cluster), node, mode), mode);
+      assert.equal(fields.typeUrl, cluster);
+      assert.deepEqual(fields.node, node);
+    }
+  });
+
+  it('visits every field once', () => {
+    const seen: number[] = [];
+    scanFields(Buffer.concat([len(1, 'a'), varint(2, 1), len(3, 'b')]), (field) => seen.push(field));
+    assert.deepEqual(seen, [1, 2, 3]);
+  });
+});

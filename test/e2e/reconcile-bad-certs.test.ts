@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
+import { startPeer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { simpleHttpService } from '../support/resources.ts';
+import { startUpstream } from '../support/upstream.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
+
+const inconsistent = 'certificate files are not a consistent set; keeping the running config until they are';
+
+/** Waits for the agent to reject the files, naming `file`; then checks nothing restarted. */
+async function expectRejected(agent: RunningAgent, file: string, reason: RegExp): Promise<void> {
+  const line = await agent.log.waitFor((entry) => entry.msg === inconsistent && entry.file === file && reason.test(String(entry.reason)), 10_000, `a rejection of ${file}`);
+  assert.equal(line.level, 40, 'a warning');
+  assert.equal(agent.envoyPids().length, 1, 'no new epoch');
+}
+
+describe('bad certificate files never restart Envoy into a broken config', () => {
+  it('mismatched key, non-PEM file, half-written set, directory instead of a file: logged, Envoy keeps serving', async () => {
+    const rig = await startTlsRig();
+    try {
+      await epochLive(rig.agent, 0);
+      const serial = await servedSerial(rig.listenerPort);
+      const [other, next] = [await rig.ca.issue('other'), await rig.ca.issue('localhost')];
+      const key = join(rig.certDir, 'key.pem');
+      const chain = join(rig.certDir, 'cert-chain.pem');
+
+      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'key.pem': other.key });
+      await expectRejected(rig.agent, key, /does not match/);
+      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'cert-chain.pem': 'this is not PEM' });
+      await expectRejected(rig.agent, chain, /not a PEM certificate/);
+      // A writer that is not atomic: half a certificate, then a key, then the whole certificate
+      // (which the key does not match): the set is never consistent on the way.
+      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'cert-chain.pem': next.cert.slice(0, 200) });
+      await expectRejected(rig.agent, chain, /no complete CERTIFICATE/);
+      await writeFile(key, other.key);
+      await writeFile(chain, next.cert);
+      await expectRejected(rig.agent, key, /does not match/);
+      await unlink(key);
+      await mkdir(key);
+      await expectRejected(rig.agent, key, /EISDIR/);
+      assert.equal(await servedSerial(rig.listenerPort), serial, 'the running Envoy still serves the old certificate');
+
+      await rm(key, { recursive: true });
+      await writeFile(key, next.key);
+      await epochLive(rig.agent, 1);
+      await waitForSerial(rig.listenerPort, next.serial);
+    } finally {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    }
+  });
+
+  it('a cert dir that does not exist: runs without certificates, then restarts when it appears', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'late-certs-'));
+    const certDir = join(root, 'certs');
+    const ca = await makeCa();
+    const upstream = await startUpstream('plain');
+    const listenerPort = await freePort();
+    const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms'] });
+    try {
+      const warning = await agent.log.waitFor((entry) => entry.msg === 'certificate dir does not exist; running without its certificates until it appears', 10_000, 'the missing dir warning');
+      assert.equal(warning.dir, certDir);
+      await epochLive(agent, 0);
+      await sleep(300);
+      await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
+      await epochLive(agent, 1);
+    } finally {
+      await agent.stop();
+      await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(root, { recursive: true, force: true })]);
+      await assertGone(agent.envoyPids());
+    }
+  });
+});

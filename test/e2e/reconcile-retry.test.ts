@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { assertGone, startAgent } from '../support/agent.ts';
+import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
+import { startPeer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster, simpleHttpService } from '../support/resources.ts';
+import { startUpstream } from '../support/upstream.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial, writeCrashingEnvoy } from './reconcile-support.ts';
+
+describe('retries after Envoy fails', () => {
+  it('kill -9 of the serving Envoy: every epoch is aborted and a retry brings a new one up', async () => {
+    const rig = await startTlsRig();
+    try {
+      await epochLive(rig.agent, 0);
+      const serial = await servedSerial(rig.listenerPort);
+      const [first] = rig.agent.envoyPids();
+      process.kill(first!, 'SIGKILL');
+      const failed = await rig.agent.log.waitFor((entry) => entry.msg === 'epoch terminated with an error; aborting all epochs', 10_000, 'the failure');
+      assert.match(String(failed.detail), /SIGKILL/);
+      const retry = await rig.agent.log.waitFor((entry) => entry.msg === 'retry scheduled', 10_000, 'a retry');
+      assert.equal(retry.delayMs, 200);
+      await rig.agent.log.waitFor((entry) => entry.msg === 'envoy started' && entry.pid !== first, 10_000, 'a new Envoy');
+      await rig.agent.log.waitFor((entry) => entry.msg === 'epoch live' && rig.agent.log.entries.indexOf(entry) > rig.agent.log.entries.indexOf(retry), 30_000, 'the new epoch LIVE');
+      await waitForSerial(rig.listenerPort, serial);
+      assert.equal(rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').at(-1)?.epoch, 0, 'the retry starts a fresh chain at epoch 0');
+    } finally {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    }
+  });
+
+  it('an Envoy that always crashes: backoff doubles, then the agent exits 1 naming the config', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'crashing-'));
+    const agent = await startAgent({
+      discoveryAddress: '127.0.0.1:9',
+      args: ['--binaryPath', await writeCrashingEnvoy(dir), '--retryInitialDelay', '20ms', '--retryBudget', '3'],
+    });
+    try {
+      const result = await agent.exited;
+      assert.equal(result.exitCode, 1, agent.stderr());
+      const delays = agent.log.entries.filter((entry) => entry.msg === 'retry scheduled').map((entry) => entry.delayMs);
+      assert.deepEqual(delays, [20, 40, 80]);
+      assert.equal(agent.envoyPids().length, 4, 'first start and three retries');
+      const spent = agent.log.find((entry) => entry.msg === 'retry budget spent trying to reach the desired config; exiting');
+      assert.match(String(spent?.config), /^[0-9a-f]{12}$/);
+      assert.match(String(spent?.lastFailure), /exit code 3.*crashing on purpose/);
+    } finally {
+      await agent.stop();
+      await rm(dir, { recursive: true, force: true });
+      await assertGone(agent.envoyPids());
+    }
+  });
+
+  it('"previous envoy process is still initializing": the same epoch is tried again, without spending budget', async () => {
+    const root = await mkdtemp(join(tmpdir(), 'initializing-'));
+    const ca = await makeCa();
+    const upstream = await startUpstream('warmed');
+    const listenerPort = await freePort();
+    await writeSecretVolume(join(root, 'certs'), sidecarFiles(ca, await ca.issue('localhost')));
+    // A cluster whose endpoints never come keeps epoch 0 INITIALIZING (warming).
+    const peer = await startPeer([edsCluster('upstream')]);
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', join(root, 'certs'), '--certDebounce', '50ms'] });
+    try {
+      await agent.log.waitFor((entry) => entry.msg === 'envoy started', 10_000, 'epoch 0');
+      await writeSecretVolume(join(root, 'certs'), sidecarFiles(ca, await ca.issue('localhost')));
+      const retried = (entry: { msg: string; epoch?: number }) => entry.msg === 'previous epoch still initializing; will retry the same epoch' && entry.epoch === 1;
+      await agent.log.waitFor(retried, 15_000, 'the parent-initializing exit');
+      await agent.log.waitFor((entry) => entry.msg === 'envoy started' && entry.epoch === 1 && agent.log.entries.some(retried) && agent.log.entries.indexOf(entry) > agent.log.entries.findIndex(retried), 10_000, 'epoch 1 again');
+      await peer.setResources(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
+      await epochLive(agent, 1, 30_000);
+      assert.equal(agent.log.find((entry) => entry.msg === 'retry scheduled'), undefined, 'no failure retry, no budget spent');
+      assert.equal(agent.log.find((entry) => entry.msg === 'epoch terminated with an error; aborting all epochs'), undefined);
+    } finally {
+      await agent.stop();
+      await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(root, { recursive: true, force: true })]);
+      await assertGone(agent.envoyPids());
+    }
+  });
+});

@@ -1,0 +1,112 @@
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+
+/** An HTTPS listener whose certificate Envoy reads from the watched cert dir at start. */
+export function httpsService(options: { listenerPort: number; upstreamPort: number; certDir: string }): unknown[] {
+  const listener = httpListener('https_0', options.listenerPort, 'local_route') as { filter_chains: Record<string, unknown>[] };
+  listener.filter_chains[0]!.transport_socket = {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+      common_tls_context: {
+        tls_certificates: [{ certificate_chain: { filename: join(options.certDir, 'cert-chain.pem') }, private_key: { filename: join(options.certDir, 'key.pem') } }],
+      },
+    },
+  };
+  return [listener, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', options.upstreamPort)];
+}
+
+/** The serial of the certificate a TLS server presents, or the connection error. */
+export function servedSerial(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
+      const serial = socket.getPeerCertificate().serialNumber;
+      resolve(serial ? BigInt(`0x${serial}`).toString(16).toUpperCase() : 'none');
+      socket.end();
+    });
+    socket.setTimeout(3000, () => socket.destroy(new Error('timeout')));
+    socket.on('error', (error) => resolve(`error: ${error.message}`));
+  });
+}
+
+/** Polls until the server presents the certificate with this serial. */
+export async function waitForSerial(port: number, serial: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    last = await servedSerial(port);
+    if (last === serial) return;
+    await sleep(100);
+  }
+  throw new Error(`port ${port} never presented serial ${serial}; last: ${last}`);
+}
+
+/** Waits for the agent to log that `epoch` is LIVE. */
+export function epochLive(agent: RunningAgent, epoch: number, timeoutMs = 30_000) {
+  return agent.log.waitFor((entry) => entry.msg === 'epoch live' && entry.epoch === epoch, timeoutMs, `epoch ${epoch} LIVE`);
+}
+
+/** Everything a TLS rotation test needs: CA, cert dir (a secret volume), upstream, peer, agent. */
+export interface TlsRig {
+  ca: TestCa;
+  certDir: string;
+  listenerPort: number;
+  upstream: Upstream;
+  peer: Peer;
+  agent: RunningAgent;
+  /** Issues a new leaf and writes it the Kubernetes way; returns it. */
+  rotate(): Promise<KeyPair>;
+  close(): Promise<void>;
+}
+
+export async function startTlsRig(agentArgs: string[] = [], env?: Record<string, string>): Promise<TlsRig> {
+  const ca = await makeCa();
+  const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
+  const rotate = async () => {
+    const pair = await ca.issue('localhost');
+    await writeSecretVolume(certDir, sidecarFiles(ca, pair));
+    return pair;
+  };
+  await rotate();
+  const upstream = await startUpstream('hello over tls');
+  const listenerPort = await freePort();
+  const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
+  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
+  const close = async () => {
+    await agent.stop('SIGTERM');
+    await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
+  };
+  return { ca, certDir, listenerPort, upstream, peer, agent, rotate, close };
+}
+
+/** An "Envoy" that passes validation and --version, then always crashes. */
+export async function writeCrashingEnvoy(dir: string): Promise<string> {
+  const path = join(dir, 'crashing-envoy.sh');
+  await writeFile(path, [
+    '#!/bin/sh',
+    'case "$*" in',
+    '  *--version*) echo "envoy  version: 0000/1.40.0/Clean/RELEASE/BoringSSL"; exit 0 ;;',
+    '  *validate*) exit 0 ;;',
+    'esac',
+    'echo "[2026-01-01 00:00:00.000][1][critical][main] stub envoy: crashing on purpose" >&2',
+    'exit 3',
+    '',
+  ].join('\n'));
+  await chmod(path, 0o755);
+  return path;
+}
+
+/** The parent pid of a process: the agent, for an Envoy it started. */
+export async function parentPid(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^PPid:\s+(\d+)/m.exec(status)?.[1]);
+}

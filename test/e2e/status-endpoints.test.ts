@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { assertGone, isAlive } from '../support/agent.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { parsePrometheus } from '../support/prometheus.ts';
+import { simpleHttpService } from '../support/resources.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+
+const cli = (args: string[]) => execa(nodeBin, [agentBin, ...args], { reject: false, timeout: 60_000 });
+
+describe('status endpoints, request and wait with the real Envoy', () => {
+  let upstream: Upstream;
+  let peer: Peer;
+
+  before(async () => {
+    upstream = await startUpstream('hello');
+    peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+  });
+  after(async () => {
+    await peer.stop();
+    await upstream.close();
+  });
+
+  it('serves metrics, epochs, request and wait; quitquitquit leaves no process', async () => {
+    const { agent, statusPort, readinessPort } = await startStatusAgent(peer.address, ['--log_output_level', 'default:info,status:debug,agent:warn']);
+    try {
+      const wait = await cli(['wait', '--url', `http://127.0.0.1:${readinessPort}/healthz/ready`, '--timeoutSeconds', '30', '--periodMillis', '100']);
+      assert.equal(wait.exitCode, 0, wait.stderr);
+      assert.match(wait.stdout, /Envoy is ready!/);
+
+      const metrics = await get(statusPort, '/stats/prometheus');
+      assert.match(metrics.contentType, /version=0\.0\.4/);
+      const families = parsePrometheus(metrics.body);
+      assert.equal(families.get('pilot_agent_epochs_started_total')?.metrics[0]?.value, '1');
+      assert.equal(families.get('pilot_agent_retry_budget')?.metrics[0]?.value, '10');
+      assert.ok(families.has('envoy_server_live'), 'Envoy\'s part follows');
+      assert.ok(metrics.body.indexOf('pilot_agent_') < metrics.body.indexOf('envoy_'), 'agent first');
+
+      const epochs = JSON.parse((await get(statusPort, '/debug/epochs')).body) as { live: { epoch: number; pid: number; live: boolean }[] };
+      assert.deepEqual(epochs.live.map((entry) => [entry.epoch, entry.pid]), [[0, agent.envoyPids()[0]]]);
+      const xds = await get(statusPort, '/debug/xds');
+      assert.equal(xds.status, 200);
+      assert.equal(typeof JSON.parse(xds.body), 'object', 'the relay\'s debug view, as JSON');
+      assert.equal((await get(statusPort, '/nope')).status, 404);
+
+      const request = await cli(['request', 'GET', '/server_info', '--debug-port', String(agent.adminPort)]);
+      assert.equal(request.exitCode, 0, request.stderr);
+      assert.equal((JSON.parse(request.stdout) as { state: string }).state, 'LIVE');
+      const missing = await cli(['request', 'GET', '/no_such_admin_path', '--debug-port', String(agent.adminPort)]);
+      assert.equal(missing.exitCode, 1);
+
+      assert.ok(agent.log.find((entry) => entry.msg === 'status request' && entry.component === 'status'), 'status:debug applies');
+      assert.equal(agent.log.find((entry) => entry.msg === 'starting epoch'), undefined, 'agent:warn applies');
+      const startup = agent.log.find((entry) => entry.msg === 'pilot-agent starting')!;
+      assert.match(String(startup.envoyVersion), /\/1\.40\./);
+      assert.deepEqual(startup.ports, { admin: agent.adminPort, status: statusPort, readiness: readinessPort, prometheus: 0 });
+
+      const quit = await get(statusPort, '/quitquitquit', 'POST');
+      assert.equal(quit.status, 200);
+      const timer = new AbortController();
+      const result = await Promise.race([agent.exited, sleep(15_000, 'still running', { signal: timer.signal }).catch(() => undefined)]);
+      timer.abort();
+      assert.deepEqual(result, { exitCode: 0, signal: undefined }, agent.stderr());
+      await assertGone(agent.envoyPids());
+    } finally {
+      await agent.stop();
+      await assertGone(agent.envoyPids());
+    }
+  });
+
+  it('drain keeps the agent and Envoy running but makes readiness fail', async () => {
+    const { agent, statusPort } = await startStatusAgent(peer.address);
+    try {
+      await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+      assert.equal((await get(statusPort, '/drain', 'POST')).status, 200);
+      const ready = await get(statusPort, '/healthz/ready');
+      assert.equal(ready.status, 503);
+      assert.match(ready.body, /draining/);
+      assert.ok(agent.envoyPids().every(isAlive), 'Envoy still runs');
+      assert.equal((await get(statusPort, '/drain')).status, 405, 'GET does not drain');
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
+  });
+
+  it('wait exits 1 on timeout and request fails when admin is down', async () => {
+    const port = await freePort();
+    const wait = await cli(['wait', '--url', `http://127.0.0.1:${port}/healthz/ready`, '--timeoutSeconds', '1', '--periodMillis', '100', '--requestTimeoutMillis', '100']);
+    assert.equal(wait.exitCode, 1);
+    assert.match(wait.stderr, /timeout waiting for Envoy proxy to become ready\. Last error: .*ECONNREFUSED/);
+    const request = await cli(['request', 'GET', '/stats', '--debug-port', String(port)]);
+    assert.equal(request.exitCode, 1);
+    assert.equal(request.stdout, '');
+    assert.match(request.stderr, /cannot reach Envoy admin/);
+  });
+});

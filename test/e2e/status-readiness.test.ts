@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { assertGone, startAgent } from '../support/agent.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster, endpoints, httpListener, routeConfig, simpleHttpService } from '../support/resources.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+
+describe('status server readiness with the real Envoy', () => {
+  let upstream: Upstream;
+
+  before(async () => {
+    upstream = await startUpstream('hello');
+  });
+  after(() => upstream.close());
+
+  it('answers 503 "not received" until the discovery server sends config, then 200, also through Envoy', async () => {
+    const discoveryPort = await freePort();
+    const { agent, statusPort, readinessPort } = await startStatusAgent(`127.0.0.1:${discoveryPort}`);
+    let peer: Peer | undefined;
+    try {
+      const notReceived = await waitForStatus(statusPort, '/healthz/ready', (response) => response.status === 503 && /config not received/.test(response.body));
+      assert.match(notReceived.body, /cds updates: 0 successful/);
+      peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }), { address: `127.0.0.1:${discoveryPort}` });
+      await waitForStatus(statusPort, '/healthz/ready', (response) => response.status === 200, 30_000);
+      const viaEnvoy = await waitForStatus(readinessPort, '/healthz/ready', (response) => response.status === 200);
+      assert.equal(viaEnvoy.body, 'ready\n');
+      assert.equal((await get(readinessPort, '/stats/prometheus')).status, 404, 'Envoy routes only /healthz/ready to the agent');
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+      await peer?.stop();
+    }
+  });
+
+  it('says the config was rejected when Envoy NACKs the listeners', async () => {
+    const badListener = { ...(httpListener('listener_bad', 1, 'local_route') as Record<string, unknown>), address: { socket_address: { address: '127.0.0.1', port_value: 70000 } } };
+    const peer = await startPeer([badListener, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', upstream.port)]);
+    const { agent, statusPort } = await startStatusAgent(peer.address);
+    try {
+      const rejected = await waitForStatus(statusPort, '/healthz/ready', (response) => /rejected/.test(response.body), 30_000);
+      assert.equal(rejected.status, 503);
+      assert.match(rejected.body, /config received from the discovery server but rejected/);
+      assert.match(rejected.body, /lds updates: 0 successful, [1-9]\d* rejected/);
+      await peer.log.waitFor((entry) => entry.event === 'request' && Boolean(entry.error), 5000, 'the NACK at the peer');
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+      await peer.stop();
+    }
+  });
+
+  it('keeps the default test setup (status server off) free of the readiness listener', async () => {
+    const peer = await startPeer([]);
+    const agent = await startAgent({ discoveryAddress: peer.address });
+    try {
+      const line = await agent.log.waitFor((entry) => entry.msg === 'pilot-agent starting');
+      assert.equal((line.ports as { status: number }).status, 0);
+      assert.equal(agent.log.find((entry) => entry.msg === 'status server listening'), undefined);
+    } finally {
+      await agent.stop();
+      await assertGone(agent.envoyPids());
+      await peer.stop();
+    }
+  });
+});

@@ -1,0 +1,46 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { freePort } from '../support/ports.ts';
+
+export interface StatusAgent {
+  agent: RunningAgent;
+  statusPort: number;
+  readinessPort: number;
+}
+
+/** An agent with its status server and Envoy's readiness listener on free ports. */
+export async function startStatusAgent(discoveryAddress: string, args: string[] = []): Promise<StatusAgent> {
+  const statusPort = await freePort();
+  const readinessPort = await freePort();
+  const agent = await startAgent({ discoveryAddress, args: ['--statusPort', String(statusPort), '--readinessPort', String(readinessPort), ...args] });
+  await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server');
+  return { agent, statusPort, readinessPort };
+}
+
+export interface Answer {
+  status: number;
+  body: string;
+  contentType: string;
+}
+
+/** One request to a local port; a refused connection is status 0 with the reason as body. */
+export async function get(port: number, path: string, method = 'GET'): Promise<Answer> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, { method, signal: AbortSignal.timeout(5000) });
+    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') ?? '' };
+  } catch (error) {
+    return { status: 0, body: String((error as Error).cause ?? error), contentType: '' };
+  }
+}
+
+/** Polls until an answer matches, or fails with the last one seen. */
+export async function waitForStatus(port: number, path: string, match: (answer: Answer) => boolean, timeoutMs = 15_000): Promise<Answer> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Answer | undefined;
+  while (Date.now() < deadline) {
+    last = await get(port, path);
+    if (match(last)) return last;
+    await sleep(100);
+  }
+  throw new Error(`no matching answer from :${port}${path} in ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+}

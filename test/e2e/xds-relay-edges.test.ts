@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { Registry } from 'prom-client';
+import { systemClock } from '../../src/shared/clock.ts';
+import { silentLogger } from '../../src/shared/log.ts';
+import { XdsRelay } from '../../src/xds/relay.ts';
+import type { UpstreamOptions } from '../../src/xds/upstream.ts';
+import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
+import { makeCa, sidecarFiles, writeSecretVolume, type TestCa } from '../support/certs.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster } from '../support/resources.ts';
+
+const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+
+/** The relay in this process, in front of the real go-control-plane peer. */
+async function startRelay(dir: string, upstream: UpstreamOptions) {
+  const registry = new Registry();
+  const relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream, registry, clock: systemClock, logger: silentLogger });
+  await relay.start();
+  return { relay, registry, target: `unix://${join(dir, 'XDS')}` };
+}
+
+const address = (peer: Peer) => ({ host: '127.0.0.1', port: peer.port });
+
+describe('xDS relay edges (in-process relay, real peer)', () => {
+  let dir: string;
+  let peer: Peer;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'xds-edges-'));
+    peer = await startPeer([edsCluster('c1')]);
+  });
+
+  after(async () => {
+    await peer.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('records the ACK, then the NACK with its text, per type', async () => {
+    const { relay, registry, target } = await startRelay(dir, { address: address(peer), policy: 'NONE', certDir: dir });
+    const client = new AdsTestClient(target);
+    try {
+      client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'test~1.2.3.4~x~y' }));
+      const response = await client.waitForResponses(1);
+      assert.equal(response.resources, 1);
+      await peer.log.waitFor((entry) => entry.event === 'request' && entry.nonce === response.nonce && !entry.error, 10_000, 'the ACK at the peer');
+      assert.deepEqual(relay.debug().types[clusterType]?.ack?.version, response.version);
+      client.send(sotwRequest({ typeUrl: clusterType, version: response.version, nonce: response.nonce, error: 'boom: bad cluster' }));
+      await peer.log.waitFor((entry) => entry.event === 'request' && entry.error === 'boom: bad cluster', 10_000, 'the NACK at the peer');
+      const type = relay.debug().types[clusterType]!;
+      assert.equal(type.nack?.error, 'boom: bad cluster');
+      assert.equal(type.nacks, 1);
+      assert.equal(type.responses, 1);
+      assert.match(await registry.metrics(), /pilot_agent_xds_proxy_nacks_total\{type="envoy.config.cluster.v3.Cluster"\} 1/);
+    } finally {
+      client.close();
+      await relay.stop();
+    }
+  });
+
+  it('ends a stream that sends garbage, logs why, and keeps serving others', async () => {
+    const { relay, target } = await startRelay(dir, { address: address(peer), policy: 'NONE', certDir: dir });
+    const bad = new AdsTestClient(target);
+    const good = new AdsTestClient(target);
+    try {
+      bad.send(Buffer.from([0x0a, 0xff, 0xff, 0x01]));
+      const error = await bad.ended;
+      assert.equal(error?.code, status.INVALID_ARGUMENT);
+      assert.match(String(error?.details), /malformed request from Envoy/);
+      good.send(sotwRequest({ typeUrl: clusterType, nodeId: 'test~1.2.3.4~x~y' }));
+      await good.waitForResponses(1);
+      assert.equal(relay.debug().terminations.bad_envoy_frame, 1);
+    } finally {
+      bad.close();
+      good.close();
+      await relay.stop();
+    }
+  });
+
+  it('closes Envoy\'s stream with UNAVAILABLE when the discovery server is down', async () => {
+    const { relay, target } = await startRelay(dir, { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir });
+    const client = new AdsTestClient(target);
+    try {
+      client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+      assert.equal((await client.ended)?.code, status.UNAVAILABLE);
+      assert.equal(relay.debug().upstreamFailures, 1);
+      assert.equal(relay.debug().terminations.upstream_error, 1);
+    } finally {
+      client.close();
+      await relay.stop();
+    }
+  });
+});
+
+describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
+  it('uses rotated cert files for new upstream connections', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'xds-mtls-'));
+    const [peerCerts, agentCerts] = [join(dir, 'peer'), join(dir, 'agent')];
+    const [oldCa, newCa] = await Promise.all([makeCa(), makeCa()]);
+    const issueBoth = async (ca: TestCa) => {
+      await writeSecretVolume(peerCerts, sidecarFiles(ca, await ca.issue('xds-server')));
+      await writeSecretVolume(agentCerts, sidecarFiles(ca, await ca.issue('agent')));
+    };
+    await issueBoth(oldCa);
+    const files = ['--tls-cert', join(peerCerts, 'cert-chain.pem'), '--tls-key', join(peerCerts, 'key.pem'), '--tls-ca', join(peerCerts, 'root-cert.pem')];
+    const peer = await startPeer([edsCluster('c1')], { args: files });
+    // The peer's certificate names localhost, not the 127.0.0.1 we dial: the override is what makes it pass.
+    const { relay, target } = await startRelay(dir, { address: address(peer), policy: 'MUTUAL_TLS', certDir: agentCerts, serverName: 'localhost' });
+    try {
+      const first = new AdsTestClient(target);
+      first.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+      await first.waitForResponses(1);
+      first.close();
+      // A new CA on both sides: only a connection made with the new files can succeed.
+      await issueBoth(newCa);
+      const second = new AdsTestClient(target);
+      second.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+      await second.waitForResponses(1);
+      second.close();
+      assert.equal(peer.log.entries.filter((entry) => entry.event === 'tls_handshake').length, 2);
+    } finally {
+      await relay.stop();
+      await peer.stop();
+      await Promise.all([oldCa.close(), newCa.close(), rm(dir, { recursive: true, force: true })]);
+    }
+  });
+});

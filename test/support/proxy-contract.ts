@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import type { Proxy, ProxyExit } from '../../src/agent/proxy.ts';
+
+/** What the contract needs besides the proxy: how to see an epoch's leftovers, and teardown. */
+export interface ProxyHarness {
+  proxy: Proxy;
+  /** True while something the epoch wrote (its bootstrap) is still there. */
+  hasLeftovers(epoch: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+interface Started {
+  live: Promise<void>;
+  exit: Promise<ProxyExit>;
+  controller: AbortController;
+}
+
+function startEpoch(proxy: Proxy, epoch: number): Started {
+  const controller = new AbortController();
+  let onLive!: () => void;
+  const live = new Promise<void>((resolve) => (onLive = resolve));
+  const exit = proxy.run(epoch, `config-${epoch}`, { signal: controller.signal, onLive });
+  return { live, exit, controller };
+}
+
+/** Fails with `what` when the promise has not settled in time. */
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The behaviour the agent relies on from any `Proxy`: run against the
+ * FakeProxy next to the code and against the real Envoy in test/e2e.
+ */
+export function proxyContract(name: string, makeHarness: () => Promise<ProxyHarness>, waitMs = 500): void {
+  describe(`Proxy contract: ${name}`, () => {
+    let harness: ProxyHarness;
+    before(async () => (harness = await makeHarness()));
+    after(() => harness.close());
+
+    it('an epoch reports LIVE, and aborting it ends it as "aborted"', async () => {
+      const epoch = startEpoch(harness.proxy, 0);
+      await within(epoch.live, waitMs, 'epoch 0 LIVE');
+      epoch.controller.abort();
+      assert.equal((await within(epoch.exit, waitMs, 'epoch 0 exit')).kind, 'aborted');
+    });
+
+    it('epoch 1 hot-restarts from epoch 0: it goes LIVE and the parent exits "normal"', async () => {
+      const parent = startEpoch(harness.proxy, 0);
+      await within(parent.live, waitMs, 'epoch 0 LIVE');
+      const child = startEpoch(harness.proxy, 1);
+      try {
+        await within(child.live, waitMs, 'epoch 1 LIVE');
+        assert.equal((await within(parent.exit, waitMs, 'epoch 0 exit')).kind, 'normal');
+      } finally {
+        child.controller.abort();
+        parent.controller.abort();
+        await Promise.all([child.exit, parent.exit]);
+      }
+    });
+
+    it('cleanup removes what an exited epoch left behind', async () => {
+      const epoch = startEpoch(harness.proxy, 0);
+      await within(epoch.live, waitMs, 'epoch 0 LIVE');
+      epoch.controller.abort();
+      await epoch.exit;
+      await harness.proxy.cleanup(0);
+      assert.equal(await harness.hasLeftovers(0), false);
+    });
+
+    it('a drain ends when its signal is aborted', async () => {
+      const epoch = startEpoch(harness.proxy, 0);
+      await within(epoch.live, waitMs, 'epoch 0 LIVE');
+      const controller = new AbortController();
+      const drained = harness.proxy.drain(controller.signal);
+      controller.abort();
+      await within(drained, waitMs, 'the drain to end');
+      epoch.controller.abort();
+      await epoch.exit;
+    });
+  });
+}
