@@ -29,6 +29,8 @@ export interface DrainOptions {
  */
 export async function drainEnvoy(options: DrainOptions): Promise<void> {
   const { admin, logger, signal } = options;
+  // Already told to hurry (/quitquitquit, a second signal): stop without the admin calls.
+  if (signal.aborted) return;
   const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}`;
   for (const path of ['/healthcheck/fail', drainPath]) {
     const result = await admin.post(path, signal);

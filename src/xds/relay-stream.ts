@@ -69,6 +69,7 @@ export class RelayStream {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
       this.#upstream = upstream;
+      this.#options.stats.upstreamOpened();
       this.#startUpstream(upstream.call, upstream.metadata);
     } catch (error) {
       this.#options.stats.upstreamFailure('DIAL');
@@ -157,6 +158,7 @@ export class RelayStream {
     this.#ending = ending;
     const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' ? 'info' : 'warn';
     this.#options.logger[level]({ stream: this.id, reason: ending.reason, details: ending.details }, 'xDS stream ended');
+    if (this.#upstream) this.#options.stats.upstreamClosed();
     this.#closeUpstream();
     const { downstream } = this.#options;
     if (!downstream.cancelled && !downstream.writableEnded) downstream.emit('error', { code: ending.status, details: ending.details, metadata: new Metadata() });

@@ -62,6 +62,7 @@ export class XdsStats {
       upstreamFailures: new Counter({ name: 'pilot_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
       terminations: new Counter({ name: 'pilot_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
       streams: new Gauge({ name: 'pilot_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
+      upstreams: new Gauge({ name: 'pilot_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
     };
   }
 
@@ -111,6 +112,15 @@ export class XdsStats {
   upstreamFailure(code: string): void {
     this.#upstreamFailures++;
     this.#metrics.upstreamFailures.inc({ code });
+  }
+
+  /** An upstream stream is open; paired with upstreamClosed when its relay stream ends. */
+  upstreamOpened(): void {
+    this.#metrics.upstreams.inc();
+  }
+
+  upstreamClosed(): void {
+    this.#metrics.upstreams.dec();
   }
 
   streamOpened(): void {
