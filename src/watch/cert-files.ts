@@ -1,9 +1,7 @@
 import { join } from 'node:path';
 import type { ProxyType } from '../role/role.ts';
 
-export const sidecarCertFiles = ['cert-chain.pem', 'key.pem', 'root-cert.pem'] as const;
 export const ingressCertDir = '/etc/istio/ingress-certs';
-export const ingressCertFiles = ['tls.crt', 'tls.key'] as const;
 
 /** A certificate file, with the private key that must match it when there is one. */
 export interface CertGroup {
