@@ -1,37 +1,46 @@
-import { Metadata, status as Status, type ServerDuplexStream, type StatusObject } from '@grpc/grpc-js';
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '../shared/log.ts';
+import { FrameTooLarge, framePrefix, GrpcFrameReader } from './grpc-frame.ts';
+import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './grpc-status.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
-import type { UpstreamCall } from './upstream.ts';
-import { readRequest, readResponse, withNode, WireError, type RequestFields, type XdsMode } from './wire.ts';
+import type { UpstreamStream } from './upstream.ts';
+import { readRequest, responseReader, withNode, type ResponseFields, type XdsMode } from './wire.ts';
 
-export type Downstream = ServerDuplexStream<Buffer, Buffer>;
+export interface RelayLimits {
+  /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */
+  requestBytes: number;
+  /** Largest response from the discovery server; responses stream through, never held whole. */
+  responseBytes: number;
+}
 
 export interface RelayStreamOptions {
   id: number;
   mode: XdsMode;
-  downstream: Downstream;
-  /** Opens the upstream call (reads certs and token); may reject. */
-  dial: () => Promise<{ call: UpstreamCall; metadata: Metadata; close: () => void }>;
+  downstream: ServerHttp2Stream;
+  /** Opens the upstream call (reads certs and token, connects); may reject. */
+  dial: () => Promise<UpstreamStream>;
   stats: XdsStats;
   logger: Logger;
   /** The node of the last stream that carried one, for a first request without it. */
   node: { get(): Buffer | undefined; set(node: Buffer): void };
-  /** Responses handed to Envoy's stream but not yet flushed before the relay stops reading upstream. */
-  maxInFlight: number;
+  limits: RelayLimits;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
 interface Ending {
   reason: TerminationReason;
-  status: Status;
+  status: number;
   details: string;
 }
 
+const grpcHeaders = { ':status': 200, 'content-type': 'application/grpc' } as const;
+
 /**
- * One Envoy stream and its own upstream stream, bytes passed through in order.
- * Responses are pulled from upstream only while fewer than `maxInFlight` are
- * waiting for Envoy, so a stalled Envoy holds back the server (HTTP/2 flow
- * control) instead of growing a queue here. Resolves when both sides are done.
+ * One Envoy stream and its own upstream stream. Responses are passed on
+ * chunk by chunk as they arrive, so a 50 MB push reaches Envoy while it is
+ * still coming in; their type, version and nonce are read on the way.
+ * When Envoy does not keep up, upstream reads pause, the HTTP/2 window fills
+ * and the server waits: the relay holds about one window, not a queue.
  */
 export class RelayStream {
   readonly id: number;
@@ -39,13 +48,17 @@ export class RelayStream {
   readonly since = new Date();
   upstreamState: 'dialing' | 'open' = 'dialing';
   readonly #options: RelayStreamOptions;
-  #upstream: { call: UpstreamCall; close: () => void } | undefined;
+  #upstream: UpstreamStream | undefined;
   #ending: Ending | undefined;
-  #inFlight = 0;
-  #reading = false;
+  /** What upstream's trailers (or Trailers-Only headers) said. */
+  #upstreamStatus: { code: number; message: string } | undefined;
+  #upstreamError: Error | undefined;
+  #trailers: OutgoingHttpHeaders | undefined;
   #firstRequest = true;
   /** Per type: the last response sent, to tell which one a request answers. */
   readonly #sent = new Map<string, { version: string; nonce: string }>();
+  readonly #requests: GrpcFrameReader;
+  readonly #responses: GrpcFrameReader;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -54,6 +67,8 @@ export class RelayStream {
     this.id = options.id;
     this.mode = options.mode;
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
+    this.#requests = this.#requestReader();
+    this.#responses = this.#responseReader();
   }
 
   get done(): Promise<TerminationReason> {
@@ -62,94 +77,154 @@ export class RelayStream {
 
   /** Dials upstream, then relays until either side ends. */
   async run(): Promise<TerminationReason> {
-    const { downstream } = this.#options;
-    downstream.on('cancelled', () => this.#end({ reason: 'envoy_closed', status: Status.CANCELLED, details: 'Envoy closed the stream' }));
-    downstream.on('error', () => this.#end({ reason: 'envoy_closed', status: Status.CANCELLED, details: 'Envoy stream failed' }));
+    const { downstream, stats } = this.#options;
+    downstream.on('wantTrailers', () => downstream.sendTrailers(this.#trailers ?? { 'grpc-status': String(GrpcStatus.OK) }));
+    downstream.on('error', () => undefined); // 'close' follows, and ends the relay
+    downstream.on('close', () => this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy closed the stream' }));
     try {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
       this.#upstream = upstream;
-      this.#options.stats.upstreamOpened();
-      this.#startUpstream(upstream.call, upstream.metadata);
+      stats.upstreamOpened();
     } catch (error) {
-      this.#options.stats.upstreamFailure('DIAL');
-      this.#end({ reason: 'dial_failed', status: Status.UNAVAILABLE, details: `cannot open upstream: ${(error as Error).message}` });
+      stats.upstreamFailure('DIAL');
+      this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details: `cannot reach the discovery server: ${(error as Error).message}` });
       return this.#done;
     }
-    downstream.on('data', (request: Buffer) => this.#onRequest(request));
-    downstream.on('end', () => this.#upstream?.call.halfClose());
+    this.#relayResponses(this.#upstream);
+    this.#relayRequests(this.#upstream);
     return this.#done;
   }
 
-  #startUpstream(call: UpstreamCall, metadata: Metadata): void {
-    call.start(metadata, {
-      onReceiveMetadata: () => (this.upstreamState = 'open'),
-      onReceiveMessage: (response: Buffer) => this.#onResponse(response),
-      onReceiveStatus: (status: StatusObject) => this.#onUpstreamStatus(status),
+  #relayRequests({ stream: upstream }: UpstreamStream): void {
+    const { downstream } = this.#options;
+    downstream.on('data', (chunk: Buffer) => {
+      if (this.#ending) return;
+      try {
+        this.#requests.push(chunk);
+      } catch (error) {
+        const status = error instanceof FrameTooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INVALID_ARGUMENT;
+        this.#end({ reason: 'bad_envoy_frame', status, details: `malformed request from Envoy: ${(error as Error).message}` });
+      }
     });
-    this.#pull();
+    downstream.on('end', () => {
+      if (this.#ending) return;
+      if (!this.#requests.atBoundary) return this.#end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
+      upstream.end();
+    });
   }
 
-  /** Asks upstream for one more response when Envoy is keeping up. */
-  #pull(): void {
-    if (this.#reading || this.#ending || this.#inFlight >= this.#options.maxInFlight || !this.#upstream) return;
-    this.#reading = true;
-    this.#upstream.call.startRead();
+  /** Whole requests: they are small, and the first may need the node added. */
+  #requestReader(): GrpcFrameReader {
+    let parts: Buffer[] = [];
+    return new GrpcFrameReader({
+      begin: () => (parts = []),
+      data: (bytes) => parts.push(bytes),
+      end: () => this.#onRequest(parts.length === 1 ? parts[0]! : Buffer.concat(parts)),
+    }, this.#options.limits.requestBytes);
   }
 
+  /** Throws WireError for a request that does not parse; the caller ends the stream. */
   #onRequest(request: Buffer): void {
-    let fields: RequestFields;
-    try {
-      fields = readRequest(request, this.mode);
-    } catch (error) {
-      return this.#end({ reason: 'bad_envoy_frame', status: Status.INVALID_ARGUMENT, details: `malformed request from Envoy: ${(error as WireError).message}` });
-    }
-    const message = this.#withNode(request, fields);
+    const fields = readRequest(request, this.mode);
+    const message = this.#withNode(request, fields.node);
     const sent = this.#sent.get(fields.typeUrl);
     const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
-    this.#upstream?.call.sendMessageWithContext({}, message);
+    const upstream = this.#upstream!.stream;
+    if (!upstream.write(Buffer.concat([framePrefix(message.length), message]))) this.#pauseUntilDrained(this.#options.downstream, upstream);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
-  #withNode(request: Buffer, fields: RequestFields): Buffer {
+  #withNode(request: Buffer, node: Buffer | undefined): Buffer {
     if (!this.#firstRequest) return request;
     this.#firstRequest = false;
-    if (fields.node) {
-      this.#options.node.set(Buffer.from(fields.node));
+    if (node) {
+      this.#options.node.set(Buffer.from(node));
       return request;
     }
-    const node = this.#options.node.get();
-    return node ? withNode(request, node, this.mode) : request;
+    const known = this.#options.node.get();
+    return known ? withNode(request, known, this.mode) : request;
   }
 
-  #onResponse(response: Buffer): void {
-    this.#reading = false;
-    if (this.#ending) return;
-    let fields;
-    try {
-      fields = readResponse(response, this.mode);
-    } catch (error) {
-      return this.#end({ reason: 'bad_upstream_frame', status: Status.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as WireError).message}` });
-    }
-    this.#sent.set(fields.typeUrl, { version: fields.version, nonce: fields.nonce });
-    this.#options.stats.response(fields, response.length);
-    this.#options.logger.debug({ stream: this.id, type: fields.typeUrl, version: fields.version, resources: fields.resources, bytes: response.length }, 'response relayed');
-    this.#inFlight++;
-    this.#options.downstream.write(response, () => {
-      this.#inFlight--;
-      this.#pull();
+  #relayResponses({ stream: upstream }: UpstreamStream): void {
+    const { downstream } = this.#options;
+    upstream.on('response', (headers) => this.#onUpstreamHeaders(headers));
+    upstream.on('data', (chunk: Buffer) => {
+      if (this.#ending) return;
+      try {
+        this.#responses.push(chunk);
+      } catch (error) {
+        this.#options.stats.upstreamFailure('BAD_FRAME');
+        return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
+      }
+      this.#corkUntilNextTick(downstream);
+      if (!downstream.write(chunk)) this.#pauseUntilDrained(upstream, downstream);
     });
-    this.#pull();
+    upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
+    upstream.on('error', (error) => (this.#upstreamError = error));
+    upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
   }
 
-  #onUpstreamStatus(status: StatusObject): void {
+  /** Reads each response as it streams past; records it once its last byte is through. */
+  #responseReader(): GrpcFrameReader {
+    let current: { scanner: ReturnType<typeof responseReader>['scanner']; fields: ResponseFields; length: number } | undefined;
+    return new GrpcFrameReader({
+      begin: (length) => (current = { ...responseReader(length, this.mode), length }),
+      data: (bytes) => current!.scanner.push(bytes),
+      end: () => {
+        current!.scanner.finish();
+        this.#onResponse(current!.fields, current!.length);
+      },
+    }, this.#options.limits.responseBytes);
+  }
+
+  #onResponse(fields: ResponseFields, bytes: number): void {
+    this.#sent.set(fields.typeUrl, { version: fields.version, nonce: fields.nonce });
+    this.#options.stats.response(fields, bytes);
+    this.#options.logger.debug({ stream: this.id, type: fields.typeUrl, version: fields.version, resources: fields.resources, bytes }, 'response relayed');
+  }
+
+  #onUpstreamHeaders(headers: IncomingHttpHeaders): void {
     if (this.#ending) return;
-    if (status.code !== Status.OK) this.#options.stats.upstreamFailure(Status[status.code] ?? String(status.code));
-    const reason = status.code === Status.OK ? 'upstream_closed' : 'upstream_error';
-    // UNAVAILABLE makes Envoy reconnect with backoff, which dials a fresh upstream.
-    this.#end({ reason, status: Status.UNAVAILABLE, details: `discovery server ended the stream: ${Status[status.code]} ${status.details}` });
+    const httpStatus = Number(headers[':status']);
+    if (httpStatus !== 200) {
+      this.#options.stats.upstreamFailure(`HTTP_${httpStatus}`);
+      return this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server answered HTTP ${httpStatus}` });
+    }
+    this.#upstreamStatus = statusFromHeaders(headers); // Trailers-Only: the call ends with no message
+    if (this.#upstreamStatus) return;
+    this.upstreamState = 'open';
+    const { downstream } = this.#options;
+    if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });
+  }
+
+  #onUpstreamClosed(rstCode: number | undefined): void {
+    if (this.#ending) return;
+    const status = this.#upstreamStatus;
+    const ended = (code: string, details: string) => {
+      this.#options.stats.upstreamFailure(code);
+      // UNAVAILABLE makes Envoy reconnect with backoff, which dials a fresh upstream.
+      this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
+    };
+    if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#upstreamError ? `, ${this.#upstreamError.message}` : ''})`);
+    if (!this.#responses.atBoundary) return ended('TRUNCATED', 'it stopped inside a response');
+    if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
+    this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
+  }
+
+  /** One socket read brings several DATA frames; they leave in one write, not one each. */
+  #corkUntilNextTick(stream: ServerHttp2Stream): void {
+    if (stream.writableCorked) return;
+    stream.cork();
+    process.nextTick(() => stream.uncork());
+  }
+
+  /** Stops reading `from` until `to` has flushed what it holds. */
+  #pauseUntilDrained(from: NodeJS.ReadableStream, to: NodeJS.EventEmitter): void {
+    from.pause();
+    to.once('drain', () => from.resume());
   }
 
   /** Ends both sides once, with the first reason. */
@@ -158,21 +233,27 @@ export class RelayStream {
     this.#ending = ending;
     const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' ? 'info' : 'warn';
     this.#options.logger[level]({ stream: this.id, reason: ending.reason, details: ending.details }, 'xDS stream ended');
-    if (this.#upstream) this.#options.stats.upstreamClosed();
-    this.#closeUpstream();
-    const { downstream } = this.#options;
-    if (!downstream.cancelled && !downstream.writableEnded) downstream.emit('error', { code: ending.status, details: ending.details, metadata: new Metadata() });
+    if (this.#upstream) {
+      this.#options.stats.upstreamClosed();
+      this.#upstream.close();
+    }
+    this.#finishDownstream(ending);
     this.#resolveDone(ending.reason);
   }
 
-  #closeUpstream(): void {
-    if (!this.#upstream) return;
-    this.#upstream.call.cancelWithStatus(Status.CANCELLED, this.#ending?.details ?? 'relay stream ended');
-    this.#upstream.close();
+  /** Sends Envoy the status after whatever it has been sent already. */
+  #finishDownstream({ status, details }: Ending): void {
+    const { downstream } = this.#options;
+    if (downstream.closed || downstream.destroyed) return;
+    const trailers = { 'grpc-status': String(status), 'grpc-message': encodeGrpcMessage(details) };
+    downstream.resume(); // later requests are read and dropped, so the stream can close
+    if (!downstream.headersSent) return void downstream.respond({ ...grpcHeaders, ...trailers }, { endStream: true });
+    this.#trailers = trailers;
+    downstream.end();
   }
 
   /** Ends the stream because the relay is stopping. */
   stop(): void {
-    this.#end({ reason: 'relay_stopped', status: Status.UNAVAILABLE, details: 'the agent is stopping' });
+    this.#end({ reason: 'relay_stopped', status: GrpcStatus.UNAVAILABLE, details: 'the agent is stopping' });
   }
 }

@@ -1,11 +1,13 @@
 import { chmod, rm } from 'node:fs/promises';
-import { Server, ServerCredentials, type ServiceDefinition } from '@grpc/grpc-js';
+import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
-import { RelayStream, type Downstream } from './relay-stream.ts';
+import { encodeGrpcMessage, GrpcStatus } from './grpc-status.ts';
+import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
+import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import { dialUpstream, type UpstreamOptions } from './upstream.ts';
 import type { XdsMode } from './wire.ts';
@@ -18,8 +20,8 @@ export interface XdsRelayOptions {
   registry: Registry;
   clock: Clock;
   logger: Logger;
-  /** Responses waiting for Envoy before upstream reads pause (default 1: one more is held by HTTP/2 flow control upstream; Istio buffers ~2). */
-  maxInFlight?: number;
+  /** HTTP/2 pings on Envoy's connections and the upstream ones (default 30 s, 10 s to answer). */
+  keepalive?: KeepaliveOptions;
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -27,29 +29,29 @@ export const adsMethods: Record<XdsMode, string> = {
   sotw: `/${service}/StreamAggregatedResources`,
   delta: `/${service}/DeltaAggregatedResources`,
 };
+const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, mode as XdsMode]));
 
-const identity = (message: Buffer) => message;
-
-/** The ADS service with identity (de)serializers: messages stay wire bytes. */
-function adsService(): ServiceDefinition {
-  const method = (path: string) => ({
-    path, requestStream: true, responseStream: true,
-    requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity,
-  });
-  return { StreamAggregatedResources: method(adsMethods.sotw), DeltaAggregatedResources: method(adsMethods.delta) };
-}
+const mib = 1024 * 1024;
+/** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
+const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib };
+/** How long a stopping relay waits for Envoy's connections to take their last frames. */
+const closeGraceMs = 1_000;
 
 /**
  * Serves ADS to Envoy on a Unix socket and relays every stream to the
- * discovery server. Failure behaviour: when the upstream cannot be reached or
- * ends, Envoy's stream is closed with UNAVAILABLE; Envoy keeps its last
- * config and reconnects with its own backoff, which dials upstream afresh.
+ * discovery server. It speaks gRPC's framing on node:http2 itself, rather
+ * than through a gRPC library, so responses pass through as they arrive
+ * instead of being gathered whole first. Failure behaviour: when the
+ * upstream cannot be reached or ends, Envoy's stream is closed with
+ * UNAVAILABLE; Envoy keeps its last config and reconnects with its own
+ * backoff, which dials upstream afresh.
  */
 export class XdsRelay {
   readonly #options: XdsRelayOptions;
   readonly #stats: XdsStats;
   readonly #streams = new Set<RelayStream>();
-  #server: Server | undefined;
+  readonly #sessions = new Set<Http2Session>();
+  #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
 
@@ -60,43 +62,55 @@ export class XdsRelay {
 
   /** Listens on the socket (owner-only); rejects when it cannot. */
   async start(): Promise<void> {
-    const { socketPath } = this.#options;
+    const { socketPath, logger } = this.#options;
     await rm(socketPath, { force: true });
-    const server = new Server({
-      // Envoy's requests are small; 256 MiB still ends a runaway frame early.
-      'grpc.max_receive_message_length': 256 * 1024 * 1024,
-      'grpc.max_send_message_length': -1,
-      'grpc.keepalive_time_ms': 30_000,
-      'grpc.keepalive_timeout_ms': 10_000,
-    });
-    server.addService(adsService(), {
-      StreamAggregatedResources: (call: Downstream) => this.#serve('sotw', call),
-      DeltaAggregatedResources: (call: Downstream) => this.#serve('delta', call),
-    });
+    // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
+    const server = createServer({ maxSessionMemory: 512 });
+    server.on('session', (session) => this.#track(session));
+    server.on('stream', (stream, headers) => this.#route(stream, headers));
+    server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
     await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`unix:${socketPath}`, ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
+      server.once('error', reject);
+      server.listen(socketPath, () => (server.off('error', reject), resolve()));
     }).catch((error: unknown) => {
       throw new AgentError('BAD_FLAG', `--configPath: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
     });
     await chmod(socketPath, 0o600);
     this.#server = server;
-    this.#options.logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
+    logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
   }
 
-  #serve(mode: XdsMode, downstream: Downstream): void {
+  #track(session: Http2Session): void {
+    this.#sessions.add(session);
+    session.on('close', () => this.#sessions.delete(session));
+    session.on('error', () => undefined); // its streams close too, and report it
+    keepAlive(session, this.#options.keepalive ?? keepaliveDefaults);
+  }
+
+  /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
+  #route(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+    const path = headers[':path'] ?? '';
+    if (headers[':method'] !== 'POST' || !headers['content-type']?.startsWith('application/grpc')) {
+      return void stream.respond({ ':status': 415 }, { endStream: true });
+    }
+    const mode = modeByPath.get(path);
+    if (!mode) {
+      return void stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(GrpcStatus.UNIMPLEMENTED), 'grpc-message': encodeGrpcMessage(`unknown method ${path}`) }, { endStream: true });
+    }
+    this.#serve(mode, stream);
+  }
+
+  #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {
     const id = this.#nextId++;
     const stream = new RelayStream({
       id,
       mode,
       downstream,
-      dial: async () => {
-        const { channel, call, metadata } = await dialUpstream(this.#options.upstream, adsMethods[mode]);
-        return { call, metadata, close: () => channel.close() };
-      },
+      dial: () => dialUpstream(this.#options.upstream, adsMethods[mode], this.#options.keepalive ?? keepaliveDefaults),
       stats: this.#stats,
       logger: this.#options.logger.child({ stream: id }),
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
-      maxInFlight: this.#options.maxInFlight ?? 1,
+      limits,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
@@ -111,8 +125,15 @@ export class XdsRelay {
   async stop(): Promise<void> {
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
-    this.#server?.forceShutdown();
+    const server = this.#server;
     this.#server = undefined;
+    if (server) {
+      const closed = new Promise((resolve) => server.close(resolve));
+      for (const session of this.#sessions) session.close();
+      const grace = setTimeout(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
+      await closed;
+      clearTimeout(grace);
+    }
     await rm(this.#options.socketPath, { force: true });
   }
 

@@ -1,10 +1,14 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Channel, credentials, Metadata, type ChannelCredentials, type ChannelOptions } from '@grpc/grpc-js';
+import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { badFile, badFlag } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { HostPort } from '../shared/proxy-config.ts';
+import { agentVersion } from '../shared/version.ts';
+import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
 
 /** How the agent reaches the discovery server. */
 export interface UpstreamOptions {
@@ -18,43 +22,36 @@ export interface UpstreamOptions {
   tokenFile?: string;
 }
 
-export type UpstreamCall = ReturnType<Channel['createCall']>;
-
 const mib = 1024 * 1024;
 
 /**
- * Limits sized for a 50 MB push: no message size cap, and a 16 MiB HTTP/2
- * window (with the 64 KiB default a 10 MB response takes ~3× longer).
- * Keepalive as Istio's agent: ping every 30 s, give up after 10 s.
+ * A 16 MiB HTTP/2 window, as Envoy's own xDS cluster: with the 64 KiB
+ * default a 10 MB response takes ~3× longer. It is also the most a stalled
+ * Envoy makes the relay hold per stream (the server waits for the window).
  */
-export const upstreamChannelOptions: ChannelOptions = {
-  'grpc.max_receive_message_length': -1,
-  'grpc.max_send_message_length': -1,
-  'grpc-node.flow_control_window': 16 * mib,
-  'grpc.keepalive_time_ms': 30_000,
-  'grpc.keepalive_timeout_ms': 10_000,
-  'grpc.keepalive_permit_without_calls': 1,
-  // One connection per Envoy stream: never share a subchannel with another stream.
-  'grpc.use_local_subchannel_pool': 1,
-};
+export const upstreamWindowBytes = 16 * mib;
+/** A server that takes longer than this to accept and finish TLS counts as down. */
+const connectTimeoutMs = 10_000;
 
 export const certFileNames = { chain: 'cert-chain.pem', key: 'key.pem', root: 'root-cert.pem' } as const;
 
-interface Material {
-  credentials: ChannelCredentials;
-  metadata: Metadata;
+export interface UpstreamMaterial {
+  /** Client certificate, key and the root to trust; absent for plaintext. */
+  tls: { cert: Buffer; key: Buffer; ca: Buffer } | undefined;
+  /** Extra request headers: the token, when there is one. */
+  headers: OutgoingHttpHeaders;
 }
 
 /** Reads the TLS files and the token now; throws AgentError naming the file at fault. */
-export async function loadMaterial(options: UpstreamOptions): Promise<Material> {
-  const metadata = new Metadata();
-  if (options.tokenFile) metadata.set('authorization', `Bearer ${(await readText(options.tokenFile, '--xdsTokenFile')).trim()}`);
-  if (options.policy === 'NONE') return { credentials: credentials.createInsecure(), metadata };
+export async function loadMaterial(options: UpstreamOptions): Promise<UpstreamMaterial> {
+  const headers: OutgoingHttpHeaders = {};
+  if (options.tokenFile) headers.authorization = `Bearer ${(await readText(options.tokenFile, '--xdsTokenFile')).trim()}`;
+  if (options.policy === 'NONE') return { tls: undefined, headers };
   const files = Object.fromEntries(
     await Promise.all(Object.entries(certFileNames).map(async ([key, name]) => [key, await readCert(join(options.certDir, name))] as const)),
   ) as Record<keyof typeof certFileNames, Buffer>;
   checkKeyPair(options.certDir, files.chain, files.key, files.root);
-  return { credentials: credentials.createSsl(files.root, files.key, files.chain), metadata };
+  return { tls: { cert: files.chain, key: files.key, ca: files.root }, headers };
 }
 
 async function readText(path: string, flag: string): Promise<string> {
@@ -88,11 +85,65 @@ function checkKeyPair(certDir: string, chain: Buffer, key: Buffer, root: Buffer)
   if (!cert.checkPrivateKey(privateKey)) throw badFile(join(certDir, certFileNames.key), `does not match the certificate in ${certFileNames.chain}`);
 }
 
-/** A fresh channel with the files as they are now, and a call on it. */
-export async function dialUpstream(options: UpstreamOptions, method: string): Promise<{ channel: Channel; call: UpstreamCall; metadata: Metadata }> {
+export interface UpstreamStream {
+  stream: ClientHttp2Stream;
+  /** Cancels the stream if still open and closes its connection. */
+  close(): void;
+}
+
+/**
+ * A fresh connection with the files as they are now, and an ADS call on it
+ * (request headers sent, no message yet). Rejects when the server cannot be
+ * reached or the TLS handshake fails.
+ */
+export async function dialUpstream(options: UpstreamOptions, path: string, keepalive: KeepaliveOptions): Promise<UpstreamStream> {
   const material = await loadMaterial(options);
-  const serverName = options.serverName ? { 'grpc.ssl_target_name_override': options.serverName, 'grpc.default_authority': options.serverName } : {};
-  const channel = new Channel(formatHostPort(options.address), material.credentials, { ...upstreamChannelOptions, ...serverName });
-  const call = channel.createCall(method, Infinity, null, null, null);
-  return { channel, call, metadata: material.metadata };
+  const session = await openSession(options, material);
+  keepAlive(session, keepalive);
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': path,
+    ':authority': options.serverName ?? formatHostPort(options.address),
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'grpc-accept-encoding': 'identity',
+    'user-agent': `pilot-agent/${agentVersion()}`,
+    ...material.headers,
+  });
+  return {
+    stream,
+    close: () => {
+      if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
+      session.close();
+      // A peer that never answers the GOAWAY does not keep the socket.
+      setTimeout(() => session.destroy(), 1_000).unref();
+    },
+  };
+}
+
+async function openSession(options: UpstreamOptions, material: UpstreamMaterial): Promise<ClientHttp2Session> {
+  const scheme = material.tls ? 'https' : 'http';
+  const session = connect(`${scheme}://${formatHostPort(options.address)}`, {
+    settings: { initialWindowSize: upstreamWindowBytes },
+    maxSessionMemory: 256,
+    createConnection: () => openSocket(options, material),
+  });
+  // Later session errors also end the stream, which is where they are handled.
+  session.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => session.destroy(new Error(`no connection within ${connectTimeoutMs} ms`)), connectTimeoutMs);
+    session.once('connect', () => (clearTimeout(timer), resolve()));
+    session.once('error', (error) => (clearTimeout(timer), reject(error)));
+  });
+  session.setLocalWindowSize(upstreamWindowBytes);
+  return session;
+}
+
+/** The TCP or TLS socket under a session; Node's http2 forbids tuning it once the session owns it. */
+function openSocket({ address, serverName }: UpstreamOptions, material: UpstreamMaterial): Socket {
+  const socket = material.tls
+    ? tlsConnect({ host: address.host, port: address.port, ...material.tls, servername: serverName ?? (isIP(address.host) ? undefined : address.host), ALPNProtocols: ['h2'] })
+    : netConnect({ host: address.host, port: address.port });
+  socket.setNoDelay(true); // an ACK is one small write: it must not wait behind Nagle
+  return socket;
 }

@@ -1,3 +1,5 @@
+import { FieldScanner, WireError, wireLen, type FieldSink } from './field-scanner.ts';
+
 /**
  * Reads the few fields the relay needs straight from protobuf wire bytes, so
  * a 50 MB response is scanned (lengths skipped), never decoded or copied.
@@ -5,10 +7,7 @@
  */
 export type XdsMode = 'sotw' | 'delta';
 
-/** A frame that is not a well-formed protobuf message. */
-export class WireError extends Error {
-  override name = 'WireError';
-}
+export { WireError };
 
 export interface RequestFields {
   typeUrl: string;
@@ -33,11 +32,6 @@ export interface ResponseFields {
   removed: number;
 }
 
-const wireVarint = 0;
-const wireFixed64 = 1;
-const wireLen = 2;
-const wireFixed32 = 5;
-
 const requestNumbers = {
   sotw: { version: 1, node: 2, names: 3, type: 4, nonce: 5, error: 6 },
   delta: { version: 0, node: 1, names: 3, type: 2, nonce: 6, error: 7 },
@@ -46,54 +40,6 @@ const requestNumbers = {
 // Both response messages share numbers: version 1, resources 2, type 4, nonce 5; Delta adds removed 6.
 const response = { version: 1, resources: 2, type: 4, nonce: 5, removed: 6 } as const;
 const statusMessage = 2;
-
-/** Calls `visit` for each top-level field; length-delimited values as [start, end). */
-export function scanFields(buf: Uint8Array, visit: (field: number, wireType: number, start: number, end: number) => void): void {
-  let pos = 0;
-  while (pos < buf.length) {
-    const [tag, afterTag] = readVarint(buf, pos);
-    const field = Math.floor(tag / 8);
-    const wireType = tag % 8;
-    if (field === 0) throw new WireError(`field number 0 at byte ${pos}`);
-    const [start, end] = valueBounds(buf, wireType, afterTag);
-    visit(field, wireType, start, end);
-    pos = end;
-  }
-}
-
-function valueBounds(buf: Uint8Array, wireType: number, pos: number): [number, number] {
-  switch (wireType) {
-    case wireVarint:
-      return [pos, readVarint(buf, pos)[1]];
-    case wireFixed64:
-      return checked(buf, pos, pos + 8);
-    case wireFixed32:
-      return checked(buf, pos, pos + 4);
-    case wireLen: {
-      const [length, start] = readVarint(buf, pos);
-      return checked(buf, start, start + length);
-    }
-    default:
-      throw new WireError(`unsupported wire type ${wireType} at byte ${pos}`);
-  }
-}
-
-function checked(buf: Uint8Array, start: number, end: number): [number, number] {
-  if (end > buf.length) throw new WireError(`field runs past the end (${end} > ${buf.length})`);
-  return [start, end];
-}
-
-/** A base-128 varint up to 2^53; returns the value and the position after it. */
-export function readVarint(buf: Uint8Array, pos: number): [number, number] {
-  let value = 0;
-  for (let shift = 0, i = pos; shift < 64; shift += 7, i++) {
-    if (i >= buf.length) throw new WireError(`truncated varint at byte ${pos}`);
-    const byte = buf[i]!;
-    value += (byte & 0x7f) * 2 ** shift;
-    if (byte < 0x80) return [value, i + 1];
-  }
-  throw new WireError(`varint longer than 10 bytes at byte ${pos}`);
-}
 
 /** Encodes a varint (for the node field the relay may add to a request). */
 export function encodeVarint(value: number): Buffer {
@@ -107,25 +53,38 @@ export function encodeVarint(value: number): Buffer {
   }
 }
 
-const text = (buf: Uint8Array, start: number, end: number) => Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString('utf8');
+const text = (bytes: Buffer) => bytes.toString('utf8');
 
 function expectLen(wireType: number, field: number): void {
   if (wireType !== wireLen) throw new WireError(`field ${field} has wire type ${wireType}, expected length-delimited`);
 }
 
+/** Scans a whole message held in one buffer. */
+function scan(buf: Buffer, sink: FieldSink): void {
+  const scanner = new FieldScanner(sink, buf.length, Infinity);
+  scanner.push(buf);
+  scanner.finish();
+}
+
 /** The ACK/NACK-relevant fields of a DiscoveryRequest or DeltaDiscoveryRequest. */
 export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
   const numbers = requestNumbers[mode];
+  const wanted = new Set<number>(Object.values(numbers).filter((number) => number > 0));
   const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined };
-  scanFields(buf, (field, wireType, start, end) => {
-    if (field !== numbers.version && field !== numbers.node && field !== numbers.names && field !== numbers.type && field !== numbers.nonce && field !== numbers.error) return;
-    expectLen(wireType, field);
-    if (field === numbers.version) fields.versionInfo = text(buf, start, end);
-    else if (field === numbers.type) fields.typeUrl = text(buf, start, end);
-    else if (field === numbers.nonce) fields.nonce = text(buf, start, end);
-    else if (field === numbers.names) fields.names.push(text(buf, start, end));
-    else if (field === numbers.node) fields.node = buf.subarray(start, end);
-    else fields.error = readStatusMessage(buf.subarray(start, end));
+  scan(buf, {
+    field: (field, wireType) => {
+      if (!wanted.has(field)) return false;
+      expectLen(wireType, field);
+      return true;
+    },
+    value: (field, bytes) => {
+      if (field === numbers.version) fields.versionInfo = text(bytes);
+      else if (field === numbers.type) fields.typeUrl = text(bytes);
+      else if (field === numbers.nonce) fields.nonce = text(bytes);
+      else if (field === numbers.names) fields.names.push(text(bytes));
+      else if (field === numbers.node) fields.node = bytes;
+      else fields.error = readStatusMessage(bytes);
+    },
   });
   return fields;
 }
@@ -133,24 +92,42 @@ export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
 /** google.rpc.Status.message; an error_detail without one still marks a NACK. */
 function readStatusMessage(buf: Buffer): string {
   let message = '';
-  scanFields(buf, (field, wireType, start, end) => {
-    if (field === statusMessage && wireType === wireLen) message = text(buf, start, end);
+  scan(buf, {
+    field: (field, wireType) => field === statusMessage && wireType === wireLen,
+    value: (_field, bytes) => (message = text(bytes)),
   });
   return message;
 }
 
-/** The fields of a DiscoveryResponse or DeltaDiscoveryResponse the agent records. */
-export function readResponse(buf: Buffer, mode: XdsMode): ResponseFields {
+/**
+ * Reads a DiscoveryResponse or DeltaDiscoveryResponse as its bytes stream
+ * past: resources are counted, never held. `fields` is complete once the
+ * scanner has finished.
+ */
+export function responseReader(length: number, mode: XdsMode): { scanner: FieldScanner; fields: ResponseFields } {
   const fields: ResponseFields = { typeUrl: '', version: '', nonce: '', resources: 0, removed: 0 };
-  scanFields(buf, (field, wireType, start, end) => {
-    if (field === response.resources) fields.resources++;
-    else if (field === response.removed && mode === 'delta') fields.removed++;
-    else if (field !== response.version && field !== response.type && field !== response.nonce) return;
-    expectLen(wireType, field);
-    if (field === response.version) fields.version = text(buf, start, end);
-    else if (field === response.type) fields.typeUrl = text(buf, start, end);
-    else if (field === response.nonce) fields.nonce = text(buf, start, end);
-  });
+  const scanner = new FieldScanner({
+    field: (field, wireType) => {
+      if (field === response.resources) fields.resources++;
+      else if (field === response.removed && mode === 'delta') fields.removed++;
+      else if (field !== response.version && field !== response.type && field !== response.nonce) return false;
+      expectLen(wireType, field);
+      return field === response.version || field === response.type || field === response.nonce;
+    },
+    value: (field, bytes) => {
+      if (field === response.version) fields.version = text(bytes);
+      else if (field === response.type) fields.typeUrl = text(bytes);
+      else fields.nonce = text(bytes);
+    },
+  }, length);
+  return { scanner, fields };
+}
+
+/** The fields of a whole response held in one buffer. */
+export function readResponse(buf: Buffer, mode: XdsMode): ResponseFields {
+  const { scanner, fields } = responseReader(buf.length, mode);
+  scanner.push(buf);
+  scanner.finish();
   return fields;
 }
 

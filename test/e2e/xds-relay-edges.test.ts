@@ -91,7 +91,7 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
       assert.equal((await client.ended)?.code, status.UNAVAILABLE);
       assert.equal(relay.debug().upstreamFailures, 1);
-      assert.equal(relay.debug().terminations.upstream_error, 1);
+      assert.equal(relay.debug().terminations.dial_failed, 1);
     } finally {
       client.close();
       await relay.stop();

@@ -1,0 +1,58 @@
+import { connect as connectHttp2, createServer, type ClientHttp2Session, type ClientHttp2Stream, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { connect as connectSocket, createServer as createTcpServer, type Socket } from 'node:net';
+import { adsMethods } from '../../src/xds/relay.ts';
+import { framePrefix } from '../../src/xds/grpc-frame.ts';
+
+/**
+ * A discovery server that does exactly what a test scripts, byte by byte:
+ * what no real control plane can be made to do (garbage, a huge frame, a
+ * message sent in halves).
+ */
+export async function startScriptedUpstream(script: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void) {
+  const server = createServer();
+  const sessions = new Set<Http2Session>();
+  server.on('session', (session) => (sessions.add(session), session.on('error', () => undefined)));
+  server.on('stream', (stream, headers) => {
+    stream.on('error', () => undefined);
+    script(stream, headers);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    port,
+    // An http2 server waits for its sessions to end; a test must not.
+    close: () => new Promise<void>((resolve) => (server.close(() => resolve()), sessions.forEach((session) => session.destroy()))),
+  };
+}
+
+/** Envoy's side without a gRPC library: an ADS call on the relay's socket, bytes in and out. */
+export function rawAdsCall(socketPath: string): { session: ClientHttp2Session; stream: ClientHttp2Stream } {
+  const session = connectHttp2('http://localhost', { createConnection: () => connectSocket(socketPath) });
+  session.on('error', () => undefined);
+  const stream = session.request({ ':method': 'POST', ':path': adsMethods.sotw, 'content-type': 'application/grpc', te: 'trailers' });
+  stream.on('error', () => undefined);
+  return { session, stream };
+}
+
+export const frame = (message: Buffer) => Buffer.concat([framePrefix(message.length), message]);
+
+/** A TCP relay in front of a port that can be frozen: bytes stop, sockets stay open (a vanished peer). */
+export async function startFreezableProxy(targetPort: number) {
+  const sockets = new Set<Socket>();
+  let frozen = false;
+  const server = createTcpServer((client) => {
+    const target = connectSocket(targetPort, '127.0.0.1');
+    for (const [from, to] of [[client, target], [target, client]] as const) {
+      sockets.add(from);
+      from.on('error', () => undefined);
+      from.on('data', (chunk) => frozen || to.write(chunk));
+      from.on('close', () => to.destroy());
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    freeze: () => (frozen = true),
+    close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
+  };
+}
