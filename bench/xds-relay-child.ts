@@ -1,14 +1,14 @@
 // The relay alone in its own process, as in the agent, for bench/xds-relay.ts.
-// argv: <socket path> <upstream port>
+// argv: <socket path> <upstream port> [upstream host, default 127.0.0.1]
 import { Registry } from 'prom-client';
 import { systemClock } from '../src/shared/clock.ts';
 import { silentLogger } from '../src/shared/log.ts';
 import { XdsRelay } from '../src/xds/relay.ts';
 
-const [socketPath, port] = process.argv.slice(2);
+const [socketPath, port, host = '127.0.0.1'] = process.argv.slice(2);
 const relay = new XdsRelay({
   socketPath: socketPath!,
-  upstream: { address: { host: '127.0.0.1', port: Number(port) }, policy: 'NONE', certDir: '/nonexistent' },
+  upstream: { address: { host, port: Number(port) }, policy: 'NONE', certDir: '/nonexistent' },
   registry: new Registry(),
   clock: systemClock,
   logger: silentLogger,

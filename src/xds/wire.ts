@@ -37,6 +37,12 @@ const requestNumbers = {
   delta: { version: 0, node: 1, names: 3, type: 2, nonce: 6, error: 7 },
 } as const;
 
+/** Delta requests have no version field: its 0 is no field number. */
+const wantedRequestFields = {
+  sotw: new Set<number>(Object.values(requestNumbers.sotw)),
+  delta: new Set<number>(Object.values(requestNumbers.delta).filter((number) => number > 0)),
+};
+
 // Both response messages share numbers: version 1, resources 2, type 4, nonce 5; Delta adds removed 6.
 const response = { version: 1, resources: 2, type: 4, nonce: 5, removed: 6 } as const;
 const statusMessage = 2;
@@ -69,7 +75,7 @@ function scan(buf: Buffer, sink: FieldSink): void {
 /** The ACK/NACK-relevant fields of a DiscoveryRequest or DeltaDiscoveryRequest. */
 export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
   const numbers = requestNumbers[mode];
-  const wanted = new Set<number>(Object.values(numbers).filter((number) => number > 0));
+  const wanted = wantedRequestFields[mode];
   const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined };
   scan(buf, {
     field: (field, wireType) => {
