@@ -71,14 +71,14 @@ async function startRelay(socket: string, host: string, port: number) {
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-async function latencies(plane: Plane, direct: string, relayed: string, samplesScale: number): Promise<void> {
+async function latencies(plane: Plane, direct: string, relayed: string): Promise<void> {
   const clients = [await plane.connect(direct, 'direct'), await plane.connect(relayed, 'relay')];
   console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | ratio p50 | ratio p99 | added p50 | added p99');
   for (const size of sizes) {
     await plane.push('direct', size.bytes); // warm-up, not counted
     await plane.push('relay', size.bytes);
     const times = { direct: [] as number[], relay: [] as number[] };
-    for (let i = 0; i < Math.max(3, Math.round(size.samples * samplesScale)); i++) {
+    for (let i = 0; i < size.samples; i++) {
       times.direct.push(await plane.push('direct', size.bytes));
       times.relay.push(await plane.push('relay', size.bytes));
     }
@@ -107,12 +107,12 @@ async function stalledMemory(plane: Plane, target: string, pid: number): Promise
 }
 
 /** One placement of the control plane: latencies, then (on loopback) the stalled-client memory. */
-async function scenario(title: string, dir: string, plane: Plane, host: string, options: { samplesScale: number; memory: boolean }): Promise<void> {
+async function scenario(title: string, dir: string, plane: Plane, host: string, options: { memory: boolean }): Promise<void> {
   console.log(`\n${title}`);
   const port = await plane.port();
   const socket = join(dir, 'XDS');
   const relay = await startRelay(socket, host, port);
-  await latencies(plane, `${host}:${port}`, `unix://${socket}`, options.samplesScale);
+  await latencies(plane, `${host}:${port}`, `unix://${socket}`);
   await relay.stop();
   if (!options.memory) return;
   const fresh = await startRelay(socket, host, port);
@@ -126,11 +126,11 @@ const dir = await mkdtemp(join(tmpdir(), 'xds-bench-'));
 console.log(`xDS push-to-ACK in ms: grpc-js ADS client that ACKs; control plane, relay and client in separate processes${quick ? ' (quick)' : ''}`);
 try {
   const local = new Plane();
-  await scenario('control plane on loopback', dir, local, '127.0.0.1', { samplesScale: 1, memory: true }).finally(() => local.stop());
+  await scenario('control plane on loopback', dir, local, '127.0.0.1', { memory: true }).finally(() => local.stop());
   const link = await shapedLink('1gbit');
   if (link) {
     const remote = new Plane(link.host, link.exec);
-    await scenario('control plane behind a 1 Gbit/s link (veth to a network namespace, tbf)', dir, remote, link.host, { samplesScale: 0.3, memory: false }).finally(async () => (await remote.stop(), await link.close()));
+    await scenario('control plane behind a 1 Gbit/s link (veth to a network namespace, tbf)', dir, remote, link.host, { memory: false }).finally(async () => (await remote.stop(), await link.close()));
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

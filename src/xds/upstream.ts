@@ -110,6 +110,7 @@ export async function dialUpstream(options: UpstreamOptions, path: string, keepa
     'user-agent': `pilot-agent/${agentVersion()}`,
     ...material.headers,
   });
+  stream.on('error', () => undefined); // the relay reads every ending from 'close'
   return {
     stream,
     close: () => {
