@@ -31,9 +31,8 @@ export class FieldScanner {
   readonly #sink: FieldSink;
   readonly #maxValueBytes: number;
   readonly #length: number;
-  /** Bytes of the message scanned so far. */
+  /** Bytes of the message scanned so far; every push is scanned whole. */
   #offset = 0;
-  #pushed = 0;
   #state: State = 'tag';
   #varint = 0;
   #shift = 0;
@@ -53,8 +52,7 @@ export class FieldScanner {
 
   /** Scans the next bytes of the message; throws WireError at the first malformed byte. */
   push(chunk: Buffer): void {
-    this.#pushed += chunk.length;
-    if (this.#pushed > this.#length) throw new WireError(`message is longer than its declared ${this.#length} bytes`);
+    if (this.#offset + chunk.length > this.#length) throw new WireError(`message is longer than its declared ${this.#length} bytes`);
     let pos = 0;
     while (pos < chunk.length) {
       if (this.#state === 'skip' || this.#state === 'collect') pos = this.#takeValue(chunk, pos);
@@ -64,7 +62,7 @@ export class FieldScanner {
 
   /** Call when the message's bytes are all pushed: it must end between fields. */
   finish(): void {
-    if (this.#pushed < this.#length) throw new WireError(`message ended ${this.#length - this.#pushed} bytes early`);
+    if (this.#offset < this.#length) throw new WireError(`message ended ${this.#length - this.#offset} bytes early`);
     if (this.#state !== 'tag' || this.#shift > 0) throw new WireError(`message ends inside field ${this.#field || '(tag)'}`);
   }
 

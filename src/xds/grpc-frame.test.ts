@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { framePrefix, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
+import { frame as frameBytes, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 
-const frame = (body: string) => Buffer.concat([framePrefix(body.length), Buffer.from(body)]);
+const frame = (body: string) => frameBytes(Buffer.from(body));
 
 /** Feeds `stream` in chunks of `size`; returns the messages as begin/data/end events joined. */
 function readInChunks(stream: Buffer, size: number, maxLength = 1000): { messages: string[]; atBoundary: boolean } {

@@ -76,9 +76,11 @@ export class GrpcFrameReader {
   }
 }
 
-/** The prefix for a message of `length` bytes, uncompressed. */
-export function framePrefix(length: number): Buffer {
-  const prefix = Buffer.alloc(prefixBytes);
-  prefix.writeUInt32BE(length, 1);
-  return prefix;
+/** A message with its prefix, uncompressed, ready for the stream. */
+export function frame(message: Buffer): Buffer {
+  const framed = Buffer.allocUnsafe(prefixBytes + message.length);
+  framed[0] = 0;
+  framed.writeUInt32BE(message.length, 1);
+  message.copy(framed, prefixBytes);
+  return framed;
 }

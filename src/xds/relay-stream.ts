@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Logger } from '../shared/log.ts';
-import { FrameTooLarge, framePrefix, GrpcFrameReader } from './grpc-frame.ts';
+import { frame, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './grpc-status.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
 import type { UpstreamStream } from './upstream.ts';
@@ -133,7 +133,7 @@ export class RelayStream {
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
     const upstream = this.#upstream!.stream;
-    if (!upstream.write(Buffer.concat([framePrefix(message.length), message]))) this.#pauseUntilDrained(this.#options.downstream, upstream);
+    if (!upstream.write(frame(message))) this.#pauseUntilDrained(this.#options.downstream, upstream);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -169,7 +169,7 @@ export class RelayStream {
 
   /** Reads each response as it streams past; records it once its last byte is through. */
   #responseReader(): GrpcFrameReader {
-    let current: { scanner: ReturnType<typeof responseReader>['scanner']; fields: ResponseFields; length: number } | undefined;
+    let current: (ReturnType<typeof responseReader> & { length: number }) | undefined;
     return new GrpcFrameReader({
       begin: (length) => (current = { ...responseReader(length, this.mode), length }),
       data: (bytes) => current!.scanner.push(bytes),

@@ -48,6 +48,7 @@ const closeGraceMs = 1_000;
  */
 export class XdsRelay {
   readonly #options: XdsRelayOptions;
+  readonly #keepalive: KeepaliveOptions;
   readonly #stats: XdsStats;
   readonly #streams = new Set<RelayStream>();
   readonly #sessions = new Set<Http2Session>();
@@ -57,6 +58,7 @@ export class XdsRelay {
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
+    this.#keepalive = options.keepalive ?? keepaliveDefaults;
     this.#stats = new XdsStats(options.registry, options.clock);
   }
 
@@ -84,7 +86,7 @@ export class XdsRelay {
     this.#sessions.add(session);
     session.on('close', () => this.#sessions.delete(session));
     session.on('error', () => undefined); // its streams close too, and report it
-    keepAlive(session, this.#options.keepalive ?? keepaliveDefaults);
+    keepAlive(session, this.#keepalive);
   }
 
   /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
@@ -106,7 +108,7 @@ export class XdsRelay {
       id,
       mode,
       downstream,
-      dial: () => dialUpstream(this.#options.upstream, adsMethods[mode], this.#options.keepalive ?? keepaliveDefaults),
+      dial: () => dialUpstream(this.#options.upstream, adsMethods[mode], this.#keepalive),
       stats: this.#stats,
       logger: this.#options.logger.child({ stream: id }),
       node: { get: () => this.#node, set: (node) => (this.#node = node) },

@@ -4,26 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { Registry } from 'prom-client';
-import { systemClock } from '../../src/shared/clock.ts';
-import { silentLogger } from '../../src/shared/log.ts';
-import { XdsRelay } from '../../src/xds/relay.ts';
-import type { UpstreamOptions } from '../../src/xds/upstream.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, type TestCa } from '../support/certs.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
+import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { edsCluster } from '../support/resources.ts';
 
 const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
-
-/** The relay in this process, in front of the real go-control-plane peer. */
-async function startRelay(dir: string, upstream: UpstreamOptions) {
-  const registry = new Registry();
-  const relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream, registry, clock: systemClock, logger: silentLogger });
-  await relay.start();
-  return { relay, registry, target: `unix://${join(dir, 'XDS')}` };
-}
 
 const address = (peer: Peer) => ({ host: '127.0.0.1', port: peer.port });
 
@@ -42,7 +30,7 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
   });
 
   it('records the ACK, then the NACK with its text, per type', async () => {
-    const { relay, registry, target } = await startRelay(dir, { address: address(peer), policy: 'NONE', certDir: dir });
+    const { relay, registry, target } = await startRelay(dir, plaintextUpstream(peer.port, dir));
     const client = new AdsTestClient(target);
     try {
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'test~1.2.3.4~x~y' }));
@@ -66,7 +54,7 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
   });
 
   it('ends a stream that sends garbage, logs why, and keeps serving others', async () => {
-    const { relay, target } = await startRelay(dir, { address: address(peer), policy: 'NONE', certDir: dir });
+    const { relay, target } = await startRelay(dir, plaintextUpstream(peer.port, dir));
     const bad = new AdsTestClient(target);
     const good = new AdsTestClient(target);
     try {
@@ -85,7 +73,7 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
   });
 
   it('closes Envoy\'s stream with UNAVAILABLE when the discovery server is down', async () => {
-    const { relay, target } = await startRelay(dir, { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir });
+    const { relay, target } = await startRelay(dir, plaintextUpstream(await freePort(), dir));
     const client = new AdsTestClient(target);
     try {
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));

@@ -4,26 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Client, credentials, status } from '@grpc/grpc-js';
-import { Registry } from 'prom-client';
-import { systemClock } from '../../src/shared/clock.ts';
-import { silentLogger } from '../../src/shared/log.ts';
-import type { KeepaliveOptions } from '../../src/xds/keepalive.ts';
-import { XdsRelay } from '../../src/xds/relay.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
+import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { edsCluster } from '../support/resources.ts';
-import { frame, rawAdsCall, startFreezableProxy, startScriptedUpstream } from '../support/scripted-upstream.ts';
+import { frame } from '../../src/xds/grpc-frame.ts';
+import { rawAdsCall, startFreezableProxy, startScriptedUpstream } from '../support/scripted-upstream.ts';
 
 const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };
-
-async function startRelay(dir: string, port: number, keepalive?: KeepaliveOptions) {
-  const registry = new Registry();
-  const socketPath = join(dir, `XDS-${port}`);
-  const relay = new XdsRelay({ socketPath, upstream: { address: { host: '127.0.0.1', port }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, keepalive });
-  await relay.start();
-  return { relay, registry, socketPath, target: `unix://${socketPath}` };
-}
 
 /** A response with `resources` resources of `size` bytes each, and a nonce. */
 function response(nonce: string, resources = 1, size = 10): Buffer {
@@ -45,7 +34,7 @@ describe('xDS relay faults (scripted discovery server)', () => {
       stream.write(frame(body).subarray(0, 5 + half));
       sendRest = () => stream.write(frame(body).subarray(5 + half));
     });
-    const { relay, socketPath } = await startRelay(dir, upstream.port);
+    const { relay, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
     const { session, stream } = rawAdsCall(socketPath);
     try {
       stream.write(frame(sotwRequest({ typeUrl: clusterType, nodeId: 'n' })));
@@ -71,7 +60,7 @@ describe('xDS relay faults (scripted discovery server)', () => {
   for (const [name, send, details] of badResponses) {
     it(`ends Envoy's stream on ${name} from upstream`, async () => {
       const upstream = await startScriptedUpstream((stream) => (stream.respond(grpcOk), send(stream)));
-      const { relay, target } = await startRelay(dir, upstream.port);
+      const { relay, target } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
       const client = new AdsTestClient(target);
       try {
         client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
@@ -89,7 +78,7 @@ describe('xDS relay faults (scripted discovery server)', () => {
 
   it('reports an upstream refusal (Trailers-Only) with its code, and tells Envoy UNAVAILABLE', async () => {
     const upstream = await startScriptedUpstream((stream) => stream.respond({ ...grpcOk, 'grpc-status': '16', 'grpc-message': 'bad%20token' }, { endStream: true }));
-    const { relay, registry, target } = await startRelay(dir, upstream.port);
+    const { relay, registry, target } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
     const client = new AdsTestClient(target);
     try {
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
@@ -118,7 +107,7 @@ describe('xDS relay faults from Envoy\'s side (real peer)', () => {
   });
 
   it('refuses a request over 16 MiB with RESOURCE_EXHAUSTED', async () => {
-    const { relay, target } = await startRelay(dir, peer.port);
+    const { relay, target } = await startRelay(dir, plaintextUpstream(peer.port, dir));
     const client = new AdsTestClient(target);
     try {
       client.send(Buffer.alloc(17 * 1024 * 1024));
@@ -132,7 +121,7 @@ describe('xDS relay faults from Envoy\'s side (real peer)', () => {
   });
 
   it('answers an unknown method with UNIMPLEMENTED', async () => {
-    const { relay, target } = await startRelay(dir, peer.port);
+    const { relay, target } = await startRelay(dir, plaintextUpstream(peer.port, dir));
     const client = new Client(target, credentials.createInsecure());
     try {
       const identity = (message: Buffer) => message;
@@ -146,7 +135,7 @@ describe('xDS relay faults from Envoy\'s side (real peer)', () => {
 
   it('notices a discovery server that stopped answering (keepalive) and ends the stream', async () => {
     const proxy = await startFreezableProxy(peer.port);
-    const { relay, target } = await startRelay(dir, proxy.port, { intervalMs: 100, timeoutMs: 300 });
+    const { relay, target } = await startRelay(dir, plaintextUpstream(proxy.port, dir), { intervalMs: 100, timeoutMs: 300 });
     const client = new AdsTestClient(target);
     try {
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));

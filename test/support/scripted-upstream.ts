@@ -1,7 +1,6 @@
 import { connect as connectHttp2, createServer, type ClientHttp2Session, type ClientHttp2Stream, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { connect as connectSocket, createServer as createTcpServer, type Socket } from 'node:net';
 import { adsMethods } from '../../src/xds/relay.ts';
-import { framePrefix } from '../../src/xds/grpc-frame.ts';
 
 /**
  * A discovery server that does exactly what a test scripts, byte by byte:
@@ -33,8 +32,6 @@ export function rawAdsCall(socketPath: string): { session: ClientHttp2Session; s
   stream.on('error', () => undefined);
   return { session, stream };
 }
-
-export const frame = (message: Buffer) => Buffer.concat([framePrefix(message.length), message]);
 
 /** A TCP relay in front of a port that can be frozen: bytes stop, sockets stay open (a vanished peer). */
 export async function startFreezableProxy(targetPort: number) {
