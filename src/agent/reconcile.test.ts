@@ -146,9 +146,19 @@ describe('reduce: failures and retries', () => {
 });
 
 describe('reduce: shutdown', () => {
-  it('drains, then aborts every epoch, then exits 0 when the last one is gone', () => {
-    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'aborted'), exited(1, 'aborted')]);
-    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(0), abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+  it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
+    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
+    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
+  });
+
+  it('a parent that leaves on its own while its child stops is not aborted', () => {
+    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
+    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+  });
+
+  it('waits for epochs already being aborted before stopping the next', () => {
+    const { actions } = run([changed(A), exited(0, 'parent-initializing'), { type: 'retry-due' }, changed(B), exited(0, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
+    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(1)], 'the failure aborted epoch 1; the drain adds nothing');
   });
 
   it('exits at once when no epoch runs, cancelling a pending retry', () => {

@@ -92,7 +92,7 @@ export function reduce(state: State, event: Event): Step {
     case 'shutdown':
       return onShutdown(state);
     case 'drained':
-      return abortAll(state);
+      return stopNewest(state);
   }
 }
 
@@ -121,7 +121,11 @@ function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited
   const lastFailure = event.kind === 'failed' ? event.detail : state.lastFailure;
   const next = { ...state, live, current: currentConfig(live), lastFailure };
   const actions: Action[] = [exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
-  if (state.shuttingDown) return [next, live.length === 0 ? [...actions, { type: 'exit', code: 0 }] : actions];
+  if (state.shuttingDown) {
+    if (live.length === 0) return [next, [...actions, { type: 'exit', code: 0 }]];
+    const [after, more] = stopNewest(next);
+    return [after, [...actions, ...more]];
+  }
   const [after, more] = afterExit(next, event);
   return [after, [...actions, ...more]];
 }
@@ -166,6 +170,19 @@ function abortAll(state: State): Step {
   const targets = state.live.filter((entry) => !entry.aborting);
   const live = state.live.map((entry) => ({ ...entry, aborting: true }));
   return [{ ...state, live, current: undefined }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
+}
+
+/**
+ * Stops epochs one at a time, newest first. A hot-restart child that stops
+ * still messages its parent; were the parent already gone, Envoy would retry
+ * that for 10 s before exiting. So the parent goes last.
+ */
+function stopNewest(state: State): Step {
+  if (state.live.some((entry) => entry.aborting)) return [state, []];
+  if (state.live.length === 0) return [state, []];
+  const newest = state.live.reduce((a, b) => (b.epoch > a.epoch ? b : a));
+  const live = state.live.map((entry) => (entry === newest ? { ...entry, aborting: true } : entry));
+  return [{ ...state, live, current: undefined }, [{ type: 'abort-epoch', epoch: newest.epoch }]];
 }
 
 function onEpochStable(state: State, epoch: number): Step {

@@ -48,7 +48,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     '--drainDuration', '1s', '--parentShutdownDuration', '3s',
     ...(options.args ?? []),
   ];
-  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env });
+  // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
+  // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
+  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000 });
   const log = new LineLog<AgentLogEntry>(child.stdout!);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
