@@ -36,6 +36,7 @@ export interface ProxyFlagValues {
   certDir: string;
   ingressCertDir: string;
   certDebounce: number;
+  certResync: number;
   retryInitialDelay: number;
   retryBudget: number;
   terminationDrainDuration?: number;
@@ -78,6 +79,7 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
     certDir: flags.certDir,
     ingressCertDir: flags.ingressCertDir,
     certDebounceMs: flags.certDebounce,
+    certResyncMs: flags.certResync,
     retryInitialDelayMs: flags.retryInitialDelay,
     retryBudget: flags.retryBudget,
     terminationDrainDurationMs: flags.terminationDrainDuration ?? flags.drainDuration,

@@ -72,6 +72,7 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'certDir', value: '<dir>', default: '/etc/certs', env: 'CERT_DIR', description: 'Directory of cert-chain.pem, key.pem and root-cert.pem, watched for rotation' },
   { flag: 'ingressCertDir', value: '<dir>', default: '/etc/istio/ingress-certs', env: 'INGRESS_CERT_DIR', description: 'Directory of tls.crt and tls.key, also watched for `proxy ingress`' },
   { flag: 'certDebounce', value: '<duration>', default: '200ms', parse: duration, description: 'Quiet time after the last certificate file event before the files are read and Envoy hot-restarted' },
+  { flag: 'certResync', value: '<duration>', default: '10s', parse: duration, description: 'Re-read the certificate files this often even without a file event, in case one was missed (0s: never)' },
   { flag: 'retryInitialDelay', value: '<duration>', default: '200ms', parse: duration, description: 'First delay before restarting Envoy after it failed; doubles with every retry' },
   { flag: 'retryBudget', value: '<n>', default: '10', parse: count, description: 'Restarts tried after failures before the agent exits 1; refilled by a new config or after 1m LIVE' },
   { flag: 'terminationDrainDuration', value: '<duration>', env: 'TERMINATION_DRAIN_DURATION_SECONDS', parse: (text: string) => (/^\d+$/.test(text) ? Number(text) * 1000 : duration(text)), description: 'How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); --drainDuration when unset' },

@@ -42,6 +42,8 @@ export interface ProxyConfig {
   ingressCertDir: string;
   /** Quiet time after the last certificate event before the files are read. */
   certDebounceMs: number;
+  /** Period of the re-read that catches a missed file event; 0 turns it off. */
+  certResyncMs: number;
   retryInitialDelayMs: number;
   /** Restarts after failures before the agent gives up with exit 1. */
   retryBudget: number;

@@ -11,21 +11,22 @@ import type { FileRead } from './cert-set.ts';
 const groups = watchedCertGroups('/certs', 'sidecar');
 
 /** In-memory files behind the watch's `read`, plus a log of warnings. */
-function setup() {
+function setup(resyncMs = 0) {
   const files = new Map<string, string>();
   const clock = new FakeClock();
   const source = new FakeChangeSource();
   const hashes: string[] = [];
   const warnings: Record<string, unknown>[] = [];
+  const infos: Record<string, unknown>[] = [];
   let reads = 0;
-  const logger = { ...silentLogger, info: () => undefined, warn: (fields: Record<string, unknown>) => void warnings.push(fields) } as unknown as Logger;
+  const logger = { ...silentLogger, info: (fields: Record<string, unknown>) => void infos.push(fields), warn: (fields: Record<string, unknown>) => void warnings.push(fields) } as unknown as Logger;
   const read = async (paths: readonly string[]): Promise<FileRead[]> => {
     reads++;
     return paths.map((path) => (files.has(path) ? { path, content: Buffer.from(files.get(path)!) } : { path }));
   };
-  const watch = new CertWatch({ groups, source, clock, logger, debounceMs: 200, onConfig: (hash) => hashes.push(hash), read });
+  const watch = new CertWatch({ groups, source, clock, logger, debounceMs: 200, resyncMs, onConfig: (hash) => hashes.push(hash), read });
   const put = (name: string, content: string) => files.set(`/certs/${name}`, content);
-  return { clock, source, hashes, warnings, watch, put, reads: () => reads };
+  return { clock, source, hashes, warnings, infos, watch, put, reads: () => reads };
 }
 
 describe('CertWatch', () => {
@@ -104,8 +105,55 @@ describe('CertWatch', () => {
     assert.equal(hashes.length, 1);
   });
 
+  it('re-reads on its own and reports a change no event announced, saying so', async () => {
+    const { watch, hashes, infos, clock, put } = setup(10_000);
+    await watch.start();
+    put('cert-chain.pem', one.cert);
+    put('key.pem', one.key);
+    clock.advance(9_999);
+    await watch.settled();
+    assert.equal(hashes.length, 1);
+    clock.advance(1);
+    await watch.settled();
+    assert.equal(hashes.length, 2);
+    assert.match(String(infos.at(-1)!.foundBy), /event was missed/);
+    clock.advance(10_000);
+    await watch.settled();
+    assert.equal(hashes.length, 2, 'an unchanged set is not reported again');
+  });
+
+  it('leaves the re-read to a pending debounce', async () => {
+    const { watch, source, clock, reads } = setup(1_000);
+    await watch.start();
+    clock.advance(900);
+    source.emit();
+    clock.advance(100);
+    await watch.settled();
+    assert.equal(reads(), 1, 'no re-read while the debounce runs');
+    clock.advance(100);
+    await watch.settled();
+    assert.equal(reads(), 2);
+  });
+
+  it('logs a broken set once however often it is re-read, and again when its content changes', async () => {
+    const { watch, warnings, clock, put } = setup(1_000);
+    put('cert-chain.pem', 'not pem');
+    put('key.pem', one.key);
+    await watch.start();
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1_000);
+      await watch.settled();
+    }
+    assert.equal(warnings.length, 1);
+    put('cert-chain.pem', 'still not pem');
+    clock.advance(1_000);
+    await watch.settled();
+    assert.equal(warnings.length, 2, 'a new broken content is a new problem, though its reason reads the same');
+    assert.equal(warnings[1]!.reason, warnings[0]!.reason);
+  });
+
   it('stops reporting once closed', async () => {
-    const { watch, hashes, source, clock, put } = setup();
+    const { watch, hashes, source, clock, put } = setup(1_000);
     await watch.start();
     await watch.close();
     put('root-cert.pem', ca.cert);

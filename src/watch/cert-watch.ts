@@ -4,6 +4,9 @@ import type { ChangeSource } from './change-source.ts';
 import { groupPaths, type CertGroup } from './cert-files.ts';
 import { checkCertFiles, hashCertFiles, readCertFiles, type CertProblem, type FileRead } from './cert-set.ts';
 
+/** What made the watch read the files. */
+type Trigger = 'start' | 'event' | 'resync';
+
 export interface CertWatchOptions {
   groups: readonly CertGroup[];
   source: ChangeSource;
@@ -11,6 +14,8 @@ export interface CertWatchOptions {
   logger: Logger;
   /** Quiet time after the last event before the files are read. */
   debounceMs: number;
+  /** Reads the files this often without an event too (0: never): watchers can miss events. */
+  resyncMs?: number;
   /** Called with the hash of every new consistent set, the first one included. */
   onConfig: (hash: string) => void;
   read?: (paths: readonly string[]) => Promise<FileRead[]>;
@@ -22,11 +27,17 @@ export interface CertWatchOptions {
  * file parses, each key matches its certificate). An inconsistent set is
  * logged, naming the file, and ignored: the running Envoy keeps serving, and
  * the next event (the writer finishing) is checked again.
+ *
+ * Events are only hints, and hints get lost: a watcher that compares
+ * directory listings by name misses a name that went file, dir, file again,
+ * and inotify drops events when its queue overflows. A periodic re-read makes
+ * a missed event cost a delay instead of a certificate that never rotates.
  */
 export class CertWatch {
   readonly #options: CertWatchOptions;
   readonly #paths: string[];
   #timer: Timer | undefined;
+  #resyncTimer: Timer | undefined;
   #checking: Promise<void> = Promise.resolve();
   #lastHash: string | undefined;
   #lastProblem: string | undefined;
@@ -40,13 +51,15 @@ export class CertWatch {
   /** Starts watching and checks the files once right away. */
   async start(): Promise<void> {
     await this.#options.source.start(() => this.#onEvent());
-    this.#queueCheck();
+    this.#queueCheck('start');
+    this.#scheduleResync();
     await this.#checking;
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     this.#timer?.cancel();
+    this.#resyncTimer?.cancel();
     await this.#options.source.close();
     await this.#checking;
   }
@@ -59,34 +72,45 @@ export class CertWatch {
   #onEvent(): void {
     if (this.#closed) return;
     this.#timer?.cancel();
-    this.#timer = this.#options.clock.setTimeout(() => this.#queueCheck(), this.#options.debounceMs);
+    this.#timer = this.#options.clock.setTimeout(() => this.#queueCheck('event'), this.#options.debounceMs);
+  }
+
+  #scheduleResync(): void {
+    const every = this.#options.resyncMs ?? 0;
+    if (every <= 0 || this.#closed) return;
+    this.#resyncTimer = this.#options.clock.setTimeout(() => {
+      // A pending debounce reads the files soon anyway.
+      if (!this.#timer) this.#queueCheck('resync');
+      this.#scheduleResync();
+    }, every);
   }
 
   /** Checks run one at a time, so hashes are reported in the order files were read. */
-  #queueCheck(): void {
-    this.#timer = undefined;
-    this.#checking = this.#checking.then(() => this.#check());
+  #queueCheck(trigger: Trigger): void {
+    if (trigger === 'event') this.#timer = undefined;
+    this.#checking = this.#checking.then(() => this.#check(trigger));
   }
 
-  async #check(): Promise<void> {
+  async #check(trigger: Trigger): Promise<void> {
     if (this.#closed) return;
     const files = await (this.#options.read ?? readCertFiles)(this.#paths);
-    const problem = checkCertFiles(this.#options.groups, files);
-    if (problem) return this.#report(problem);
-    this.#lastProblem = undefined;
     const hash = hashCertFiles(files);
+    const problem = checkCertFiles(this.#options.groups, files);
+    if (problem) return this.#report(problem, hash);
+    this.#lastProblem = undefined;
     if (hash === this.#lastHash || this.#closed) return;
     this.#lastHash = hash;
     const present = files.filter((file) => file.content).map((file) => file.path);
-    this.#options.logger.info({ config: hash.slice(0, 12), files: present }, present.length ? 'certificate files changed' : 'no certificate files; running without certificates');
+    const fields = { config: hash.slice(0, 12), files: present, ...(trigger === 'resync' ? { foundBy: 'periodic re-read; a file event was missed' } : {}) };
+    this.#options.logger.info(fields, present.length ? 'certificate files changed' : 'no certificate files; running without certificates');
     this.#options.onConfig(hash);
   }
 
-  #report(problem: CertProblem): void {
-    const text = `${problem.file}: ${problem.reason}`;
-    // A writer in progress fires several events; say it once per problem.
-    if (text === this.#lastProblem) return;
-    this.#lastProblem = text;
+  /** Says a problem once per content: a writer in progress fires several events, and resyncs repeat. */
+  #report(problem: CertProblem, hash: string): void {
+    const key = `${hash}\0${problem.file}: ${problem.reason}`;
+    if (key === this.#lastProblem) return;
+    this.#lastProblem = key;
     this.#options.logger.warn({ file: problem.file, reason: problem.reason }, 'certificate files are not a consistent set; keeping the running config until they are');
   }
 }

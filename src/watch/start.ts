@@ -22,6 +22,7 @@ export async function startCertWatch(config: ProxyConfig, clock: Clock, logger: 
     clock,
     logger,
     debounceMs: config.certDebounceMs,
+    resyncMs: config.certResyncMs,
     onConfig,
   });
   await watch.start();

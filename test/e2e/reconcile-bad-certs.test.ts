@@ -14,16 +14,20 @@ import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile
 
 const inconsistent = 'certificate files are not a consistent set; keeping the running config until they are';
 
-/** Waits for the agent to reject the files, naming `file`; then checks nothing restarted. */
-async function expectRejected(agent: RunningAgent, file: string, reason: RegExp): Promise<void> {
-  const line = await agent.log.waitFor((entry) => entry.msg === inconsistent && entry.file === file && reason.test(String(entry.reason)), 10_000, `a rejection of ${file}`);
+/** Makes a change, waits for the agent to reject the files it leaves, naming `file`; then checks nothing restarted. */
+async function expectRejected(agent: RunningAgent, change: () => Promise<unknown>, file: string, reason: RegExp): Promise<void> {
+  const from = agent.log.entries.length;
+  await change();
+  const line = await agent.log.waitFor((entry) => entry.msg === inconsistent && entry.file === file && reason.test(String(entry.reason)), 10_000, `a rejection of ${file}`, from);
   assert.equal(line.level, 40, 'a warning');
   assert.equal(agent.envoyPids().length, 1, 'no new epoch');
 }
 
 describe('bad certificate files never restart Envoy into a broken config', () => {
   it('mismatched key, non-PEM file, half-written set, directory instead of a file: logged, Envoy keeps serving', async () => {
-    const rig = await startTlsRig();
+    // Writes through the secret volume's symlinks land in a subdir no watcher
+    // sees; the 1 s re-read finds them.
+    const rig = await startTlsRig(['--certResync', '1s']);
     try {
       await epochLive(rig.agent, 0);
       const serial = await servedSerial(rig.listenerPort);
@@ -31,20 +35,20 @@ describe('bad certificate files never restart Envoy into a broken config', () =>
       const key = join(rig.certDir, 'key.pem');
       const chain = join(rig.certDir, 'cert-chain.pem');
 
-      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'key.pem': other.key });
-      await expectRejected(rig.agent, key, /does not match/);
-      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'cert-chain.pem': 'this is not PEM' });
-      await expectRejected(rig.agent, chain, /not a PEM certificate/);
+      const write = (files: Record<string, string>) => () => writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), ...files });
+      await expectRejected(rig.agent, write({ 'key.pem': other.key }), key, /does not match/);
+      await expectRejected(rig.agent, write({ 'cert-chain.pem': 'this is not PEM' }), chain, /not a PEM certificate/);
       // A writer that is not atomic: half a certificate, then a key, then the whole certificate
       // (which the key does not match): the set is never consistent on the way.
-      await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'cert-chain.pem': next.cert.slice(0, 200) });
-      await expectRejected(rig.agent, chain, /no complete CERTIFICATE/);
-      await writeFile(key, other.key);
-      await writeFile(chain, next.cert);
-      await expectRejected(rig.agent, key, /does not match/);
-      await unlink(key);
-      await mkdir(key);
-      await expectRejected(rig.agent, key, /EISDIR/);
+      await expectRejected(rig.agent, write({ 'cert-chain.pem': next.cert.slice(0, 200) }), chain, /no complete CERTIFICATE/);
+      await expectRejected(rig.agent, async () => {
+        await writeFile(key, other.key);
+        await writeFile(chain, next.cert);
+      }, key, /does not match/);
+      await expectRejected(rig.agent, async () => {
+        await unlink(key);
+        await mkdir(key);
+      }, key, /EISDIR/);
       assert.equal(await servedSerial(rig.listenerPort), serial, 'the running Envoy still serves the old certificate');
 
       await rm(key, { recursive: true });

@@ -34,8 +34,9 @@ export class LineLog<T = Record<string, unknown>> {
     return this.entries.find(match);
   }
 
-  waitFor(match: (entry: T) => boolean, timeoutMs = 15_000, what = 'a matching log line'): Promise<T> {
-    const found = this.find(match);
+  /** Resolves with the first matching entry at index `from` or later, arrived or to come. */
+  waitFor(match: (entry: T) => boolean, timeoutMs = 15_000, what = 'a matching log line', from = 0): Promise<T> {
+    const found = this.entries.slice(from).find(match);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
