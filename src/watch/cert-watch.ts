@@ -36,7 +36,7 @@ export interface CertWatchOptions {
 export class CertWatch {
   readonly #options: CertWatchOptions;
   readonly #paths: string[];
-  #timer: Timer | undefined;
+  #debounceTimer: Timer | undefined;
   #resyncTimer: Timer | undefined;
   #checking: Promise<void> = Promise.resolve();
   #lastHash: string | undefined;
@@ -58,7 +58,7 @@ export class CertWatch {
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#timer?.cancel();
+    this.#debounceTimer?.cancel();
     this.#resyncTimer?.cancel();
     await this.#options.source.close();
     await this.#checking;
@@ -71,8 +71,8 @@ export class CertWatch {
 
   #onEvent(): void {
     if (this.#closed) return;
-    this.#timer?.cancel();
-    this.#timer = this.#options.clock.setTimeout(() => this.#queueCheck('event'), this.#options.debounceMs);
+    this.#debounceTimer?.cancel();
+    this.#debounceTimer = this.#options.clock.setTimeout(() => this.#queueCheck('event'), this.#options.debounceMs);
   }
 
   #scheduleResync(): void {
@@ -80,14 +80,14 @@ export class CertWatch {
     if (every <= 0 || this.#closed) return;
     this.#resyncTimer = this.#options.clock.setTimeout(() => {
       // A pending debounce reads the files soon anyway.
-      if (!this.#timer) this.#queueCheck('resync');
+      if (!this.#debounceTimer) this.#queueCheck('resync');
       this.#scheduleResync();
     }, every);
   }
 
   /** Checks run one at a time, so hashes are reported in the order files were read. */
   #queueCheck(trigger: Trigger): void {
-    if (trigger === 'event') this.#timer = undefined;
+    if (trigger === 'event') this.#debounceTimer = undefined;
     this.#checking = this.#checking.then(() => this.#check(trigger));
   }
 
