@@ -47,9 +47,11 @@ export async function loadMaterial(options: UpstreamOptions): Promise<UpstreamMa
   const headers: OutgoingHttpHeaders = {};
   if (options.tokenFile) headers.authorization = `Bearer ${(await readText(options.tokenFile, '--xdsTokenFile')).trim()}`;
   if (options.policy === 'NONE') return { tls: undefined, headers };
-  const files = Object.fromEntries(
-    await Promise.all(Object.entries(certFileNames).map(async ([key, name]) => [key, await readCert(join(options.certDir, name))] as const)),
-  ) as Record<keyof typeof certFileNames, Buffer>;
+  // One after the other: with several files missing, the error names the same one every time.
+  const files = {} as Record<keyof typeof certFileNames, Buffer>;
+  for (const [key, name] of Object.entries(certFileNames) as [keyof typeof certFileNames, string][]) {
+    files[key] = await readCert(join(options.certDir, name));
+  }
   checkKeyPair(options.certDir, files.chain, files.key, files.root);
   return { tls: { cert: files.chain, key: files.key, ca: files.root }, headers };
 }
