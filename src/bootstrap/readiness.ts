@@ -1,33 +1,21 @@
+import { exactPathListener } from './exact-path-listener.ts';
+
 /**
  * Istio's readiness hop: Envoy listens on the readiness port (15021) and
- * routes `/healthz/ready` to the agent's status server, so a probe that
- * passes also proves Envoy accepts connections.
+ * passes `GET /healthz/ready`, and nothing else, to the agent's status
+ * server, so a probe that passes also proves Envoy accepts connections.
  */
 export function readinessListener(readinessPort: number): unknown {
-  return {
-    name: 'agent_readiness',
-    address: { socket_address: { address: '0.0.0.0', port_value: readinessPort } },
-    filter_chains: [{ filters: [readinessRoutes()] }],
-  };
+  return exactPathListener({ name: 'agent_readiness', port: readinessPort, statPrefix: 'agent', path: '/healthz/ready', cluster: 'agent' });
 }
 
-function readinessRoutes(): unknown {
-  return {
-    name: 'envoy.filters.network.http_connection_manager',
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-      stat_prefix: 'agent',
-      codec_type: 'AUTO',
-      route_config: {
-        virtual_hosts: [{ name: 'backend', domains: ['*'], routes: [{ match: { prefix: '/healthz/ready' }, route: { cluster: 'agent' } }] }],
-      },
-      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
-    },
-  };
-}
-
-/** The static cluster that reaches the agent's status server on loopback. */
-export function agentStatusCluster(statusPort: number): unknown {
+/**
+ * The static cluster that reaches the agent's status server on its own Unix
+ * socket, not its TCP port: whatever arrives there came through Envoy's
+ * 0.0.0.0 listener, so the agent serves readiness there and nothing else,
+ * and never mistakes such a request for a local caller.
+ */
+export function agentStatusCluster(socketPath: string): unknown {
   return {
     name: 'agent',
     type: 'STATIC',
@@ -35,7 +23,7 @@ export function agentStatusCluster(statusPort: number): unknown {
     lb_policy: 'ROUND_ROBIN',
     load_assignment: {
       cluster_name: 'agent',
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: statusPort } } } }] }],
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: socketPath } } } }] }],
     },
   };
 }

@@ -9,6 +9,8 @@ export interface BootstrapContext {
   metadata: Record<string, unknown>;
   /** The agent's XDS socket: Envoy reaches the discovery server through the relay. */
   xdsSocketPath: string;
+  /** The status server's socket for Envoy's readiness hop (readiness only). */
+  readinessSocketPath: string;
 }
 
 /** The variables the default template (and any --templateFile) can use. */
@@ -24,12 +26,13 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     xds_cluster_type: 'STATIC',
     xds_address: { pipe: { path: context.xdsSocketPath } },
     stats_sinks: config.statsdUdpAddress ? [statsdSink(config.statsdUdpAddress)] : [],
-    extra_clusters: [...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs)] : []), ...readinessClusters(config)],
+    extra_clusters: [...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs)] : []), ...readinessClusters(config, context)],
     extra_listeners: readinessListeners(config),
     tracing: config.zipkinAddress ? zipkinTracing() : null,
     prometheus_port: config.prometheusPort,
     status_port: config.statusPort,
     readiness_port: config.readinessPort,
+    readiness_socket: context.readinessSocketPath,
     config_path: config.configPath,
     cert_dir: config.certDir,
   };
@@ -38,7 +41,7 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
 /** The readiness hop needs both ends: the status server and Envoy's listener. */
 const readinessEnabled = (config: ProxyConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
 const readinessListeners = (config: ProxyConfig) => (readinessEnabled(config) ? [readinessListener(config.readinessPort)] : []);
-const readinessClusters = (config: ProxyConfig) => (readinessEnabled(config) ? [agentStatusCluster(config.statusPort)] : []);
+const readinessClusters = (config: ProxyConfig, context: BootstrapContext) => (readinessEnabled(config) ? [agentStatusCluster(context.readinessSocketPath)] : []);
 
 function socketAddress({ host, port }: HostPort, protocol?: 'UDP'): unknown {
   return { socket_address: { address: host, port_value: port, ...(protocol ? { protocol } : {}) } };

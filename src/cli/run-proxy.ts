@@ -72,7 +72,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   const nodeId = serviceNode(role);
   const metadata = metadataFromEnv(context.env);
   await prepareConfigDir(config.configPath);
-  const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config) });
+  const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
   return { nodeId, text };
 }
 
@@ -99,7 +99,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   };
   agent.onEvent(countAgentEvents(metrics));
   const status = await startStatus({
-    port: config.statusPort, adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
+    port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
     agent, epochs, registry, xds: relay, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
@@ -114,3 +114,5 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
 
 /** Envoy reaches the discovery server through the agent's relay on this socket. */
 const xdsSocketPath = (config: ProxyConfig) => join(config.configPath, 'XDS');
+/** Envoy's readiness listener reaches the status server on this socket, never on its TCP port. */
+const readinessSocketPath = (config: ProxyConfig) => join(config.configPath, 'READINESS');

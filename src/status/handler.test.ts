@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parsePrometheus } from '../../test/support/prometheus.ts';
-import { handleStatus, isLoopback, type StatusDeps, type StatusRequest } from './handler.ts';
+import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest } from './handler.ts';
 
 interface Calls {
   quit: number;
@@ -85,8 +85,43 @@ describe('status handlers', () => {
     assert.match(response.body, /boom/);
   });
 
-  it('knows loopback addresses', () => {
-    for (const address of ['127.0.0.1', '127.1.2.3', '::1', '::ffff:127.0.0.1']) assert.ok(isLoopback(address), address);
-    for (const address of ['10.0.0.1', '::ffff:10.0.0.1', '', '0.0.0.0', '::']) assert.ok(!isLoopback(address), address);
+  it('refuses every non-canonical spelling of a path, whatever it would resolve to', async () => {
+    const targets = [
+      '/healthz/ready/../../quitquitquit', '/healthz/ready/%2e%2e/%2E%2E/quitquitquit', '/./quitquitquit', '//quitquitquit',
+      '/debug//epochs', '/debug/epochs/', '/debug\\epochs', '/%71uitquitquit', '/quitquitquit;x', 'http://status/quitquitquit', '*', '',
+    ];
+    for (const url of targets) {
+      const deps = fakeDeps();
+      const response = await handleStatus(deps, request('POST', url));
+      assert.equal(response.status, 404, url);
+      response.after?.();
+      assert.deepEqual(deps.calls, { quit: 0, drain: 0 }, url);
+    }
+  });
+
+  it('answers debug endpoints to loopback peers only', async () => {
+    for (const path of ['/debug/epochs', '/debug/xds']) {
+      assert.equal((await handleStatus(fakeDeps(), request('GET', path, '10.1.2.3'))).status, 403, path);
+    }
+  });
+
+  it('takes only 127.0.0.1 and ::1 as loopback: 127.0.0.6 may be the network relayed by Envoy', async () => {
+    for (const address of ['127.0.0.1', '::1', '::ffff:127.0.0.1']) {
+      assert.equal((await handleStatus(fakeDeps(), request('POST', '/drain', address))).status, 200, address);
+    }
+    for (const address of ['127.0.0.6', '127.1.2.3', '::ffff:127.0.0.6', '10.0.0.1', '', '0.0.0.0', '::']) {
+      assert.equal((await handleStatus(fakeDeps(), request('POST', '/drain', address))).status, 403, address);
+    }
+  });
+
+  it('serves only readiness to Envoy\'s readiness hop, and never takes it for a local caller', async () => {
+    const deps = fakeDeps({ readiness: { check: async () => ({ ready: true }) } });
+    assert.equal((await handleReadinessHop(deps, request('GET', '/healthz/ready'))).status, 200);
+    for (const [method, url] of [['POST', '/quitquitquit'], ['POST', '/drain'], ['GET', '/debug/epochs'], ['GET', '/stats/prometheus'], ['POST', '/healthz/ready/../../quitquitquit']]) {
+      const response = await handleReadinessHop(deps, request(method!, url!, '127.0.0.1'));
+      assert.equal(response.status, 404, url);
+      response.after?.();
+    }
+    assert.deepEqual(deps.calls, { quit: 0, drain: 0 });
   });
 });

@@ -1,3 +1,4 @@
+import { canonicalPath, isLoopbackPeer } from './access.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
 import type { Readiness } from './readiness.ts';
@@ -7,6 +8,7 @@ export interface StatusRequest {
   method: string;
   /** Path and query, as received. */
   url: string;
+  /** The socket's peer; empty for the Unix socket of Envoy's readiness hop. */
   remoteAddress: string;
   signal?: AbortSignal;
 }
@@ -35,7 +37,7 @@ export interface StatusDeps {
 
 interface Route {
   method: 'GET' | 'POST';
-  /** Mutating endpoints answer local callers only. */
+  /** Mutating and debug endpoints answer loopback peers only. */
   localOnly?: boolean;
   handle: (deps: StatusDeps, request: StatusRequest) => Promise<StatusResponse> | StatusResponse;
 }
@@ -47,19 +49,32 @@ const routes: Record<string, Route> = {
   '/stats/prometheus': { method: 'GET', handle: metrics },
   '/quitquitquit': { method: 'POST', localOnly: true, handle: quit },
   '/drain': { method: 'POST', localOnly: true, handle: drain },
-  '/debug/epochs': { method: 'GET', handle: (deps) => json(200, deps.epochs()) },
-  '/debug/xds': { method: 'GET', handle: debugXds },
+  '/debug/epochs': { method: 'GET', localOnly: true, handle: (deps) => json(200, deps.epochs()) },
+  '/debug/xds': { method: 'GET', localOnly: true, handle: debugXds },
 };
 
-/** Routes one request; never throws (a failing handler is a 500). */
-export async function handleStatus(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
-  const path = new URL(request.url, 'http://status').pathname;
-  const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
+/** All that Envoy's readiness listener may reach: it serves the pod network. */
+const readinessHopRoutes: Record<string, Route> = { '/healthz/ready': routes['/healthz/ready']! };
+
+/** Routes one request to the status port; never throws (a failing handler is a 500). */
+export function handleStatus(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
+  return dispatch(routes, deps, request);
+}
+
+/** Routes one request that came through Envoy's readiness listener: never local, readiness only. */
+export function handleReadinessHop(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
+  return dispatch(readinessHopRoutes, deps, { ...request, remoteAddress: '' });
+}
+
+async function dispatch(table: Record<string, Route>, deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
+  const path = canonicalPath(request.url);
+  if (path === undefined) return text(404, 'not a canonical path: no dot segments, escapes, doubled slashes or backslashes\n');
+  const route = Object.hasOwn(table, path) ? table[path] : undefined;
   if (!route) return text(404, `unknown path ${path}\n`);
   if (request.method !== route.method && !(route.method === 'GET' && request.method === 'HEAD')) {
     return text(405, `${path} takes ${route.method}\n`);
   }
-  if (route.localOnly && !isLoopback(request.remoteAddress)) return text(403, `${path} is allowed from localhost only\n`);
+  if (route.localOnly && !isLoopbackPeer(request.remoteAddress)) return text(403, `${path} answers 127.0.0.1 and ::1 only\n`);
   try {
     return await route.handle(deps, request);
   } catch (error) {
@@ -94,12 +109,6 @@ async function drain(deps: StatusDeps): Promise<StatusResponse> {
 
 function debugXds(deps: StatusDeps): StatusResponse {
   return deps.xds ? json(200, deps.xds.debug()) : json(404, { error: 'the xDS relay is not running' });
-}
-
-/** 127.0.0.0/8 and ::1, also as IPv4-mapped IPv6. */
-export function isLoopback(address: string): boolean {
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return /^127\.\d+\.\d+\.\d+$/.test(v4) || address === '::1';
 }
 
 function text(status: number, body: string): StatusResponse {

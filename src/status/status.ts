@@ -19,6 +19,8 @@ export interface StatusAgent {
 
 export interface StartStatusOptions {
   port: number;
+  /** Where Envoy's readiness listener reaches the status server. */
+  readinessSocketPath: string;
   adminPort: number;
   /** Sidecars drain inbound listeners only. */
   inboundOnly: boolean;
@@ -33,7 +35,7 @@ export interface StartStatusOptions {
 /** Starts the status server, or nothing when the port is 0. */
 export async function startStatus(options: StartStatusOptions): Promise<StatusServer | undefined> {
   if (options.port === 0) return undefined;
-  const server = await startStatusServer({ port: options.port, deps: statusDeps(options), logger: options.logger });
+  const server = await startStatusServer({ port: options.port, readinessSocketPath: options.readinessSocketPath, deps: statusDeps(options), logger: options.logger });
   options.logger.info({ port: server.port }, 'status server listening');
   return server;
 }

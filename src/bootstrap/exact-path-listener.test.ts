@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { exactPathListener } from './exact-path-listener.ts';
+import { readinessListener } from './readiness.ts';
+import { defaultTemplatePath } from './render.ts';
+
+interface Listener {
+  name: string;
+  filter_chains: { filters: { typed_config: Record<string, unknown> }[] }[];
+}
+
+const connectionManager = (listener: unknown) => (listener as Listener).filter_chains[0]!.filters[0]!.typed_config;
+
+test('the template\'s Prometheus listener is the exact-path listener, written out', () => {
+  const template = JSON.parse(readFileSync(defaultTemplatePath, 'utf8')) as { static_resources: { listeners: unknown[] } };
+  const prometheus = template.static_resources.listeners.find((listener) => (listener as Listener).name === 'prometheus_stats');
+  const expected = exactPathListener({ name: 'prometheus_stats', port: '{{ prometheus_port }}', statPrefix: 'stats', path: '/stats/prometheus', cluster: 'prometheus_stats' });
+  assert.deepEqual(prometheus, expected);
+});
+
+test('both 0.0.0.0 listeners normalise paths and pass one exact GET path, answering the rest themselves', () => {
+  for (const [listener, path] of [[exactPathListener({ name: 'p', port: 1, statPrefix: 's', path: '/stats/prometheus', cluster: 'c' }), '/stats/prometheus'], [readinessListener(15021), '/healthz/ready']] as const) {
+    const manager = connectionManager(listener);
+    assert.equal(manager.normalize_path, true);
+    assert.equal(manager.merge_slashes, true);
+    assert.equal(manager.path_with_escaped_slashes_action, 'REJECT_REQUEST');
+    const routes = (manager.route_config as { virtual_hosts: { routes: { match: Record<string, unknown>; route?: unknown }[] }[] }).virtual_hosts[0]!.routes;
+    const forwarded = routes.filter((route) => route.route);
+    assert.equal(forwarded.length, 1, 'one route goes upstream');
+    assert.equal(forwarded[0]!.match.path, path);
+    assert.equal(forwarded[0]!.match.prefix, undefined, 'never a prefix match');
+    assert.deepEqual(forwarded[0]!.match.headers, [{ name: ':method', string_match: { exact: 'GET' } }]);
+  }
+});

@@ -1,0 +1,51 @@
+/**
+ * The shape of every HTTP listener the bootstrap opens on 0.0.0.0: it
+ * passes exactly one `GET <path>` to one cluster and answers anything else
+ * itself. Envoy normalises the path first (dot segments, `%2e`, merged
+ * slashes) and refuses encoded slashes, so no spelling of a path reaches the
+ * upstream as another path: the upstream (Envoy's admin, the agent) only ever
+ * sees the one canonical path. The Prometheus listener in
+ * templates/envoy_bootstrap.json is written out the same way, and a test
+ * holds the two together.
+ */
+export interface ExactPathListenerOptions {
+  name: string;
+  port: number | string;
+  statPrefix: string;
+  /** The one path that passes, e.g. `/healthz/ready`. */
+  path: string;
+  cluster: string;
+}
+
+export function exactPathListener(options: ExactPathListenerOptions): unknown {
+  return {
+    name: options.name,
+    address: { socket_address: { address: '0.0.0.0', port_value: options.port } },
+    filter_chains: [{ filters: [exactPathConnectionManager(options)] }],
+  };
+}
+
+function exactPathConnectionManager(options: ExactPathListenerOptions): unknown {
+  return {
+    name: 'envoy.filters.network.http_connection_manager',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+      stat_prefix: options.statPrefix,
+      codec_type: 'AUTO',
+      normalize_path: true,
+      merge_slashes: true,
+      path_with_escaped_slashes_action: 'REJECT_REQUEST',
+      route_config: { name: options.name, virtual_hosts: [{ name: 'backend', domains: ['*'], routes: exactPathRoutes(options) }] },
+      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+    },
+  };
+}
+
+/** GET on the path goes upstream; another method there is 405; every other path is 404. */
+function exactPathRoutes({ path, cluster }: ExactPathListenerOptions): unknown[] {
+  return [
+    { match: { path, headers: [{ name: ':method', string_match: { exact: 'GET' } }] }, route: { cluster } },
+    { match: { path }, direct_response: { status: 405 }, response_headers_to_add: [{ header: { key: 'allow', value: 'GET' } }] },
+    { match: { prefix: '/' }, direct_response: { status: 404 } },
+  ];
+}
