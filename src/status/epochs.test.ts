@@ -94,4 +94,23 @@ describe('countAgentEvents', () => {
     assert.match(text, /^pilot_agent_cert_reloads_total 1$/m);
     assert.match(text, /^pilot_agent_retries_total 1$/m);
   });
+
+  it('says why no epoch is LIVE: none running, one starting, and how the last one ended', async () => {
+    const tracker = new EpochTracker({ clock: new FakeClock(0) });
+    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (no Envoy running)', starting: false });
+    const runs = new Map<number, { options: RunOptions; end: (exit: ProxyExit) => void }>();
+    const proxy = tracker.wrap({
+      run: (epoch, _config, options) => new Promise((resolve) => runs.set(epoch, { options, end: resolve })),
+      drain: async () => undefined,
+      cleanup: async () => undefined,
+    });
+    const signal = new AbortController().signal;
+    const first = proxy.run(0, 'hash-a', { signal, onLive: () => undefined });
+    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (epoch 0 starting)', starting: true });
+    runs.get(0)!.options.onLive();
+    assert.equal(tracker.whyNotLive(), undefined);
+    runs.get(0)!.end({ kind: 'failed', detail: 'killed by SIGKILL' });
+    await first;
+    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)', starting: false });
+  });
 });

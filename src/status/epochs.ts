@@ -2,6 +2,7 @@ import type { Proxy, RunOptions } from '../agent/proxy.ts';
 import type { ExitKind, State } from '../agent/reconcile.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { AgentMetrics } from './metrics.ts';
+import type { NotLive } from './readiness.ts';
 
 export interface EpochRecord {
   epoch: number;
@@ -69,6 +70,15 @@ export class EpochTracker {
     this.#exits.splice(0, this.#exits.length - (this.#options.keepExits ?? 20));
     this.#options.metrics?.epochExits.inc({ kind: exit.kind });
     return exit;
+  }
+
+  /** Why no epoch is LIVE, with how the last one ended; undefined while one is. */
+  whyNotLive(): NotLive | undefined {
+    const running = [...this.#running.values()];
+    if (running.some((record) => record.live)) return undefined;
+    const now = running.length > 0 ? `epoch ${running.map((record) => record.epoch).join(', ')} starting` : 'no Envoy running';
+    const last = this.#exits.at(-1);
+    return { reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`, starting: running.length > 0 };
   }
 
   /** /debug/epochs: the live epochs (newest last), recent exits (newest last), the retry budget. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AdminClient, AdminResult } from '../envoy/admin.ts';
-import { judgeReadiness, parseReadinessStats, ReadinessProbe, readinessStatsPath, type ReadinessStats } from './readiness.ts';
+import { judgeReadiness, type NotLive, parseReadinessStats, ReadinessProbe, readinessStatsPath, type ReadinessStats } from './readiness.ts';
 
 const stats = (overrides: Partial<ReadinessStats> = {}): ReadinessStats => ({
   serverState: 0, workersStarted: 1, cdsSuccess: 1, cdsRejected: 0, ldsSuccess: 1, ldsRejected: 0, ...overrides,
@@ -56,7 +56,7 @@ describe('ReadinessProbe', () => {
 
   it('says why when admin is down, then caches the first ready answer', async () => {
     const admin = fakeAdmin([{ ok: false, error: 'ECONNREFUSED' }, { ok: true, status: 200, body: ready }, { ok: false, error: 'gone' }]);
-    const probe = new ReadinessProbe({ admin, stopping: () => false });
+    const probe = new ReadinessProbe({ admin, stopping: () => false, notLive: () => undefined });
     assert.deepEqual(await probe.check(), { ready: false, reason: 'Envoy admin is not reachable: ECONNREFUSED' });
     assert.deepEqual(await probe.check(), { ready: true });
     assert.deepEqual(await probe.check(), { ready: true });
@@ -65,7 +65,7 @@ describe('ReadinessProbe', () => {
 
   it('is never ready while the agent drains or stops', async () => {
     let stopping = false;
-    const probe = new ReadinessProbe({ admin: fakeAdmin([{ ok: true, status: 200, body: ready }]), stopping: () => stopping });
+    const probe = new ReadinessProbe({ admin: fakeAdmin([{ ok: true, status: 200, body: ready }]), stopping: () => stopping, notLive: () => undefined });
     assert.equal((await probe.check()).ready, true);
     stopping = true;
     const result = await probe.check();
@@ -74,7 +74,21 @@ describe('ReadinessProbe', () => {
   });
 
   it('reports a non-200 admin answer', async () => {
-    const probe = new ReadinessProbe({ admin: fakeAdmin([{ ok: true, status: 500, body: '' }]), stopping: () => false });
+    const probe = new ReadinessProbe({ admin: fakeAdmin([{ ok: true, status: 500, body: '' }]), stopping: () => false, notLive: () => undefined });
     assert.deepEqual(await probe.check(), { ready: false, reason: 'Envoy admin answered HTTP 500 to /stats' });
+  });
+
+  it('is not ready with no Envoy running, and judges the next Envoy afresh by its own admin', async () => {
+    let notLive: NotLive | undefined;
+    const admin = fakeAdmin([{ ok: true, status: 200, body: ready }, { ok: true, status: 200, body: statsText({ 'server.state': 3 }) }]);
+    const probe = new ReadinessProbe({ admin, stopping: () => false, notLive: () => notLive });
+    assert.deepEqual(await probe.check(), { ready: true });
+    notLive = { reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)', starting: false };
+    assert.deepEqual(await probe.check(), { ready: false, reason: notLive.reason });
+    assert.equal(admin.paths.length, 1, 'no admin to ask');
+    notLive = { reason: 'no Envoy epoch is LIVE (epoch 1 starting)', starting: true };
+    const next = await probe.check();
+    assert.equal(next.ready, false, 'a new Envoy is not ready just because the last one was');
+    assert.match(!next.ready ? next.reason : '', /config not received/);
   });
 });

@@ -63,16 +63,25 @@ function describeState(state: number | undefined): string {
   return state === undefined ? 'unknown' : `${state} (${serverStates[state] ?? 'unknown'})`;
 }
 
+export interface NotLive {
+  reason: string;
+  /** An epoch is starting: its own admin says best what it waits for. */
+  starting: boolean;
+}
+
 export interface ReadinessProbeOptions {
   admin: AdminClient;
   /** True once the agent is draining or stopping: never ready then. */
   stopping: () => boolean;
+  /** Why no Envoy epoch is LIVE and whether one is starting, or undefined while one is LIVE. */
+  notLive: () => NotLive | undefined;
 }
 
 /**
- * `/healthz/ready`. Once ready, the answer is cached, as Istio does: LIVE
- * with workers started does not go back for the life of Envoy, and the
- * kubelet's probe goes through Envoy's own listener anyway.
+ * `/healthz/ready`. Once ready, "config received" is cached, as Istio
+ * does; "an epoch is LIVE" never is: with none (Envoy killed, the agent
+ * between restarts) the answer is 503, and the next Envoy must show its
+ * own config before it counts as ready again.
  */
 export class ReadinessProbe {
   readonly #options: ReadinessProbeOptions;
@@ -84,6 +93,9 @@ export class ReadinessProbe {
 
   async check(signal?: AbortSignal): Promise<Readiness> {
     if (this.#options.stopping()) return { ready: false, reason: 'the agent is draining Envoy: server.state DRAINING' };
+    const notLive = this.#options.notLive();
+    if (notLive) this.#wasReady = false;
+    if (notLive && !notLive.starting) return { ready: false, reason: notLive.reason };
     if (this.#wasReady) return { ready: true };
     const result = await this.#options.admin.get(readinessStatsPath, signal);
     if (!result.ok) return { ready: false, reason: `Envoy admin is not reachable: ${result.error}` };

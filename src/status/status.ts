@@ -46,7 +46,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const admin = adminClient(options.adminPort);
   let drained = false;
   return {
-    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown }),
+    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive() }),
     agentMetrics: () => registry.metrics(),
     envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
     epochs: () => options.epochs.snapshot(agent.state),

@@ -34,6 +34,28 @@ describe('status server readiness with the real Envoy', () => {
     }
   });
 
+  it('turns 503 once Envoy is killed, saying no epoch is LIVE, and 200 again after the restart', async () => {
+    const peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    // The restart waits 10 s, so the answer in between is read, not raced.
+    const { agent, statusPort } = await startStatusAgent(peer.address, ['--retryInitialDelay', '10s']);
+    try {
+      await waitForStatus(statusPort, '/healthz/ready', (response) => response.status === 200, 30_000);
+      await agent.log.waitFor((entry) => entry.msg === 'epoch live', 5000, 'epoch 0 LIVE in the agent\'s eyes');
+      const [envoy] = agent.envoyPids();
+      process.kill(envoy!, 'SIGKILL');
+      const dead = await waitForStatus(statusPort, '/healthz/ready', (response) => response.status !== 200, 8000);
+      assert.equal(dead.status, 503);
+      assert.match(dead.body, /no Envoy epoch is LIVE \(no Envoy running; epoch 0 ended failed: .*SIGKILL/);
+      assert.equal(agent.envoyPids().length, 1, 'read before the restart');
+      await waitForStatus(statusPort, '/healthz/ready', (response) => response.status === 200, 30_000);
+      assert.equal(agent.envoyPids().length, 2, 'ready again with the restarted Envoy');
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+      await peer.stop();
+    }
+  });
+
   it('says the config was rejected when Envoy NACKs the listeners', async () => {
     const badListener = { ...(httpListener('listener_bad', 1, 'local_route') as Record<string, unknown>), address: { socket_address: { address: '127.0.0.1', port_value: 70000 } } };
     const peer = await startPeer([badListener, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', upstream.port)]);
