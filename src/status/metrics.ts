@@ -16,6 +16,7 @@ export interface AgentMetrics {
 export function registerAgentMetrics(registry: Registry, state: () => State): AgentMetrics {
   const registers = [registry];
   collectDefaultMetrics({ register: registry, prefix: 'pilot_agent_' });
+  removeMisnamedGauges(registry);
   new Gauge({ name: 'pilot_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
   new Gauge({ name: 'pilot_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
   return {
@@ -24,6 +25,16 @@ export function registerAgentMetrics(registry: Registry, state: () => State): Ag
     retries: new Counter({ name: 'pilot_agent_retries_total', help: 'Retries of the desired config after an Envoy failure', registers }),
     certReloads: new Counter({ name: 'pilot_agent_cert_reloads_total', help: 'Changes of the watched certificate files after the first', registers }),
   };
+}
+
+/**
+ * prom-client's `nodejs_active_{handles,requests,resources}_total` are gauges
+ * named like counters, which Prometheus' naming rules forbid (rate() on them
+ * would be nonsense). Each is the sum of the gauge of the same name without
+ * `_total`, labelled by type, which stays: `sum()` over it gives the total.
+ */
+function removeMisnamedGauges(registry: Registry): void {
+  for (const kind of ['handles', 'requests', 'resources']) registry.removeSingleMetric(`pilot_agent_nodejs_active_${kind}_total`);
 }
 
 /** Counts what only the reconcile loop's events tell: retries and certificate changes. */

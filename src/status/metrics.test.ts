@@ -1,0 +1,16 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { initialState } from '../agent/reconcile.ts';
+import { registerAgentMetrics } from './metrics.ts';
+
+test('only counters end in _total, as Prometheus names them', async () => {
+  const registry = new Registry();
+  registerAgentMetrics(registry, () => initialState({ initialDelayMs: 200, budget: 10, stableAfterMs: 60_000 }));
+  const families = await registry.getMetricsAsJSON();
+  const misnamed = families.filter((family) => family.name.endsWith('_total') && String(family.type) !== 'counter');
+  assert.deepEqual(misnamed.map((family) => `${family.name} (${family.type})`), []);
+  const names = families.map((family) => family.name);
+  assert.ok(names.includes('pilot_agent_nodejs_active_handles'), 'the per-type gauge the total was the sum of stays');
+  assert.ok(names.includes('pilot_agent_process_cpu_seconds_total'), 'real counters keep _total');
+});
