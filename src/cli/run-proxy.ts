@@ -17,6 +17,7 @@ import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
 import { startStatus } from '../status/status.ts';
+import { startSds } from '../sds/start.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
@@ -78,6 +79,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
 
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
   const registry = new Registry();
+  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => agent.dispatch({ type: 'config-changed', config: hash }) });
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
   await relay.start();
@@ -100,15 +102,16 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   agent.onEvent(countAgentEvents(metrics));
   const status = await startStatus({
     port: config.statusPort, adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
-  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => agent.dispatch({ type: 'config-changed', config: hash }));
+  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const code = await agent.exited;
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
+  await sds.stop();
   return code;
 }
 
