@@ -45,7 +45,7 @@ export class FileSecretSources implements Subscriptions {
   acquire(name: string): void {
     const held = this.#held.get(name) ?? { count: 0 };
     this.#held.set(name, held);
-    if (held.count++ === 0) held.watch = this.#start(name);
+    if (held.count++ === 0) held.watch = this.#start(name, held);
   }
 
   release(name: string): void {
@@ -61,7 +61,7 @@ export class FileSecretSources implements Subscriptions {
     await Promise.all(watches.map((watch) => watch?.then((started) => started?.close())));
   }
 
-  async #start(name: string): Promise<CertWatch | undefined> {
+  async #start(name: string, held: Held): Promise<CertWatch | undefined> {
     const group = await this.#group(name);
     if (!group) return undefined;
     const { clock, debounceMs, resyncMs, logger } = this.#options;
@@ -73,8 +73,8 @@ export class FileSecretSources implements Subscriptions {
       onProblem: (problem) => this.#refuse(name, 'bad_files', `${problem.file} ${problem.reason}`),
     });
     await watch.start();
-    // Released while starting: nobody wants it any more.
-    if (!this.#held.has(name)) await watch.close();
+    // Released while starting (and maybe held again since, by a watch of its own).
+    if (this.#held.get(name) !== held) await watch.close();
     return watch;
   }
 

@@ -38,9 +38,27 @@ export function outboundTo(options: { listenerPort: number; name: string; target
   return [
     httpListener(`outbound_${options.name}`, options.listenerPort, `outbound_${options.name}`),
     routeConfig(`outbound_${options.name}`, [{ prefix: '/', cluster }]),
-    outboundMtlsCluster(cluster, spiffeId(options.target.serviceAccount)),
+    withFreshConnections(outboundMtlsCluster(cluster, spiffeId(options.target.serviceAccount))),
     meshEndpoints(cluster, options.target.port),
   ];
+}
+
+/**
+ * One request per upstream connection, so every request is a new mTLS
+ * handshake: a rotated identity shows on the next request. (Pooled
+ * connections keep the certificate they were made with, in Istio too.)
+ */
+function withFreshConnections(cluster: unknown): unknown {
+  return {
+    ...(cluster as Record<string, unknown>),
+    typed_extension_protocol_options: {
+      'envoy.extensions.upstreams.http.v3.HttpProtocolOptions': {
+        '@type': 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions',
+        common_http_protocol_options: { max_requests_per_connection: 1 },
+        explicit_http_config: { http_protocol_options: {} },
+      },
+    },
+  };
 }
 
 /** The identity in an x-forwarded-client-cert value, and the serial of the certificate in it. */
