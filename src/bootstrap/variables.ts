@@ -38,7 +38,7 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
       flags: config.statsInclusion,
       annotations: annotationsOf(context.metadata),
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
-      instanceIps: instanceIps(context.metadata),
+      instanceIps: instanceIps(context),
     }),
   };
 }
@@ -49,8 +49,12 @@ function annotationsOf(metadata: Record<string, unknown>): Record<string, unknow
   return typeof annotations === 'object' && annotations !== null ? (annotations as Record<string, unknown>) : {};
 }
 
-function instanceIps(metadata: Record<string, unknown>): string[] {
-  return typeof metadata.INSTANCE_IPS === 'string' ? splitList(metadata.INSTANCE_IPS) : [];
+/** INSTANCE_IPS as the metadata says, else the IP in the node id (`type~ip~id~domain`). */
+function instanceIps(context: BootstrapContext): string[] {
+  const listed = context.metadata.INSTANCE_IPS;
+  if (typeof listed === 'string' && listed !== '') return splitList(listed);
+  const ip = context.nodeId.split('~')[1];
+  return ip ? [ip] : [];
 }
 
 /** The readiness hop needs both ends: the status server and Envoy's listener. */
