@@ -1,8 +1,8 @@
 import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { splitList } from '../bootstrap/stats-matcher.ts';
 import type { CertRotation } from '../sds/cert-dir-feed.ts';
-import { access, stat } from 'node:fs/promises';
 import { badFlag } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';

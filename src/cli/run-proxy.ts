@@ -16,8 +16,8 @@ import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
-import { startStatus } from '../status/status.ts';
 import { startSds } from '../sds/start.ts';
+import { startStatus } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
@@ -79,6 +79,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
 
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
   const registry = new Registry();
+  // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
   const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => agent.dispatch({ type: 'config-changed', config: hash }) });
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
