@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
+import { splitList, statsMatcher } from './stats-matcher.ts';
 import type { TemplateVariables } from './template.ts';
 
 /** What the bootstrap needs beyond the flags. */
@@ -35,7 +36,28 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     readiness_socket: context.readinessSocketPath,
     config_path: config.configPath,
     cert_dir: config.certDir,
+    sds_socket_path: config.sdsSocket,
+    stats_matcher: statsMatcher({
+      flags: config.statsInclusion,
+      annotations: annotationsOf(context.metadata),
+      exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
+      instanceIps: instanceIps(context),
+    }),
   };
+}
+
+/** Pod annotations, as ISTIO_METAJSON_ANNOTATIONS puts them in the node metadata. */
+function annotationsOf(metadata: Record<string, unknown>): Record<string, unknown> {
+  const annotations = metadata.ANNOTATIONS;
+  return typeof annotations === 'object' && annotations !== null ? (annotations as Record<string, unknown>) : {};
+}
+
+/** INSTANCE_IPS as the metadata says, else the IP in the node id (`type~ip~id~domain`). */
+function instanceIps(context: BootstrapContext): string[] {
+  const listed = context.metadata.INSTANCE_IPS;
+  if (typeof listed === 'string' && listed !== '') return splitList(listed);
+  const ip = context.nodeId.split('~')[1];
+  return ip ? [ip] : [];
 }
 
 /** The readiness hop needs both ends: the status server and Envoy's listener. */

@@ -1,5 +1,8 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { splitList } from '../bootstrap/stats-matcher.ts';
+import type { CertRotation } from '../sds/cert-dir-feed.ts';
 import { badFlag } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
@@ -44,6 +47,11 @@ export interface ProxyFlagValues {
   minimumDrainDuration: number;
   xdsServerName: string;
   xdsTokenFile: string;
+  sdsSocket: string;
+  certRotation: CertRotation;
+  statsInclusionPrefixes: string;
+  statsInclusionSuffixes: string;
+  statsInclusionRegexps: string;
 }
 
 /** Checks what can be checked without side effects and types the flags. */
@@ -87,7 +95,23 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
     minimumDrainDurationMs: flags.minimumDrainDuration,
     xdsServerName: flags.xdsServerName || undefined,
     xdsTokenFile: flags.xdsTokenFile || undefined,
+    sdsSocket: absolutePath('--sdsSocket', flags.sdsSocket),
+    certRotation: flags.certRotation,
+    statsInclusion: {
+      prefixes: optionalList(flags.statsInclusionPrefixes),
+      suffixes: optionalList(flags.statsInclusionSuffixes),
+      regexps: optionalList(flags.statsInclusionRegexps),
+    },
   };
+}
+
+/** An empty flag is unset: the annotation or the defaults decide. */
+const optionalList = (text: string | undefined) => (text ? splitList(text) : undefined);
+
+/** Envoy's bootstrap and the agent must agree on one path, whatever their working directories. */
+function absolutePath(flag: string, path: string): string {
+  if (!isAbsolute(path)) throw badFlag(flag, `${path} is not an absolute path`);
+  return path;
 }
 
 function hostPort(flag: string, text: string | undefined): HostPort | undefined {

@@ -10,6 +10,7 @@ import { envoyVersion } from '../envoy/version.ts';
 import { metadataFromEnv } from '../role/metadata.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
+import { startSds } from '../sds/start.ts';
 import { systemClock } from '../shared/clock.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
@@ -78,6 +79,8 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
 
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
   const registry = new Registry();
+  // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
+  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => agent.dispatch({ type: 'config-changed', config: hash }) });
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
   await relay.start();
@@ -100,15 +103,16 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   agent.onEvent(countAgentEvents(metrics));
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
-  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => agent.dispatch({ type: 'config-changed', config: hash }));
+  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const code = await agent.exited;
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
+  await sds.stop();
   return code;
 }
 

@@ -1,4 +1,6 @@
+import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import type { ProxyType, Registry } from '../role/role.ts';
+import type { CertRotation } from '../sds/cert-dir-feed.ts';
 
 /** A host and port, parsed from a `host:port` flag. */
 export interface HostPort {
@@ -56,4 +58,10 @@ export interface ProxyConfig {
   xdsServerName?: string;
   /** A token sent to the discovery server as `authorization: Bearer`. */
   xdsTokenFile?: string;
+  /** The SDS server's Unix socket (bootstrap cluster `sds-grpc`). */
+  sdsSocket: string;
+  /** How changed certificate files reach Envoy: over SDS, by hot restart, or decided per file. */
+  certRotation: CertRotation;
+  /** User additions to Envoy's stats inclusion list; unset parts fall back to the pod annotations. */
+  statsInclusion: StatsInclusion;
 }

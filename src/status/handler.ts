@@ -1,6 +1,7 @@
 import { canonicalPath, isLoopbackPeer } from './access.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
+import { debugSds } from './debug-sds.ts';
 import type { Readiness } from './readiness.ts';
 
 /** An HTTP request as the handlers see it; `server.ts` adapts node:http to this. */
@@ -29,6 +30,8 @@ export interface StatusDeps {
   epochs: () => unknown;
   /** The xDS relay, when it runs. */
   xds?: { debug(): unknown };
+  /** The SDS server, when it runs. */
+  sds?: { debug(): unknown };
   /** Stop Envoy and exit 0, skipping the drain. */
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
@@ -51,6 +54,7 @@ const routes: Record<string, Route> = {
   '/drain': { method: 'POST', localOnly: true, handle: drain },
   '/debug/epochs': { method: 'GET', localOnly: true, handle: (deps) => json(200, deps.epochs()) },
   '/debug/xds': { method: 'GET', localOnly: true, handle: debugXds },
+  '/debug/sds': { method: 'GET', localOnly: true, handle: debugSds },
 };
 
 /** All that Envoy's readiness listener may reach: it serves the pod network. */

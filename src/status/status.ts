@@ -28,6 +28,7 @@ export interface StartStatusOptions {
   epochs: EpochTracker;
   registry: Registry;
   xds?: { debug(): unknown };
+  sds?: { debug(): unknown };
   clock: Clock;
   logger: Logger;
 }
@@ -51,6 +52,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
+    sds: options.sds,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
       agent.hurry();

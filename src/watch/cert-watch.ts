@@ -16,8 +16,13 @@ export interface CertWatchOptions {
   debounceMs: number;
   /** Reads the files this often without an event too (0: never): watchers can miss events. */
   resyncMs?: number;
-  /** Called with the hash of every new consistent set, the first one included. */
-  onConfig: (hash: string) => void;
+  /**
+   * Called with the hash of every new consistent set, the first one included,
+   * and the files as read: the bytes the check accepted, for whoever serves them.
+   */
+  onConfig: (hash: string, files: readonly FileRead[]) => void;
+  /** Called when a set is not consistent (once per content), naming the file. */
+  onProblem?: (problem: CertProblem) => void;
   read?: (paths: readonly string[]) => Promise<FileRead[]>;
 }
 
@@ -103,7 +108,7 @@ export class CertWatch {
     const present = files.filter((file) => file.content).map((file) => file.path);
     const fields = { config: hash.slice(0, 12), files: present, ...(trigger === 'resync' ? { foundBy: 'periodic re-read; a file event was missed' } : {}) };
     this.#options.logger.info(fields, present.length ? 'certificate files changed' : 'no certificate files; running without certificates');
-    this.#options.onConfig(hash);
+    this.#options.onConfig(hash, files);
   }
 
   /** Says a problem once per content: a writer in progress fires several events, and resyncs repeat. */
@@ -111,6 +116,7 @@ export class CertWatch {
     const key = `${hash}\0${problem.file}: ${problem.reason}`;
     if (key === this.#lastProblem) return;
     this.#lastProblem = key;
+    this.#options.onProblem?.(problem);
     this.#options.logger.warn({ file: problem.file, reason: problem.reason }, 'certificate files are not a consistent set; keeping the running config until they are');
   }
 }

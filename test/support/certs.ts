@@ -12,8 +12,8 @@ export interface KeyPair {
 
 export interface TestCa {
   cert: string;
-  /** Issues a leaf for localhost / 127.0.0.1 signed by this CA. */
-  issue(name: string): Promise<KeyPair>;
+  /** Issues a leaf for localhost / 127.0.0.1 signed by this CA; with `uri`, a SPIFFE identity too. */
+  issue(name: string, uri?: string): Promise<KeyPair>;
   close(): Promise<void>;
 }
 
@@ -27,15 +27,15 @@ export async function makeCa(): Promise<TestCa> {
   let count = 0;
   return {
     cert: await readFile(caCert, 'utf8'),
-    issue: async (name) => issue({ dir, caCert, caKey, name, serial: `${Date.now().toString(16)}${(count++).toString(16).padStart(4, '0')}` }),
+    issue: async (name, uri) => issue({ dir, caCert, caKey, name, uri, serial: `${Date.now().toString(16)}${(count++).toString(16).padStart(4, '0')}` }),
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }
 
-async function issue(input: { dir: string; caCert: string; caKey: string; name: string; serial: string }): Promise<KeyPair> {
+async function issue(input: { dir: string; caCert: string; caKey: string; name: string; uri?: string; serial: string }): Promise<KeyPair> {
   const base = join(input.dir, input.serial);
   await execa('openssl', ['req', ...ec, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${input.name}`]);
-  await writeFile(`${base}.ext`, 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  await writeFile(`${base}.ext`, `subjectAltName=DNS:localhost,IP:127.0.0.1${input.uri ? `,URI:${input.uri}` : ''}\n`);
   await execa('openssl', ['x509', '-req', '-in', `${base}.csr`, '-CA', input.caCert, '-CAkey', input.caKey, '-set_serial', `0x${input.serial}`, '-days', '2', '-extfile', `${base}.ext`, '-out', `${base}.crt`]);
   return { cert: await readFile(`${base}.crt`, 'utf8'), key: await readFile(`${base}.key`, 'utf8'), serial: BigInt(`0x${input.serial}`).toString(16).toUpperCase() };
 }

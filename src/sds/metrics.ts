@@ -1,0 +1,29 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { SecretStore } from './secret-store.ts';
+
+export interface SdsMetrics {
+  pushes: Counter<'resource'>;
+  errors: Counter<'reason'>;
+}
+
+/** Why a secret could not be served or was refused, as the errors metric labels it. */
+export type SdsErrorReason = 'nack' | 'bad_request' | 'unknown_resource' | 'bad_files' | 'connection';
+
+/**
+ * SDS pushes and errors, and the seconds left on each stored certificate,
+ * computed when scraped so it never goes stale.
+ */
+export function registerSdsMetrics(registry: Registry, store: SecretStore, now: () => number): SdsMetrics {
+  const registers = [registry];
+  new Gauge({
+    name: 'pilot_agent_sds_cert_expiry_seconds', help: 'Seconds until the certificate of each stored SDS secret expires', labelNames: ['resource'], registers,
+    collect() {
+      this.reset();
+      for (const [name, entry] of store.entries()) this.set({ resource: name }, Math.round((entry.expiresAt - now()) / 1000));
+    },
+  });
+  return {
+    pushes: new Counter({ name: 'pilot_agent_sds_pushes_total', help: 'Secrets sent to Envoy over SDS, per resource', labelNames: ['resource'], registers }),
+    errors: new Counter({ name: 'pilot_agent_sds_errors_total', help: 'SDS failures: NACKs, malformed requests, unknown names, unservable files', labelNames: ['reason'], registers }),
+  };
+}

@@ -1,0 +1,16 @@
+import { X509Certificate } from 'node:crypto';
+import type { SecretMaterial, StoredSecret } from './secret-store.ts';
+
+const firstCertificate = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/;
+
+/**
+ * A stored secret from bytes the consistency check already accepted: serial
+ * and expiry come from the first certificate (the leaf of a chain).
+ */
+export function pemSecret(material: SecretMaterial, files: readonly string[]): StoredSecret {
+  const pem = material.kind === 'tls-certificate' ? material.chain : material.trustedCa;
+  const block = pem.toString('utf8').match(firstCertificate)?.[0];
+  if (!block) throw new Error('no certificate in checked bytes'); // the check guarantees one
+  const cert = new X509Certificate(block);
+  return { material, serial: cert.serialNumber.toUpperCase(), expiresAt: Date.parse(cert.validTo), files };
+}

@@ -1,0 +1,20 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseResourceName } from './resource-names.ts';
+
+test('parseResourceName: the names istiod asks for', () => {
+  const table: Array<[string, string]> = [
+    ['default', 'cert-dir'],
+    ['ROOTCA', 'cert-dir'],
+    ['file-root:system', 'system-root'],
+    ['file-root:/etc/certs/root.pem', 'file-root'],
+    ['file-cert:/etc/certs/a.pem~/etc/certs/a.key', 'file-cert'],
+    ['kubernetes://my-secret', 'unknown'],
+    ['file-cert:/a.pem', 'unknown'],
+    ['file-cert:a.pem~/b.key', 'unknown'],
+    ['file-root:relative.pem', 'unknown'],
+    ['', 'unknown'],
+  ];
+  for (const [name, kind] of table) assert.equal(parseResourceName(name).kind, kind, name);
+  assert.deepEqual(parseResourceName('file-cert:/x/c.pem~/x/k.pem'), { kind: 'file-cert', cert: '/x/c.pem', key: '/x/k.pem' });
+});

@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { claimSdsSocket } from './socket.ts';
+
+const exists = (path: string) => lstat(path).then(() => true, () => false);
+
+/** A socket file nobody listens on: its process was SIGKILLed, so nothing unlinked it. */
+async function staleSocket(path: string): Promise<void> {
+  const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => child.stdout.once('data', resolve));
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
+test('claimSdsSocket: a new path is ours (its directory made), a stale socket is replaced', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sds-claim-'));
+  try {
+    assert.equal(await claimSdsSocket(join(dir, 'uds', 'socket')), 'ours');
+    assert.ok(await exists(join(dir, 'uds')));
+    await staleSocket(join(dir, 'stale'));
+    assert.equal(await claimSdsSocket(join(dir, 'stale')), 'ours');
+    assert.equal(await exists(join(dir, 'stale')), false, 'the leftover is removed so the server can listen');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('claimSdsSocket: a socket someone answers on is theirs; a file is bad input', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sds-claim-'));
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve) => server.listen(join(dir, 'spire'), resolve));
+    assert.equal(await claimSdsSocket(join(dir, 'spire')), 'foreign');
+    await writeFile(join(dir, 'file'), 'x');
+    await assert.rejects(claimSdsSocket(join(dir, 'file')), /--sdsSocket: .* exists and is not a socket/);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  }
+});

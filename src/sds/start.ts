@@ -1,0 +1,55 @@
+import type { Registry } from 'prom-client';
+import type { Clock } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { FileRead } from '../watch/cert-set.ts';
+import { feedCertDir } from './cert-dir-feed.ts';
+import { FileSecretSources } from './file-sources.ts';
+import { registerSdsMetrics } from './metrics.ts';
+import { SdsServer } from './sds-server.ts';
+import { SecretStore } from './secret-store.ts';
+import { claimSdsSocket } from './socket.ts';
+
+export interface SdsRuntime {
+  /** The certificate dir watch's consistent sets go here; restarts only what SDS cannot deliver. */
+  onCertFiles: (hash: string, files: readonly FileRead[]) => void;
+  debug(): unknown;
+  stop(): Promise<void>;
+}
+
+export interface StartSdsOptions {
+  config: ProxyConfig;
+  registry: Registry;
+  clock: Clock;
+  logger: Logger;
+  /** Starts a new epoch for a set Envoy must restart to see. */
+  restart: (hash: string) => void;
+}
+
+/**
+ * Serves SDS on --sdsSocket, fed by the certificate files; or, when another
+ * process already serves that socket (SPIRE), leaves it to that process and
+ * hot-restarts on certificate changes as before.
+ */
+export async function startSds(options: StartSdsOptions): Promise<SdsRuntime> {
+  const { config, logger, clock } = options;
+  const store = new SecretStore();
+  if ((await claimSdsSocket(config.sdsSocket)) === 'foreign') {
+    logger.info({ socket: config.sdsSocket }, 'SDS socket is served by another process; Envoy reads its certificates there');
+    const onCertFiles = feedCertDir({ store, certDir: config.certDir, rotation: 'restart', coveredFiles: () => new Set(), restart: options.restart, logger });
+    return { onCertFiles, debug: () => ({ socket: config.sdsSocket, serving: false, servedBy: 'another process' }), stop: async () => undefined };
+  }
+  const metrics = registerSdsMetrics(options.registry, store, () => clock.now());
+  const sources = new FileSecretSources({ store, clock, logger, metrics, debounceMs: config.certDebounceMs, resyncMs: config.certResyncMs });
+  const server = new SdsServer({ socketPath: config.sdsSocket, store, subscriptions: sources, metrics, logger, now: () => clock.now() });
+  await server.start();
+  const onCertFiles = feedCertDir({ store, certDir: config.certDir, rotation: config.certRotation, coveredFiles: () => server.coveredFiles(), restart: options.restart, logger });
+  return {
+    onCertFiles,
+    debug: () => server.debug(),
+    stop: async () => {
+      await server.stop();
+      await sources.close();
+    },
+  };
+}
