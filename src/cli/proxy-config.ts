@@ -44,6 +44,7 @@ export interface ProxyFlagValues {
   minimumDrainDuration: number;
   xdsServerName: string;
   xdsTokenFile: string;
+  podInfoDir: string;
 }
 
 /** Checks what can be checked without side effects and types the flags. */
@@ -87,6 +88,7 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
     minimumDrainDurationMs: flags.minimumDrainDuration,
     xdsServerName: flags.xdsServerName || undefined,
     xdsTokenFile: flags.xdsTokenFile || undefined,
+    podInfoDir: flags.podInfoDir,
   };
 }
 

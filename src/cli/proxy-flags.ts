@@ -80,6 +80,7 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'minimumDrainDuration', value: '<duration>', default: '5s', env: 'MINIMUM_DRAIN_DURATION', parse: duration, description: 'With --exitOnZeroActiveConnections: drain at least this long before checking connections' },
   { flag: 'xdsServerName', value: '<name>', default: '', description: 'TLS server name expected of the discovery server with MUTUAL_TLS; the host of --discoveryAddress when empty' },
   { flag: 'xdsTokenFile', value: '<file>', default: '', description: 'File whose content the agent sends to the discovery server as `authorization: Bearer`, read again for every new stream' },
+  { flag: 'podInfoDir', value: '<dir>', default: '/etc/istio/pod', description: 'Downward-API directory whose `labels` and `annotations` files become the node\'s LABELS and ANNOTATIONS' },
   { flag: 'log_output_level', value: '<level>', default: 'info', description: 'Agent log level: trace, debug, info, warn, error, fatal; or per component, e.g. default:info,xds:debug' },
   { flag: 'print-bootstrap', default: false, description: 'Print the rendered bootstrap to stdout and exit without starting Envoy' },
   { flag: 'availabilityZone', value: '<zone>', hidden: true, description: 'Removed in 1.1; accepted and ignored' },

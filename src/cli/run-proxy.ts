@@ -7,7 +7,6 @@ import { prepareConfigDir, writeBootstrap } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
 import { envoyVersion } from '../envoy/version.ts';
-import { metadataFromEnv } from '../role/metadata.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { systemClock } from '../shared/clock.ts';
@@ -22,6 +21,7 @@ import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream, xdsUpstream } from './proxy-config.ts';
 import { parseLogLevels } from './log-levels.ts';
+import { nodeMetadata } from './node-metadata.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
@@ -70,7 +70,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = metadataFromEnv(context.env);
+  const metadata = await nodeMetadata(config, role, context.env);
   await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config) });
   return { nodeId, text };

@@ -56,4 +56,6 @@ export interface ProxyConfig {
   xdsServerName?: string;
   /** A token sent to the discovery server as `authorization: Bearer`. */
   xdsTokenFile?: string;
+  /** The downward-API files (labels, annotations) for the node metadata. */
+  podInfoDir: string;
 }
