@@ -26,8 +26,12 @@ import { nodeMetadata } from './node-metadata.ts';
 export interface RunProxyOptions {
   context: CommandContext;
   logLevel: string;
+  /** JSON lines even on a terminal (Istio's --log_as_json). */
+  logAsJson?: boolean;
   printBootstrap: boolean;
   ignoredFlags: readonly string[];
+  /** Istio flags given that the agent accepts but does not implement. */
+  unimplementedFlags?: readonly string[];
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -39,8 +43,9 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  */
 export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
   const levels = parseLogLevels(options.logLevel);
-  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && process.stdout.isTTY });
+  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
+  for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   const bootstrap = await prepareBootstrap(config, options.context);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
