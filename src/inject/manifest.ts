@@ -41,10 +41,17 @@ function injectDocument(doc: Document, number: number, source: string, options: 
 }
 
 /** Edits the YAML tree in place, so comments and styles elsewhere survive. */
-function applyPatch(doc: Document, podPath: readonly string[], patch: PodPatch): void {
+function applyPatch(doc: Document, podPath: readonly (string | number)[], patch: PodPatch): void {
   for (const [key, value] of Object.entries(patch.annotations)) {
-    doc.setIn([...podPath, 'metadata', 'annotations', key], value);
+    if (value === null) doc.deleteIn([...podPath, 'metadata', 'annotations', key]);
+    else doc.setIn([...podPath, 'metadata', 'annotations', key], value);
     useBlockStyle(doc, [...podPath, 'metadata', 'annotations']);
+  }
+  for (const { index, probes } of patch.probeRewrites) {
+    for (const [field, probe] of Object.entries(probes)) {
+      doc.setIn([...podPath, 'spec', 'containers', index, field], doc.createNode(probe));
+      useBlockStyle(doc, [...podPath, 'spec', 'containers', index]);
+    }
   }
   for (const { field, items, atStart } of patch.lists) {
     const path = [...podPath, 'spec', field];
@@ -61,7 +68,7 @@ function applyPatch(doc: Document, podPath: readonly string[], patch: PodPatch):
 }
 
 /** A flow collection we add big entries to would print as one unreadable line. */
-function useBlockStyle(doc: Document, path: readonly string[]): void {
+function useBlockStyle(doc: Document, path: readonly (string | number)[]): void {
   for (let depth = 1; depth <= path.length; depth++) {
     const node = doc.getIn(path.slice(0, depth), true);
     if (isCollection(node)) node.flow = false;
