@@ -3,6 +3,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { before, describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { buildNodeMetadata } from '../role/metadata.ts';
 import { loadInjectionInputs } from './load.ts';
 import { injectManifest } from './manifest.ts';
 import type { InjectionInputs, Mapping } from './types.ts';
@@ -51,5 +52,19 @@ describe('inject: golden output for a Deployment with app probes and Prometheus 
     assert.equal(annotations['prometheus.io/port'], '15020');
     assert.equal(annotations['prometheus.io/path'], '/stats/prometheus');
     assert.equal(env['TERMINATION_DRAIN_DURATION_SECONDS'], '5');
+  });
+
+  it("gives the agent env it turns into node metadata istiod accepts", () => {
+    const pod = (parse(output) as { spec: { template: { spec: { containers: Mapping[] } } } }).spec.template;
+    const proxy = pod.spec.containers.find((c) => c['name'] === 'istio-proxy') ?? {};
+    const env: Record<string, string> = { POD_NAME: 'reviews-1', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'reviews' };
+    for (const entry of proxy['env'] as Mapping[]) if (typeof entry['value'] === 'string') env[String(entry['name'])] = entry['value'];
+    const agent = { instanceIps: ['10.0.0.5'], envoyStatusPort: 15021, envoyPrometheusPort: 15090, exitOnZeroActiveConnections: false, proxyConfig: {} };
+    const metadata = buildNodeMetadata({ env, podInfo: { labels: { app: 'reviews', version: 'v1' } }, agent });
+    assert.equal(metadata.NAMESPACE, 'default');
+    assert.equal(metadata.CLUSTER_ID, 'Kubernetes');
+    assert.equal(typeof metadata.POD_PORTS, 'string');
+    assert.deepEqual(metadata.PROXY_CONFIG, { discoveryAddress: 'istio-pilot.istio-system:15010', statusPort: 15020, terminationDrainDuration: '5s' });
+    assert.deepEqual(metadata.LABELS, { app: 'reviews', version: 'v1' });
   });
 });
