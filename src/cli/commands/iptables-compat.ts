@@ -44,7 +44,9 @@ export function addIptablesCompatOptions(command: Command): Command {
 export function warnUnimplementedIptablesFlags(command: Command, context: CommandContext): void {
   for (const option of command.options) {
     const flag = compatFlags.find((candidate) => candidate.flags === option.flags.replace(/ [<[].*$/, ''));
-    if (!flag || flag.silent || command.getOptionValue(option.attributeName()) === undefined) continue;
+    const value: unknown = command.getOptionValue(option.attributeName());
+    // `--x=false` asks for nothing we lack.
+    if (!flag || flag.silent || value === undefined || (flag.value === undefined && /^(false|0)$/i.test(String(value)))) continue;
     context.stderr.write(`pilot-agent istio-iptables: warning: ${option.long} is accepted for Istio compatibility but not implemented; ignored\n`);
   }
 }
