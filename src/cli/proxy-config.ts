@@ -52,6 +52,7 @@ export interface ProxyFlagValues {
   statsInclusionPrefixes: string;
   statsInclusionSuffixes: string;
   statsInclusionRegexps: string;
+  podInfoDir: string;
 }
 
 /** Checks what can be checked without side effects and types the flags. */
@@ -102,6 +103,7 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
       suffixes: optionalList(flags.statsInclusionSuffixes),
       regexps: optionalList(flags.statsInclusionRegexps),
     },
+    podInfoDir: flags.podInfoDir,
   };
 }
 

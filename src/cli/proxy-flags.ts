@@ -85,14 +85,32 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'minimumDrainDuration', value: '<duration>', default: '5s', env: 'MINIMUM_DRAIN_DURATION', parse: duration, description: 'With --exitOnZeroActiveConnections: drain at least this long before checking connections' },
   { flag: 'xdsServerName', value: '<name>', default: '', description: 'TLS server name expected of the discovery server with MUTUAL_TLS; the host of --discoveryAddress when empty' },
   { flag: 'xdsTokenFile', value: '<file>', default: '', description: 'File whose content the agent sends to the discovery server as `authorization: Bearer`, read again for every new stream' },
+  { flag: 'podInfoDir', value: '<dir>', default: '/etc/istio/pod', description: 'Downward-API directory whose `labels` and `annotations` files become the node\'s LABELS and ANNOTATIONS' },
   { flag: 'log_output_level', value: '<level>', default: 'info', description: 'Agent log level: trace, debug, info, warn, error, fatal; or per component, e.g. default:info,xds:debug' },
+  { flag: 'log_as_json', value: '[bool]', default: false, parse: bool, description: 'Agent logs as JSON lines even on a terminal (they always are otherwise)' },
   { flag: 'print-bootstrap', default: false, description: 'Print the rendered bootstrap to stdout and exit without starting Envoy' },
+  // Istio's injection template and its `proxy` command pass these; we accept them so those pods start.
+  { flag: 'stsPort', value: '<port>', parse: port, hidden: true, description: 'Istio\'s STS server for telemetry tokens: not implemented' },
+  { flag: 'outlierLogPath', value: '<path>', hidden: true, description: 'Envoy outlier event log: not implemented' },
+  { flag: 'meshConfig', value: '<file>', hidden: true, description: 'Istio mesh config file: not read yet' },
+  { flag: 'tokenManagerPlugin', value: '<name>', hidden: true, description: 'Istio STS token manager: not implemented' },
+  { flag: 'profiling', value: '[bool]', parse: bool, hidden: true, description: 'Go pprof endpoints: not applicable' },
+  { flag: 'log_target', value: '<paths>', hidden: true, description: 'Istio log sinks: the agent logs to stdout' },
+  { flag: 'log_caller', value: '<scopes>', hidden: true, description: 'Istio caller info in logs: not implemented' },
+  { flag: 'log_stacktrace_level', value: '<levels>', hidden: true, description: 'Istio stack traces in logs: not implemented' },
+  { flag: 'log_rotate', value: '<path>', hidden: true, description: 'Istio log rotation: not implemented' },
+  { flag: 'log_rotate_max_age', value: '<days>', hidden: true, description: 'Istio log rotation: not implemented' },
+  { flag: 'log_rotate_max_backups', value: '<n>', hidden: true, description: 'Istio log rotation: not implemented' },
+  { flag: 'log_rotate_max_size', value: '<MB>', hidden: true, description: 'Istio log rotation: not implemented' },
   { flag: 'availabilityZone', value: '<zone>', hidden: true, description: 'Removed in 1.1; accepted and ignored' },
   { flag: 'discoveryRefreshDelay', value: '<duration>', hidden: true, description: 'v1 polling interval, removed; accepted and ignored' },
 ];
 
 /** Flags kept for old command lines; the agent warns when they are given. */
 export const ignoredFlags = ['availabilityZone', 'discoveryRefreshDelay'] as const;
+
+/** Istio flags accepted (so today's injected pods start) but not implemented; one warning each when given. */
+export const unimplementedFlags = ['stsPort', 'outlierLogPath', 'meshConfig', 'tokenManagerPlugin', 'profiling', 'log_target', 'log_caller', 'log_stacktrace_level', 'log_rotate', 'log_rotate_max_age', 'log_rotate_max_backups', 'log_rotate_max_size'] as const;
 
 /** Turns a table row into a commander option. */
 export function toOption(spec: FlagSpec): Option {

@@ -7,7 +7,6 @@ import { prepareConfigDir, writeBootstrap } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
 import { envoyVersion } from '../envoy/version.ts';
-import { metadataFromEnv } from '../role/metadata.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { startSds } from '../sds/start.ts';
@@ -23,12 +22,17 @@ import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream, xdsUpstream } from './proxy-config.ts';
 import { parseLogLevels } from './log-levels.ts';
+import { nodeMetadata } from './node-metadata.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
   logLevel: string;
+  /** JSON lines even on a terminal (Istio's --log_as_json). */
+  logAsJson?: boolean;
   printBootstrap: boolean;
   ignoredFlags: readonly string[];
+  /** Istio flags given that the agent accepts but does not implement. */
+  unimplementedFlags?: readonly string[];
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -40,8 +44,9 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  */
 export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
   const levels = parseLogLevels(options.logLevel);
-  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && process.stdout.isTTY });
+  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
+  for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   const bootstrap = await prepareBootstrap(config, options.context);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
@@ -71,7 +76,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = metadataFromEnv(context.env);
+  const metadata = await nodeMetadata(config, role, context.env);
   await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
   return { nodeId, text };

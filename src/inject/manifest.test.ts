@@ -70,26 +70,34 @@ describe('injectManifest', () => {
       const spec = pod['spec'] as Mapping;
       assert.deepEqual(names(spec['containers']), ['app', 'istio-proxy']);
       assert.deepEqual(names(spec['initContainers']), ['istio-init']);
-      assert.deepEqual(names(spec['volumes']), ['istio-envoy', 'istio-certs']);
+      assert.deepEqual(names(spec['volumes']), ['workload-socket', 'credential-socket', 'workload-certs', 'istio-envoy', 'istio-data', 'istio-podinfo', 'istio-token', 'istiod-ca-cert', 'istio-certs']);
       assert.match(String((pod['metadata'] as Mapping)['annotations'] && ((pod['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']), /"containers":\["istio-proxy"\]/);
     });
   }
 
-  it('gives the proxy the agent flags, downward-API env, readiness probe and mounts', () => {
+  it("gives the proxy Istio's arguments, env (NAMESPACE from POD_NAMESPACE, not CONFIG_NAMESPACE), probes and mounts", () => {
     const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { discoveryAddress: 'pilot.mesh:15010' }));
     const proxy = (podOf(doc ?? {})['spec'] as Mapping)['containers'] as Mapping[];
     const container = proxy[1] ?? {};
     const args = container['args'] as string[];
-    assert.deepEqual(args.slice(0, 4), ['proxy', 'sidecar', '--configPath', '/etc/istio/proxy']);
+    assert.deepEqual(args.slice(0, 7), ['proxy', 'sidecar', '--domain', '$(POD_NAMESPACE).svc.cluster.local', '--proxyLogLevel=warning', '--proxyComponentLogLevel=misc:error', '--log_output_level=default:info']);
     assert.equal(args[args.indexOf('--discoveryAddress') + 1], 'pilot.mesh:15010');
     assert.equal(args[args.indexOf('--serviceCluster') + 1], 'web.$(POD_NAMESPACE)');
     const env = container['env'] as Mapping[];
-    for (const name of ['POD_NAME', 'POD_NAMESPACE', 'INSTANCE_IP']) assert.ok(env.some((e) => e['name'] === name && e['valueFrom']), name);
+    const value = (name: string) => env.find((e) => e['name'] === name)?.['value'];
+    for (const name of ['POD_NAME', 'POD_NAMESPACE', 'INSTANCE_IP', 'SERVICE_ACCOUNT', 'ISTIO_META_NODE_NAME']) assert.ok(env.some((e) => e['name'] === name && e['valueFrom']), name);
+    assert.ok(!env.some((e) => String(e['name']).includes('CONFIG_NAMESPACE')), 'istiod reads NAMESPACE, which the agent takes from POD_NAMESPACE');
+    assert.deepEqual(JSON.parse(String(value('PROXY_CONFIG'))), { discoveryAddress: 'pilot.mesh:15010', statusPort: 15020, terminationDrainDuration: '5s' });
+    assert.equal(value('TERMINATION_DRAIN_DURATION_SECONDS'), '5');
+    assert.equal(value('ISTIO_META_POD_PORTS'), '[{"containerPort":8080,"protocol":"TCP"},{"containerPort":9090,"protocol":"UDP"}]');
+    assert.equal(value('ISTIO_META_CLUSTER_ID'), 'Kubernetes');
     assert.deepEqual(container['readinessProbe'] && (container['readinessProbe'] as Mapping)['httpGet'], { path: '/healthz/ready', port: 15021 });
-    assert.deepEqual(container['volumeMounts'], [
-      { name: 'istio-envoy', mountPath: '/etc/istio/proxy' },
-      { name: 'istio-certs', mountPath: '/etc/certs', readOnly: true },
-    ]);
+    assert.deepEqual(container['startupProbe'] && (container['startupProbe'] as Mapping)['httpGet'], { path: '/healthz/ready', port: 15021 });
+    const mounts = Object.fromEntries((container['volumeMounts'] as Mapping[]).map((m) => [m['name'], m['mountPath']]));
+    assert.equal(mounts['istio-token'], '/var/run/secrets/tokens');
+    assert.equal(mounts['istiod-ca-cert'], '/var/run/secrets/istio');
+    assert.equal(mounts['istio-podinfo'], '/etc/istio/pod');
+    assert.equal(mounts['workload-socket'], '/var/run/secrets/workload-spiffe-uds');
     assert.equal((container['securityContext'] as Mapping)['runAsUser'], 1337);
     assert.equal(container['lifecycle'], undefined);
   });
@@ -99,13 +107,29 @@ describe('injectManifest', () => {
     const init = ((podOf(doc ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {};
     assert.deepEqual(init['args'], [
       'istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-g', '1337', '-m', 'REDIRECT',
-      '-i', '*', '-x', '', '-b', '8080,9090', '-d', '15090,15021,15020',
+      '-i', '*', '-x', '', '-b', '8080,9090', '-d', '15090,15021,15020', '--log_output_level=default:info',
     ]);
     assert.deepEqual(((init['securityContext'] as Mapping)['capabilities'] as Mapping)['add'], ['NET_ADMIN', 'NET_RAW']);
   });
 
-  it('with holdApplicationUntilProxyStarts, starts the proxy first and holds the app with pilot-agent wait', () => {
-    const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { holdApplicationUntilProxyStarts: true }));
+  it('with holdApplicationUntilProxyStarts on Kubernetes >= 1.29, runs the proxy as a native sidecar after istio-init', () => {
+    const text = (workloads['Deployment'] ?? '').replace('      containers:', '      initContainers: [{name: migrate, image: example/migrate:1}]\n      containers:');
+    const [doc] = docsOf(inject(text, { holdApplicationUntilProxyStarts: true, kubernetesVersion: '1.29' }));
+    assert.ok(doc);
+    validate(doc);
+    const spec = podOf(doc)['spec'] as Mapping;
+    assert.deepEqual(names(spec['initContainers']), ['istio-init', 'istio-proxy', 'migrate']);
+    assert.deepEqual(names(spec['containers']), ['app']);
+    const proxy = (spec['initContainers'] as Mapping[])[1] ?? {};
+    assert.equal(proxy['restartPolicy'], 'Always');
+    assert.deepEqual(proxy['lifecycle'], { preStop: { exec: { command: ['pilot-agent', 'request', '--debug-port=15020', 'POST', 'drain'] } } });
+    assert.ok(proxy['startupProbe'], 'the kubelet starts the next container once the startup probe passes');
+    assert.match(String(((podOf(doc)['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']), /"initContainers":\["istio-init","istio-proxy"\],"containers":\[\]/);
+    assert.equal(inject(inject(text, { holdApplicationUntilProxyStarts: true }), { holdApplicationUntilProxyStarts: true }), inject(text, { holdApplicationUntilProxyStarts: true }));
+  });
+
+  it('with holdApplicationUntilProxyStarts before Kubernetes 1.29, starts the proxy first and holds the app with pilot-agent wait', () => {
+    const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { holdApplicationUntilProxyStarts: true, kubernetesVersion: '1.28' }));
     assert.ok(doc);
     validate(doc);
     const containers = (podOf(doc)['spec'] as Mapping)['containers'] as Mapping[];
@@ -190,5 +214,27 @@ describe('injectManifest on bad input', () => {
   it('refuses a pod that already has an istio-init of its own', () => {
     rejects((workloads['Pod'] ?? '').replace('spec:\n', 'spec:\n  initContainers: [{name: istio-init, image: x}]\n'),
       /^app\.yaml: document 1 \(Pod\/web\): spec\.initContainers: already has an entry named "istio-init"$/);
+  });
+
+  it('names the probe or annotation the agent could not take over', () => {
+    const pod = (probe: string, annotations = '{}') => `kind: Deployment\nmetadata: {name: web}\nspec: {template: {metadata: {annotations: ${annotations}}, spec: {containers: [{name: a, ports: [{name: http, containerPort: 80}], ${probe}}]}}}\n`;
+    rejects(pod('livenessProbe: {httpGet: {path: /, port: web}}'),
+      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.livenessProbe\.httpGet\.port: "web" is not the name of one of the container's ports$/);
+    rejects(pod('readinessProbe: {tcpSocket: {port: 70000}}'),
+      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.readinessProbe\.tcpSocket\.port: must be a port \(1-65535\)$/);
+    rejects(pod('startupProbe: {grpc: {port: 9090}, timeoutSeconds: -1}'),
+      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.startupProbe\.timeoutSeconds: must be a non-negative integer$/);
+    rejects(pod('image: x', '{prometheus.io/port: metrics}'),
+      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.metadata\.annotations\["prometheus\.io\/port"\]: "metrics" is not a port \(1-65535\)$/);
+  });
+
+  it('leaves probes and Prometheus annotations alone when the pod or the values say so', () => {
+    const text = `kind: Pod\nmetadata: {name: p, annotations: {sidecar.istio.io/rewriteAppHTTPProbers: "false", prometheus.io/scrape: "false", prometheus.io/port: "9102"}}\nspec: {containers: [{name: a, readinessProbe: {tcpSocket: {port: 80}}}]}\n`;
+    const [doc] = docsOf(inject(text));
+    const spec = (doc ?? {})['spec'] as Mapping;
+    assert.deepEqual(((spec['containers'] as Mapping[])[0] ?? {})['readinessProbe'], { tcpSocket: { port: 80 } });
+    assert.equal(((doc?.['metadata'] as Mapping)['annotations'] as Mapping)['prometheus.io/port'], '9102');
+    const env = ((spec['containers'] as Mapping[])[1]?.['env'] ?? []) as Mapping[];
+    assert.ok(!env.some((e) => e['name'] === 'ISTIO_KUBE_APP_PROBERS' || e['name'] === 'ISTIO_PROMETHEUS_ANNOTATIONS'));
   });
 });

@@ -41,27 +41,41 @@ function injectDocument(doc: Document, number: number, source: string, options: 
 }
 
 /** Edits the YAML tree in place, so comments and styles elsewhere survive. */
-function applyPatch(doc: Document, podPath: readonly string[], patch: PodPatch): void {
-  for (const [key, value] of Object.entries(patch.annotations)) {
-    doc.setIn([...podPath, 'metadata', 'annotations', key], value);
-    useBlockStyle(doc, [...podPath, 'metadata', 'annotations']);
+function applyPatch(doc: Document, podPath: readonly Key[], patch: PodPatch): void {
+  applyAnnotations(doc, [...podPath, 'metadata', 'annotations'], patch.annotations);
+  for (const { index, probes } of patch.probeRewrites) {
+    const container = [...podPath, 'spec', 'containers', index];
+    for (const [field, probe] of Object.entries(probes)) doc.setIn([...container, field], doc.createNode(probe));
+    useBlockStyle(doc, container);
   }
-  for (const { field, items, atStart } of patch.lists) {
-    const path = [...podPath, 'spec', field];
-    useBlockStyle(doc, path);
-    const list = doc.getIn(path, true);
-    if (!isSeq(list)) {
-      doc.setIn(path, doc.createNode(items));
-      continue;
-    }
-    const nodes = items.map((item) => doc.createNode(item));
-    if (atStart) list.items.unshift(...nodes);
-    else list.items.push(...nodes);
+  for (const { field, items, atStart } of patch.lists) addToList(doc, [...podPath, 'spec', field], items, atStart);
+}
+
+type Key = string | number;
+
+/** null removes an annotation (the prometheus.io/* variants Istio clears). */
+function applyAnnotations(doc: Document, path: readonly Key[], annotations: PodPatch['annotations']): void {
+  for (const [key, value] of Object.entries(annotations)) {
+    if (value === null) doc.deleteIn([...path, key]);
+    else doc.setIn([...path, key], value);
   }
+  useBlockStyle(doc, path);
+}
+
+function addToList(doc: Document, path: readonly Key[], items: readonly Mapping[], atStart: boolean): void {
+  useBlockStyle(doc, path);
+  const list = doc.getIn(path, true);
+  if (!isSeq(list)) {
+    doc.setIn(path, doc.createNode(items));
+    return;
+  }
+  const nodes = items.map((item) => doc.createNode(item));
+  if (atStart) list.items.unshift(...nodes);
+  else list.items.push(...nodes);
 }
 
 /** A flow collection we add big entries to would print as one unreadable line. */
-function useBlockStyle(doc: Document, path: readonly string[]): void {
+function useBlockStyle(doc: Document, path: readonly Key[]): void {
   for (let depth = 1; depth <= path.length; depth++) {
     const node = doc.getIn(path.slice(0, depth), true);
     if (isCollection(node)) node.flow = false;

@@ -1,75 +1,70 @@
 import { createHash } from 'node:crypto';
 import { badFlag } from '../shared/errors.ts';
+import { rewriteAppProbes, type ProbeRewrite } from './app-probes.ts';
+import { placeProxy, proxyName, proxyPlacement, type ListAddition } from './proxy-placement.ts';
+import { mergePrometheusAnnotations } from './prometheus-merge.ts';
 import { renderTemplate } from './template.ts';
 import { isMapping, type InjectionInputs, type InjectionTemplate, type Mapping, type PodTemplate } from './types.ts';
 import { at, podVars } from './vars.ts';
 
 export const statusAnnotation = 'sidecar.istio.io/status';
 export const injectAnnotation = 'sidecar.istio.io/inject';
-const proxyName = 'istio-proxy';
+const rewriteProbesAnnotation = 'sidecar.istio.io/rewriteAppHTTPProbers';
+const mergeMetricsAnnotation = 'prometheus.istio.io/merge-metrics';
 
 export type Decision = 'inject' | 'injected-already' | 'disabled' | 'host-network';
 
+const annotationsOf = (meta: Mapping): Record<string, string> => (isMapping(meta['annotations']) ? (meta['annotations'] as Record<string, string>) : {});
+const isFalse = (value: string | undefined) => typeof value === 'string' && ['false', 'no', 'n', 'off', '0', 'f'].includes(value.toLowerCase());
+
 /**
  * Whether to inject: not twice (status annotation or a proxy container is
- * there), not where the pod or its workload says `sidecar.istio.io/inject:
- * "false"`, and not into host-network pods, whose capture rules would
- * rewrite the node's own traffic (Istio skips them too).
+ * there, native or not), not where the pod or its workload says
+ * `sidecar.istio.io/inject: "false"`, and not into host-network pods, whose
+ * capture rules would rewrite the node's own traffic (Istio skips them too).
  */
 export function decideInjection(pod: PodTemplate, workloadMetadata: Mapping): Decision {
-  const annotations = (meta: Mapping) => (isMapping(meta['annotations']) ? meta['annotations'] : {});
-  const podAnnotations = annotations(pod.metadata);
-  const containers = pod.spec['containers'] as Mapping[];
-  if (podAnnotations[statusAnnotation] !== undefined || containers.some((c) => c['name'] === proxyName)) {
-    return 'injected-already';
-  }
-  const optOut = podAnnotations[injectAnnotation] ?? annotations(workloadMetadata)[injectAnnotation];
-  if (typeof optOut === 'string' && ['false', 'no', 'n', 'off'].includes(optOut.toLowerCase())) return 'disabled';
+  const podAnnotations = annotationsOf(pod.metadata);
+  const all = [...(pod.spec['containers'] as Mapping[]), ...((pod.spec['initContainers'] ?? []) as Mapping[])];
+  if (podAnnotations[statusAnnotation] !== undefined || all.some((c) => c['name'] === proxyName)) return 'injected-already';
+  if (isFalse(podAnnotations[injectAnnotation] ?? annotationsOf(workloadMetadata)[injectAnnotation])) return 'disabled';
   return pod.spec['hostNetwork'] === true ? 'host-network' : 'inject';
 }
 
-/** Items to add to one list of the pod spec, at its start or its end. */
-export interface ListAddition {
-  field: 'initContainers' | 'containers' | 'volumes';
-  items: readonly Mapping[];
-  atStart: boolean;
-}
-
-/** What injection adds to a pod; the caller edits the document so the rest stays as written. */
+/** What injection does to a pod; the caller edits the document so the rest stays as written. */
 export interface PodPatch {
-  annotations: Readonly<Record<string, string>>;
+  /** New annotation values; null removes the key. */
+  annotations: Readonly<Record<string, string | null>>;
   lists: readonly ListAddition[];
+  /** App containers whose probes now go through the agent. */
+  probeRewrites: readonly ProbeRewrite[];
 }
 
-/** Renders the template for this pod and checks it fits into the pod's lists. */
+/** Renders the template for this pod, moves app probes and metrics to the agent, and checks names. */
 export function buildPodPatch(pod: PodTemplate, inputs: InjectionInputs, workloadName: string): PodPatch {
-  const vars = podVars(pod, inputs.values, workloadName);
-  const added = withProxyMetadata(renderTemplate(inputs.template, vars, inputs.templatePath), inputs.values.proxyMetadata);
-  const hold = inputs.values.holdApplicationUntilProxyStarts;
-  const proxies = hold ? added.containers.map((c) => holdApplication(c, added.holdApplicationLifecycle)) : added.containers;
-  const lists: ListAddition[] = [
-    { field: 'initContainers', items: added.initContainers, atStart: false },
-    // Kubelet starts containers in order: with hold, the proxy goes first.
-    { field: 'containers', items: proxies, atStart: hold },
-    { field: 'volumes', items: added.volumes, atStart: false },
-  ];
+  const { values } = inputs;
+  const annotations = annotationsOf(pod.metadata);
+  const probes = values.rewriteAppHTTPProbers && !isFalse(annotations[rewriteProbesAnnotation])
+    ? rewriteAppProbes(pod.spec['containers'] as Mapping[], values.statusPort, at(pod, 'spec.containers'))
+    : { rewrites: [], probers: undefined };
+  const metrics = values.prometheusMerge && !isFalse(annotations[mergeMetricsAnnotation])
+    ? mergePrometheusAnnotations(annotations, values.statusPort, at(pod, 'metadata.annotations'))
+    : undefined;
+  const env = { ...metaEnv(values.proxyMetadata), ISTIO_KUBE_APP_PROBERS: probes.probers, ISTIO_PROMETHEUS_ANNOTATIONS: metrics?.env };
+  const added = withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName), inputs.templatePath), env);
+  const lists = placeProxy(added, proxyPlacement(values));
   for (const addition of lists) checkNames(pod, addition);
-  return { annotations: { [statusAnnotation]: statusOf(added, inputs) }, lists };
+  return { annotations: { ...metrics?.annotations, [statusAnnotation]: statusOf(lists, inputs) }, lists, probeRewrites: probes.rewrites };
 }
 
 /** Each `proxyMetadata` entry becomes ISTIO_META_<NAME> on the proxy. */
-function withProxyMetadata(template: InjectionTemplate, metadata: Record<string, string>): InjectionTemplate {
-  const extra = Object.entries(metadata).map(([name, value]) => ({ name: `ISTIO_META_${name}`, value }));
-  if (extra.length === 0) return template;
-  const containers = template.containers.map((c) =>
-    c['name'] === proxyName ? { ...c, env: [...((c['env'] ?? []) as Mapping[]), ...extra] } : c,
-  );
-  return { ...template, containers };
-}
+const metaEnv = (metadata: Record<string, string>) => Object.fromEntries(Object.entries(metadata).map(([name, value]) => [`ISTIO_META_${name}`, value]));
 
-function holdApplication(container: Mapping, lifecycle: Mapping | undefined): Mapping {
-  if (container['name'] !== proxyName || lifecycle === undefined) return container;
-  return { ...container, lifecycle: { ...(container['lifecycle'] as Mapping | undefined), ...lifecycle } };
+function withProxyEnv(template: InjectionTemplate, env: Record<string, string | undefined>): InjectionTemplate {
+  const extra = Object.entries(env).filter(([, value]) => value !== undefined).map(([name, value]) => ({ name, value }));
+  if (extra.length === 0) return template;
+  const containers = template.containers.map((c) => (c['name'] === proxyName ? { ...c, env: [...((c['env'] ?? []) as Mapping[]), ...extra] } : c));
+  return { ...template, containers };
 }
 
 /** A name clash means someone half-injected this pod by hand. */
@@ -80,14 +75,8 @@ function checkNames(pod: PodTemplate, addition: ListAddition): void {
 }
 
 /** Istio's status annotation: what was added, and a hash of the template and values used. */
-function statusOf(added: InjectionTemplate, inputs: InjectionInputs): string {
-  const names = (list: readonly Mapping[]) => list.map((item) => String(item['name']));
+function statusOf(lists: readonly ListAddition[], inputs: InjectionInputs): string {
+  const names = (field: ListAddition['field']) => lists.filter((list) => list.field === field).flatMap((list) => list.items.map((item) => String(item['name'])));
   const version = createHash('sha256').update(JSON.stringify([inputs.template, inputs.values])).digest('hex').slice(0, 16);
-  return JSON.stringify({
-    version,
-    initContainers: names(added.initContainers),
-    containers: names(added.containers),
-    volumes: names(added.volumes),
-    imagePullSecrets: null,
-  });
+  return JSON.stringify({ version, initContainers: names('initContainers'), containers: names('containers'), volumes: names('volumes'), imagePullSecrets: null });
 }

@@ -14,17 +14,22 @@ const badTemplate = (path: string, reason: string) => new AgentError('BAD_TEMPLA
 export function parseTemplate(text: string, path: string): InjectionTemplate {
   const raw = parseYaml(text, path);
   if (!isMapping(raw)) throw badTemplate(path, 'must be a YAML mapping');
-  const known = ['initContainers', 'containers', 'volumes', 'holdApplicationLifecycle'];
+  const known = ['initContainers', 'containers', 'volumes', 'holdApplicationLifecycle', 'nativeSidecarLifecycle'];
   const unknown = Object.keys(raw).find((key) => !known.includes(key));
   if (unknown !== undefined) throw badTemplate(path, `${unknown}: unknown key (expected ${known.join(', ')})`);
-  const lifecycle = raw['holdApplicationLifecycle'];
-  if (lifecycle !== undefined && !isMapping(lifecycle)) throw badTemplate(path, 'holdApplicationLifecycle: must be a mapping');
   return {
     initContainers: listOf(raw, 'initContainers', path),
     containers: listOf(raw, 'containers', path),
     volumes: listOf(raw, 'volumes', path),
-    holdApplicationLifecycle: lifecycle,
+    holdApplicationLifecycle: optionalMapping(raw, 'holdApplicationLifecycle', path),
+    nativeSidecarLifecycle: optionalMapping(raw, 'nativeSidecarLifecycle', path),
   };
+}
+
+function optionalMapping(raw: Mapping, key: string, path: string): Mapping | undefined {
+  const value = raw[key];
+  if (value !== undefined && !isMapping(value)) throw badTemplate(path, `${key}: must be a mapping`);
+  return value;
 }
 
 function listOf(raw: Mapping, key: string, path: string): Mapping[] {
@@ -43,6 +48,7 @@ export function renderTemplate(template: InjectionTemplate, vars: TemplateVars, 
     containers: render(template.containers),
     volumes: render(template.volumes),
     holdApplicationLifecycle: render(template.holdApplicationLifecycle),
+    nativeSidecarLifecycle: render(template.nativeSidecarLifecycle),
   };
 }
 

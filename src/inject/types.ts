@@ -8,8 +8,23 @@ export interface InjectValues {
   discoveryAddress: string;
   controlPlaneAuthPolicy: string;
   proxyLogLevel: string;
+  proxyComponentLogLevel: string;
+  agentLogLevel: string;
+  statusPort: number;
   concurrency: number;
   holdApplicationUntilProxyStarts: boolean;
+  kubernetesVersion: string;
+  terminationDrainDurationSeconds: number;
+  rewriteAppHTTPProbers: boolean;
+  prometheusMerge: boolean;
+  clusterDomain: string;
+  clusterId: string;
+  meshId: string;
+  trustDomain: string;
+  caAddress: string;
+  pilotCertProvider: string;
+  tokenAudience: string;
+  rootCertConfigMap: string;
   proxyUID: number;
   proxyGID: number;
   interceptionMode: string;
@@ -28,8 +43,10 @@ export interface InjectionTemplate {
   initContainers: readonly Mapping[];
   containers: readonly Mapping[];
   volumes: readonly Mapping[];
-  /** Merged into the proxy container when the app must wait for it. */
+  /** Merged into the proxy container when the app must wait for it (Kubernetes < 1.29). */
   holdApplicationLifecycle?: Mapping | undefined;
+  /** Merged into the proxy container when it runs as a native sidecar. */
+  nativeSidecarLifecycle?: Mapping | undefined;
 }
 
 /** The template plus the values, with where each came from for error lines. */

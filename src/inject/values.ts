@@ -12,8 +12,23 @@ const kinds: Record<keyof InjectValues, Kind> = {
   discoveryAddress: 'string',
   controlPlaneAuthPolicy: 'string',
   proxyLogLevel: 'string',
+  proxyComponentLogLevel: 'string',
+  agentLogLevel: 'string',
+  statusPort: 'integer',
   concurrency: 'integer',
   holdApplicationUntilProxyStarts: 'boolean',
+  kubernetesVersion: 'string',
+  terminationDrainDurationSeconds: 'integer',
+  rewriteAppHTTPProbers: 'boolean',
+  prometheusMerge: 'boolean',
+  clusterDomain: 'string',
+  clusterId: 'string',
+  meshId: 'string',
+  trustDomain: 'string',
+  caAddress: 'string',
+  pilotCertProvider: 'string',
+  tokenAudience: 'string',
+  rootCertConfigMap: 'string',
   proxyUID: 'integer',
   proxyGID: 'integer',
   interceptionMode: 'string',
@@ -72,6 +87,9 @@ function checkValues(values: InjectValues): void {
   if (!/^\S+:\d+$/.test(values.discoveryAddress)) throw badFlag('discoveryAddress', 'must be host:port');
   if (values.interceptionMode !== 'REDIRECT') throw badFlag('interceptionMode', 'only REDIRECT is supported');
   if (values.concurrency < 0) throw badFlag('concurrency', 'must be 0 or more');
+  if (!/^\d+\.\d+(\.\d+)?$/.test(values.kubernetesVersion)) throw badFlag('kubernetesVersion', 'must be "major.minor", e.g. "1.29"');
+  if (values.terminationDrainDurationSeconds < 0) throw badFlag('terminationDrainDurationSeconds', 'must be 0 or more');
+  parsePort('statusPort', String(values.statusPort));
   parsePort('outboundCapturePort', String(values.outboundCapturePort));
   parsePort('inboundCapturePort', String(values.inboundCapturePort));
   parseOwnerId('proxyUID', String(values.proxyUID));

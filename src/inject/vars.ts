@@ -24,7 +24,27 @@ export function podVars(pod: PodTemplate, values: InjectValues, workloadName: st
     serviceCluster: appName === '' ? 'istio-proxy' : `${appName}.$(POD_NAMESPACE)`,
     serviceAccountName: typeof pod.spec['serviceAccountName'] === 'string' ? pod.spec['serviceAccountName'] : 'default',
     podLabelsJson: JSON.stringify(labels),
+    proxyConfigJson: JSON.stringify(proxyConfig(values)),
+    podPortsJson: JSON.stringify(podPorts(pod)),
+    appContainers: (pod.spec['containers'] as Mapping[]).map((container) => String(container['name'])).join(','),
   };
+}
+
+/** PROXY_CONFIG: the ProxyConfig (protojson) this pod's proxy runs with, as istiod reads it from the node. */
+function proxyConfig(values: InjectValues): Record<string, unknown> {
+  return {
+    discoveryAddress: values.discoveryAddress,
+    statusPort: values.statusPort,
+    terminationDrainDuration: `${values.terminationDrainDurationSeconds}s`,
+    ...(values.holdApplicationUntilProxyStarts ? { holdApplicationUntilProxyStarts: true } : {}),
+  };
+}
+
+/** ISTIO_META_POD_PORTS: the app containers' ports, as Kubernetes serializes them. */
+function podPorts(pod: PodTemplate): Mapping[] {
+  return (pod.spec['containers'] as Mapping[]).flatMap((container) => (Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []))
+    .filter(isMapping)
+    .map((port) => ({ ...(typeof port['name'] === 'string' ? { name: port['name'] } : {}), containerPort: port['containerPort'], protocol: port['protocol'] ?? 'TCP' }));
 }
 
 const stringMap = (value: unknown): Record<string, string> => (isMapping(value) ? (value as Record<string, string>) : {});

@@ -1,37 +1,111 @@
 import { badEnv } from '../shared/errors.ts';
+import { parseBoundedJson } from './bounded-json.ts';
+import { coerceMetadata, isObject } from './metadata-types.ts';
 
 const metaPrefix = 'ISTIO_META_';
 const metaJsonPrefix = 'ISTIO_METAJSON_';
 
+/** The Istio release whose agent and injection our node metadata matches (istiod gates features on it). */
+export const matchedIstioVersion = '1.31.0';
+
+/** Kubernetes adds this label to every pod of a Deployment; Istio's agent leaves it out of LABELS. */
+const podTemplateHashLabel = 'pod-template-hash';
+
 export type NodeMetadata = Record<string, unknown>;
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** What the agent itself knows, beyond the environment. */
+export interface AgentFacts {
+  /** The role's IP first, then the host's other addresses. */
+  instanceIps: readonly string[];
+  /** Envoy's readiness (15021) and Prometheus (15090) listeners; 0 leaves the key out. */
+  envoyStatusPort: number;
+  envoyPrometheusPort: number;
+  exitOnZeroActiveConnections: boolean;
+  /** The ProxyConfig fields the agent runs with; they win over PROXY_CONFIG's. */
+  proxyConfig: Record<string, unknown>;
+}
+
+/** Labels and annotations from the downward-API files, when mounted. */
+export interface PodInfo {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+export interface NodeMetadataInput {
+  env: Env;
+  podInfo: PodInfo;
+  agent: AgentFacts;
+}
 
 /**
- * Node metadata from the environment: `ISTIO_META_<NAME>=v` becomes
- * `NAME: "v"`, `ISTIO_METAJSON_<NAME>` is parsed as JSON and merged into NAME.
+ * Node metadata as Istio's agent builds it: ISTIO_META_* and ISTIO_METAJSON_*
+ * typed as istiod declares them, then what the agent knows (pod identity,
+ * IPs, ports, ProxyConfig, version, labels). Throws a BAD_ENV naming the
+ * variable whose value cannot take its type.
  */
-export function metadataFromEnv(env: Readonly<Record<string, string | undefined>>): NodeMetadata {
+export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): NodeMetadata {
+  const metadata = metadataFromEnv(env);
+  const staticLabels = env.ISTIO_METAJSON_LABELS === undefined ? undefined : (metadata.LABELS as Record<string, string>);
+  Object.assign(metadata, definedOnly({
+    NAMESPACE: env.POD_NAMESPACE || undefined,
+    NAME: env.POD_NAME || undefined,
+    SERVICE_ACCOUNT: env.SERVICE_ACCOUNT || undefined,
+    ISTIO_VERSION: metadata.ISTIO_VERSION ?? matchedIstioVersion,
+    INSTANCE_IPS: agent.instanceIps.length > 0 ? [...new Set(agent.instanceIps)].join(',') : undefined,
+    ENVOY_STATUS_PORT: agent.envoyStatusPort || undefined,
+    ENVOY_PROMETHEUS_PORT: agent.envoyPrometheusPort || undefined,
+    EXIT_ON_ZERO_ACTIVE_CONNECTIONS: agent.exitOnZeroActiveConnections ? 'true' : undefined,
+    PROXY_CONFIG: { ...proxyConfigFromEnv(env, metadata.PROXY_CONFIG), ...agent.proxyConfig },
+    STATIC_LABELS: staticLabels,
+    LABELS: mergeLabels(metadata.LABELS, podInfo.labels),
+    ANNOTATIONS: podInfo.annotations ? { ...(metadata.ANNOTATIONS as object | undefined), ...podInfo.annotations } : undefined,
+  }));
+  return metadata;
+}
+
+/**
+ * ISTIO_META_<KEY>=text and ISTIO_METAJSON_<KEY>=json, each converted to the
+ * type istiod declares for KEY; JSON objects merge over a same-named META value.
+ */
+export function metadataFromEnv(env: Env): NodeMetadata {
   const metadata: NodeMetadata = {};
   const names = Object.keys(env).sort();
-  for (const name of names) {
-    if (name.startsWith(metaPrefix) && name.length > metaPrefix.length) {
-      metadata[name.slice(metaPrefix.length)] = env[name] ?? '';
-    }
+  for (const name of withPrefix(names, metaPrefix)) {
+    metadata[name.slice(metaPrefix.length)] = typed(name, name.slice(metaPrefix.length), env[name] ?? '');
   }
-  for (const name of names) {
-    if (name.startsWith(metaJsonPrefix) && name.length > metaJsonPrefix.length) {
-      const key = name.slice(metaJsonPrefix.length);
-      metadata[key] = merge(metadata[key], parseJson(name, env[name] ?? ''));
-    }
+  for (const name of withPrefix(names, metaJsonPrefix)) {
+    const key = name.slice(metaJsonPrefix.length);
+    metadata[key] = typed(name, key, merge(metadata[key], parseJson(name, env[name] ?? '')));
   }
   return metadata;
 }
 
+const withPrefix = (names: string[], prefix: string) => names.filter((name) => name.startsWith(prefix) && name.length > prefix.length);
+
+function typed(variable: string, key: string, value: unknown): unknown {
+  const coerced = coerceMetadata(key, value);
+  if (!coerced.ok) throw badEnv(variable, `${coerced.reason}; istiod reads node metadata ${key} with that type`);
+  return coerced.value;
+}
+
 function parseJson(name: string, text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw badEnv(name, `is not valid JSON (${(error as Error).message})`, error);
-  }
+  const parsed = parseBoundedJson(text);
+  if (!parsed.ok) throw badEnv(name, parsed.reason);
+  return parsed.value;
+}
+
+/** PROXY_CONFIG (the injection template's JSON ProxyConfig), checked as istiod will read it. */
+function proxyConfigFromEnv(env: Env, fromMetadata: unknown): Record<string, unknown> {
+  if (!env.PROXY_CONFIG) return (fromMetadata as Record<string, unknown> | undefined) ?? {};
+  return typed('PROXY_CONFIG', 'PROXY_CONFIG', env.PROXY_CONFIG) as Record<string, unknown>;
+}
+
+/** Pod labels from the downward API win over static labels, as in Istio's agent. */
+function mergeLabels(staticLabels: unknown, podLabels: Record<string, string> | undefined): Record<string, string> | undefined {
+  if (!podLabels) return staticLabels as Record<string, string> | undefined;
+  const { [podTemplateHashLabel]: _hash, ...labels } = podLabels;
+  return { ...(staticLabels as Record<string, string> | undefined), ...labels };
 }
 
 function merge(existing: unknown, incoming: unknown): unknown {
@@ -39,6 +113,6 @@ function merge(existing: unknown, incoming: unknown): unknown {
   return incoming;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
+function definedOnly(values: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined));
 }

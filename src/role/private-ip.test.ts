@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { NetworkInterfaceInfo } from 'node:os';
 import { test } from 'node:test';
 import { FakeClock } from '../shared/clock.ts';
-import { pickPrivateIp, waitForPrivateIp, type InterfaceTable } from './private-ip.ts';
+import { instanceIps, pickPrivateIp, waitForPrivateIp, type InterfaceTable } from './private-ip.ts';
 
 const nic = (address: string, internal = false) => ({ address, internal, family: address.includes(':') ? 'IPv6' : 'IPv4' }) as NetworkInterfaceInfo;
 
@@ -14,6 +14,15 @@ test('pickPrivateIp skips loopback and link-local, unwraps mapped IPv6, prefers 
     [{ lo: [nic('::1', true)] }, undefined],
   ];
   for (const [table, expected] of cases) assert.equal(pickPrivateIp(table), expected);
+});
+
+test('instanceIps: the role IP first, then every private address once, loopbacks when there is none', () => {
+  const cases: [string, InterfaceTable, string[]][] = [
+    ['10.1.2.3', { eth0: [nic('fd00::3'), nic('10.1.2.3'), nic('10.9.9.9')], lo: [nic('127.0.0.1', true)] }, ['10.1.2.3', '10.9.9.9', 'fd00::3']],
+    ['127.0.0.1', { eth0: [nic('10.9.9.9')] }, ['127.0.0.1', '10.9.9.9']],
+    ['127.0.0.1', { lo: [nic('127.0.0.1', true)] }, ['127.0.0.1', '::1']],
+  ];
+  for (const [ip, table, expected] of cases) assert.deepEqual(instanceIps(ip, table), expected);
 });
 
 test('waitForPrivateIp polls until an address appears, bounded', async () => {

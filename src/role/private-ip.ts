@@ -8,12 +8,28 @@ export type InterfaceTable = NodeJS.Dict<NetworkInterfaceInfo[]>;
  * with IPv4-mapped IPv6 unwrapped. IPv4 first, as pods usually have one.
  */
 export function pickPrivateIp(table: InterfaceTable): string | undefined {
+  return listPrivateIps(table)[0];
+}
+
+/** Every private address of the host, IPv4 first, without duplicates. */
+export function listPrivateIps(table: InterfaceTable): string[] {
   const candidates = Object.values(table)
     .flatMap((infos) => infos ?? [])
     .filter((info) => !info.internal)
     .map((info) => unwrapMapped(info.address))
     .filter((address) => !isLinkLocal(address) && !isLoopback(address));
-  return candidates.find((address) => !address.includes(':')) ?? candidates[0];
+  const v4 = candidates.filter((address) => !address.includes(':'));
+  return [...new Set([...v4, ...candidates.filter((address) => address.includes(':'))])];
+}
+
+/**
+ * INSTANCE_IPS as Istio's agent sends it: the proxy's own IP first (istiod
+ * takes the first as the pod IP), then the host's private addresses, or
+ * both loopbacks when there are none.
+ */
+export function instanceIps(roleIp: string, table: InterfaceTable): string[] {
+  const others = listPrivateIps(table);
+  return [...new Set([roleIp, ...(others.length > 0 ? others : ['127.0.0.1', '::1'])])];
 }
 
 function unwrapMapped(address: string): string {

@@ -14,7 +14,8 @@ test('service node per registry, flags over env', async () => {
     [{ registry: 'Consul' }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
     [{ registry: 'Other' }, 'sidecar~10.9.9.9~10.9.9.9~'],
     [{ registry: 'Other', findPrivateIp: async () => undefined }, 'sidecar~127.0.0.1~127.0.0.1~'],
-    [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'ingress~::1~::1~'],
+    [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'router~::1~::1~'],
+    [{ registry: 'Other', type: 'router', ip: '::1' }, 'router~::1~::1~'],
   ];
   for (const [input, expected] of cases) {
     assert.equal(serviceNode(await resolveRole({ ...base, ...input })), expected);

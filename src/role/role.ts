@@ -27,9 +27,17 @@ export interface RoleInput {
   findPrivateIp: () => Promise<string | undefined>;
 }
 
+/**
+ * The node type the discovery server knows: istiod accepts sidecar, router,
+ * waypoint and ztunnel, so an ingress introduces itself as the router it is.
+ */
+export function nodeType(type: ProxyType): 'sidecar' | 'router' {
+  return type === 'sidecar' ? 'sidecar' : 'router';
+}
+
 /** The service node id Envoy and the discovery server know us by. */
 export function serviceNode(role: Role): string {
-  return [role.type, role.ip, role.id, role.domain].join('~');
+  return [nodeType(role.type), role.ip, role.id, role.domain].join('~');
 }
 
 /**

@@ -64,4 +64,6 @@ export interface ProxyConfig {
   certRotation: CertRotation;
   /** User additions to Envoy's stats inclusion list; unset parts fall back to the pod annotations. */
   statsInclusion: StatsInclusion;
+  /** The downward-API files (labels, annotations) for the node metadata. */
+  podInfoDir: string;
 }

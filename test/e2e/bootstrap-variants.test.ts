@@ -36,7 +36,9 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
       env: { INSTANCE_IP: '10.4.5.6', POD_NAME: 'productpage-v1', POD_NAMESPACE: 'default', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_METAJSON_LABELS: '{"app":"productpage"}' },
       check: (b) => {
         assert.equal(b.node.id, 'sidecar~10.4.5.6~productpage-v1.default~default.svc.cluster.local');
-        assert.deepEqual(b.node.metadata, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' } });
+        const { INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME, INSTANCE_IPS } = b.node.metadata;
+        assert.deepEqual({ INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME }, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' }, STATIC_LABELS: { app: 'productpage' }, NAMESPACE: 'default', NAME: 'productpage-v1' });
+        assert.match(INSTANCE_IPS, /^10\.4\.5\.6(,|$)/);
         assert.equal(b.static_resources.clusters[0].connect_timeout, '0.25s');
       },
     },

@@ -73,8 +73,10 @@ describe('pilot-agent inject', () => {
     assert.deepEqual(result, { code: 0, stdout: '', stderr: '' });
     const [injected, passed] = parseAllDocuments(await readFile(join(dir, 'out.yaml'), 'utf8')).map((doc) => doc.toJS());
     new Deployment(injected).validate();
-    const proxy = injected.spec.template.spec.containers[0];
+    // holdApplicationUntilProxyStarts on the default target (Kubernetes 1.29): a native sidecar.
+    const proxy = injected.spec.template.spec.initContainers[1];
     assert.equal(proxy.name, 'istio-proxy');
+    assert.equal(proxy.restartPolicy, 'Always');
     assert.ok(proxy.args.includes('istiod.istio-system.svc:15010'));
     assert.deepEqual(passed, parseAllDocuments(service)[0]?.toJS());
     assert.deepEqual((await readdir(dir)).sort(), ['app.yaml', 'out.yaml', 'values.yaml'], 'no temp file left');

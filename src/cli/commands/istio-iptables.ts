@@ -4,6 +4,7 @@ import { resolveCaptureConfig, type CaptureFlags } from '../../iptables/config.t
 import { renderRestoreInput } from '../../iptables/render.ts';
 import { buildCaptureRules } from '../../iptables/rules.ts';
 import type { CommandContext } from '../context.ts';
+import { addIptablesCompatOptions, warnUnimplementedIptablesFlags } from './iptables-compat.ts';
 
 interface IstioIptablesOptions extends CaptureFlags {
   dryRun: boolean;
@@ -15,7 +16,7 @@ interface IstioIptablesOptions extends CaptureFlags {
  * (REDIRECT mode, IPv4, nat table). Flags keep Istio's short and long names.
  */
 export function istioIptablesCommand(context: CommandContext): Command {
-  return new Command('istio-iptables')
+  const command = new Command('istio-iptables')
     .description('Install the iptables rules that send pod traffic through the proxy')
     .option('-p, --envoy-port <port>', 'outbound capture port', '15001')
     .option('-z, --inbound-capture-port <port>', 'inbound capture port', '15006')
@@ -28,10 +29,15 @@ export function istioIptablesCommand(context: CommandContext): Command {
     .option('-x, --istio-service-exclude-cidr <cidrs>', 'outbound IPv4 ranges not to capture', '')
     .option('-o, --istio-local-outbound-ports-exclude <ports>', 'outbound ports not to capture', '')
     .option('--iptables-restore <path>', 'iptables-restore binary', 'iptables-restore')
-    .option('--dry-run', 'print the iptables-restore input instead of applying it', false)
+    .option('-n, --dry-run', 'print the iptables-restore input instead of applying it', false)
+    .option('--skip-rule-apply', 'check the flags but apply nothing (Istio CNI applied the rules already)', false)
     .action(async (_options: unknown, command: Command) => {
-      await runIstioIptables(readOptions(command), context);
+      warnUnimplementedIptablesFlags(command, context);
+      const options = readOptions(command);
+      if (command.getOptionValue('skipRuleApply') === true) return void resolveCaptureConfig(options);
+      await runIstioIptables(options, context);
     });
+  return addIptablesCompatOptions(command);
 }
 
 function readOptions(command: Command): IstioIptablesOptions {

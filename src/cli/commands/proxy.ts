@@ -2,7 +2,7 @@ import { Argument, Command } from 'commander';
 import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
 import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
-import { ignoredFlags, proxyFlags, toOption } from '../proxy-flags.ts';
+import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
 import { runProxy } from '../run-proxy.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
@@ -13,12 +13,14 @@ export function proxyCommand(context: CommandContext): Command {
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: ProxyFlagValues & Record<string, unknown>) => {
     const config = toProxyConfig(type, flags);
-    const ignored = ignoredFlags.filter((name) => flags[name] !== undefined);
+    const given = (name: string) => flags[name] !== undefined;
     context.exitCode = await runProxy(config, {
       context,
       logLevel: String(flags.log_output_level),
+      logAsJson: flags.log_as_json === true,
       printBootstrap: Boolean(flags.printBootstrap),
-      ignoredFlags: ignored,
+      ignoredFlags: ignoredFlags.filter(given),
+      unimplementedFlags: unimplementedFlags.filter(given),
     });
   });
 }

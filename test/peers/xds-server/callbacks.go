@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discovery "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -78,8 +80,18 @@ func (c *callbacks) noteNode(s *streamInfo, node *core.Node) {
 	}
 	c.mu.Unlock()
 	if first {
-		emit("node", "stream", s.n, "node", node.GetId(), "cluster", node.GetCluster())
+		emit("node", "stream", s.n, "node", node.GetId(), "cluster", node.GetCluster(), "metadata", metadataJSON(node))
 	}
+}
+
+// metadataJSON is the node metadata as received, in protobuf's JSON form, so
+// tests can check the JSON types the agent made Envoy send (as istiod parses them).
+func metadataJSON(node *core.Node) json.RawMessage {
+	j, err := protojson.Marshal(node.GetMetadata())
+	if err != nil || node.GetMetadata() == nil {
+		return json.RawMessage("null")
+	}
+	return j
 }
 
 func (c *callbacks) OnStreamOpen(ctx context.Context, id int64, _ string) error {

@@ -1,0 +1,76 @@
+import { open } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
+import { join } from 'node:path';
+import { protoDuration } from '../bootstrap/variables.ts';
+import { parseDownwardApi } from '../role/downward-api.ts';
+import { buildNodeMetadata, type NodeMetadata, type PodInfo } from '../role/metadata.ts';
+import { instanceIps } from '../role/private-ip.ts';
+import type { Role } from '../role/role.ts';
+import { badFile } from '../shared/errors.ts';
+import type { ProxyConfig } from '../shared/proxy-config.ts';
+
+/** Kubernetes caps all of a pod's labels or annotations at 256 KiB; anything far past that is not a downward-API file. */
+const maxPodInfoBytes = 1024 * 1024;
+
+/** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
+export async function nodeMetadata(config: ProxyConfig, role: Role, env: Readonly<Record<string, string | undefined>>): Promise<NodeMetadata> {
+  return buildNodeMetadata({
+    env,
+    podInfo: await readPodInfo(config.podInfoDir),
+    agent: {
+      instanceIps: instanceIps(role.ip, networkInterfaces()),
+      envoyStatusPort: config.statusPort === 0 ? 0 : config.readinessPort,
+      envoyPrometheusPort: config.prometheusPort,
+      exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
+      proxyConfig: agentProxyConfig(config),
+    },
+  });
+}
+
+/** The ProxyConfig fields (protojson names and forms) that the agent's own settings decide. */
+export function agentProxyConfig(config: ProxyConfig): Record<string, unknown> {
+  return {
+    configPath: config.configPath,
+    binaryPath: config.binaryPath,
+    serviceCluster: config.serviceCluster,
+    drainDuration: protoDuration(config.drainDurationMs),
+    terminationDrainDuration: protoDuration(config.terminationDrainDurationMs),
+    discoveryAddress: `${config.discoveryAddress.host.includes(':') ? `[${config.discoveryAddress.host}]` : config.discoveryAddress.host}:${config.discoveryAddress.port}`,
+    proxyAdminPort: config.proxyAdminPort,
+    statusPort: config.statusPort,
+    controlPlaneAuthPolicy: config.controlPlaneAuthPolicy,
+    ...(config.concurrency > 0 ? { concurrency: config.concurrency } : {}),
+  };
+}
+
+/** labels and annotations from the downward-API directory; a missing file means "not mounted". */
+export async function readPodInfo(dir: string): Promise<PodInfo> {
+  const [labels, annotations] = await Promise.all([readDownwardApiFile(join(dir, 'labels')), readDownwardApiFile(join(dir, 'annotations'))]);
+  return { labels, annotations };
+}
+
+async function readDownwardApiFile(path: string): Promise<Record<string, string> | undefined> {
+  const text = await readBounded(path);
+  if (text === undefined) return undefined;
+  const parsed = parseDownwardApi(text);
+  if (!parsed.ok) throw badFile(path, `line ${parsed.line}: ${parsed.reason} (Kubernetes downward-API format, key="value")`);
+  return parsed.entries;
+}
+
+async function readBounded(path: string): Promise<string | undefined> {
+  const handle = await open(path, 'r').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw badFile(path, `cannot read pod info (${error.code ?? error.message})`, error);
+  });
+  if (!handle) return undefined;
+  try {
+    const buffer = Buffer.alloc(maxPodInfoBytes + 1);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0).catch((error: NodeJS.ErrnoException) => {
+      throw badFile(path, `cannot read pod info (${error.code ?? error.message})`, error);
+    });
+    if (bytesRead > maxPodInfoBytes) throw badFile(path, `is larger than ${maxPodInfoBytes} bytes`);
+    return buffer.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close();
+  }
+}
