@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
+import { envoyComponents } from '../../src/envoy/components.ts';
+import { listEnvoyLoggers } from '../support/envoy-loggers.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 
 /** Runs `pilot-agent proxy …` to completion; bad input must end it on its own. */
@@ -41,6 +43,14 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'template variable with no value', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'unknown-var.json')], line: /^pilot-agent: .*unknown-var\.json: variable "no_such_variable" at \$\.node\.cluster has no value$/ },
     { name: 'unwritable configPath', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'a-file', 'sub')], line: /^pilot-agent: --configPath: .*a-file\/sub is not a writable directory \(ENOTDIR\)$/ },
     { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/ },
+    { name: 'status port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--statusPort', '15000'], line: /^pilot-agent: --statusPort: 15000 is also --proxyAdminPort/ },
+    { name: 'Prometheus port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--prometheusPort', '15000'], line: /^pilot-agent: --prometheusPort: 15000 is also --proxyAdminPort/ },
+    { name: 'unknown Envoy log component', args: () => ['sidecar', ...ok, '--proxyComponentLogLevel', 'nosuch:verbose'], line: /--proxyComponentLogLevel.*'nosuch:verbose'.*"nosuch" is not an Envoy log component/ },
+    { name: 'absurd concurrency', args: () => ['sidecar', ...ok, '--concurrency', '100000'], line: /--concurrency.*'100000'.*more than 512 worker threads/ },
+    { name: 'cert resync past the longest timer', args: () => ['sidecar', ...ok, '--certResync', '1000h'], line: /--certResync.*'1000h'.*must be at most/ },
+    { name: 'termination drain past the longest timer', args: () => ['sidecar', ...ok, '--terminationDrainDuration', '1000h'], line: /--terminationDrainDuration.*'1000h'.*must be at most/ },
+    { name: 'cert resync of a nanosecond', args: () => ['sidecar', ...ok, '--certResync', '1ns'], line: /--certResync.*'1ns'.*must be at least 1s/ },
+    { name: 'parent shutdown before the drain ends', args: () => ['sidecar', ...ok, '--drainDuration', '10m', '--parentShutdownDuration', '1s'], line: /^pilot-agent: --parentShutdownDuration: 1s is shorter than --drainDuration \(600s\)/ },
     { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '10.0.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
     { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
   ];
@@ -55,6 +65,11 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
       assert.doesNotMatch(result.stdout, /envoy started/);
     });
   }
+
+  it('the Envoy log components the agent accepts are those of the Envoy binary', async () => {
+    // Fails when .tools/bin/envoy is upgraded: regenerate with scripts/envoy-components.ts.
+    assert.deepEqual([...envoyComponents].sort(), await listEnvoyLoggers(envoyBin));
+  });
 
   it('version and help end with 0', async () => {
     const version = await execa(nodeBin, [agentBin, 'version'], { reject: false });
