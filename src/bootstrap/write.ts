@@ -1,5 +1,5 @@
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { badFlag } from '../shared/errors.ts';
 
 /** Path of the bootstrap an epoch runs with. */
@@ -7,16 +7,51 @@ export function bootstrapPath(configPath: string, epoch: number): string {
   return join(configPath, `envoy-rev${epoch}.json`);
 }
 
+export interface ConfigDir {
+  /** False when the directory was there already; its mode is then left alone. */
+  created: boolean;
+  /** Permission bits of an existing directory that others may enter, for a warning. */
+  widerThanNeeded?: number;
+}
+
 /**
- * Makes the config dir private (0700): it holds bootstraps with node
- * metadata and, later, the XDS socket.
+ * Creates the config dir 0700 when it is absent: it holds bootstraps with
+ * node metadata and the XDS socket. An existing one keeps its mode
+ * (`--configPath /tmp` must not turn /tmp private); the caller warns when
+ * others may enter it.
  */
-export async function prepareConfigDir(configPath: string): Promise<void> {
+export async function prepareConfigDir(configPath: string): Promise<ConfigDir> {
   try {
-    await mkdir(configPath, { recursive: true, mode: 0o700 });
-    await chmod(configPath, 0o700);
+    const info = await stat(configPath).catch(absentAsUndefined);
+    if (!info) return (await makeDirs(configPath), { created: true });
+    if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    const mode = info.mode & 0o7777;
+    return { created: false, ...(mode & 0o077 ? { widerThanNeeded: mode } : {}) };
   } catch (error) {
     throw badFlag('--configPath', `${configPath} is not a writable directory (${(error as NodeJS.ErrnoException).code})`, error);
+  }
+}
+
+function absentAsUndefined(error: NodeJS.ErrnoException): undefined {
+  if (error.code === 'ENOENT') return undefined;
+  throw error;
+}
+
+/**
+ * `mkdir -p` with 0700, one level at a time: Node's recursive mkdir spins
+ * forever on paths like /proc/sys/x, where mkdir says ENOENT under a
+ * directory that exists.
+ */
+async function makeDirs(path: string): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o700 });
+  } catch (error) {
+    const parent = dirname(path);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || parent === path) throw error;
+    const parentInfo = await stat(parent).catch(absentAsUndefined);
+    if (parentInfo) throw error;
+    await makeDirs(parent);
+    await mkdir(path, { mode: 0o700 });
   }
 }
 

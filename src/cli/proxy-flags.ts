@@ -83,7 +83,7 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'ip', value: '<address>', default: '', description: 'Proxy IP address; derived from the registry when empty' },
   { flag: 'id', value: '<id>', default: '', description: 'Proxy unique ID; derived from the registry when empty' },
   { flag: 'domain', value: '<domain>', default: '', description: 'DNS domain suffix; derived from the registry when empty' },
-  { flag: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket' },
+  { flag: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode (a warning when others may enter it)' },
   { flag: 'binaryPath', value: '<file>', default: '/usr/local/bin/envoy', env: 'ENVOY_BIN', description: 'Path to the Envoy binary' },
   { flag: 'serviceCluster', value: '<name>', default: 'istio-proxy', description: 'Service cluster (node.cluster)' },
   { flag: 'drainDuration', value: '<duration>', default: '45s', parse: duration, description: 'Envoy --drain-time-s: how long listeners drain on hot restart and shutdown' },

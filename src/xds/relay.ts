@@ -1,4 +1,4 @@
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../shared/clock.ts';
@@ -65,7 +65,7 @@ export class XdsRelay {
   /** Listens on the socket (owner-only); rejects when it cannot. */
   async start(): Promise<void> {
     const { socketPath, logger } = this.#options;
-    await rm(socketPath, { force: true });
+    await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
     const server = createServer({ maxSessionMemory: 512 });
     server.on('session', (session) => this.#track(session));
@@ -148,4 +148,12 @@ export class XdsRelay {
       ...this.#stats.snapshot(),
     };
   }
+}
+
+/** A socket left by an earlier run is removed; anything else at that path is the operator's, and bad input. */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  const info = await lstat(socketPath).catch(() => undefined);
+  if (!info) return;
+  if (!info.isSocket()) throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
+  await rm(socketPath, { force: true });
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -23,6 +23,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     await writeFile(join(dir, 'unknown-var.json'), '{"node":{"id":"{{ node_id }}","cluster":"{{ no_such_variable }}"}}');
     await writeFile(join(dir, 'rejected.json'), JSON.stringify({ static_resources: { clusters: [{ name: 'c', type: 'NOT_A_TYPE' }] } }));
     await writeFile(join(dir, 'a-file'), '');
+    await mkdir(join(dir, 'xds-taken', 'XDS'), { recursive: true });
     await chmod(join(dir, 'not-executable'), 0o644);
     ok = ['--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1'];
   });
@@ -42,6 +43,8 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'unreadable template', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'missing.json')], line: /^pilot-agent: .*missing\.json: cannot read bootstrap template \(ENOENT\)$/ },
     { name: 'template variable with no value', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'unknown-var.json')], line: /^pilot-agent: .*unknown-var\.json: variable "no_such_variable" at \$\.node\.cluster has no value$/ },
     { name: 'unwritable configPath', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'a-file', 'sub')], line: /^pilot-agent: --configPath: .*a-file\/sub is not a writable directory \(ENOTDIR\)$/ },
+    { name: 'configPath under /proc/sys (mkdir -p spun there)', args: () => ['sidecar', ...ok, '--configPath', '/proc/sys/x'], line: /^pilot-agent: --configPath: \/proc\/sys\/x is not a writable directory \(ENOENT\)$/ },
+    { name: 'a directory where the XDS socket goes', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'xds-taken')], line: /^pilot-agent: --configPath: .*xds-taken\/XDS exists and is not a socket \(a directory\); remove it$/ },
     { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/ },
     { name: 'status port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--statusPort', '15000'], line: /^pilot-agent: --statusPort: 15000 is also --proxyAdminPort/ },
     { name: 'Prometheus port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--prometheusPort', '15000'], line: /^pilot-agent: --prometheusPort: 15000 is also --proxyAdminPort/ },
@@ -78,5 +81,33 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     const help = await execa(nodeBin, [agentBin, 'proxy', '--help'], { reject: false });
     assert.equal(help.exitCode, 0);
     assert.match(help.stdout, /--discoveryAddress <host:port>/);
+  });
+});
+
+describe('--configPath keeps the mode of a directory that exists', () => {
+  let dir: string;
+  before(async () => (dir = await mkdtemp(join(tmpdir(), 'pilot-agent-config-path-'))));
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  const printBootstrap = (configPath: string) => runAgent(['sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', configPath, '--print-bootstrap']);
+  const modeOf = async (path: string) => (await stat(path)).mode & 0o7777;
+
+  it('an existing world-writable sticky directory (like /tmp) stays 1777, with a warning', async () => {
+    const shared = join(dir, 'shared');
+    await mkdir(shared);
+    await chmod(shared, 0o1777);
+    const result = await printBootstrap(shared);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(await modeOf(shared), 0o1777);
+    assert.match(result.stderr, /^pilot-agent: warning: --configPath .*shared has mode 1777, open to other users; left as is/);
+  });
+
+  it('a missing directory is created 0700, parents too', async () => {
+    const fresh = join(dir, 'a', 'b');
+    const result = await printBootstrap(fresh);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(await modeOf(fresh), 0o700);
+    assert.equal(await modeOf(join(dir, 'a')), 0o700);
+    assert.equal(result.stderr, '');
   });
 });
