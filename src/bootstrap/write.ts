@@ -1,10 +1,20 @@
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, extname, join } from 'node:path';
 import { badFlag } from '../shared/errors.ts';
 
+/**
+ * Envoy picks the bootstrap's format by its extension: `.yaml`/`.yml` (any
+ * case) is YAML, `.pb_text` text proto, anything else JSON. A custom
+ * bootstrap's copies keep its extension, so a YAML one stays YAML.
+ */
+export function bootstrapExtension(customConfigFile?: string): string {
+  const extension = customConfigFile ? extname(customConfigFile) : '';
+  return /^\.(ya?ml|pb_text)$/i.test(extension) ? extension : '.json';
+}
+
 /** Path of the bootstrap an epoch runs with. */
-export function bootstrapPath(configPath: string, epoch: number): string {
-  return join(configPath, `envoy-rev${epoch}.json`);
+export function bootstrapPath(configPath: string, epoch: number, extension = '.json'): string {
+  return join(configPath, `envoy-rev${epoch}${extension}`);
 }
 
 export interface ConfigDir {
@@ -56,8 +66,8 @@ async function makeDirs(path: string): Promise<void> {
 }
 
 /** Writes an epoch's bootstrap (mode 0600) and returns its path. */
-export async function writeBootstrap(configPath: string, epoch: number, text: string): Promise<string> {
-  const path = bootstrapPath(configPath, epoch);
+export async function writeBootstrap(configPath: string, epoch: number, text: string, extension?: string): Promise<string> {
+  const path = bootstrapPath(configPath, epoch, extension);
   try {
     await writeFile(path, text, { mode: 0o600 });
   } catch (error) {
@@ -67,6 +77,6 @@ export async function writeBootstrap(configPath: string, epoch: number, text: st
 }
 
 /** Removes an epoch's bootstrap once that epoch has exited. */
-export async function removeBootstrap(configPath: string, epoch: number): Promise<void> {
-  await rm(bootstrapPath(configPath, epoch), { force: true });
+export async function removeBootstrap(configPath: string, epoch: number, extension?: string): Promise<void> {
+  await rm(bootstrapPath(configPath, epoch, extension), { force: true });
 }

@@ -95,7 +95,7 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'statsdUdpAddress', value: '<host:port>', default: '', description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
   { flag: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
   { flag: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
-  { flag: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering' },
+  { flag: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep)' },
   { flag: 'templateFile', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
   { flag: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: Envoy decides)` },
   { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: envoyLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },

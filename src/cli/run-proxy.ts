@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
-import { prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
+import { bootstrapExtension, prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
 import { envoyVersion } from '../envoy/version.ts';
@@ -49,7 +49,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(config);
-  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text)), envoyVersion(config.binaryPath)]);
+  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile))), envoyVersion(config.binaryPath)]);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, logger);
 }
