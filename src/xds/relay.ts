@@ -34,6 +34,13 @@ const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [pat
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
 const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib };
+/**
+ * Streams one Envoy connection may hold open at once. Envoy runs one ADS
+ * stream (two briefly while it replaces one); every stream dials the
+ * discovery server, so an unbounded count would let one client open
+ * upstream streams without limit.
+ */
+export const maxStreamsPerConnection = 16;
 /** How long a stopping relay waits for Envoy's connections to take their last frames. */
 const closeGraceMs = 1_000;
 
@@ -67,7 +74,7 @@ export class XdsRelay {
     const { socketPath, logger } = this.#options;
     await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
-    const server = createServer({ maxSessionMemory: 512 });
+    const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
     server.on('session', (session) => this.#track(session));
     server.on('stream', (stream, headers) => this.#route(stream, headers));
     server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
