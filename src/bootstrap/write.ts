@@ -18,8 +18,6 @@ export function bootstrapPath(configPath: string, epoch: number, extension = '.j
 }
 
 export interface ConfigDir {
-  /** False when the directory was there already; its mode is then left alone. */
-  created: boolean;
   /** Permission bits of an existing directory that others may enter, for a warning. */
   widerThanNeeded?: number;
 }
@@ -33,10 +31,10 @@ export interface ConfigDir {
 export async function prepareConfigDir(configPath: string): Promise<ConfigDir> {
   try {
     const info = await stat(configPath).catch(absentAsUndefined);
-    if (!info) return (await makeDirs(configPath), { created: true });
+    if (!info) return (await makeDirs(configPath), {});
     if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
     const mode = info.mode & 0o7777;
-    return { created: false, ...(mode & 0o077 ? { widerThanNeeded: mode } : {}) };
+    return mode & 0o077 ? { widerThanNeeded: mode } : {};
   } catch (error) {
     throw badFlag('--configPath', `${configPath} is not a writable directory (${(error as NodeJS.ErrnoException).code})`, error);
   }

@@ -45,9 +45,10 @@ const count = (text: string) => {
 };
 
 /**
- * Envoy starts one worker thread per unit, each with its own connection
- * pools and thread-local stats: past a few hundred it only costs memory and
- * start time (100000 never got LIVE). The largest machines have a few hundred cores.
+ * Envoy starts one worker thread per unit, each with its own listeners,
+ * connection pools and thread-local stats: more workers than cores only
+ * cost memory and start time (100000 failed at run time, after minutes of
+ * retries). 512 is above the core count of the largest common nodes.
  */
 export const maxConcurrency = 512;
 
