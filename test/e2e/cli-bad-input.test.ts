@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { envoyComponents } from '../../src/envoy/components.ts';
 import { listEnvoyLoggers } from '../support/envoy-loggers.ts';
+import { assertGone, startAgent } from '../support/agent.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 
 /** Runs `pilot-agent proxy …` to completion; bad input must end it on its own. */
@@ -101,6 +102,21 @@ describe('--configPath keeps the mode of a directory that exists', () => {
     assert.equal(result.exitCode, 0, result.stderr);
     assert.equal(await modeOf(shared), 0o1777);
     assert.match(result.stderr, /^pilot-agent: warning: --configPath .*shared has mode 1777, open to other users; left as is/);
+  });
+
+  it('a normal start leaves an existing 0755 directory as it is, and warns in the log', async () => {
+    const open = join(dir, 'open');
+    await mkdir(open);
+    await chmod(open, 0o755);
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:1', args: ['--configPath', open] });
+    try {
+      await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'envoy started');
+      assert.equal(await modeOf(open), 0o755);
+      assert.ok(agent.log.find((entry) => entry.msg === 'config directory is open to other users; mode left as is' && entry['mode'] === '0755'));
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
   });
 
   it('a missing directory is created 0700, parents too', async () => {
