@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { AgentError, badFile } from '../shared/errors.ts';
+import { AgentError, badFile, badFlag } from '../shared/errors.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { renderTemplate, TemplateError } from './template.ts';
 import { bootstrapVariables, type BootstrapContext } from './variables.ts';
@@ -8,11 +8,11 @@ import { bootstrapVariables, type BootstrapContext } from './variables.ts';
 export const defaultTemplatePath = fileURLToPath(new URL('../../templates/envoy_bootstrap.json', import.meta.url));
 
 /**
- * The bootstrap as JSON text: --customConfigFile as is, otherwise the
+ * The bootstrap as text: --customConfigFile as is, otherwise JSON from the
  * template (--templateFile or the default) rendered with our variables.
  */
 export async function renderBootstrap(config: ProxyConfig, context: BootstrapContext): Promise<string> {
-  if (config.customConfigFile) return readTemplateFile(config.customConfigFile);
+  if (config.customConfigFile) return readCustomBootstrap(config.customConfigFile);
   const path = config.templateFile || defaultTemplatePath;
   const text = await readTemplateFile(path);
   try {
@@ -21,6 +21,12 @@ export async function renderBootstrap(config: ProxyConfig, context: BootstrapCon
     if (error instanceof TemplateError) throw new AgentError('BAD_TEMPLATE', `${path}: ${error.message}`, { cause: error });
     throw error;
   }
+}
+
+/** Used as is, in Envoy's text formats: JSON, YAML (by extension) or text proto. */
+async function readCustomBootstrap(path: string): Promise<string> {
+  if (/\.pb$/i.test(path)) throw badFlag('--customConfigFile', `${path}: binary proto bootstraps are not supported; use JSON, YAML (.yaml/.yml) or text proto (.pb_text)`);
+  return readTemplateFile(path);
 }
 
 async function readTemplateFile(path: string): Promise<string> {

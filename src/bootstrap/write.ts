@@ -1,28 +1,71 @@
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, extname, join } from 'node:path';
 import { badFlag } from '../shared/errors.ts';
 
+/**
+ * Envoy picks the bootstrap's format by its extension: `.yaml`/`.yml` (any
+ * case) is YAML, `.pb_text` text proto, anything else JSON. A custom
+ * bootstrap's copies keep its extension, so a YAML one stays YAML.
+ */
+export function bootstrapExtension(customConfigFile?: string): string {
+  const extension = customConfigFile ? extname(customConfigFile) : '';
+  return /^\.(ya?ml|pb_text)$/i.test(extension) ? extension : '.json';
+}
+
 /** Path of the bootstrap an epoch runs with. */
-export function bootstrapPath(configPath: string, epoch: number): string {
-  return join(configPath, `envoy-rev${epoch}.json`);
+export function bootstrapPath(configPath: string, epoch: number, extension = '.json'): string {
+  return join(configPath, `envoy-rev${epoch}${extension}`);
+}
+
+export interface ConfigDir {
+  /** Permission bits of an existing directory that others may enter, for a warning. */
+  widerThanNeeded?: number;
 }
 
 /**
- * Makes the config dir private (0700): it holds bootstraps with node
- * metadata and, later, the XDS socket.
+ * Creates the config dir 0700 when it is absent: it holds bootstraps with
+ * node metadata and the XDS socket. An existing one keeps its mode
+ * (`--configPath /tmp` must not turn /tmp private); the caller warns when
+ * others may enter it.
  */
-export async function prepareConfigDir(configPath: string): Promise<void> {
+export async function prepareConfigDir(configPath: string): Promise<ConfigDir> {
   try {
-    await mkdir(configPath, { recursive: true, mode: 0o700 });
-    await chmod(configPath, 0o700);
+    const info = await stat(configPath).catch(absentAsUndefined);
+    if (!info) return (await makeDirs(configPath), {});
+    if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    const mode = info.mode & 0o7777;
+    return mode & 0o077 ? { widerThanNeeded: mode } : {};
   } catch (error) {
     throw badFlag('--configPath', `${configPath} is not a writable directory (${(error as NodeJS.ErrnoException).code})`, error);
   }
 }
 
+function absentAsUndefined(error: NodeJS.ErrnoException): undefined {
+  if (error.code === 'ENOENT') return undefined;
+  throw error;
+}
+
+/**
+ * `mkdir -p` with 0700, one level at a time: Node's recursive mkdir spins
+ * forever on paths like /proc/sys/x, where mkdir says ENOENT under a
+ * directory that exists.
+ */
+async function makeDirs(path: string): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o700 });
+  } catch (error) {
+    const parent = dirname(path);
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || parent === path) throw error;
+    const parentInfo = await stat(parent).catch(absentAsUndefined);
+    if (parentInfo) throw error;
+    await makeDirs(parent);
+    await mkdir(path, { mode: 0o700 });
+  }
+}
+
 /** Writes an epoch's bootstrap (mode 0600) and returns its path. */
-export async function writeBootstrap(configPath: string, epoch: number, text: string): Promise<string> {
-  const path = bootstrapPath(configPath, epoch);
+export async function writeBootstrap(configPath: string, epoch: number, text: string, extension?: string): Promise<string> {
+  const path = bootstrapPath(configPath, epoch, extension);
   try {
     await writeFile(path, text, { mode: 0o600 });
   } catch (error) {
@@ -32,6 +75,6 @@ export async function writeBootstrap(configPath: string, epoch: number, text: st
 }
 
 /** Removes an epoch's bootstrap once that epoch has exited. */
-export async function removeBootstrap(configPath: string, epoch: number): Promise<void> {
-  await rm(bootstrapPath(configPath, epoch), { force: true });
+export async function removeBootstrap(configPath: string, epoch: number, extension?: string): Promise<void> {
+  await rm(bootstrapPath(configPath, epoch, extension), { force: true });
 }

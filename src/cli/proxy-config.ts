@@ -8,6 +8,7 @@ import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
 import type { ProxyType, Registry } from '../role/role.ts';
 import { loadMaterial, type UpstreamOptions } from '../xds/upstream.ts';
+import { checkFlagCombinations } from './flag-checks.ts';
 
 /** Commander's view of the proxy flags (names as typed on the command line). */
 export interface ProxyFlagValues {
@@ -58,6 +59,12 @@ export interface ProxyFlagValues {
 /** Checks what can be checked without side effects and types the flags. */
 export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): ProxyConfig {
   if (flags.proxyAdminPort === 0) throw badFlag('--proxyAdminPort', 'must not be 0: the agent needs to know where admin listens');
+  const config = typeFlags(proxyType, flags);
+  checkFlagCombinations(config);
+  return config;
+}
+
+function typeFlags(proxyType: ProxyType, flags: ProxyFlagValues): ProxyConfig {
   return {
     proxyType,
     registry: flags.serviceregistry,

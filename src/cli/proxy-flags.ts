@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { parseDuration } from '../shared/duration.ts';
+import { envoyComponents } from '../envoy/components.ts';
+import { durationRangeError, parseDuration, type DurationRange } from '../shared/duration.ts';
 
 /**
  * The flags of `pilot-agent proxy`, as one table: commander options, env
@@ -18,11 +19,19 @@ export interface FlagSpec {
   hidden?: boolean;
 }
 
-const duration = (text: string) => {
-  const ms = parseDuration(text);
-  if (ms === undefined || ms < 0) throw new Error(`not a Go duration (e.g. 45s, 1m0s, 500ms)`);
+/** A Go duration within range: past 2^31-1 ms a Node timer fires after 1 ms. */
+const durationIn = (range: DurationRange) => (text: string) => inRange(parseDuration(text), range);
+const duration = durationIn({});
+
+/** TERMINATION_DRAIN_DURATION_SECONDS is whole seconds; the flag also takes a duration. */
+const secondsOrDuration = (text: string) => inRange(/^\d+$/.test(text) ? Number(text) * 1000 : parseDuration(text), {});
+
+function inRange(ms: number | undefined, range: DurationRange): number {
+  if (ms === undefined) throw new Error('not a Go duration (e.g. 45s, 1m0s, 500ms)');
+  const error = durationRangeError(ms, range);
+  if (error) throw new Error(error);
   return ms;
-};
+}
 
 const port = (text: string) => {
   const value = Number(text);
@@ -33,6 +42,33 @@ const port = (text: string) => {
 const count = (text: string) => {
   if (!/^\d+$/.test(text)) throw new Error('not a non-negative integer');
   return Number(text);
+};
+
+/**
+ * Envoy starts one worker thread per unit, each with its own listeners,
+ * connection pools and thread-local stats: more workers than cores only
+ * cost memory and start time (100000 failed at run time, after minutes of
+ * retries). 512 is above the core count of the largest common nodes.
+ */
+export const maxConcurrency = 512;
+
+const concurrency = (text: string) => {
+  const value = count(text);
+  if (value > maxConcurrency) throw new Error(`more than ${maxConcurrency} worker threads (0: one per core)`);
+  return value;
+};
+
+const envoyLevels = ['trace', 'debug', 'info', 'warning', 'warn', 'error', 'critical', 'off'] as const;
+
+/** `component:level,…`, checked against the loggers of Envoy 1.40 (src/envoy/components.ts). */
+const componentLevels = (text: string) => {
+  for (const pair of text.split(',').filter((part) => part.trim() !== '')) {
+    const [component = '', level = '', extra] = pair.trim().split(':');
+    if (extra !== undefined || !level) throw new Error(`"${pair}" is not component:level`);
+    if (!envoyComponents.has(component)) throw new Error(`"${component}" is not an Envoy log component (e.g. upstream, http, config)`);
+    if (!(envoyLevels as readonly string[]).includes(level)) throw new Error(`"${level}" is not an Envoy log level (${envoyLevels.join(', ')})`);
+  }
+  return text;
 };
 
 const bool = (text: string) => {
@@ -48,11 +84,11 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'ip', value: '<address>', default: '', description: 'Proxy IP address; derived from the registry when empty' },
   { flag: 'id', value: '<id>', default: '', description: 'Proxy unique ID; derived from the registry when empty' },
   { flag: 'domain', value: '<domain>', default: '', description: 'DNS domain suffix; derived from the registry when empty' },
-  { flag: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket' },
+  { flag: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode (a warning when others may enter it)' },
   { flag: 'binaryPath', value: '<file>', default: '/usr/local/bin/envoy', env: 'ENVOY_BIN', description: 'Path to the Envoy binary' },
   { flag: 'serviceCluster', value: '<name>', default: 'istio-proxy', description: 'Service cluster (node.cluster)' },
   { flag: 'drainDuration', value: '<duration>', default: '45s', parse: duration, description: 'Envoy --drain-time-s: how long listeners drain on hot restart and shutdown' },
-  { flag: 'parentShutdownDuration', value: '<duration>', default: '1m0s', parse: duration, description: 'Envoy --parent-shutdown-time-s: when the parent epoch exits after a hot restart' },
+  { flag: 'parentShutdownDuration', value: '<duration>', default: '1m0s', parse: duration, description: 'Envoy --parent-shutdown-time-s: when the parent epoch exits after a hot restart; not shorter than --drainDuration' },
   { flag: 'discoveryAddress', value: '<host:port>', default: 'istio-pilot:15010', description: 'Address of the discovery server' },
   { flag: 'deltaXds', value: '[bool]', default: false, env: 'ISTIO_DELTA_XDS', parse: bool, description: 'Use Delta xDS (DELTA_GRPC) instead of State of the World' },
   { flag: 'zipkinAddress', value: '<host:port>', default: '', description: 'Zipkin collector; adds a zipkin cluster and tracing when set' },
@@ -60,11 +96,11 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'statsdUdpAddress', value: '<host:port>', default: '', description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
   { flag: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
   { flag: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
-  { flag: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering' },
+  { flag: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep)' },
   { flag: 'templateFile', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
-  { flag: 'concurrency', value: '<n>', default: '0', parse: count, description: 'Envoy worker threads (0: Envoy decides)' },
-  { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: ['trace', 'debug', 'info', 'warning', 'warn', 'error', 'critical', 'off'], description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },
-  { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace' },
+  { flag: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: Envoy decides)` },
+  { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: envoyLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },
+  { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
   { flag: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },
   { flag: 'applicationPorts', value: '<ports>', default: '', parse: portList, description: 'Comma-separated application ports whose inbound listeners readiness may require' },
@@ -72,15 +108,15 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'certDir', value: '<dir>', default: '/etc/certs', env: 'CERT_DIR', description: 'Directory of cert-chain.pem, key.pem and root-cert.pem, watched for rotation' },
   { flag: 'ingressCertDir', value: '<dir>', default: '/etc/istio/ingress-certs', env: 'INGRESS_CERT_DIR', description: 'Directory of tls.crt and tls.key, also watched for `proxy ingress`' },
   { flag: 'certDebounce', value: '<duration>', default: '200ms', parse: duration, description: 'Quiet time after the last certificate file event before the files are read and Envoy hot-restarted' },
-  { flag: 'certResync', value: '<duration>', default: '10s', parse: duration, description: 'Re-read the certificate files this often even without a file event, in case one was missed (0s: never)' },
+  { flag: 'certResync', value: '<duration>', default: '10s', parse: durationIn({ minMs: 1000, zeroMeansOff: true }), description: 'Re-read the certificate files this often even without a file event, in case one was missed; at least 1s (0s: never)' },
   { flag: 'sdsSocket', value: '<path>', default: '/var/run/secrets/workload-spiffe-uds/socket', description: 'Unix socket of the SDS server Envoy reads certificates from (bootstrap cluster sds-grpc); when another process (SPIRE) already serves it, the agent serves nothing there' },
   { flag: 'certRotation', value: '<mode>', default: 'auto', choices: ['auto', 'sds', 'restart'], description: 'How changed certificate files reach Envoy: auto (over SDS when a stream holds them, else hot restart), sds (never restart), restart (always hot-restart)' },
   { flag: 'statsInclusionPrefixes', value: '<list>', default: '', description: 'Comma-separated Envoy stat prefixes to keep beyond Istio\'s defaults (as the sidecar.istio.io/statsInclusionPrefixes annotation, which it overrides)' },
   { flag: 'statsInclusionSuffixes', value: '<list>', default: '', description: 'Comma-separated Envoy stat suffixes to keep beyond Istio\'s defaults (as sidecar.istio.io/statsInclusionSuffixes)' },
   { flag: 'statsInclusionRegexps', value: '<list>', default: '', description: 'Comma-separated RE2 regexes of Envoy stats to keep beyond Istio\'s defaults (as sidecar.istio.io/statsInclusionRegexps)' },
-  { flag: 'retryInitialDelay', value: '<duration>', default: '200ms', parse: duration, description: 'First delay before restarting Envoy after it failed; doubles with every retry' },
+  { flag: 'retryInitialDelay', value: '<duration>', default: '200ms', parse: durationIn({ minMs: 10 }), description: 'First delay before restarting Envoy after it failed; doubles with every retry; at least 10ms' },
   { flag: 'retryBudget', value: '<n>', default: '10', parse: count, description: 'Restarts tried after failures before the agent exits 1; refilled by a new config or after 1m LIVE' },
-  { flag: 'terminationDrainDuration', value: '<duration>', env: 'TERMINATION_DRAIN_DURATION_SECONDS', parse: (text: string) => (/^\d+$/.test(text) ? Number(text) * 1000 : duration(text)), description: 'How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); --drainDuration when unset' },
+  { flag: 'terminationDrainDuration', value: '<duration>', env: 'TERMINATION_DRAIN_DURATION_SECONDS', parse: secondsOrDuration, description: 'How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); --drainDuration when unset' },
   { flag: 'exitOnZeroActiveConnections', value: '[bool]', default: false, env: 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', parse: bool, description: 'On termination, stop as soon as no downstream connection is left (after --minimumDrainDuration) instead of draining the whole time' },
   { flag: 'minimumDrainDuration', value: '<duration>', default: '5s', env: 'MINIMUM_DRAIN_DURATION', parse: duration, description: 'With --exitOnZeroActiveConnections: drain at least this long before checking connections' },
   { flag: 'xdsServerName', value: '<name>', default: '', description: 'TLS server name expected of the discovery server with MUTUAL_TLS; the host of --discoveryAddress when empty' },

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
-import { prepareConfigDir, writeBootstrap } from '../bootstrap/write.ts';
+import { bootstrapExtension, prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
 import { envoyVersion } from '../envoy/version.ts';
@@ -48,13 +48,14 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   const bootstrap = await prepareBootstrap(config, options.context);
+  warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(config);
-  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text)), envoyVersion(config.binaryPath)]);
+  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile))), envoyVersion(config.binaryPath)]);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, logger);
 }
@@ -77,9 +78,18 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   });
   const nodeId = serviceNode(role);
   const metadata = await nodeMetadata(config, role, context.env);
-  await prepareConfigDir(config.configPath);
+  const configDir = await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, text };
+  return { nodeId, text, configDir };
+}
+
+/** An existing --configPath keeps its mode; others entering it is worth a warning, not a chmod. */
+function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS.WritableStream): void {
+  if (dir.widerThanNeeded === undefined) return;
+  const mode = dir.widerThanNeeded.toString(8).padStart(4, '0');
+  const advice = 'bootstraps (0600) and the XDS socket (0600) stay private, but a 0700 directory is safer';
+  if ('warn' in to) to.warn({ configPath: path, mode, advice }, 'config directory is open to other users; mode left as is');
+  else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {

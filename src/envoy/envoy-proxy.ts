@@ -2,7 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
-import { removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
+import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
@@ -48,7 +48,7 @@ export class EnvoyProxy implements Proxy {
 
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config, logger } = this.#options;
-    const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap);
+    const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap, bootstrapExtension(config.customConfigFile));
     const args = buildEnvoyArgs({
       bootstrapPath,
       epoch,
@@ -128,7 +128,7 @@ export class EnvoyProxy implements Proxy {
   }
 
   cleanup(epoch: number): Promise<void> {
-    return removeBootstrap(this.#options.config.configPath, epoch);
+    return removeBootstrap(this.#options.config.configPath, epoch, bootstrapExtension(this.#options.config.customConfigFile));
   }
 }
 

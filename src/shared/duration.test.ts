@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseDuration } from './duration.ts';
+import { durationRangeError, formatDuration, maxTimerMs, parseDuration, type DurationRange } from './duration.ts';
 
 test('parseDuration reads Go durations', () => {
   const cases: [string, number | undefined][] = [
@@ -21,4 +21,24 @@ test('parseDuration reads Go durations', () => {
     ['1d', undefined],
   ];
   for (const [text, expected] of cases) assert.equal(parseDuration(text), expected, text);
+});
+
+test('durationRangeError bounds durations by what a Node timer holds and by a floor', () => {
+  const cases: [number, DurationRange, string | undefined][] = [
+    [maxTimerMs, {}, undefined],
+    [maxTimerMs + 1, {}, 'must be at most 596h31m23.647s (2^31-1 ms, the longest timer)'],
+    [-1, {}, 'must not be negative'],
+    [0, { minMs: 1000, zeroMeansOff: true }, undefined],
+    [1e-6, { minMs: 1000, zeroMeansOff: true }, 'must be at least 1s (or 0s: off)'],
+    [0, { minMs: 10 }, 'must be at least 10ms'],
+    [10, { minMs: 10 }, undefined],
+  ];
+  for (const [ms, range, expected] of cases) assert.equal(durationRangeError(ms, range), expected, `${ms} ${JSON.stringify(range)}`);
+});
+
+test('formatDuration writes Go-style durations', () => {
+  assert.equal(formatDuration(10), '10ms');
+  assert.equal(formatDuration(1000), '1s');
+  assert.equal(formatDuration(90_000), '1m30s');
+  assert.equal(formatDuration(3_600_000), '1h0m0s');
 });

@@ -29,6 +29,39 @@ export function parseDuration(text: string): number | undefined {
   return sign * total;
 }
 
+/**
+ * The longest delay Node's timers keep: a longer one fires after 1 ms, so
+ * `--certResync 1000h` would spin. About 24.8 days.
+ */
+export const maxTimerMs = 2 ** 31 - 1;
+
+export interface DurationRange {
+  /** Shortest accepted value, in ms; periodic work needs a floor. */
+  minMs?: number;
+  /** 0 is accepted below minMs when it means "off". */
+  zeroMeansOff?: boolean;
+}
+
+/** Why `ms` is out of range, or undefined when it is in. */
+export function durationRangeError(ms: number, range: DurationRange = {}): string | undefined {
+  if (ms < 0) return 'must not be negative';
+  if (ms > maxTimerMs) return `must be at most ${formatDuration(maxTimerMs)} (2^31-1 ms, the longest timer)`;
+  if (ms === 0 && range.zeroMeansOff) return undefined;
+  if (range.minMs !== undefined && ms < range.minMs) {
+    return `must be at least ${formatDuration(range.minMs)}${range.zeroMeansOff ? ' (or 0s: off)' : ''}`;
+  }
+  return undefined;
+}
+
+/** Milliseconds as a Go-style duration, for messages (`10ms`, `1s`, `596h31m23.647s`). */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const hours = Math.floor(ms / 3_600_000);
+  const minutes = Math.floor((ms % 3_600_000) / 60_000);
+  const seconds = (ms % 60_000) / 1000;
+  return `${hours ? `${hours}h` : ''}${hours || minutes ? `${minutes}m` : ''}${seconds}s`;
+}
+
 /** Formats milliseconds as whole seconds, the unit of Envoy's drain flags. */
 export function toWholeSeconds(ms: number): number {
   return Math.max(0, Math.round(ms / 1000));

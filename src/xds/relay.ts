@@ -1,4 +1,4 @@
-import { chmod, rm } from 'node:fs/promises';
+import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../shared/clock.ts';
@@ -34,6 +34,13 @@ const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [pat
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
 const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib };
+/**
+ * Streams one Envoy connection may hold open at once. Envoy runs one ADS
+ * stream (two briefly while it replaces one); every stream dials the
+ * discovery server, so an unbounded count would let one client open
+ * upstream streams without limit.
+ */
+export const maxStreamsPerConnection = 16;
 /** How long a stopping relay waits for Envoy's connections to take their last frames. */
 const closeGraceMs = 1_000;
 
@@ -65,9 +72,9 @@ export class XdsRelay {
   /** Listens on the socket (owner-only); rejects when it cannot. */
   async start(): Promise<void> {
     const { socketPath, logger } = this.#options;
-    await rm(socketPath, { force: true });
+    await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
-    const server = createServer({ maxSessionMemory: 512 });
+    const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
     server.on('session', (session) => this.#track(session));
     server.on('stream', (stream, headers) => this.#route(stream, headers));
     server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
@@ -148,4 +155,12 @@ export class XdsRelay {
       ...this.#stats.snapshot(),
     };
   }
+}
+
+/** A socket left by an earlier run is removed; anything else at that path is the operator's, and bad input. */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  const info = await lstat(socketPath).catch(() => undefined);
+  if (!info) return;
+  if (!info.isSocket()) throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
+  await rm(socketPath, { force: true });
 }

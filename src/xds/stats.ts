@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../shared/clock.ts';
+import { typeKey } from './type-urls.ts';
 import type { RequestFields, ResponseFields, XdsMode } from './wire.ts';
 
 /** Why a relayed stream ended; one label value of the terminations counter. */
@@ -38,11 +39,14 @@ export interface RelayDebug {
   terminations: Partial<Record<TerminationReason, number>>;
 }
 
-const shortType = (typeUrl: string) => typeUrl.slice(typeUrl.lastIndexOf('/') + 1) || 'unknown';
+/** The metric label of a type key: the message name of a known type URL, or `other`. */
+const shortType = (key: string) => key.slice(key.lastIndexOf('/') + 1);
 
 /**
  * The relay's counters, twice: prom-client metrics in the registry the
- * status server exposes, and a per-type view for `debug()`.
+ * status server exposes, and a per-type view for `debug()`. Both are keyed
+ * by known type URLs only (others count as `other`), so what Envoy's side
+ * sends cannot grow either without bound.
  */
 export class XdsStats {
   readonly #clock: Clock;
@@ -81,8 +85,9 @@ export class XdsStats {
 
   /** A request from Envoy; `acked` is the response it answers, if any. */
   request(fields: RequestFields, bytes: number, acked: { version: string; nonce: string } | undefined): void {
-    const type = shortType(fields.typeUrl);
-    const entry = this.#type(fields.typeUrl);
+    const key = typeKey(fields.typeUrl);
+    const type = shortType(key);
+    const entry = this.#type(key);
     entry.requests++;
     entry.requestBytes += bytes;
     entry.names = fields.names;
@@ -100,8 +105,9 @@ export class XdsStats {
 
   /** A response from the discovery server, relayed to Envoy. */
   response(fields: ResponseFields, bytes: number): void {
-    const type = shortType(fields.typeUrl);
-    const entry = this.#type(fields.typeUrl);
+    const key = typeKey(fields.typeUrl);
+    const type = shortType(key);
+    const entry = this.#type(key);
     Object.assign(entry, { version: fields.version, nonce: fields.nonce, lastPushAt: this.#now() });
     entry.responses++;
     entry.responseBytes += bytes;

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
+import { envoyComponents } from '../../src/envoy/components.ts';
+import { listEnvoyLoggers } from '../support/envoy-loggers.ts';
+import { assertGone, startAgent } from '../support/agent.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 
 /** Runs `pilot-agent proxy …` to completion; bad input must end it on its own. */
@@ -21,6 +24,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     await writeFile(join(dir, 'unknown-var.json'), '{"node":{"id":"{{ node_id }}","cluster":"{{ no_such_variable }}"}}');
     await writeFile(join(dir, 'rejected.json'), JSON.stringify({ static_resources: { clusters: [{ name: 'c', type: 'NOT_A_TYPE' }] } }));
     await writeFile(join(dir, 'a-file'), '');
+    await mkdir(join(dir, 'xds-taken', 'XDS'), { recursive: true });
     await chmod(join(dir, 'not-executable'), 0o644);
     ok = ['--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1'];
   });
@@ -40,7 +44,18 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'unreadable template', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'missing.json')], line: /^pilot-agent: .*missing\.json: cannot read bootstrap template \(ENOENT\)$/ },
     { name: 'template variable with no value', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'unknown-var.json')], line: /^pilot-agent: .*unknown-var\.json: variable "no_such_variable" at \$\.node\.cluster has no value$/ },
     { name: 'unwritable configPath', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'a-file', 'sub')], line: /^pilot-agent: --configPath: .*a-file\/sub is not a writable directory \(ENOTDIR\)$/ },
+    { name: 'configPath under /proc/sys (mkdir -p spun there)', args: () => ['sidecar', ...ok, '--configPath', '/proc/sys/x'], line: /^pilot-agent: --configPath: \/proc\/sys\/x is not a writable directory \(ENOENT\)$/ },
+    { name: 'a directory where the XDS socket goes', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'xds-taken')], line: /^pilot-agent: --configPath: .*xds-taken\/XDS exists and is not a socket \(a directory\); remove it$/ },
+    { name: 'a binary proto custom bootstrap', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'custom.pb')], line: /^pilot-agent: --customConfigFile: .*custom\.pb: binary proto bootstraps are not supported/ },
     { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/ },
+    { name: 'status port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--statusPort', '15000'], line: /^pilot-agent: --statusPort: 15000 is also --proxyAdminPort/ },
+    { name: 'Prometheus port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--prometheusPort', '15000'], line: /^pilot-agent: --prometheusPort: 15000 is also --proxyAdminPort/ },
+    { name: 'unknown Envoy log component', args: () => ['sidecar', ...ok, '--proxyComponentLogLevel', 'nosuch:verbose'], line: /--proxyComponentLogLevel.*'nosuch:verbose'.*"nosuch" is not an Envoy log component/ },
+    { name: 'absurd concurrency', args: () => ['sidecar', ...ok, '--concurrency', '100000'], line: /--concurrency.*'100000'.*more than 512 worker threads/ },
+    { name: 'cert resync past the longest timer', args: () => ['sidecar', ...ok, '--certResync', '1000h'], line: /--certResync.*'1000h'.*must be at most/ },
+    { name: 'termination drain past the longest timer', args: () => ['sidecar', ...ok, '--terminationDrainDuration', '1000h'], line: /--terminationDrainDuration.*'1000h'.*must be at most/ },
+    { name: 'cert resync of a nanosecond', args: () => ['sidecar', ...ok, '--certResync', '1ns'], line: /--certResync.*'1ns'.*must be at least 1s/ },
+    { name: 'parent shutdown before the drain ends', args: () => ['sidecar', ...ok, '--drainDuration', '10m', '--parentShutdownDuration', '1s'], line: /^pilot-agent: --parentShutdownDuration: 1s is shorter than --drainDuration \(600s\)/ },
     { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '10.0.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
     { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
   ];
@@ -56,6 +71,11 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     });
   }
 
+  it('the Envoy log components the agent accepts are those of the Envoy binary', async () => {
+    // Fails when .tools/bin/envoy is upgraded: regenerate with scripts/envoy-components.ts.
+    assert.deepEqual([...envoyComponents].sort(), await listEnvoyLoggers(envoyBin));
+  });
+
   it('version and help end with 0', async () => {
     const version = await execa(nodeBin, [agentBin, 'version'], { reject: false });
     assert.equal(version.exitCode, 0);
@@ -63,5 +83,48 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     const help = await execa(nodeBin, [agentBin, 'proxy', '--help'], { reject: false });
     assert.equal(help.exitCode, 0);
     assert.match(help.stdout, /--discoveryAddress <host:port>/);
+  });
+});
+
+describe('--configPath keeps the mode of a directory that exists', () => {
+  let dir: string;
+  before(async () => (dir = await mkdtemp(join(tmpdir(), 'pilot-agent-config-path-'))));
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  const printBootstrap = (configPath: string) => runAgent(['sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', configPath, '--print-bootstrap']);
+  const modeOf = async (path: string) => (await stat(path)).mode & 0o7777;
+
+  it('an existing world-writable sticky directory (like /tmp) stays 1777, with a warning', async () => {
+    const shared = join(dir, 'shared');
+    await mkdir(shared);
+    await chmod(shared, 0o1777);
+    const result = await printBootstrap(shared);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(await modeOf(shared), 0o1777);
+    assert.match(result.stderr, /^pilot-agent: warning: --configPath .*shared has mode 1777, open to other users; left as is/);
+  });
+
+  it('a normal start leaves an existing 0755 directory as it is, and warns in the log', async () => {
+    const open = join(dir, 'open');
+    await mkdir(open);
+    await chmod(open, 0o755);
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:1', args: ['--configPath', open] });
+    try {
+      await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'envoy started');
+      assert.equal(await modeOf(open), 0o755);
+      assert.ok(agent.log.find((entry) => entry.msg === 'config directory is open to other users; mode left as is' && entry['mode'] === '0755'));
+    } finally {
+      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
+  });
+
+  it('a missing directory is created 0700, parents too', async () => {
+    const fresh = join(dir, 'a', 'b');
+    const result = await printBootstrap(fresh);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(await modeOf(fresh), 0o700);
+    assert.equal(await modeOf(join(dir, 'a')), 0o700);
+    assert.equal(result.stderr, '');
   });
 });

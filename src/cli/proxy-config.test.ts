@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Command } from 'commander';
+import { toProxyConfig, type ProxyFlagValues } from './proxy-config.ts';
+import { proxyFlags, toOption } from './proxy-flags.ts';
+
+/** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
+function parse(args: string[]): ReturnType<typeof toProxyConfig> | string {
+  const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
+  for (const spec of proxyFlags) command.addOption(toOption(spec));
+  try {
+    command.parse(args, { from: 'user' });
+    return toProxyConfig('sidecar', command.opts<ProxyFlagValues>());
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+const rejected: [args: string[], message: RegExp][] = [
+  [['--statusPort', '15000'], /^--statusPort: 15000 is also --proxyAdminPort/],
+  [['--prometheusPort', '15000'], /^--prometheusPort: 15000 is also --proxyAdminPort/],
+  [['--readinessPort', '15020'], /^--readinessPort: 15020 is also --statusPort/],
+  [['--prometheusPort', '15021'], /^--prometheusPort: 15021 is also --readinessPort/],
+  [['--applicationPorts', '8080,15090'], /^--applicationPorts: 15090 is also --prometheusPort/],
+  [['--applicationPorts', '8080,8080'], /^--applicationPorts: 8080 is listed twice/],
+  [['--proxyComponentLogLevel', 'nosuch:verbose'], /--proxyComponentLogLevel.*"nosuch" is not an Envoy log component/],
+  [['--proxyComponentLogLevel', 'upstream:verbose'], /--proxyComponentLogLevel.*"verbose" is not an Envoy log level/],
+  [['--proxyComponentLogLevel', 'upstream'], /--proxyComponentLogLevel.*"upstream" is not component:level/],
+  [['--concurrency', '100000'], /--concurrency.*'100000'.*more than 512 worker threads/],
+  [['--certResync', '1000h'], /--certResync.*'1000h'.*must be at most 596h31m23.647s/],
+  [['--terminationDrainDuration', '1000h'], /--terminationDrainDuration.*must be at most/],
+  [['--terminationDrainDuration', '3000000'], /--terminationDrainDuration.*'3000000'.*must be at most/],
+  [['--drainDuration', '1000h'], /--drainDuration.*must be at most/],
+  [['--certResync', '1ns'], /--certResync.*'1ns'.*must be at least 1s \(or 0s: off\)/],
+  [['--certResync', '999ms'], /--certResync.*must be at least 1s/],
+  [['--retryInitialDelay', '1ms'], /--retryInitialDelay.*must be at least 10ms/],
+  [['--drainDuration', '10m', '--parentShutdownDuration', '1s'], /^--parentShutdownDuration: 1s is shorter than --drainDuration \(600s\)/],
+];
+
+test('flags that cannot work are rejected with the flag named', () => {
+  for (const [args, message] of rejected) {
+    const result = parse(args);
+    assert.equal(typeof result, 'string', `${args.join(' ')} was accepted`);
+    assert.match(result as string, message, args.join(' '));
+  }
+});
+
+const accepted: string[][] = [
+  [],
+  ['--statusPort', '0', '--readinessPort', '0', '--prometheusPort', '0'],
+  ['--proxyComponentLogLevel', 'upstream:debug,connection:trace,config:warn'],
+  ['--concurrency', '512'],
+  ['--certResync', '0s'],
+  ['--certResync', '1s'],
+  ['--retryInitialDelay', '20ms'],
+  ['--terminationDrainDuration', '596h'],
+  ['--drainDuration', '1s', '--parentShutdownDuration', '1s'],
+];
+
+test('flags within range are accepted', () => {
+  for (const args of accepted) assert.equal(typeof parse(args), 'object', `${args.join(' ')}: ${String(parse(args))}`);
+});

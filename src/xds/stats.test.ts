@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Registry } from 'prom-client';
+import { FakeClock } from '../shared/clock.ts';
+import { XdsStats } from './stats.ts';
+import type { RequestFields } from './wire.ts';
+
+const request = (typeUrl: string): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined });
+const cluster = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+
+test('type URLs Envoy\'s side makes up are counted as one "other" type', async () => {
+  const registry = new Registry();
+  const stats = new XdsStats(registry, new FakeClock());
+  for (let i = 0; i < 5000; i++) stats.request(request(`type.googleapis.com/bogus.Type${i}`), 10, undefined);
+  stats.request(request(cluster), 10, undefined);
+  stats.request(request(''), 10, undefined);
+  stats.response({ typeUrl: 'type.googleapis.com/bogus.Pushed', version: '1', nonce: 'n', resources: 1, removed: 0 }, 10);
+  const requests = (await registry.getSingleMetric('pilot_agent_xds_proxy_requests_total')!.get()).values;
+  assert.deepEqual(requests.map((value) => [value.labels['type'], value.value]).sort(), [['envoy.config.cluster.v3.Cluster', 1], ['other', 5001]]);
+  const bytes = (await registry.getSingleMetric('pilot_agent_xds_proxy_bytes_total')!.get()).values;
+  assert.equal(bytes.length, 3, 'Cluster and other requests, other responses');
+  assert.deepEqual(Object.keys(stats.snapshot().types).sort(), ['other', cluster]);
+});

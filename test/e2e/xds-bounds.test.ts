@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { connect as connectHttp2 } from 'node:http2';
+import { connect as connectSocket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { frame } from '../../src/xds/grpc-frame.ts';
+import { adsMethods, maxStreamsPerConnection } from '../../src/xds/relay.ts';
+import { sotwRequest } from '../support/ads-client.ts';
+import { plaintextUpstream, startRelay } from '../support/relay.ts';
+import { startScriptedUpstream } from '../support/scripted-upstream.ts';
+
+describe('the XDS socket bounds what one client can make the relay hold', () => {
+  let dir: string;
+  let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
+  let upstreamStreams = 0;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'xds-bounds-'));
+    // Answers headers and then holds every stream open, as a quiet discovery server does.
+    upstream = await startScriptedUpstream((stream) => (upstreamStreams++, stream.respond({ ':status': 200, 'content-type': 'application/grpc' })));
+  });
+
+  after(async () => {
+    await upstream.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`holds at most ${maxStreamsPerConnection} streams open per connection`, async () => {
+    const { relay, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
+    const session = connectHttp2('http://localhost', { createConnection: () => connectSocket(socketPath) });
+    session.on('error', () => undefined);
+    try {
+      await new Promise((resolve) => session.once('remoteSettings', resolve));
+      assert.equal(session.remoteSettings.maxConcurrentStreams, maxStreamsPerConnection);
+      for (let i = 0; i < maxStreamsPerConnection + 8; i++) {
+        const stream = session.request({ ':method': 'POST', ':path': adsMethods.sotw, 'content-type': 'application/grpc', te: 'trailers' });
+        stream.on('error', () => undefined);
+        stream.write(frame(sotwRequest({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', nodeId: `n${i}` })));
+      }
+      await waitUntil(() => upstreamStreams >= maxStreamsPerConnection);
+      // Every request has had time to be written: one more round trip on the session.
+      await new Promise((resolve) => session.ping(resolve));
+      assert.equal(relay.debug().streams.length, maxStreamsPerConnection, JSON.stringify(relay.debug().terminations));
+      assert.equal(upstreamStreams, maxStreamsPerConnection);
+    } finally {
+      session.destroy();
+      await relay.stop();
+    }
+  });
+
+  it('labels metrics with known xDS types only; made-up ones count as "other"', async () => {
+    const { relay, registry, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
+    const session = connectHttp2('http://localhost', { createConnection: () => connectSocket(socketPath) });
+    session.on('error', () => undefined);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': adsMethods.sotw, 'content-type': 'application/grpc', te: 'trailers' });
+      stream.on('error', () => undefined);
+      for (let i = 0; i < 500; i++) stream.write(frame(sotwRequest({ typeUrl: `type.googleapis.com/bogus.Type${i}`, nodeId: 'n' })));
+      stream.write(frame(sotwRequest({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster' })));
+      await waitUntil(() => (relay.debug().types['other']?.requests ?? 0) === 500 && relay.debug().types['type.googleapis.com/envoy.config.cluster.v3.Cluster'] !== undefined);
+      const series = (await registry.metrics()).split('\n').filter((line) => line.startsWith('pilot_agent_xds_proxy_requests_total{'));
+      assert.deepEqual(series.sort(), ['pilot_agent_xds_proxy_requests_total{type="envoy.config.cluster.v3.Cluster"} 1', 'pilot_agent_xds_proxy_requests_total{type="other"} 500']);
+      assert.equal(Object.keys(relay.debug().types).length, 2);
+    } finally {
+      session.destroy();
+      await relay.stop();
+    }
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
