@@ -25,8 +25,8 @@ export interface StatusDeps {
   agentMetrics: () => Promise<string>;
   envoyMetrics: (signal?: AbortSignal) => Promise<CappedBody>;
   epochs: () => unknown;
-  /** The xDS relay, when it runs. */
-  xds?: { debug(): unknown };
+  /** The xDS relay, when it runs; `servingKeptSince` (ms) while it serves last-known-good config. */
+  xds?: { debug(): unknown; servingKeptSince?(): number | undefined };
   /** Stop Envoy and exit 0, skipping the drain. */
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
@@ -69,7 +69,14 @@ export async function handleStatus(deps: StatusDeps, request: StatusRequest): Pr
 
 async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const readiness = await deps.readiness.check(request.signal);
-  return readiness.ready ? text(200, 'ready\n') : text(503, `not ready: ${readiness.reason}\n`);
+  const kept = lastKnownGood(deps);
+  return readiness.ready ? text(200, `ready\n${kept}`) : text(503, `not ready: ${readiness.reason}\n${kept}`);
+}
+
+/** Ready or not, say when Envoy runs on config the agent kept rather than on the discovery server's. */
+function lastKnownGood(deps: StatusDeps): string {
+  const since = deps.xds?.servingKeptSince?.();
+  return since === undefined ? '' : `serving last-known-good config since ${new Date(since).toISOString()}: the discovery server cannot be reached\n`;
 }
 
 /** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise. */

@@ -25,7 +25,7 @@ export interface StartStatusOptions {
   agent: StatusAgent;
   epochs: EpochTracker;
   registry: Registry;
-  xds?: { debug(): unknown };
+  xds?: StatusDeps['xds'];
   clock: Clock;
   logger: Logger;
 }
