@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.ts';
+import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { prepareConfigDir, writeBootstrap } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
@@ -98,13 +99,22 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     agent.dispatch({ type: 'shutdown' });
   };
   agent.onEvent(countAgentEvents(metrics));
+  const gate = new RestartGate({
+    xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
+    readNotAfter: () => readCertNotAfter(join(config.certDir, 'cert-chain.pem')), expiryMarginMs: defaultExpiryMarginMs,
+  });
+  gate.start();
   const status = await startStatus({
     port: config.statusPort, adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
     agent, epochs, registry, xds: relay, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
-  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => agent.dispatch({ type: 'config-changed', config: hash }));
+  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => {
+    gate.certsChanged(hash);
+    agent.dispatch({ type: 'config-changed', config: hash });
+  });
   const code = await agent.exited;
+  gate.stop();
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();

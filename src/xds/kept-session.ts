@@ -19,6 +19,7 @@ export interface KeptSessionOptions {
   /** The discovery server answers again: end Envoy's stream so it reconnects through the relay. */
   handover(): void;
   backoff: { initialMs: number; maxMs: number };
+  reachable(ok: boolean): void;
 }
 
 /**
@@ -70,6 +71,7 @@ export class KeptSession {
     for (let delay = backoff.initialMs; !signal.aborted; delay = Math.min(delay * 2, backoff.maxMs)) {
       if (!(await clock.sleep(delay, signal).then(() => true, () => false))) return;
       const upstream = await this.#options.dial().catch(() => undefined);
+      this.#options.reachable(upstream !== undefined);
       if (!upstream) continue;
       upstream.close();
       if (signal.aborted) return;

@@ -35,6 +35,8 @@ export interface RelayStreamOptions {
   clock: Clock;
   /** Redialling while serving from kept config. */
   backoff: { initialMs: number; maxMs: number };
+  /** Told every dial's outcome: whether the discovery server can be reached. */
+  reachable(ok: boolean): void;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -102,8 +104,10 @@ export class RelayStream {
       if (this.#ending) return (upstream.close(), this.#done);
       this.#upstream = upstream;
       stats.upstreamOpened();
+      this.#options.reachable(true);
     } catch (error) {
       stats.upstreamFailure('DIAL');
+      this.#options.reachable(false);
       const details = `cannot reach the discovery server: ${(error as Error).message}`;
       if (this.#options.kept.has(this.mode) && !this.#ending) return this.#serveKept(details);
       this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details });

@@ -63,12 +63,17 @@ export class XdsRelay {
   #nextId = 1;
   #node: Buffer | undefined;
   readonly kept: KeptConfig;
+  /** The last dial's outcome; unknown (undefined) until the first. */
+  #reachable: boolean | undefined;
+  readonly #gateListeners = new Set<(open: boolean) => void>();
+  #gateOpen = true;
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
     this.#keepalive = options.keepalive ?? keepaliveDefaults;
     this.kept = options.kept ?? new KeptConfig();
     this.#stats = new XdsStats(options.registry, options.clock, () => this.servingKeptSince());
+    this.kept.onChange(() => this.#gateMayChange());
   }
 
   /** Listens on the socket (owner-only); rejects when it cannot. */
@@ -125,6 +130,10 @@ export class XdsRelay {
       kept: this.kept,
       clock: this.#options.clock,
       backoff: this.#options.backoff ?? defaultBackoff,
+      reachable: (ok) => {
+        this.#reachable = ok;
+        this.#gateMayChange();
+      },
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
@@ -149,6 +158,28 @@ export class XdsRelay {
       clearTimeout(grace);
     }
     await rm(this.#options.socketPath, { force: true });
+  }
+
+  /**
+   * Whether a new Envoy would get config now: the discovery server was
+   * reachable at the last dial (or not tried yet), or something is kept
+   * for every type Envoy asked for. The restart gate reads it.
+   */
+  canConfigure(): boolean {
+    return this.#reachable !== false || this.kept.covers('sotw') || this.kept.covers('delta');
+  }
+
+  /** Calls `listener` whenever canConfigure() changes. */
+  onGateChange(listener: (open: boolean) => void): () => void {
+    this.#gateListeners.add(listener);
+    return () => this.#gateListeners.delete(listener);
+  }
+
+  #gateMayChange(): void {
+    const open = this.canConfigure();
+    if (open === this.#gateOpen) return;
+    this.#gateOpen = open;
+    for (const listener of this.#gateListeners) listener(open);
   }
 
   /** Since when (ms) the oldest stream still served from kept config is; undefined when none is. */
