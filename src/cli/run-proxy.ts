@@ -19,6 +19,7 @@ import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
 import { startStatus } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
+import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream, xdsUpstream } from './proxy-config.ts';
@@ -80,7 +81,9 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
+  const xdsLogger = logger.child({ component: 'xds' });
+  const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: xdsLogger, kept });
   await relay.start();
   const metrics = registerAgentMetrics(registry, () => agent.state);
   const epochs = new EpochTracker({ clock: systemClock, metrics });
@@ -119,6 +122,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
+  await keptFile.close();
   return code;
 }
 

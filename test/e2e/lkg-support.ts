@@ -50,3 +50,27 @@ export async function envoyStarted(agent: RunningAgent, nth: number, timeoutMs =
   await agent.log.waitFor(() => agent.envoyPids().length > nth, timeoutMs, `Envoy start #${nth + 1}`);
   return agent.envoyPids()[nth]!;
 }
+
+/** An HTTPS listener whose certificate comes over ADS as an SDS Secret named `secretName`. */
+export function sdsListener(port: number, secretName: string): unknown {
+  const listener = httpListener('https_sds', port, 'local_route') as { filter_chains: Record<string, unknown>[] };
+  listener.filter_chains[0]!.transport_socket = {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+      common_tls_context: {
+        // Short: a restored agent has no Secret (never on disk); this listener must not hold Envoy's start for 15 s.
+        tls_certificate_sds_secret_configs: [{ name: secretName, sds_config: { ads: {}, resource_api_version: 'V3', initial_fetch_timeout: '1s' } }],
+      },
+    },
+  };
+  return listener;
+}
+
+export function secret(name: string, pair: { cert: string; key: string }): unknown {
+  return {
+    '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret',
+    name,
+    tls_certificate: { certificate_chain: { inline_string: pair.cert }, private_key: { inline_string: pair.key } },
+  };
+}
