@@ -12,8 +12,8 @@ const expect = { node: 'sidecar~1~a~b', now: 10 * hour, maxAgeMs: 24 * hour };
 function sample(): KeptConfig {
   const kept = new KeptConfig();
   kept.subscribe('sotw', cds, []);
-  kept.keepSotw(cds, 'v1', Buffer.concat([lenField(1, 'v1'), lenField(4, cds)]), 5);
-  kept.keepSotw(secretType, 'v1', Buffer.from('-----BEGIN PRIVATE KEY-----'), 5);
+  kept.keepSotw(cds, 'v1', [lenField(1, 'v1'), lenField(4, cds)], 5);
+  kept.keepSotw(secretType, 'v1', [Buffer.from('-----BEGIN PRIVATE KEY-----')], 5);
   kept.applyDelta(eds, { version: 'd1', resources: [{ name: 'a', version: 'd1', bytes: Buffer.from([1, 2, 3]) }], removed: [], reset: true }, 6);
   return kept;
 }
@@ -26,7 +26,7 @@ describe('kept file codec', () => {
     assert.ok(decoded.ok);
     const byType = new Map(decoded.types.map(({ mode, entry }) => [`${mode} ${entry.typeUrl}`, entry]));
     assert.deepEqual([...byType.keys()].sort(), [`delta ${eds}`, `sotw ${cds}`]);
-    assert.deepEqual(byType.get(`sotw ${cds}`)!.response, sample().get('sotw', cds)!.response);
+    assert.deepEqual(byType.get(`sotw ${cds}`)!.response, [Buffer.concat(sample().get('sotw', cds)!.response!)]);
     assert.deepEqual([...byType.get(`delta ${eds}`)!.resources!.values()][0], { name: 'a', version: 'd1', bytes: Buffer.from([1, 2, 3]) });
   });
 

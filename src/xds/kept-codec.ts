@@ -32,7 +32,7 @@ export function encodeKept(kept: KeptConfig, node: string, now: number): string 
 
 function fileType(mode: XdsMode, entry: KeptType): FileType {
   const { typeUrl, version, ackedAt, names } = entry;
-  if (entry.response) return { mode, typeUrl, version, ackedAt, names, response: entry.response.toString('base64') };
+  if (entry.response) return { mode, typeUrl, version, ackedAt, names, response: Buffer.concat(entry.response).toString('base64') };
   const resources = [...entry.resources!.values()].map((resource) => ({ name: resource.name, version: resource.version, bytes: resource.bytes.toString('base64') }));
   return { mode, typeUrl, version, ackedAt, names, resources };
 }
@@ -64,7 +64,7 @@ function decodeType(type: FileType): { mode: XdsMode; entry: KeptType } {
   const base = { typeUrl: type.typeUrl, version: type.version, ackedAt: Number(type.ackedAt), names: type.names.map(String) };
   if (type.mode === 'sotw') {
     if (typeof type.response !== 'string') throw new Error(`${type.typeUrl} has no response`);
-    return { mode: 'sotw', entry: { ...base, response: Buffer.from(type.response, 'base64') } };
+    return { mode: 'sotw', entry: { ...base, response: [Buffer.from(type.response, 'base64')] } };
   }
   if (!Array.isArray(type.resources)) throw new Error(`${type.typeUrl} has no resources`);
   const resources = new Map(type.resources.map((resource) => [String(resource.name), { name: String(resource.name), version: String(resource.version), bytes: Buffer.from(String(resource.bytes), 'base64') }]));

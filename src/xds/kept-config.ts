@@ -8,8 +8,8 @@ export interface KeptType {
   version: string;
   /** When Envoy ACKed it (ms since the epoch). */
   ackedAt: number;
-  /** SotW: the whole response message as the server sent it. */
-  response?: Buffer;
+  /** SotW: the whole response message as the server sent it, in the chunks it came in. */
+  response?: Buffer[];
   /** Delta: every resource Envoy holds, by name, after the removals. */
   resources?: Map<string, KeptResource>;
   /** The names Envoy last asked for (SotW resource_names, Delta subscribe). */
@@ -34,7 +34,7 @@ export class KeptConfig {
   readonly #asked: Record<XdsMode, Map<string, string[]>> = { sotw: new Map(), delta: new Map() };
 
   /** A SotW response Envoy ACKed replaces the type's kept one. */
-  keepSotw(typeUrl: string, version: string, response: Buffer, at: number): void {
+  keepSotw(typeUrl: string, version: string, response: Buffer[], at: number): void {
     this.#types.sotw.set(typeUrl, { typeUrl, version, ackedAt: at, response, names: this.#asked.sotw.get(typeUrl) ?? [] });
     this.#changed('sotw', typeUrl);
   }
@@ -104,7 +104,7 @@ export class KeptConfig {
     const describe = (entry: KeptType) => ({
       version: entry.version,
       ackedAt: new Date(entry.ackedAt).toISOString(),
-      bytes: entry.response?.length ?? [...(entry.resources?.values() ?? [])].reduce((sum, resource) => sum + resource.bytes.length, 0),
+      bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce((sum, bytes) => sum + bytes.length, 0),
       ...(entry.resources ? { resources: entry.resources.size } : {}),
     });
     const of = (mode: XdsMode) => Object.fromEntries(this.types(mode).map((entry) => [entry.typeUrl, describe(entry)]));

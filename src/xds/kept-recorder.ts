@@ -10,28 +10,29 @@ export interface KeptRecorderOptions {
   kept: KeptConfig;
   clock: Clock;
   logger: Logger;
-  /** Most bytes of unanswered responses one stream holds (and the largest response kept). */
+  /** Most bytes of unanswered responses one stream holds (and the largest response kept); 0 keeps nothing. */
   pendingBytes: number;
 }
 
 /**
- * The relayed stream's side of last-known-good: copies each response as it
- * streams past (the chunks themselves go on to Envoy untouched), holds it
- * until Envoy answers, and hands ACKed ones to the kept config. A NACKed
- * response is dropped.
+ * The relayed stream's side of last-known-good: holds on to each response's
+ * chunks as they stream past to Envoy (the same buffers, not copies: while
+ * Envoy is slow they sit in the write queue anyway), until Envoy answers,
+ * and hands ACKed ones to the kept config. A NACKed response is dropped.
  */
 export class KeptRecorder {
   readonly #options: KeptRecorderOptions;
   readonly #pending: PendingResponses;
-  /** The response being copied, when it fits the budget. */
-  #copy: { message: Buffer; filled: number } | undefined;
+  /** The chunks of the response going past, when it fits the budget. */
+  #chunks: Buffer[] | undefined;
+  #length = 0;
   /** Delta types whose first request said Envoy holds nothing: the first ACK starts afresh. */
   readonly #fresh = new Set<string>();
   readonly #asked = new Set<string>();
 
   constructor(options: KeptRecorderOptions) {
     this.#options = options;
-    this.#pending = new PendingResponses(options.pendingBytes, (typeUrl) => this.#lost(typeUrl));
+    this.#pending = new PendingResponses({ limitBytes: options.pendingBytes, latestOnly: options.mode === 'sotw', onLost: (typeUrl) => this.#lost(typeUrl) });
   }
 
   get pendingBytes(): number {
@@ -39,21 +40,22 @@ export class KeptRecorder {
   }
 
   begin(length: number): void {
-    this.#copy = this.#pending.fits(length) ? { message: Buffer.allocUnsafe(length), filled: 0 } : undefined;
+    if (this.#options.pendingBytes === 0) return;
+    this.#chunks = this.#pending.fits(length) ? [] : undefined;
+    this.#length = length;
   }
 
   data(bytes: Buffer): void {
-    if (!this.#copy) return;
-    bytes.copy(this.#copy.message, this.#copy.filled);
-    this.#copy.filled += bytes.length;
+    this.#chunks?.push(bytes);
   }
 
   /** The response's last byte went past. */
   end(fields: ResponseFields): void {
-    const copy = this.#copy;
-    this.#copy = undefined;
-    if (!copy) return this.#lost(fields.typeUrl);
-    this.#pending.add({ typeUrl: fields.typeUrl, version: fields.version, nonce: fields.nonce, message: copy.message });
+    const chunks = this.#chunks;
+    this.#chunks = undefined;
+    if (this.#options.pendingBytes === 0) return;
+    if (!chunks) return this.#lost(fields.typeUrl);
+    this.#pending.add({ typeUrl: fields.typeUrl, version: fields.version, nonce: fields.nonce, chunks, length: this.#length });
   }
 
   /** A request from Envoy: its subscription, and maybe an ACK or NACK. */
@@ -71,10 +73,10 @@ export class KeptRecorder {
     const answered = this.#pending.settle(fields.typeUrl, fields.nonce);
     if (!answered || fields.error !== undefined) return;
     const { mode, kept, clock } = this.#options;
-    if (mode === 'sotw') return kept.keepSotw(answered.typeUrl, answered.version, answered.message, clock.now());
+    if (mode === 'sotw') return kept.keepSotw(answered.typeUrl, answered.version, answered.chunks, clock.now());
     const reset = this.#fresh.delete(answered.typeUrl);
     try {
-      kept.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(answered.message) }, clock.now());
+      kept.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
     } catch (error) {
       this.#options.logger.warn({ type: answered.typeUrl, error: (error as Error).message }, 'cannot read an ACKed Delta response; its type is not kept');
       kept.forget(mode, answered.typeUrl);

@@ -1,6 +1,12 @@
 import type { KeptConfig, KeptType } from './kept-config.ts';
 import { deltaResponse, withNonce } from './kept-wire.ts';
-import { readResponse, type RequestFields, type XdsMode } from './wire.ts';
+import { responseReader, type RequestFields, type XdsMode } from './wire.ts';
+
+function countResources(chunks: readonly Buffer[]): number {
+  const { scanner, fields } = responseReader(chunks.reduce((sum, chunk) => sum + chunk.length, 0), 'sotw');
+  for (const chunk of chunks) scanner.push(chunk);
+  return fields.resources;
+}
 
 /** What a stream served from kept config sends, and what Envoy said about it. */
 export type KeptOutcome =
@@ -44,7 +50,7 @@ export class KeptAnswers {
   #sotw(kept: KeptType, alreadySent: boolean): KeptOutcome {
     if (alreadySent) return { kind: 'nothing', typeUrl: kept.typeUrl };
     const nonce = this.#nonce(kept);
-    return { kind: 'send', typeUrl: kept.typeUrl, version: kept.version, message: withNonce(kept.response!, nonce), resources: readResponse(kept.response!, 'sotw').resources };
+    return { kind: 'send', typeUrl: kept.typeUrl, version: kept.version, message: withNonce(kept.response!, nonce), resources: countResources(kept.response!) };
   }
 
   #deltaAnswer(kept: KeptType, request: RequestFields): KeptOutcome {

@@ -19,8 +19,8 @@ export function lenField(number: number, bytes: Buffer | string): Buffer {
  * of a scalar field, so appending the nonce replaces the one the server set
  * without copying the resources apart.
  */
-export function withNonce(message: Buffer, nonce: string): Buffer {
-  return Buffer.concat([message, lenField(response.nonce, nonce)]);
+export function withNonce(chunks: readonly Buffer[], nonce: string): Buffer {
+  return Buffer.concat([...chunks, lenField(response.nonce, nonce)]);
 }
 
 /** A Delta resource as kept: its name, version and the Resource message bytes. */

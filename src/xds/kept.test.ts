@@ -42,7 +42,7 @@ describe('KeptRecorder: only what Envoy ACKed is kept', () => {
     relay(first);
     assert.equal(kept.get('sotw', cds), undefined, 'not before the ACK');
     recorder.request(request(cds, { nonce: 'n1', versionInfo: 'v1' }));
-    assert.deepEqual(kept.get('sotw', cds)?.response, first);
+    assert.deepEqual(Buffer.concat(kept.get('sotw', cds)!.response!), first);
     relay(sotwResponse('v2', 'n2', ['a', 'bad']));
     recorder.request(request(cds, { nonce: 'n2', versionInfo: 'v1', error: 'bad cluster' }));
     assert.equal(kept.get('sotw', cds)?.version, 'v1');
@@ -91,7 +91,8 @@ describe('KeptRecorder: only what Envoy ACKed is kept', () => {
 describe('KeptAnswers: a stream served from the kept config', () => {
   it('SotW: each type once, with a fresh nonce that wins over the kept one; ACK and NACK are told apart', () => {
     const kept = new KeptConfig();
-    kept.keepSotw(cds, 'v1', sotwResponse('v1', 'server-nonce', ['a', 'b']), 0);
+    const response = sotwResponse('v1', 'server-nonce', ['a', 'b']);
+    kept.keepSotw(cds, 'v1', [response.subarray(0, 7), response.subarray(7)], 0);
     const answers = new KeptAnswers('sotw', kept, 'lkg-1');
     const sent = answers.answer(request(cds));
     assert.equal(sent.kind, 'send');
@@ -119,9 +120,36 @@ describe('KeptAnswers: a stream served from the kept config', () => {
   it('covers(): something kept for every type Envoy asked for', () => {
     const kept = new KeptConfig();
     assert.equal(kept.covers('sotw'), false);
-    kept.keepSotw(cds, 'v1', sotwResponse('v1', 'n', []), 0);
+    kept.keepSotw(cds, 'v1', [sotwResponse('v1', 'n', [])], 0);
     assert.equal(kept.covers('sotw'), true);
     kept.subscribe('sotw', eds, ['a']);
     assert.equal(kept.covers('sotw'), false);
+  });
+});
+
+describe('KeptRecorder: what it holds until Envoy answers', () => {
+  it('SotW: a newer response replaces an older one still waiting; the older one\'s late ACK keeps nothing', () => {
+    const { kept, recorder, relay } = record('sotw');
+    relay(sotwResponse('v1', 'n1', ['a']));
+    const second = sotwResponse('v2', 'n2', ['a', 'b']);
+    relay(second);
+    assert.equal(recorder.pendingBytes, second.length);
+    recorder.request(request(cds, { nonce: 'n1' }));
+    assert.equal(kept.get('sotw', cds), undefined);
+    recorder.request(request(cds, { nonce: 'n2' }));
+    assert.equal(kept.get('sotw', cds)?.version, 'v2');
+    assert.equal(recorder.pendingBytes, 0);
+  });
+
+  it('Delta: every unanswered response is held, up to the budget; past it the type is forgotten', () => {
+    const { kept, recorder, relay } = record('delta', 200);
+    recorder.request(request(eds));
+    relay(deltaMessage(eds, 'v1', 'n1', ['a']));
+    recorder.request(request(eds, { nonce: 'n1' }));
+    relay(deltaMessage(eds, 'v2', 'n2', ['b']));
+    relay(deltaMessage(eds, 'v3', 'n3', ['c']));
+    assert.ok(kept.get('delta', eds));
+    relay(deltaMessage(eds, 'v4', 'n4', ['d'.repeat(100)]));
+    assert.equal(kept.get('delta', eds), undefined, 'v2 dropped unanswered: the Delta state can no longer be rebuilt');
   });
 });

@@ -3,25 +3,31 @@ export interface PendingResponse {
   typeUrl: string;
   version: string;
   nonce: string;
-  message: Buffer;
+  /** The message as the DATA chunks it went past in: referenced, not copied. */
+  chunks: Buffer[];
+  length: number;
 }
 
 /**
  * The responses of one stream that Envoy has not answered yet, oldest first.
  * Envoy answers each in order, usually within milliseconds, so this holds
- * about one response; `limitBytes` bounds it for an Envoy that stops
- * answering. Dropping one makes its type unknown (`onLost`): for Delta the
- * kept state could no longer be rebuilt, for SotW it would go stale.
+ * about one response. SotW (`latestOnly`): a newer response of a type
+ * replaces an older one still waiting, whose ACK would be outdated anyway;
+ * so a stalled Envoy costs one response per type. Delta responses build on
+ * each other: all are held, up to `limitBytes`; past it the oldest is
+ * dropped and its type becomes unknown (`onLost`).
  */
 export class PendingResponses {
   readonly #limitBytes: number;
   readonly #onLost: (typeUrl: string) => void;
+  readonly #latestOnly: boolean;
   #queue: PendingResponse[] = [];
   #bytes = 0;
 
-  constructor(limitBytes: number, onLost: (typeUrl: string) => void) {
-    this.#limitBytes = limitBytes;
-    this.#onLost = onLost;
+  constructor(options: { limitBytes: number; latestOnly: boolean; onLost: (typeUrl: string) => void }) {
+    this.#limitBytes = options.limitBytes;
+    this.#latestOnly = options.latestOnly;
+    this.#onLost = options.onLost;
   }
 
   get bytes(): number {
@@ -34,8 +40,9 @@ export class PendingResponses {
   }
 
   add(response: PendingResponse): void {
+    if (this.#latestOnly) this.#removeType(response.typeUrl);
     this.#queue.push(response);
-    this.#bytes += response.message.length;
+    this.#bytes += response.length;
     while (this.#bytes > this.#limitBytes) this.#drop(this.#queue.shift()!);
   }
 
@@ -46,12 +53,17 @@ export class PendingResponses {
     const answered = this.#queue[index]!;
     const earlier = this.#queue.slice(0, index).filter((entry) => entry.typeUrl === typeUrl);
     this.#queue = this.#queue.filter((entry, at) => at > index || entry.typeUrl !== typeUrl);
-    this.#bytes -= answered.message.length + earlier.reduce((sum, entry) => sum + entry.message.length, 0);
+    this.#bytes -= answered.length + earlier.reduce((sum, entry) => sum + entry.length, 0);
     return answered;
   }
 
+  #removeType(typeUrl: string): void {
+    for (const entry of this.#queue) if (entry.typeUrl === typeUrl) this.#bytes -= entry.length;
+    this.#queue = this.#queue.filter((entry) => entry.typeUrl !== typeUrl);
+  }
+
   #drop(entry: PendingResponse): void {
-    this.#bytes -= entry.message.length;
+    this.#bytes -= entry.length;
     this.#onLost(entry.typeUrl);
   }
 }

@@ -180,9 +180,9 @@ export class RelayStream {
     const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
-    this.#recorder.request(fields);
     const upstream = this.#upstream!.stream;
     if (!upstream.write(frame(message))) this.#pauseUntilDrained(this.#options.downstream, upstream);
+    this.#recorder.request(fields); // after the write: the ACK leaves first
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */

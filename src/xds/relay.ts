@@ -25,6 +25,8 @@ export interface XdsRelayOptions {
   keepalive?: KeepaliveOptions;
   /** The last accepted config; a fresh one when absent (the agent passes the one it read from disk). */
   kept?: KeptConfig;
+  /** False: keep nothing (the relay as it was before last-known-good, for the bench's baseline). */
+  keepLastKnownGood?: boolean;
   /** Redialling while a stream is served from kept config (default 500 ms doubling to 15 s). */
   backoff?: { initialMs: number; maxMs: number };
 }
@@ -126,7 +128,7 @@ export class XdsRelay {
       stats: this.#stats,
       logger: this.#options.logger.child({ stream: id }),
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
-      limits,
+      limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       kept: this.kept,
       clock: this.#options.clock,
       backoff: this.#options.backoff ?? defaultBackoff,
