@@ -6,9 +6,11 @@ import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './
 import type { KeptConfig } from './kept-config.ts';
 import { KeptRecorder } from './kept-recorder.ts';
 import { KeptSession } from './kept-session.ts';
+import { tapResponses } from './response-tap.ts';
+import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
 import type { UpstreamStream } from './upstream.ts';
-import { readRequest, responseReader, withNode, type ResponseFields, type XdsMode } from './wire.ts';
+import { readRequest, withNode, type ResponseFields, type XdsMode } from './wire.ts';
 
 export interface RelayLimits {
   /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */
@@ -86,7 +88,7 @@ export class RelayStream {
     const { mode, kept, clock, logger, limits } = options;
     this.#recorder = new KeptRecorder({ mode, kept, clock, logger, pendingBytes: limits.pendingBytes });
     this.#requests = this.#requestReader();
-    this.#responses = this.#responseReader();
+    this.#responses = tapResponses({ mode, maxBytes: limits.responseBytes, recorder: this.#recorder, onResponse: (fields, bytes) => this.#onResponse(fields, bytes) });
   }
 
   get done(): Promise<TerminationReason> {
@@ -181,7 +183,7 @@ export class RelayStream {
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
     const upstream = this.#upstream!.stream;
-    if (!upstream.write(frame(message))) this.#pauseUntilDrained(this.#options.downstream, upstream);
+    if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
   }
 
@@ -208,32 +210,12 @@ export class RelayStream {
         this.#options.stats.upstreamFailure('BAD_FRAME');
         return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
       }
-      this.#corkUntilNextTick(downstream);
-      if (!downstream.write(chunk)) this.#pauseUntilDrained(upstream, downstream);
+      corkUntilNextTick(downstream);
+      if (!downstream.write(chunk)) pauseUntilDrained(upstream, downstream);
     });
     upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#upstreamError = error));
     upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
-  }
-
-  /** Reads each response as it streams past; records it once its last byte is through. */
-  #responseReader(): GrpcFrameReader {
-    let current: (ReturnType<typeof responseReader> & { length: number }) | undefined;
-    return new GrpcFrameReader({
-      begin: (length) => {
-        current = { ...responseReader(length, this.mode), length };
-        this.#recorder.begin(length);
-      },
-      data: (bytes) => {
-        current!.scanner.push(bytes);
-        this.#recorder.data(bytes);
-      },
-      end: () => {
-        current!.scanner.finish();
-        this.#recorder.end(current!.fields);
-        this.#onResponse(current!.fields, current!.length);
-      },
-    }, this.#options.limits.responseBytes);
   }
 
   #onResponse(fields: ResponseFields, bytes: number): void {
@@ -268,19 +250,6 @@ export class RelayStream {
     if (!this.#responses.atBoundary) return ended('TRUNCATED', 'it stopped inside a response');
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
-  }
-
-  /** One socket read brings several DATA frames; they leave in one write, not one each. */
-  #corkUntilNextTick(stream: ServerHttp2Stream): void {
-    if (stream.writableCorked) return;
-    stream.cork();
-    process.nextTick(() => stream.uncork());
-  }
-
-  /** Stops reading `from` until `to` has flushed what it holds. */
-  #pauseUntilDrained(from: NodeJS.ReadableStream, to: NodeJS.EventEmitter): void {
-    from.pause();
-    to.once('drain', () => from.resume());
   }
 
   /** Ends both sides once, with the first reason. */
