@@ -12,6 +12,8 @@ export interface KeptFileOptions {
   node: string;
   clock: Clock;
   logger: Logger;
+  /** Largest file written or read (default keptFileMaxBytes). */
+  maxBytes?: number;
 }
 
 /** 64 MiB: several times a 3000-service mesh's config; past it the file is not written (nor kept). */
@@ -54,7 +56,7 @@ export class KeptFile {
   async #read(): Promise<string | undefined> {
     try {
       const size = (await stat(this.path)).size;
-      if (size > keptFileMaxBytes) throw new Error(`${size} bytes, more than the ${keptFileMaxBytes} allowed`);
+      if (size > this.#maxBytes) throw new Error(`${size} bytes, more than the ${this.#maxBytes} allowed`);
       return await readFile(this.path, 'utf8');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.#options.logger.warn({ file: this.path, reason: (error as Error).message }, 'ignoring the kept last-known-good config file');
@@ -85,14 +87,18 @@ export class KeptFile {
     const { logger, clock, node } = this.#options;
     const text = encodeKept(kept, node, clock.now());
     try {
-      if (Buffer.byteLength(text) > keptFileMaxBytes) {
+      if (Buffer.byteLength(text) > this.#maxBytes) {
         await rm(this.path, { force: true }); // an older, smaller one would be a config Envoy has moved on from
-        return void logger.warn({ file: this.path, bytes: Buffer.byteLength(text), limit: keptFileMaxBytes }, 'kept config too large to write; an agent restart will not have it');
+        return void logger.warn({ file: this.path, bytes: Buffer.byteLength(text), limit: this.#maxBytes }, 'kept config too large to write; an agent restart will not have it');
       }
       await writeAtomically(this.path, text);
     } catch (error) {
       logger.warn({ file: this.path, err: error }, 'cannot write the kept last-known-good config');
     }
+  }
+
+  get #maxBytes(): number {
+    return this.#options.maxBytes ?? keptFileMaxBytes;
   }
 
   /** Writes a change still waiting for its delay; then nothing more is written. */

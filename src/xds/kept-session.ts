@@ -69,7 +69,8 @@ export class KeptSession {
     const { clock, backoff, logger } = this.#options;
     const signal = this.#stopped.signal;
     for (let delay = backoff.initialMs; !signal.aborted; delay = Math.min(delay * 2, backoff.maxMs)) {
-      if (!(await clock.sleep(delay, signal).then(() => true, () => false))) return;
+      const slept = await clock.sleep(delay, signal).then(() => true, () => false);
+      if (!slept || signal.aborted) return; // a clock that ignores the signal still stops here
       const upstream = await this.#options.dial().catch(() => undefined);
       this.#options.reachable(upstream !== undefined);
       if (!upstream) continue;
