@@ -39,6 +39,8 @@ export interface RelayStreamOptions {
   backoff: { initialMs: number; maxMs: number };
   /** Told every dial's outcome: whether the discovery server can be reached. */
   reachable(ok: boolean): void;
+  /** True when the last dial (any stream's) failed. */
+  lastDialFailed(): boolean;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -101,6 +103,8 @@ export class RelayStream {
     downstream.on('wantTrailers', () => downstream.sendTrailers(this.#trailers ?? { 'grpc-status': String(GrpcStatus.OK) }));
     downstream.on('error', () => undefined); // 'close' follows, and ends the relay
     downstream.on('close', () => this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy closed the stream' }));
+    // A dial may take the 10 s connect limit; a new Envoy should not wait that out again.
+    if (this.#options.lastDialFailed() && this.#options.kept.has(this.mode)) return this.#serveKept('the last dial failed; redialling in the background');
     try {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);

@@ -136,6 +136,7 @@ export class XdsRelay {
         this.#reachable = ok;
         this.#gateMayChange();
       },
+      lastDialFailed: () => this.#reachable === false,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
