@@ -3,9 +3,9 @@
 // is up (the baseline, same run, same agent), for an Envoy kill -9 and for an
 // agent SIGKILL + restart on the same --configPath; then the kept file's size
 // and write cost at 3000 services, vs writing the same bytes as one plain
-// file (the baseline). Median of RUNS (default 5).
+// file (the baseline). SotW and Delta. Median of RUNS (default 5).
 // Run: .tools/bin/node bench/xds-last-known-good.ts
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -44,11 +44,14 @@ async function withPeer<T>(peerUp: boolean, state: { peer?: Peer }, restart: () 
   return restart();
 }
 
-async function envoyKills(): Promise<{ outage: number[]; baseline: number[] }> {
+type Mode = 'sotw' | 'delta';
+const modeArgs = (mode: Mode) => (mode === 'delta' ? ['--deltaXds'] : []);
+
+async function envoyKills(mode: Mode): Promise<{ outage: number[]; baseline: number[] }> {
   const state: { peer?: Peer } = {};
   const result = { outage: [] as number[], baseline: [] as number[] };
   await withPeer(true, state, async () => undefined);
-  const agent = await startAgent({ discoveryAddress: peerAddress, args: ['--retryBudget', '100', '--retryInitialDelay', '10ms'] });
+  const agent = await startAgent({ discoveryAddress: peerAddress, args: ['--retryBudget', '100', '--retryInitialDelay', '10ms', ...modeArgs(mode)] });
   try {
     await toFirstRequest(agent, 0);
     for (let i = 0; i < runs * 2; i++) {
@@ -65,20 +68,20 @@ async function envoyKills(): Promise<{ outage: number[]; baseline: number[] }> {
   return result;
 }
 
-async function agentRestarts(): Promise<{ outage: number[]; baseline: number[] }> {
+async function agentRestarts(mode: Mode): Promise<{ outage: number[]; baseline: number[] }> {
   const state: { peer?: Peer } = {};
   const dir = await mkdtemp(join(tmpdir(), 'bench-lkg-'));
   const result = { outage: [] as number[], baseline: [] as number[] };
   try {
     await withPeer(true, state, async () => undefined);
-    let agent = await startAgent({ discoveryAddress: peerAddress, dir });
+    let agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs(mode) });
     await toFirstRequest(agent, 0);
-    await sleep(1500); // the kept file is written a second after the last ACK
+    await waitForFile(join(dir, 'config', 'last-known-good.json'), 1);
     for (let i = 0; i < runs * 2; i++) {
       const outage = i % 2 === 1;
       await agent.stop('SIGKILL');
       await assertGone(agent.envoyPids(), 15_000);
-      agent = await withPeer(!outage, state, () => startAgent({ discoveryAddress: peerAddress, dir }));
+      agent = await withPeer(!outage, state, () => startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs(mode) }));
       result[outage ? 'outage' : 'baseline'].push(await toFirstRequest(agent, 0));
     }
     await agent.stop();
@@ -91,10 +94,10 @@ async function agentRestarts(): Promise<{ outage: number[]; baseline: number[] }
 }
 
 /** The real agent and Envoy take 3000 services from the peer; then the file it wrote is measured. */
-async function keptAtScale(services: number): Promise<void> {
+async function keptAtScale(services: number, mode: Mode): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-lkg-scale-'));
   const peer = await startPeer(resources(services), { address: peerAddress });
-  const agent = await startAgent({ discoveryAddress: peerAddress, dir });
+  const agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs(mode) });
   const path = join(dir, 'config', 'last-known-good.json');
   try {
     await toFirstRequest(agent, 0);
@@ -102,8 +105,7 @@ async function keptAtScale(services: number): Promise<void> {
     const text = await readFile(path, 'utf8');
     const kept = new KeptConfig();
     const file = new KeptFile({ configPath: join(dir, 'bench'), node: String(JSON.parse(text).node), clock: systemClock, logger: silentLogger });
-    await rm(join(dir, 'bench'), { recursive: true, force: true });
-    await import('node:fs/promises').then((fs) => fs.mkdir(join(dir, 'bench')));
+    await mkdir(join(dir, 'bench'));
     await writeFile(file.path, text);
     await file.load(kept);
     file.follow(kept);
@@ -112,8 +114,8 @@ async function keptAtScale(services: number): Promise<void> {
     const plain = await timedAsync(() => writeFile(join(dir, 'bench', 'plain'), text));
     const summary = kept.summary()[JSON.parse(text).types[0].mode as 'sotw' | 'delta'];
     const protobuf = Object.values(summary).reduce((sum, type) => sum + type.bytes, 0);
-    console.log(`kept config at ${services} services: file ${(text.length / 1e6).toFixed(1)} MB (${(protobuf / 1e6).toFixed(1)} MB of protobuf, base64 in JSON), ${((await stat(path)).size / services / 1000).toFixed(2)} kB per service`);
-    console.log(`write cost: encode ${encode.toFixed(1)} ms + whole write (encode, write, fsync, rename) ${write.toFixed(1)} ms; baseline plain writeFile of the same bytes ${plain.toFixed(1)} ms (${(write / plain).toFixed(1)}×); written at most once a second, after the last ACK`);
+    console.log(`${mode}: kept config at ${services} services: file ${(text.length / 1e6).toFixed(1)} MB (${(protobuf / 1e6).toFixed(1)} MB of protobuf, base64 in JSON), ${((await stat(path)).size / services / 1000).toFixed(2)} kB per service`);
+    console.log(`${mode}: write cost: encode ${encode.toFixed(1)} ms + whole write (encode, write, fsync, rename) ${write.toFixed(1)} ms; baseline plain writeFile of the same bytes ${plain.toFixed(1)} ms (${(write / plain).toFixed(1)}×); written a second after a change, at most every 10 s`);
   } finally {
     await agent.stop();
     await peer.stop();
@@ -156,9 +158,11 @@ const show = (label: string, result: { outage: number[]; baseline: number[] }) =
 };
 
 try {
-  show('Envoy kill -9', await envoyKills());
-  show('agent SIGKILL + restart, same --configPath', await agentRestarts());
-  await keptAtScale(3000);
+  for (const mode of ['sotw', 'delta'] as const) {
+    show(`${mode}: Envoy kill -9`, await envoyKills(mode));
+    show(`${mode}: agent SIGKILL + restart, same --configPath`, await agentRestarts(mode));
+    await keptAtScale(3000, mode);
+  }
 } finally {
   await upstream.close();
 }

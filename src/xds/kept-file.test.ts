@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { FakeClock } from '../shared/clock.ts';
@@ -25,7 +25,7 @@ async function rig(maxBytes?: number) {
 }
 
 describe('KeptFile', () => {
-  it('writes a second after the last change, 0600, replacing the file whole; a fresh start reads it back', async () => {
+  it('writes a second after a change, 0600, replacing the file whole; a fresh start reads it back', async () => {
     const { dir, clock, file } = await rig();
     const kept = new KeptConfig();
     file.follow(kept);
@@ -40,6 +40,26 @@ describe('KeptFile', () => {
     const again = new KeptFile({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) });
     await again.load(restored);
     assert.equal(restored.get('sotw', cds)?.version, 'v2');
+  });
+
+  it('writes at most every 10 s however often Envoy ACKs', async () => {
+    const { clock, file } = await rig();
+    const kept = new KeptConfig();
+    file.follow(kept);
+    const writtenVersion = async () => {
+      await file.idle();
+      const again = new KeptConfig();
+      await new KeptFile({ configPath: dirname(file.path), node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) }).load(again);
+      return again.get('sotw', cds)?.version;
+    };
+    kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    clock.advance(1000);
+    assert.equal(await writtenVersion(), 'v1');
+    kept.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
+    clock.advance(9999);
+    assert.equal(await writtenVersion(), 'v1', 'not yet: 10 s since the last write');
+    clock.advance(1);
+    assert.equal(await writtenVersion(), 'v2');
   });
 
   it('a config over the size limit is not written, and an older file is removed', async () => {

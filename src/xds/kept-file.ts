@@ -20,20 +20,27 @@ export interface KeptFileOptions {
 export const keptFileMaxBytes = 64 * 1024 * 1024;
 /** A kept config older than a day is not trusted: its certificates and endpoints have moved on. */
 export const keptFileMaxAgeMs = 24 * 3_600_000;
-/** Writes wait this long after an ACK, so a burst of pushes costs one write. */
+/** A write waits this long after a change, so a burst of pushes costs one write. */
 const writeDelayMs = 1_000;
+/**
+ * And comes at most this often: endpoint churn in a large mesh ACKs every
+ * second or so, and rewriting megabytes that often buys nothing; a restored
+ * config only has to carry Envoy until the discovery server answers.
+ */
+const writeIntervalMs = 10_000;
 
 export const keptFileName = 'last-known-good.json';
 
 /**
  * Keeps the kept config on disk across agent restarts: written (0600, to a
- * temporary file renamed over the old one) a second after the last change,
- * read once at start.
+ * temporary file renamed over the old one) a second after a change, at most
+ * every 10 s; read once at start.
  */
 export class KeptFile {
   readonly #options: KeptFileOptions;
   readonly path: string;
   #timer: Timer | undefined;
+  #lastWriteAt = -Infinity;
   #writing: Promise<void> = Promise.resolve();
   #kept: KeptConfig | undefined;
 
@@ -68,8 +75,10 @@ export class KeptFile {
   follow(kept: KeptConfig): void {
     this.#kept = kept;
     kept.onChange(() => {
-      this.#timer?.cancel();
-      this.#timer = this.#options.clock.setTimeout(() => void this.flush(), writeDelayMs);
+      if (this.#timer) return; // the write already scheduled takes the state as it is then
+      const now = this.#options.clock.now();
+      const due = Math.max(now + writeDelayMs, this.#lastWriteAt + writeIntervalMs);
+      this.#timer = this.#options.clock.setTimeout(() => void this.flush(), due - now);
     });
   }
 
@@ -77,6 +86,7 @@ export class KeptFile {
   flush(): Promise<void> {
     this.#timer?.cancel();
     this.#timer = undefined;
+    this.#lastWriteAt = this.#options.clock.now();
     const kept = this.#kept;
     if (!kept) return this.#writing;
     this.#writing = this.#writing.then(() => this.#write(kept));
@@ -95,6 +105,11 @@ export class KeptFile {
     } catch (error) {
       logger.warn({ file: this.path, err: error }, 'cannot write the kept last-known-good config');
     }
+  }
+
+  /** Resolves once the write in flight, if any, is done (without forcing one). */
+  idle(): Promise<void> {
+    return this.#writing;
   }
 
   get #maxBytes(): number {

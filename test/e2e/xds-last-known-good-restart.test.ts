@@ -112,7 +112,7 @@ for (const mode of ['sotw', 'delta'] as const) {
 }
 
 /** Polls the kept file until it holds every type named. */
-async function waitForKeptFile(path: string, types: string[], timeoutMs = 15_000): Promise<KeptFileText> {
+async function waitForKeptFile(path: string, types: string[], timeoutMs = 30_000): Promise<KeptFileText> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const file = await readFile(path, 'utf8').then((text) => JSON.parse(text) as KeptFileText, () => undefined);
