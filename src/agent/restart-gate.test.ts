@@ -24,6 +24,24 @@ function rig(options: { canConfigure: boolean; notAfter?: number }) {
 }
 
 describe('RestartGate', () => {
+  it('closed before any epoch ran: the next certificate change arms the running one\'s expiry', () => {
+    const clock = new FakeClock(0);
+    const events: Event[] = [];
+    let current: string | undefined;
+    let notAfter = 2 * hour;
+    const gate = new RestartGate({
+      xds: { canConfigure: () => false, onGateChange: () => () => undefined }, clock, registry: new Registry(),
+      dispatch: (event) => events.push(event), state: () => ({ current }) as State, readNotAfter: () => notAfter, expiryMarginMs: 10 * 60_000,
+    });
+    gate.start();
+    gate.certsChanged('first');
+    current = 'first';
+    notAfter = 30 * hour;
+    gate.certsChanged('second');
+    clock.advance(2 * hour - 10 * 60_000);
+    assert.deepEqual(events.map((event) => (event as { open: boolean }).open), [false, true]);
+  });
+
   it('stays open (no event) while a new Envoy would get config', () => {
     assert.deepEqual(rig({ canConfigure: true, notAfter: 24 * hour }).opens(), []);
   });

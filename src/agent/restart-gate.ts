@@ -54,10 +54,14 @@ export class RestartGate {
     this.evaluate();
   }
 
-  /** New certificate files (before the reconcile loop hears of them): remember when they expire. */
+  /**
+   * New certificate files (before the reconcile loop hears of them): remember
+   * when they expire, and look again at the running one's expiry timer.
+   */
   certsChanged(config: string): void {
     const notAfter = this.#options.readNotAfter();
     if (notAfter !== undefined) this.#notAfter.set(config, notAfter);
+    this.evaluate();
   }
 
   /** Tells the reconcile loop when the gate opens or closes. */
