@@ -1,5 +1,8 @@
 // Push-to-ACK latency through the xDS relay vs a direct connection, and the
-// relay's memory while its client is stalled during 50 MB pushes.
+// relay's memory while its client is stalled during 50 MB pushes. The relay
+// runs twice side by side: as shipped (keeping the last ACKed response for
+// last-known-good) and with keeping off, the relay as it was before: the
+// baseline for what keeping costs in latency and memory.
 // The control plane, the relay and the clients each run in their own process;
 // direct and relayed pushes alternate, so both see the same machine state.
 // Two placements of the control plane: on loopback, where every hop is
@@ -62,8 +65,8 @@ class Plane {
 }
 
 /** The relay alone in a fresh process, as in the agent, so its memory figures are its own. */
-async function startRelay(socket: string, host: string, port: number) {
-  const child = execaNode(new URL('./xds-relay-child.ts', import.meta.url).pathname, [socket, String(port), host], { buffer: false, reject: false });
+async function startRelay(socket: string, host: string, port: number, keep: 'keep' | 'nokeep') {
+  const child = execaNode(new URL('./xds-relay-child.ts', import.meta.url).pathname, [socket, String(port), host, keep], { buffer: false, reject: false });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { pid: child.pid!, stop: async () => (child.kill('SIGTERM'), await child) };
 }
@@ -71,33 +74,32 @@ async function startRelay(socket: string, host: string, port: number) {
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-async function latencies(plane: Plane, direct: string, relayed: string): Promise<void> {
-  const clients = [await plane.connect(direct, 'direct'), await plane.connect(relayed, 'relay')];
-  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | ratio p50 | ratio p99 | added p50 | added p99');
+/** Push-to-ACK per size: direct, through the relay without keeping (baseline) and with it. */
+async function latencies(plane: Plane, direct: string, plain: string, keeping: string): Promise<void> {
+  const names = ['direct', 'nokeep', 'keep'] as const;
+  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep')];
+  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99');
   for (const size of sizes) {
-    await plane.push('direct', size.bytes); // warm-up, not counted
-    await plane.push('relay', size.bytes);
-    const times = { direct: [] as number[], relay: [] as number[] };
+    for (const name of names) await plane.push(name, size.bytes); // warm-up, not counted
+    const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[] };
     for (let i = 0; i < size.samples; i++) {
-      times.direct.push(await plane.push('direct', size.bytes));
-      times.relay.push(await plane.push('relay', size.bytes));
+      for (const name of names) times[name].push(await plane.push(name, size.bytes));
     }
-    const [d50, d99, r50, r99] = [percentile(times.direct, 50), percentile(times.direct, 99), percentile(times.relay, 50), percentile(times.relay, 99)];
-    const cells = [d50, d99, r50, r99].map((value) => value.toFixed(2).padStart(9));
-    const ratios = [r50 / d50, r99 / d99].map((value) => `${value.toFixed(2).padStart(8)}×`);
-    const added = [r50 - d50, r99 - d99].map((value) => `${value.toFixed(2).padStart(6)} ms`);
-    console.log(`${size.label.padEnd(7)} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${added.join(' | ')}`);
+    const [d50, d99, r50, r99, k50, k99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number];
+    const cells = [d50, d99, r50, r99, k50, k99].map((value) => value.toFixed(2).padStart(9));
+    const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99].map((value) => `${value.toFixed(2).padStart(14)}×`);
+    console.log(`${size.label.padEnd(7)} | ${cells.join(' | ')} | ${ratios.join(' | ')}`);
   }
   for (const client of clients) client.close();
 }
 
 /** Relay RSS while the client reads nothing and three 50 MB responses are pushed. */
-async function stalledMemory(plane: Plane, target: string, pid: number): Promise<{ before: number; peak: number }> {
-  const client = await plane.connect(target, 'stalled', false);
+async function stalledMemory(plane: Plane, target: string, pid: number, name: string): Promise<{ before: number; peak: number }> {
+  const client = await plane.connect(target, name, false);
   client.stream.pause();
   const before = rssMiB(pid);
   let peak = before;
-  for (let i = 0; i < 3; i++) await plane.push('stalled', 50_000_000, false);
+  for (let i = 0; i < 3; i++) await plane.push(name, 50_000_000, false);
   for (let i = 0; i < 60; i++) {
     peak = Math.max(peak, rssMiB(pid));
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -106,20 +108,23 @@ async function stalledMemory(plane: Plane, target: string, pid: number): Promise
   return { before, peak };
 }
 
-/** One placement of the control plane: latencies, then (on loopback) the stalled-client memory. */
+/** One placement of the control plane: latencies, then (on loopback) memory. */
 async function scenario(title: string, dir: string, plane: Plane, host: string, options: { memory: boolean }): Promise<void> {
   console.log(`\n${title}`);
   const port = await plane.port();
-  const socket = join(dir, 'XDS');
-  const relay = await startRelay(socket, host, port);
-  await latencies(plane, `${host}:${port}`, `unix://${socket}`);
-  await relay.stop();
+  const sockets = { nokeep: join(dir, 'XDS-nokeep'), keep: join(dir, 'XDS-keep') };
+  const relays = { nokeep: await startRelay(sockets.nokeep, host, port, 'nokeep'), keep: await startRelay(sockets.keep, host, port, 'keep') };
+  await latencies(plane, `${host}:${port}`, `unix://${sockets.nokeep}`, `unix://${sockets.keep}`);
+  if (options.memory) console.log(`relay RSS after the pushes (last ACKed: one 50 MB response): ${rssMiB(relays.nokeep.pid).toFixed(0)} MiB without keeping, ${rssMiB(relays.keep.pid).toFixed(0)} MiB keeping it`);
+  await Promise.all([relays.nokeep.stop(), relays.keep.stop()]);
   if (!options.memory) return;
-  const fresh = await startRelay(socket, host, port);
-  const memory = await stalledMemory(plane, `unix://${socket}`, fresh.pid);
-  await fresh.stop();
-  const grown = memory.peak - memory.before;
-  console.log(`relay RSS with a stalled client, 3 × 50 MB pushed: ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`);
+  for (const keep of ['nokeep', 'keep'] as const) {
+    const fresh = await startRelay(sockets[keep], host, port, keep);
+    const memory = await stalledMemory(plane, `unix://${sockets[keep]}`, fresh.pid, `stalled-${keep}`);
+    await fresh.stop();
+    const grown = memory.peak - memory.before;
+    console.log(`relay RSS with a stalled client, 3 × 50 MB pushed (${keep === 'keep' ? 'keeping' : 'baseline, no keeping'}): ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`);
+  }
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'xds-bench-'));

@@ -12,6 +12,11 @@
  * `stableAfterMs`, so a proxy that crashes once a week does not slowly spend
  * its budget and die for good.
  *
+ * The restart gate (see restart-gate.ts): while it is closed, a new config
+ * does not hot-restart a serving epoch into a proxy that would get no xDS
+ * config; the running epoch keeps serving until the gate opens. A first
+ * start, or a retry after every epoch failed, is never held: nothing serves.
+ *
  * `current` is the config of the newest epoch that is not being aborted: an
  * epoch on its way out does not count as running the desired config, or a
  * retry that comes due while it exits would wrongly find nothing to do.
@@ -45,6 +50,10 @@ export interface State {
   shuttingDown: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
+  /** The restart gate; open unless told otherwise. */
+  gateClosed?: { reason: string };
+  /** A hot restart is held behind the closed gate. */
+  restartHeld?: boolean;
   policy: RetryPolicy;
 }
 
@@ -56,6 +65,7 @@ export type Event =
   | { type: 'epoch-live'; epoch: number }
   | { type: 'epoch-stable'; epoch: number }
   | { type: 'retry-due' }
+  | { type: 'gate-changed'; open: boolean; reason: string }
   | { type: 'shutdown' }
   | { type: 'drained' };
 
@@ -89,6 +99,8 @@ export function reduce(state: State, event: Event): Step {
       return onEpochStable(state, event.epoch);
     case 'retry-due':
       return reconcile({ ...state, retryScheduled: false });
+    case 'gate-changed':
+      return onGateChanged(state, event);
     case 'shutdown':
       return onShutdown(state);
     case 'drained':
@@ -110,10 +122,25 @@ function reconcile(state: State): Step {
     return [{ ...state, reconcileWhenSettled: false }, []];
   }
   if (state.live.some((entry) => entry.aborting)) return [{ ...state, reconcileWhenSettled: true }, []];
+  if (state.gateClosed && state.live.length > 0) return holdRestart(state);
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
   const live = [...state.live, { epoch, config: state.desired, aborting: false }];
   const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };
   return [next, [{ type: 'start-epoch', epoch, config: state.desired }]];
+}
+
+function holdRestart(state: State): Step {
+  if (state.restartHeld) return [state, []];
+  const fields = { config: short(state.desired!), reason: state.gateClosed!.reason, serving: state.live.map((entry) => entry.epoch) };
+  return [{ ...state, restartHeld: true }, [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)]];
+}
+
+function onGateChanged(state: State, event: Extract<Event, { type: 'gate-changed' }>): Step {
+  if (!event.open) return [{ ...state, gateClosed: { reason: event.reason } }, []];
+  const next = { ...state, gateClosed: undefined, restartHeld: false };
+  if (!state.restartHeld) return [next, []];
+  const [after, actions] = reconcile(next);
+  return [after, [log('info', 'hot restart released', { reason: event.reason }), ...actions]];
 }
 
 function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {

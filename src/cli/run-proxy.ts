@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from 'prom-client';
 import { Agent } from '../agent/agent.ts';
+import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { bootstrapExtension, prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
@@ -18,6 +19,7 @@ import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
 import { startStatus } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
+import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream, xdsUpstream } from './proxy-config.ts';
@@ -95,9 +97,14 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
-  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => agent.dispatch({ type: 'config-changed', config: hash }) });
+  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => {
+    gate.certsChanged(hash);
+    agent.dispatch({ type: 'config-changed', config: hash });
+  } });
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
+  const xdsLogger = logger.child({ component: 'xds' });
+  const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: xdsLogger, kept });
   await relay.start();
   const metrics = registerAgentMetrics(registry, () => agent.state);
   const epochs = new EpochTracker({ clock: systemClock, metrics });
@@ -116,6 +123,11 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     agent.dispatch({ type: 'shutdown' });
   };
   agent.onEvent(countAgentEvents(metrics));
+  const gate = new RestartGate({
+    xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
+    readNotAfter: () => readCertNotAfter(join(config.certDir, 'cert-chain.pem')), expiryMarginMs: defaultExpiryMarginMs,
+  });
+  gate.start();
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
     agent, epochs, registry, xds: relay, sds, clock: systemClock, logger: logger.child({ component: 'status' }),
@@ -123,11 +135,13 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const code = await agent.exited;
+  gate.stop();
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
   await sds.stop();
+  await keptFile.close();
   return code;
 }
 

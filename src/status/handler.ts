@@ -28,8 +28,8 @@ export interface StatusDeps {
   agentMetrics: () => Promise<string>;
   envoyMetrics: (signal?: AbortSignal) => Promise<CappedBody>;
   epochs: () => unknown;
-  /** The xDS relay, when it runs. */
-  xds?: { debug(): unknown };
+  /** The xDS relay, when it runs; `servingKeptSince` (ms) while it serves last-known-good config. */
+  xds?: { debug(): unknown; servingKeptSince?(): number | undefined };
   /** The SDS server, when it runs. */
   sds?: { debug(): unknown };
   /** Stop Envoy and exit 0, skipping the drain. */
@@ -88,7 +88,14 @@ async function dispatch(table: Record<string, Route>, deps: StatusDeps, request:
 
 async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const readiness = await deps.readiness.check(request.signal);
-  return readiness.ready ? text(200, 'ready\n') : text(503, `not ready: ${readiness.reason}\n`);
+  const kept = lastKnownGood(deps);
+  return readiness.ready ? text(200, `ready\n${kept}`) : text(503, `not ready: ${readiness.reason}\n${kept}`);
+}
+
+/** Ready or not, say when Envoy runs on config the agent kept rather than on the discovery server's. */
+function lastKnownGood(deps: StatusDeps): string {
+  const since = deps.xds?.servingKeptSince?.();
+  return since === undefined ? '' : `serving last-known-good config since ${new Date(since).toISOString()}: the discovery server cannot be reached\n`;
 }
 
 /** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise. */

@@ -27,8 +27,8 @@ export interface StartStatusOptions {
   agent: StatusAgent;
   epochs: EpochTracker;
   registry: Registry;
-  xds?: { debug(): unknown };
-  sds?: { debug(): unknown };
+  xds?: StatusDeps['xds'];
+  sds?: StatusDeps['sds'];
   clock: Clock;
   logger: Logger;
 }

@@ -1,16 +1,24 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { frame, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './grpc-status.ts';
+import type { KeptConfig } from './kept-config.ts';
+import { KeptRecorder } from './kept-recorder.ts';
+import { KeptSession } from './kept-session.ts';
+import { tapResponses } from './response-tap.ts';
+import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
 import type { UpstreamStream } from './upstream.ts';
-import { readRequest, responseReader, withNode, type ResponseFields, type XdsMode } from './wire.ts';
+import { readRequest, withNode, type ResponseFields, type XdsMode } from './wire.ts';
 
 export interface RelayLimits {
   /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */
   requestBytes: number;
   /** Largest response from the discovery server; responses stream through, never held whole. */
   responseBytes: number;
+  /** Most bytes of relayed responses one stream holds until Envoy ACKs them (and the largest kept). */
+  pendingBytes: number;
 }
 
 export interface RelayStreamOptions {
@@ -24,6 +32,15 @@ export interface RelayStreamOptions {
   /** The node of the last stream that carried one, for a first request without it. */
   node: { get(): Buffer | undefined; set(node: Buffer): void };
   limits: RelayLimits;
+  /** The last accepted config: fed by ACKs, and what Envoy is served when upstream is down. */
+  kept: KeptConfig;
+  clock: Clock;
+  /** Redialling while serving from kept config. */
+  backoff: { initialMs: number; maxMs: number };
+  /** Told every dial's outcome: whether the discovery server can be reached. */
+  reachable(ok: boolean): void;
+  /** True when the last dial (any stream's) failed. */
+  lastDialFailed(): boolean;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -46,7 +63,7 @@ export class RelayStream {
   readonly id: number;
   readonly mode: XdsMode;
   readonly since = new Date();
-  upstreamState: 'dialing' | 'open' = 'dialing';
+  upstreamState: 'dialing' | 'open' | 'last-known-good' = 'dialing';
   readonly #options: RelayStreamOptions;
   #upstream: UpstreamStream | undefined;
   #ending: Ending | undefined;
@@ -59,6 +76,9 @@ export class RelayStream {
   readonly #sent = new Map<string, { version: string; nonce: string }>();
   readonly #requests: GrpcFrameReader;
   readonly #responses: GrpcFrameReader;
+  readonly #recorder: KeptRecorder;
+  /** Set while Envoy is served from kept config. */
+  #keptSession: KeptSession | undefined;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -67,8 +87,10 @@ export class RelayStream {
     this.id = options.id;
     this.mode = options.mode;
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
+    const { mode, kept, clock, logger, limits } = options;
+    this.#recorder = new KeptRecorder({ mode, kept, clock, logger, pendingBytes: limits.pendingBytes });
     this.#requests = this.#requestReader();
-    this.#responses = this.#responseReader();
+    this.#responses = tapResponses({ mode, maxBytes: limits.responseBytes, recorder: this.#recorder, onResponse: (fields, bytes) => this.#onResponse(fields, bytes) });
   }
 
   get done(): Promise<TerminationReason> {
@@ -81,14 +103,20 @@ export class RelayStream {
     downstream.on('wantTrailers', () => downstream.sendTrailers(this.#trailers ?? { 'grpc-status': String(GrpcStatus.OK) }));
     downstream.on('error', () => undefined); // 'close' follows, and ends the relay
     downstream.on('close', () => this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy closed the stream' }));
+    // A dial may take the 10 s connect limit; a new Envoy should not wait that out again.
+    if (this.#options.lastDialFailed() && this.#options.kept.has(this.mode)) return this.#serveKept('the last dial failed; redialling in the background');
     try {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
       this.#upstream = upstream;
       stats.upstreamOpened();
+      this.#options.reachable(true);
     } catch (error) {
       stats.upstreamFailure('DIAL');
-      this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details: `cannot reach the discovery server: ${(error as Error).message}` });
+      this.#options.reachable(false);
+      const details = `cannot reach the discovery server: ${(error as Error).message}`;
+      if (this.#options.kept.has(this.mode) && !this.#ending) return this.#serveKept(details);
+      this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details });
       return this.#done;
     }
     this.#relayResponses(this.#upstream);
@@ -96,7 +124,32 @@ export class RelayStream {
     return this.#done;
   }
 
+  /** Answers Envoy from the kept config, redialling until the discovery server answers. */
+  #serveKept(reason: string): Promise<TerminationReason> {
+    const { downstream } = this.#options;
+    this.#keptSession = new KeptSession({
+      ...this.#options,
+      send: (message) => void downstream.write(frame(message)),
+      handover: () => this.#end({ reason: 'handed_over', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server answers again: reconnect through the relay' }),
+      backoff: this.#options.backoff,
+    });
+    this.upstreamState = 'last-known-good';
+    if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });
+    this.#keptSession.start(reason);
+    this.#readRequests(() => undefined);
+    return this.#done;
+  }
+
+  /** When Envoy is served from kept config, since when (ms). */
+  get keptSince(): number | undefined {
+    return this.#keptSession?.since;
+  }
+
   #relayRequests({ stream: upstream }: UpstreamStream): void {
+    this.#readRequests(() => upstream.end());
+  }
+
+  #readRequests(onEnd: () => void): void {
     const { downstream } = this.#options;
     downstream.on('data', (chunk: Buffer) => {
       if (this.#ending) return;
@@ -110,7 +163,7 @@ export class RelayStream {
     downstream.on('end', () => {
       if (this.#ending) return;
       if (!this.#requests.atBoundary) return this.#end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
-      upstream.end();
+      onEnd();
     });
   }
 
@@ -127,13 +180,15 @@ export class RelayStream {
   /** Throws WireError for a request that does not parse; the caller ends the stream. */
   #onRequest(request: Buffer): void {
     const fields = readRequest(request, this.mode);
+    if (this.#keptSession) return this.#keptSession.request(fields);
     const message = this.#withNode(request, fields.node);
     const sent = this.#sent.get(fields.typeUrl);
     const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
     const upstream = this.#upstream!.stream;
-    if (!upstream.write(frame(message))) this.#pauseUntilDrained(this.#options.downstream, upstream);
+    if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
+    this.#recorder.request(fields); // after the write: the ACK leaves first
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -159,25 +214,12 @@ export class RelayStream {
         this.#options.stats.upstreamFailure('BAD_FRAME');
         return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
       }
-      this.#corkUntilNextTick(downstream);
-      if (!downstream.write(chunk)) this.#pauseUntilDrained(upstream, downstream);
+      corkUntilNextTick(downstream);
+      if (!downstream.write(chunk)) pauseUntilDrained(upstream, downstream);
     });
     upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#upstreamError = error));
     upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
-  }
-
-  /** Reads each response as it streams past; records it once its last byte is through. */
-  #responseReader(): GrpcFrameReader {
-    let current: (ReturnType<typeof responseReader> & { length: number }) | undefined;
-    return new GrpcFrameReader({
-      begin: (length) => (current = { ...responseReader(length, this.mode), length }),
-      data: (bytes) => current!.scanner.push(bytes),
-      end: () => {
-        current!.scanner.finish();
-        this.#onResponse(current!.fields, current!.length);
-      },
-    }, this.#options.limits.responseBytes);
   }
 
   #onResponse(fields: ResponseFields, bytes: number): void {
@@ -214,29 +256,17 @@ export class RelayStream {
     this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }
 
-  /** One socket read brings several DATA frames; they leave in one write, not one each. */
-  #corkUntilNextTick(stream: ServerHttp2Stream): void {
-    if (stream.writableCorked) return;
-    stream.cork();
-    process.nextTick(() => stream.uncork());
-  }
-
-  /** Stops reading `from` until `to` has flushed what it holds. */
-  #pauseUntilDrained(from: NodeJS.ReadableStream, to: NodeJS.EventEmitter): void {
-    from.pause();
-    to.once('drain', () => from.resume());
-  }
-
   /** Ends both sides once, with the first reason. */
   #end(ending: Ending): void {
     if (this.#ending) return;
     this.#ending = ending;
-    const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' ? 'info' : 'warn';
+    const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' || ending.reason === 'handed_over' ? 'info' : 'warn';
     this.#options.logger[level]({ stream: this.id, reason: ending.reason, details: ending.details }, 'xDS stream ended');
     if (this.#upstream) {
       this.#options.stats.upstreamClosed();
       this.#upstream.close();
     }
+    this.#keptSession?.stop();
     this.#finishDownstream(ending);
     this.#resolveDone(ending.reason);
   }

@@ -6,6 +6,7 @@ import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
 import { encodeGrpcMessage, GrpcStatus } from './grpc-status.ts';
+import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
@@ -22,6 +23,12 @@ export interface XdsRelayOptions {
   logger: Logger;
   /** HTTP/2 pings on Envoy's connections and the upstream ones (default 30 s, 10 s to answer). */
   keepalive?: KeepaliveOptions;
+  /** The last accepted config; a fresh one when absent (the agent passes the one it read from disk). */
+  kept?: KeptConfig;
+  /** False: keep nothing (the relay as it was before last-known-good, for the bench's baseline). */
+  keepLastKnownGood?: boolean;
+  /** Redialling while a stream is served from kept config (default 500 ms doubling to 15 s). */
+  backoff?: { initialMs: number; maxMs: number };
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -33,7 +40,8 @@ const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [pat
 
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
-const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib };
+const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib, pendingBytes: 128 * mib };
+const defaultBackoff = { initialMs: 500, maxMs: 15_000 };
 /**
  * Streams one Envoy connection may hold open at once. Envoy runs one ADS
  * stream (two briefly while it replaces one); every stream dials the
@@ -49,9 +57,10 @@ const closeGraceMs = 1_000;
  * discovery server. It speaks gRPC's framing on node:http2 itself, rather
  * than through a gRPC library, so responses pass through as they arrive
  * instead of being gathered whole first. Failure behaviour: when the
- * upstream cannot be reached or ends, Envoy's stream is closed with
- * UNAVAILABLE; Envoy keeps its last config and reconnects with its own
- * backoff, which dials upstream afresh.
+ * upstream ends, Envoy's stream is closed with UNAVAILABLE; Envoy keeps its
+ * last config and reconnects with its own backoff, which dials upstream
+ * afresh. When a new stream cannot reach upstream and a config Envoy ACKed
+ * is kept, the relay serves that (last-known-good) until upstream answers.
  */
 export class XdsRelay {
   readonly #options: XdsRelayOptions;
@@ -62,11 +71,18 @@ export class XdsRelay {
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
+  readonly kept: KeptConfig;
+  /** The last dial's outcome; unknown (undefined) until the first. */
+  #reachable: boolean | undefined;
+  readonly #gateListeners = new Set<(open: boolean) => void>();
+  #gateOpen = true;
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
     this.#keepalive = options.keepalive ?? keepaliveDefaults;
-    this.#stats = new XdsStats(options.registry, options.clock);
+    this.kept = options.kept ?? new KeptConfig();
+    this.#stats = new XdsStats(options.registry, options.clock, () => this.servingKeptSince());
+    this.kept.onChange(() => this.#gateMayChange());
   }
 
   /** Listens on the socket (owner-only); rejects when it cannot. */
@@ -119,7 +135,15 @@ export class XdsRelay {
       stats: this.#stats,
       logger: this.#options.logger.child({ stream: id }),
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
-      limits,
+      limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
+      kept: this.kept,
+      clock: this.#options.clock,
+      backoff: this.#options.backoff ?? defaultBackoff,
+      reachable: (ok) => {
+        this.#reachable = ok;
+        this.#gateMayChange();
+      },
+      lastDialFailed: () => this.#reachable === false,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
@@ -146,13 +170,44 @@ export class XdsRelay {
     await rm(this.#options.socketPath, { force: true });
   }
 
+  /**
+   * Whether a new Envoy would get config now: the discovery server was
+   * reachable at the last dial (or not tried yet), or something is kept
+   * for every type Envoy asked for. The restart gate reads it.
+   */
+  canConfigure(): boolean {
+    return this.#reachable !== false || this.kept.covers('sotw') || this.kept.covers('delta');
+  }
+
+  /** Calls `listener` whenever canConfigure() changes. */
+  onGateChange(listener: (open: boolean) => void): () => void {
+    this.#gateListeners.add(listener);
+    return () => this.#gateListeners.delete(listener);
+  }
+
+  #gateMayChange(): void {
+    const open = this.canConfigure();
+    if (open === this.#gateOpen) return;
+    this.#gateOpen = open;
+    for (const listener of this.#gateListeners) listener(open);
+  }
+
+  /** Since when (ms) the oldest stream still served from kept config is; undefined when none is. */
+  servingKeptSince(): number | undefined {
+    const since = [...this.#streams].map((stream) => stream.keptSince).filter((at) => at !== undefined);
+    return since.length > 0 ? Math.min(...since) : undefined;
+  }
+
   /** JSON for the status server: per type and per stream. */
   debug(): RelayDebug {
+    const iso = (at: number | undefined) => (at === undefined ? undefined : new Date(at).toISOString());
     return {
       socket: this.#options.socketPath,
       upstream: formatHostPort(this.#options.upstream.address),
-      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState })),
+      servingLastKnownGoodSince: iso(this.servingKeptSince()),
+      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, lastKnownGoodSince: iso(stream.keptSince) })),
       ...this.#stats.snapshot(),
+      kept: this.kept.summary(),
     };
   }
 }

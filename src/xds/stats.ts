@@ -11,7 +11,8 @@ export type TerminationReason =
   | 'dial_failed'
   | 'bad_envoy_frame'
   | 'bad_upstream_frame'
-  | 'relay_stopped';
+  | 'relay_stopped'
+  | 'handed_over';
 
 /** What the agent knows of one resource type, for the status server's JSON. */
 export interface TypeDebug {
@@ -33,7 +34,11 @@ export interface TypeDebug {
 export interface RelayDebug {
   socket: string;
   upstream: string;
-  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' }[];
+  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; lastKnownGoodSince?: string }[];
+  /** Set while some Envoy stream is served from the kept config. */
+  servingLastKnownGoodSince?: string;
+  /** What is kept, per stream kind and type. */
+  kept?: unknown;
   types: Record<string, TypeDebug>;
   upstreamFailures: number;
   terminations: Partial<Record<TerminationReason, number>>;
@@ -55,7 +60,8 @@ export class XdsStats {
   #upstreamFailures = 0;
   readonly #metrics;
 
-  constructor(registry: Registry, clock: Clock) {
+  /** `keptSince`: since when the oldest stream still served from kept config is (ms), if any. */
+  constructor(registry: Registry, clock: Clock, keptSince: () => number | undefined = () => undefined) {
     this.#clock = clock;
     const registers = [registry];
     this.#metrics = {
@@ -67,6 +73,18 @@ export class XdsStats {
       terminations: new Counter({ name: 'pilot_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
       streams: new Gauge({ name: 'pilot_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
       upstreams: new Gauge({ name: 'pilot_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
+      keptStreams: new Gauge({ name: 'pilot_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
+      keptSince: new Gauge({
+        name: 'pilot_agent_xds_last_known_good_since_seconds',
+        help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
+        registers,
+        collect() {
+          const since = keptSince();
+          this.set(since === undefined ? 0 : since / 1000);
+        },
+      }),
+      keptResponses: new Counter({ name: 'pilot_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
+      keptNacks: new Counter({ name: 'pilot_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
     };
   }
 
@@ -127,6 +145,24 @@ export class XdsStats {
 
   upstreamClosed(): void {
     this.#metrics.upstreams.dec();
+  }
+
+  keptStreamOpened(): void {
+    this.#metrics.keptStreams.inc();
+  }
+
+  keptStreamClosed(): void {
+    this.#metrics.keptStreams.dec();
+  }
+
+  keptResponse(typeUrl: string, bytes: number): void {
+    const type = shortType(typeUrl);
+    this.#metrics.keptResponses.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'last_known_good' }, bytes);
+  }
+
+  keptNack(typeUrl: string): void {
+    this.#metrics.keptNacks.inc({ type: shortType(typeUrl) });
   }
 
   streamOpened(): void {

@@ -16,7 +16,7 @@ describe('readRequest', () => {
     const request = Buffer.concat([len(1, 'v7'), len(2, node), len(3, 'a'), len(3, 'b'), len(4, cluster), len(5, 'n3')]);
     const fields = readRequest(request, 'sotw');
     assert.deepEqual({ ...fields, node: fields.node?.toString('hex') }, {
-      typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: undefined, names: ['a', 'b'], node: node.toString('hex'),
+      typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: undefined, names: ['a', 'b'], node: node.toString('hex'), initialVersions: 0,
     });
   });
 
@@ -28,6 +28,12 @@ describe('readRequest', () => {
     assert.equal(fields.nonce, 'n9');
     assert.deepEqual(fields.names, ['x']);
     assert.equal(fields.node, undefined);
+  });
+
+  it('counts a Delta request\'s initial_resource_versions (field 5): what Envoy already holds', () => {
+    const entry = (name: string) => len(5, Buffer.concat([len(1, name), len(2, 'v1')]));
+    assert.equal(readRequest(Buffer.concat([len(2, cluster), entry('a'), entry('b')]), 'delta').initialVersions, 2);
+    assert.equal(readRequest(Buffer.concat([len(4, cluster), len(5, 'n1')]), 'sotw').initialVersions, 0);
   });
 
   it('marks an error_detail without message as a NACK', () => {

@@ -20,6 +20,8 @@ export interface RequestFields {
   names: string[];
   /** The Node message's bytes, when this request carries one. */
   node: Buffer | undefined;
+  /** Delta only: how many resources Envoy says it already has (initial_resource_versions). */
+  initialVersions: number;
 }
 
 export interface ResponseFields {
@@ -46,6 +48,7 @@ const wantedRequestFields = {
 // Both response messages share numbers: version 1, resources 2, type 4, nonce 5; Delta adds removed 6.
 const response = { version: 1, resources: 2, type: 4, nonce: 5, removed: 6 } as const;
 const statusMessage = 2;
+const deltaInitialVersions = 5;
 
 /** Encodes a varint (for the node field the relay may add to a request). */
 export function encodeVarint(value: number): Buffer {
@@ -76,9 +79,10 @@ function scan(buf: Buffer, sink: FieldSink): void {
 export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
   const numbers = requestNumbers[mode];
   const wanted = wantedRequestFields[mode];
-  const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined };
+  const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 };
   scan(buf, {
     field: (field, wireType) => {
+      if (mode === 'delta' && field === deltaInitialVersions) fields.initialVersions++;
       if (!wanted.has(field)) return false;
       expectLen(wireType, field);
       return true;

@@ -33,11 +33,13 @@ export interface AgentOptions {
   discoveryAddress: string;
   args?: string[];
   env?: Record<string, string>;
+  /** A dir to use (and leave in place on stop), e.g. to start a second agent on the same --configPath. */
+  dir?: string;
 }
 
 /** Runs `pilot-agent proxy` as a real process with a private config dir and ports. */
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
-  const dir = await mkdtemp(join(tmpdir(), 'pilot-agent-test-'));
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'pilot-agent-test-')));
   const adminPort = await freePort();
   const args = [
     agentBin, 'proxy', options.type ?? 'sidecar',
@@ -68,7 +70,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal);
       const result = await exited;
-      await rm(dir, { recursive: true, force: true });
+      if (!options.dir) await rm(dir, { recursive: true, force: true });
       return result;
     },
   };

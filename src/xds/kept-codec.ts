@@ -1,0 +1,72 @@
+import { secretType, type KeptConfig, type KeptType } from './kept-config.ts';
+import type { XdsMode } from './wire.ts';
+
+/**
+ * The kept config as a file: JSON with the protobuf bytes in base64. What
+ * is written is what Envoy ACKed, for one node; Secrets (SDS over ADS) are
+ * left out: key material never goes to disk.
+ */
+export const keptFormat = 'pilot-agent/last-known-good/v1';
+
+interface FileType {
+  mode: XdsMode;
+  typeUrl: string;
+  version: string;
+  ackedAt: number;
+  names: string[];
+  response?: string;
+  resources?: { name: string; version: string; bytes: string }[];
+}
+
+interface KeptFileBody {
+  format: string;
+  node: string;
+  writtenAt: number;
+  types: FileType[];
+}
+
+export function encodeKept(kept: KeptConfig, node: string, now: number): string {
+  const types = (['sotw', 'delta'] as const).flatMap((mode) => kept.types(mode).filter((entry) => entry.typeUrl !== secretType).map((entry) => fileType(mode, entry)));
+  return JSON.stringify({ format: keptFormat, node, writtenAt: now, types } satisfies KeptFileBody);
+}
+
+function fileType(mode: XdsMode, entry: KeptType): FileType {
+  const { typeUrl, version, ackedAt, names } = entry;
+  if (entry.response) return { mode, typeUrl, version, ackedAt, names, response: Buffer.concat(entry.response).toString('base64') };
+  const resources = [...entry.resources!.values()].map((resource) => ({ name: resource.name, version: resource.version, bytes: resource.bytes.toString('base64') }));
+  return { mode, typeUrl, version, ackedAt, names, resources };
+}
+
+export type Decoded = { ok: true; types: { mode: XdsMode; entry: KeptType }[]; writtenAt: number } | { ok: false; reason: string };
+
+/** Reads a kept file's text; any doubt (garbage, truncation, another node, too old) is a reason to ignore it. */
+export function decodeKept(text: string, expect: { node: string; now: number; maxAgeMs: number }): Decoded {
+  let body: KeptFileBody;
+  try {
+    body = JSON.parse(text) as KeptFileBody;
+  } catch (error) {
+    return { ok: false, reason: `not a kept-config file (${(error as Error).message})` };
+  }
+  if (body?.format !== keptFormat || !Array.isArray(body.types) || typeof body.writtenAt !== 'number') return { ok: false, reason: `not a ${keptFormat} file` };
+  if (body.node !== expect.node) return { ok: false, reason: `written for another node (${String(body.node)})` };
+  const age = expect.now - body.writtenAt;
+  if (age > expect.maxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${expect.maxAgeMs / 60_000} allowed` };
+  try {
+    return { ok: true, types: body.types.filter((type) => type.typeUrl !== secretType).map(decodeType), writtenAt: body.writtenAt };
+  } catch (error) {
+    return { ok: false, reason: `malformed entry (${(error as Error).message})` };
+  }
+}
+
+function decodeType(type: FileType): { mode: XdsMode; entry: KeptType } {
+  if (type.mode !== 'sotw' && type.mode !== 'delta') throw new Error(`unknown stream kind ${String(type.mode)}`);
+  if (typeof type.typeUrl !== 'string' || typeof type.version !== 'string' || !Array.isArray(type.names)) throw new Error('type without typeUrl, version or names');
+  const base = { typeUrl: type.typeUrl, version: type.version, ackedAt: Number(type.ackedAt), names: type.names.map(String) };
+  if (type.mode === 'sotw') {
+    if (typeof type.response !== 'string') throw new Error(`${type.typeUrl} has no response`);
+    return { mode: 'sotw', entry: { ...base, response: [Buffer.from(type.response, 'base64')] } };
+  }
+  if (!Array.isArray(type.resources)) throw new Error(`${type.typeUrl} has no resources`);
+  const resources = new Map(type.resources.map((resource) => [String(resource.name), { name: String(resource.name), version: String(resource.version), bytes: Buffer.from(String(resource.bytes), 'base64') }]));
+  return { mode: 'delta', entry: { ...base, resources } };
+}

@@ -1,0 +1,147 @@
+import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock, Timer } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import { decodeKept, encodeKept } from './kept-codec.ts';
+import { KeptConfig } from './kept-config.ts';
+
+export interface KeptFileOptions {
+  /** --configPath: the file is `<configPath>/last-known-good.json`. */
+  configPath: string;
+  /** The node id the kept config belongs to; a file for another one is ignored. */
+  node: string;
+  clock: Clock;
+  logger: Logger;
+  /** Largest file written or read (default keptFileMaxBytes). */
+  maxBytes?: number;
+}
+
+/** 64 MiB: several times a 3000-service mesh's config; past it the file is not written (nor kept). */
+export const keptFileMaxBytes = 64 * 1024 * 1024;
+/** A kept config older than a day is not trusted: its certificates and endpoints have moved on. */
+export const keptFileMaxAgeMs = 24 * 3_600_000;
+/** A write waits this long after a change, so a burst of pushes costs one write. */
+const writeDelayMs = 1_000;
+/**
+ * And comes at most this often: endpoint churn in a large mesh ACKs every
+ * second or so, and rewriting megabytes that often buys nothing; a restored
+ * config only has to carry Envoy until the discovery server answers.
+ */
+const writeIntervalMs = 10_000;
+
+export const keptFileName = 'last-known-good.json';
+
+/**
+ * Keeps the kept config on disk across agent restarts: written (0600, to a
+ * temporary file renamed over the old one) a second after a change, at most
+ * every 10 s; read once at start.
+ */
+export class KeptFile {
+  readonly #options: KeptFileOptions;
+  readonly path: string;
+  #timer: Timer | undefined;
+  #lastWriteAt = -Infinity;
+  #writing: Promise<void> = Promise.resolve();
+  #kept: KeptConfig | undefined;
+
+  constructor(options: KeptFileOptions) {
+    this.#options = options;
+    this.path = join(options.configPath, keptFileName);
+  }
+
+  /** Restores what the file holds into `kept`, when it is there and trustworthy; one log line otherwise. */
+  async load(kept: KeptConfig): Promise<void> {
+    const { logger, clock, node } = this.#options;
+    const text = await this.#read();
+    if (text === undefined) return;
+    const decoded = decodeKept(text, { node, now: clock.now(), maxAgeMs: keptFileMaxAgeMs });
+    if (!decoded.ok) return void logger.warn({ file: this.path, reason: decoded.reason }, 'ignoring the kept last-known-good config file');
+    for (const { mode, entry } of decoded.types) kept.restore(mode, entry);
+    logger.info({ file: this.path, types: decoded.types.length, writtenAt: new Date(decoded.writtenAt).toISOString() }, 'restored the last-known-good config');
+  }
+
+  async #read(): Promise<string | undefined> {
+    try {
+      const size = (await stat(this.path)).size;
+      if (size > this.#maxBytes) throw new Error(`${size} bytes, more than the ${this.#maxBytes} allowed`);
+      return await readFile(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.#options.logger.warn({ file: this.path, reason: (error as Error).message }, 'ignoring the kept last-known-good config file');
+      return undefined;
+    }
+  }
+
+  /** Writes the file after every change of `kept`, debounced. */
+  follow(kept: KeptConfig): void {
+    this.#kept = kept;
+    kept.onChange(() => {
+      if (this.#timer) return; // the write already scheduled takes the state as it is then
+      const now = this.#options.clock.now();
+      const due = Math.max(now + writeDelayMs, this.#lastWriteAt + writeIntervalMs);
+      this.#timer = this.#options.clock.setTimeout(() => void this.flush(), due - now);
+    });
+  }
+
+  /** Writes now (waits for a write in progress first). */
+  flush(): Promise<void> {
+    this.#timer?.cancel();
+    this.#timer = undefined;
+    this.#lastWriteAt = this.#options.clock.now();
+    const kept = this.#kept;
+    if (!kept) return this.#writing;
+    this.#writing = this.#writing.then(() => this.#write(kept));
+    return this.#writing;
+  }
+
+  async #write(kept: KeptConfig): Promise<void> {
+    const { logger, clock, node } = this.#options;
+    const text = encodeKept(kept, node, clock.now());
+    try {
+      if (Buffer.byteLength(text) > this.#maxBytes) {
+        await rm(this.path, { force: true }); // an older, smaller one would be a config Envoy has moved on from
+        return void logger.warn({ file: this.path, bytes: Buffer.byteLength(text), limit: this.#maxBytes }, 'kept config too large to write; an agent restart will not have it');
+      }
+      await writeAtomically(this.path, text);
+    } catch (error) {
+      logger.warn({ file: this.path, err: error }, 'cannot write the kept last-known-good config');
+    }
+  }
+
+  /** Resolves once the write in flight, if any, is done (without forcing one). */
+  idle(): Promise<void> {
+    return this.#writing;
+  }
+
+  get #maxBytes(): number {
+    return this.#options.maxBytes ?? keptFileMaxBytes;
+  }
+
+  /** Writes a change still waiting for its delay; then nothing more is written. */
+  async close(): Promise<void> {
+    if (this.#timer) await this.flush();
+    else await this.#writing;
+    this.#kept = undefined;
+  }
+}
+
+/** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const temporary = `${path}.${process.pid}.tmp`;
+  const file = await open(temporary, 'w', 0o600);
+  try {
+    await file.writeFile(text);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(temporary, path);
+}
+
+/** The kept config as the last agent left it (when trustworthy), written on from now on. */
+export async function loadKeptConfig(options: KeptFileOptions): Promise<{ kept: KeptConfig; keptFile: KeptFile }> {
+  const kept = new KeptConfig();
+  const keptFile = new KeptFile(options);
+  await keptFile.load(kept);
+  keptFile.follow(kept);
+  return { kept, keptFile };
+}

@@ -1,0 +1,90 @@
+import type { Clock } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import type { KeptConfig } from './kept-config.ts';
+import { KeptAnswers, type KeptOutcome } from './kept-serve.ts';
+import type { XdsStats } from './stats.ts';
+import type { UpstreamStream } from './upstream.ts';
+import type { RequestFields, XdsMode } from './wire.ts';
+
+export interface KeptSessionOptions {
+  id: number;
+  mode: XdsMode;
+  kept: KeptConfig;
+  clock: Clock;
+  logger: Logger;
+  stats: XdsStats;
+  /** Writes one framed message to Envoy. */
+  send(message: Buffer): void;
+  dial(): Promise<UpstreamStream>;
+  /** The discovery server answers again: end Envoy's stream so it reconnects through the relay. */
+  handover(): void;
+  backoff: { initialMs: number; maxMs: number };
+  reachable(ok: boolean): void;
+}
+
+/**
+ * An Envoy stream served from the kept config while the discovery server is
+ * unreachable, and the upstream dialled again with backoff until it answers.
+ */
+export class KeptSession {
+  readonly since: number;
+  readonly #options: KeptSessionOptions;
+  readonly #answers: KeptAnswers;
+  readonly #stopped = new AbortController();
+
+  constructor(options: KeptSessionOptions) {
+    this.#options = options;
+    this.since = options.clock.now();
+    this.#answers = new KeptAnswers(options.mode, options.kept, `lkg-${options.id}-${this.since}`);
+  }
+
+  start(reason: string): void {
+    const { logger, stats, mode } = this.#options;
+    logger.warn({ stream: this.#options.id, mode, since: new Date(this.since).toISOString(), reason }, 'serving last-known-good config: the discovery server cannot be reached');
+    stats.keptStreamOpened();
+    void this.#probe();
+  }
+
+  request(fields: RequestFields): void {
+    const outcome = this.#answers.answer(fields);
+    if (outcome.kind === 'send') this.#options.send(outcome.message);
+    this.#report(outcome);
+  }
+
+  #report(outcome: KeptOutcome): void {
+    const { logger, stats } = this.#options;
+    const fields = { stream: this.#options.id, type: outcome.typeUrl, version: outcome.version };
+    if (outcome.kind === 'send') {
+      stats.keptResponse(outcome.typeUrl, outcome.message.length);
+      logger.info({ ...fields, resources: outcome.resources }, 'sent a last-known-good response');
+    } else if (outcome.kind === 'nack') {
+      stats.keptNack(outcome.typeUrl);
+      logger.warn({ ...fields, error: outcome.error }, 'Envoy rejected a last-known-good response (NACK)');
+    } else if (outcome.kind === 'missing') {
+      logger.warn(fields, 'nothing kept for a type Envoy asks for; it waits for the discovery server');
+    }
+  }
+
+  async #probe(): Promise<void> {
+    const { clock, backoff, logger } = this.#options;
+    const signal = this.#stopped.signal;
+    for (let delay = backoff.initialMs; !signal.aborted; delay = Math.min(delay * 2, backoff.maxMs)) {
+      const slept = await clock.sleep(delay, signal).then(() => true, () => false);
+      if (!slept || signal.aborted) return; // a clock that ignores the signal still stops here
+      const upstream = await this.#options.dial().catch(() => undefined);
+      this.#options.reachable(upstream !== undefined);
+      if (!upstream) continue;
+      upstream.close();
+      if (signal.aborted) return;
+      logger.info({ stream: this.#options.id, servedForMs: clock.now() - this.since }, 'the discovery server answers again; handing the stream over');
+      return this.#options.handover();
+    }
+  }
+
+  /** The stream ended: stop dialling. */
+  stop(): void {
+    if (this.#stopped.signal.aborted) return;
+    this.#stopped.abort();
+    this.#options.stats.keptStreamClosed();
+  }
+}

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
+import { systemClock } from '../../src/shared/clock.ts';
+import { silentLogger } from '../../src/shared/log.ts';
+import { KeptConfig } from '../../src/xds/kept-config.ts';
+import { lenField } from '../../src/xds/kept-wire.ts';
+import { XdsRelay } from '../../src/xds/relay.ts';
+import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
+import { freePort } from '../support/ports.ts';
+
+const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const failures = async (registry: Registry) => Number(/ (\d+)$/m.exec(await registry.getSingleMetricAsString('pilot_agent_xds_proxy_upstream_failures_total'))?.[1] ?? 0);
+
+describe('last-known-good in the relay: a grpc-js ADS client, nothing listening upstream', () => {
+  let dir: string;
+  let relay: XdsRelay;
+  const registry = new Registry();
+  const clients: AdsTestClient[] = [];
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'lkg-relay-'));
+    const kept = new KeptConfig();
+    kept.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
+    // A redial far away: every dial in these tests is one a stream made itself.
+    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, kept, backoff: { initialMs: 600_000, maxMs: 600_000 } });
+    await relay.start();
+  });
+
+  after(async () => {
+    for (const client of clients) client.close();
+    await relay.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const connect = () => {
+    const client = new AdsTestClient(`unix://${join(dir, 'XDS')}`);
+    clients.push(client);
+    client.send(sotwRequest({ typeUrl: cds, nodeId: 'sidecar~1~a~b' }));
+    return client;
+  };
+
+  it('a stream whose dial is refused gets the kept response with a fresh nonce; its ACK gets nothing more', async () => {
+    const client = connect();
+    const response = await client.waitForResponses(1);
+    assert.equal(response.version, 'v7');
+    assert.match(response.nonce, /^lkg-\d+-\d+-1$/);
+    assert.equal(response.resources, 1);
+    assert.equal(await failures(registry), 1);
+    client.send(sotwRequest({ typeUrl: cds, version: 'v7', nonce: 'not ours' }));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(client.responses.length, 1, 'each type once: an ACK (auto) and an unknown nonce get nothing');
+    assert.ok(relay.servingKeptSince() !== undefined);
+  });
+
+  it('once a dial failed, the next stream is served at once, without waiting on another dial', async () => {
+    const client = connect();
+    await client.waitForResponses(1);
+    assert.equal(await failures(registry), 1, 'no second dial');
+  });
+});

@@ -1,0 +1,123 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { makeCa, type KeyPair, type TestCa } from '../support/certs.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { failures, routedService, sdsListener, secret, waitForBody } from './lkg-support.ts';
+import { waitForSerial } from './reconcile-support.ts';
+
+const secretType = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
+const ignoredLine = 'ignoring the kept last-known-good config file';
+
+interface KeptFileText {
+  node: string;
+  types: { typeUrl: string; response?: string; resources?: { bytes: string }[] }[];
+}
+
+/** Every protobuf payload in the kept file, decoded, as one string to search. */
+const payloads = (file: KeptFileText) => file.types.flatMap((type) => [type.response ?? '', ...(type.resources ?? []).map((entry) => entry.bytes)]).map((b64) => Buffer.from(b64, 'base64').toString('latin1')).join('\n');
+
+for (const mode of ['sotw', 'delta'] as const) {
+  describe(`last-known-good xDS across an agent restart (${mode})`, () => {
+    const modeArgs = mode === 'delta' ? ['--deltaXds'] : [];
+    let dir: string;
+    let upstream: Upstream;
+    let ca: TestCa;
+    let pair: KeyPair;
+    let peer: Peer | undefined;
+    let peerAddress: string;
+    let listenerPort: number;
+    const agents: RunningAgent[] = [];
+    const keptPath = () => join(dir, 'config', 'last-known-good.json');
+    const start = async () => {
+      const agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs });
+      agents.push(agent);
+      return agent;
+    };
+    /** SIGKILL, and wait until its Envoys followed it (PR_SET_PDEATHSIG). */
+    const kill = async (agent: RunningAgent) => {
+      await agent.stop('SIGKILL');
+      await assertGone(agent.envoyPids(), 15_000);
+    };
+
+    before(async () => {
+      dir = await mkdtemp(join(tmpdir(), 'lkg-restart-'));
+      [upstream, ca] = await Promise.all([startUpstream(`a (${mode})`), makeCa()]);
+      pair = await ca.issue('localhost');
+      [listenerPort, peerAddress] = [await freePort(), `127.0.0.1:${await freePort()}`];
+    });
+
+    after(async () => {
+      for (const agent of agents) await agent.stop('SIGTERM');
+      await peer?.stop();
+      await Promise.all([upstream.close(), ca.close()]);
+      await assertGone(agents.flatMap((agent) => agent.envoyPids()));
+      await rm(dir, { recursive: true, force: true });
+    });
+
+    it('the kept file is written 0600 without the Secret Envoy got over ADS', async () => {
+      const tlsPort = await freePort();
+      peer = await startPeer([...routedService(listenerPort, [{ prefix: '/', cluster: 'cluster_a', port: upstream.port }]), sdsListener(tlsPort, 'server-cert'), secret('server-cert', pair)], { address: peerAddress });
+      const agent = await start();
+      await waitForBody(listenerPort, '/', `a (${mode})`);
+      await waitForSerial(tlsPort, pair.serial);
+      const file = await waitForKeptFile(keptPath(), ['Listener', 'ClusterLoadAssignment', 'RouteConfiguration']);
+      assert.equal((await stat(keptPath())).mode & 0o777, 0o600);
+      assert.equal(file.types.some((type) => type.typeUrl === secretType), false, 'no Secret type on disk');
+      assert.doesNotMatch(payloads(file), /PRIVATE KEY/);
+      assert.ok(agent.log.find((entry) => entry.msg === 'Envoy opened an xDS stream'));
+      await peer.stop();
+      peer = undefined;
+      await kill(agent);
+    });
+
+    it('SIGKILL the agent during the outage, start it again on the same --configPath: Envoy comes up with the kept config', async () => {
+      const agent = await start();
+      await agent.log.waitFor((entry) => entry.msg === 'restored the last-known-good config', 10_000, 'the restored config');
+      await waitForBody(listenerPort, '/', `a (${mode})`);
+      assert.deepEqual(await failures(listenerPort, '/', `a (${mode})`, 30), []);
+      await kill(agent);
+    });
+
+    it('a truncated file is ignored with one log line', async () => {
+      const text = await readFile(keptPath(), 'utf8');
+      await writeFile(keptPath(), text.slice(0, text.length / 2), { mode: 0o600 });
+      await expectIgnored(/not a kept-config file/);
+      await writeFile(keptPath(), text, { mode: 0o600 });
+    });
+
+    it('a file written for another node id is ignored', async () => {
+      const file = JSON.parse(await readFile(keptPath(), 'utf8')) as KeptFileText;
+      await writeFile(keptPath(), JSON.stringify({ ...file, node: `${file.node}-other` }), { mode: 0o600 });
+      await expectIgnored(/another node/);
+    });
+
+    /** Starts an agent (peer down): one "ignoring" line with the reason, nothing restored; then kills it. */
+    async function expectIgnored(reason: RegExp): Promise<void> {
+      const agent = await start();
+      const line = await agent.log.waitFor((entry) => entry.msg === ignoredLine, 10_000, 'the ignored file');
+      assert.match(String(line.reason), reason);
+      await agent.log.waitFor((entry) => entry.msg === 'xDS relay listening', 10_000, 'the relay');
+      assert.equal(agent.log.entries.filter((entry) => entry.msg === ignoredLine).length, 1);
+      assert.equal(agent.log.find((entry) => entry.msg === 'restored the last-known-good config'), undefined);
+      await kill(agent);
+    }
+  });
+}
+
+/** Polls the kept file until it holds every type named. */
+async function waitForKeptFile(path: string, types: string[], timeoutMs = 30_000): Promise<KeptFileText> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const file = await readFile(path, 'utf8').then((text) => JSON.parse(text) as KeptFileText, () => undefined);
+    if (file && types.every((type) => file.types.some((entry) => entry.typeUrl.endsWith(`.${type}`)))) return file;
+    if (Date.now() > deadline) throw new Error(`${path} never held ${types.join(', ')}`);
+    await sleep(100);
+  }
+}
