@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { execa } from 'execa';
+import { buildCsr, generateWorkloadKey, type KeyAlgorithm } from './csr.ts';
+
+const uri = 'spiffe://cluster.local/ns/default/sa/reviews';
+
+/** openssl is the independent judge: it checks the signature and prints the request. */
+async function opensslReads(csr: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'csr-test-'));
+  try {
+    await writeFile(join(dir, 'req.pem'), csr);
+    // openssl 3.0 exits 0 on a bad signature: the verdict is only in its output.
+    const { all } = await execa('openssl', ['req', '-in', join(dir, 'req.pem'), '-noout', '-verify', '-text'], { all: true });
+    assert.match(all, /self-signature verify OK/);
+    return all;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+for (const [algorithm, keyText] of [['ECDSA', 'prime256v1'], ['RSA', '2048 bit']] as [KeyAlgorithm, string][]) {
+  test(`a ${algorithm} request verifies and carries only the SPIFFE URI`, async () => {
+    const key = await generateWorkloadKey(algorithm);
+    const text = await opensslReads(buildCsr({ key, uri, organization: 'cluster.local' }));
+    assert.match(text, new RegExp(keyText));
+    assert.match(text, /Subject: O\s?=\s?cluster\.local/);
+    assert.match(text, /X509v3 Subject Alternative Name:\s*\n\s*URI:spiffe:\/\/cluster\.local\/ns\/default\/sa\/reviews\s*\n/);
+  });
+}
+
+test('a request without an organization has an empty subject', async () => {
+  const key = await generateWorkloadKey('ECDSA');
+  const text = await opensslReads(buildCsr({ key, uri }));
+  assert.match(text, /Subject:\s*\n/);
+});
