@@ -12,7 +12,7 @@ const definition = protoLoader.fromJSON({
       nested: {
         IstioCertificateRequest: { fields: { csr: { type: 'string', id: 1 }, validityDuration: { type: 'int64', id: 3 } } },
         IstioCertificateResponse: { fields: { certChain: { rule: 'repeated', type: 'string', id: 1 }, extra: { type: 'int64', id: 7 }, note: { type: 'string', id: 9 } } },
-        IstioCertificateService: { methods: { CreateCertificate: { requestType: 'IstioCertificateRequest', responseType: 'IstioCertificateResponse' } } },
+        IstioCertificateService: { methods: { CreateCertificate: { requestType: 'IstioCertificateRequest', responseType: 'IstioCertificateResponse', comment: '' } } },
       },
     },
   },

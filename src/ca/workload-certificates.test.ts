@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import pino from 'pino';
+import { FakeClock } from '../shared/clock.ts';
+import { makeCsrSigner, type CsrSigner } from '../../test/support/csr-signer.ts';
+import type { CaResult } from './ca-client.ts';
+import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
+
+const identity = 'spiffe://cluster.local/ns/default/sa/reviews';
+const hour = 3_600_000;
+let signer: CsrSigner;
+before(async () => (signer = await makeCsrSigner()));
+after(() => signer.close());
+
+/** A CA whose answers the test scripts, one per call; calls are counted. */
+function scriptedCa(answers: ((csr: string) => Promise<CaResult>)[]) {
+  const calls: string[] = [];
+  return {
+    calls,
+    sign: (csr: string) => {
+      calls.push(csr);
+      const answer = answers[Math.min(calls.length, answers.length) - 1]!;
+      return answer(csr);
+    },
+  };
+}
+
+const issues = (uri?: string) => async (csr: string): Promise<CaResult> => ({ ok: true, chain: [await signer.sign(csr, { uri }), signer.root] });
+const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, code, message: 'scripted refusal' });
+
+function rig(ca: ReturnType<typeof scriptedCa>) {
+  const clock = new FakeClock(Date.now());
+  const published: IssuedCertificate[] = [];
+  const problems: (string | undefined)[] = [];
+  let settle: () => void = () => undefined;
+  const certs = new WorkloadCertificates({
+    clock, logger: pino({ level: 'silent' }), identity, trustDomain: 'cluster.local', keyAlgorithm: 'ECDSA',
+    sign: ca.sign, graceRatio: 0.5, jitterRatio: 0, random: () => 0.5,
+    publish: (certificate) => published.push(certificate),
+    reportProblem: (reason) => problems.push(reason),
+    onResult: () => settle(),
+  });
+  /** Moves the clock and waits for the request that the move started to finish. */
+  const advance = async (ms: number) => {
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    clock.advance(ms);
+    await done;
+  };
+  return { clock, certs, published, problems, advance };
+}
+
+test('a certificate is issued at start and renewed half-way through its lifetime', async () => {
+  const ca = scriptedCa([issues()]);
+  const { certs, clock, published, problems, advance } = rig(ca);
+  await certs.start();
+  assert.equal(published.length, 1);
+  assert.deepEqual(problems, [undefined]);
+  assert.equal(published[0]!.root, signer.root);
+  clock.advance(11 * hour);
+  assert.equal(ca.calls.length, 1, 'not renewed before the grace point');
+  await advance(1.1 * hour);
+  assert.equal(published.length, 2);
+  assert.notEqual(published[1]!.serial, published[0]!.serial);
+  assert.notEqual(ca.calls[1], ca.calls[0], 'a new key and CSR for every renewal');
+  certs.stop();
+});
+
+test('while the CA is down at start, readiness hears why and the agent retries with backoff', async () => {
+  const ca = scriptedCa([refuses('UNAVAILABLE'), refuses('UNAVAILABLE'), issues()]);
+  const { certs, published, problems, advance } = rig(ca);
+  await certs.start();
+  assert.match(problems.at(-1)!, /UNAVAILABLE/);
+  await advance(1000);
+  assert.equal(ca.calls.length, 2);
+  await advance(2000);
+  assert.equal(published.length, 1);
+  assert.equal(problems.at(-1), undefined);
+  certs.stop();
+});
+
+test('a failed renewal keeps the current certificate serving and says nothing is wrong', async () => {
+  const ca = scriptedCa([issues(), refuses('UNAVAILABLE'), issues()]);
+  const { certs, published, problems, advance } = rig(ca);
+  await certs.start();
+  await advance(12 * hour);
+  assert.equal(ca.calls.length, 2);
+  assert.equal(published.length, 1);
+  assert.deepEqual(problems, [undefined]);
+  await advance(1000);
+  assert.equal(published.length, 2);
+  certs.stop();
+});
+
+test('a certificate for another identity is refused, never published', async () => {
+  const ca = scriptedCa([issues('spiffe://cluster.local/ns/default/sa/other')]);
+  const { certs, published, problems } = rig(ca);
+  await certs.start();
+  assert.equal(published.length, 0);
+  assert.match(problems.at(-1)!, /BAD_CERTIFICATE.*names spiffe:\/\/cluster\.local\/ns\/default\/sa\/other/);
+  certs.stop();
+});
+
+test('stop cancels the renewal timer', async () => {
+  const ca = scriptedCa([issues()]);
+  const { certs, clock } = rig(ca);
+  await certs.start();
+  certs.stop();
+  assert.equal(clock.pending, 0);
+});
