@@ -55,9 +55,9 @@ install_envoy() {
 }
 
 build_peer() {
-  local out=$tools/bin/xds-server src=test/peers/xds-server
+  local name=$1 out=$tools/bin/$1 src=test/peers/$1
   if [ ! -x "$out" ] || [ -n "$(find "$src" -newer "$out" -type f 2>/dev/null)" ]; then
-    say "building the go-control-plane test peer"
+    say "building the test peer $name"
     (cd "$src" && go build -o "$out" .)
   fi
 }
@@ -72,7 +72,7 @@ build_agent() {
 provision_node
 install_npm_deps
 install_envoy
-[ -d test/peers/xds-server ] && [ -f test/peers/xds-server/go.mod ] && build_peer
+for peer in xds-server ca-server; do build_peer "$peer"; done
 build_agent
 bash scripts/setup-iptables.sh
 say "ready: node $("$tools/bin/node" --version), envoy $("$tools/bin/envoy" --version | grep -o '/1[^/]*/' | tr -d /)"

@@ -67,8 +67,9 @@ function sendCall(session: ClientHttp2Session, call: CaCall, finish: (result: Ca
       finish({ ok: false, code: 'PROTOCOL', message: (error as Error).message });
     }
   });
-  stream.on('error', () => undefined); // the session's error, or the close below, decides
-  stream.on('close', () => finish(verdict(status, messages)));
+  let failure: NodeJS.ErrnoException | undefined;
+  stream.on('error', (error) => (failure = error)); // a TLS failure surfaces here before the session's error
+  stream.on('close', () => finish(failure && !status ? { ok: false, code: connectFailure(failure), message: failure.message } : verdict(status, messages)));
   stream.end(frame(encodeCertificateRequest(call.request)));
 }
 

@@ -12,6 +12,9 @@ export interface IssuedCertificate {
   /** PKCS#8 PEM of the in-memory key: handed to the secret store, never logged or written. */
   key: string;
   serial: string;
+  issuer: string;
+  /** The URI SANs of the leaf. */
+  san: string[];
   issuedAt: number;
   expiresAt: number;
   root: string;
@@ -125,6 +128,8 @@ export function checkIssued(chain: string[], key: KeyObject, identity: string): 
     chain,
     key: key.export({ type: 'pkcs8', format: 'pem' }).toString(),
     serial: leaf.serialNumber.toUpperCase(),
+    issuer: leaf.issuer.replaceAll('\n', ', '),
+    san: uris,
     issuedAt: Date.parse(leaf.validFrom),
     expiresAt: Date.parse(leaf.validTo),
     root: chain.at(-1)!,

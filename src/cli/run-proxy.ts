@@ -10,7 +10,10 @@ import { validateBootstrap } from '../envoy/validate.ts';
 import { envoyVersion } from '../envoy/version.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
-import { startSds } from '../sds/start.ts';
+import { startSds, type SdsRuntime } from '../sds/start.ts';
+import type { CaSettings } from '../ca/ca-settings.ts';
+import { resolveCaSettings } from '../ca/resolve.ts';
+import { startCa, type CaRuntime } from '../ca/start.ts';
 import { systemClock } from '../shared/clock.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
@@ -49,6 +52,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
+  const ca = await resolveCaSettings(config, options.context.env);
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
@@ -59,7 +63,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await checkXdsUpstream(config);
   const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile))), envoyVersion(config.binaryPath)]);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, logger);
+  return superviseEnvoy(config, bootstrap, ca, logger);
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -94,13 +98,14 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, caSettings: CaSettings | undefined, logger: Logger): Promise<number> {
   const registry = new Registry();
   // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
-  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), restart: (hash) => {
+  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: (hash) => {
     gate.certsChanged(hash);
     agent.dispatch({ type: 'config-changed', config: hash });
   } });
+  const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }) : undefined;
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const xdsLogger = logger.child({ component: 'xds' });
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
@@ -130,7 +135,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   gate.start();
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, sds, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
@@ -140,10 +145,14 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
+  ca?.stop();
   await sds.stop();
   await keptFile.close();
   return code;
 }
+
+/** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */
+const withCaDebug = (sds: SdsRuntime, ca: CaRuntime | undefined) => ({ debug: () => (ca ? { ...(sds.debug() as object), ca: ca.debug() } : sds.debug()) });
 
 /** Envoy reaches the discovery server through the agent's relay on this socket. */
 const xdsSocketPath = (config: ProxyConfig) => join(config.configPath, 'XDS');

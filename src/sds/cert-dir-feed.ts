@@ -18,6 +18,8 @@ export interface CertDirFeedOptions {
   /** Hands the set's hash to the reconcile loop: a new epoch. */
   restart: (hash: string) => void;
   logger: Logger;
+  /** False when a CA feeds `default`/`ROOTCA`: the dir's files must not replace or remove them. */
+  storesWorkload?: boolean;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface CertDirFeedOptions {
 export function feedCertDir(options: CertDirFeedOptions): (hash: string, files: readonly FileRead[]) => void {
   let previous: readonly FileRead[] | undefined;
   return (hash, files) => {
-    storeCertDir(options.store, options.certDir, files);
+    if (options.storesWorkload !== false) storeCertDir(options.store, options.certDir, files);
     const changed = previous ? changedPaths(previous, files) : undefined;
     previous = files;
     if (!changed) return options.restart(hash);

@@ -75,6 +75,8 @@ export interface ReadinessProbeOptions {
   stopping: () => boolean;
   /** Why no Envoy epoch is LIVE and whether one is starting, or undefined while one is LIVE. */
   notLive: () => NotLive | undefined;
+  /** Something outside Envoy that keeps the pod from serving, e.g. no workload certificate. */
+  blocked?: () => string | undefined;
 }
 
 /**
@@ -93,6 +95,8 @@ export class ReadinessProbe {
 
   async check(signal?: AbortSignal): Promise<Readiness> {
     if (this.#options.stopping()) return { ready: false, reason: 'the agent is draining Envoy: server.state DRAINING' };
+    const blocked = this.#options.blocked?.();
+    if (blocked) return { ready: false, reason: blocked };
     const notLive = this.#options.notLive();
     if (notLive) this.#wasReady = false;
     if (notLive && !notLive.starting) return { ready: false, reason: notLive.reason };

@@ -29,6 +29,8 @@ export interface StartStatusOptions {
   registry: Registry;
   xds?: StatusDeps['xds'];
   sds?: StatusDeps['sds'];
+  /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
+  certificateProblem?: () => string | undefined;
   clock: Clock;
   logger: Logger;
 }
@@ -47,7 +49,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const admin = adminClient(options.adminPort);
   let drained = false;
   return {
-    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive() }),
+    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem }),
     agentMetrics: () => registry.metrics(),
     envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
     epochs: () => options.epochs.snapshot(agent.state),

@@ -1,0 +1,84 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { startCaPeer, type CaMode, type CaPeer } from '../support/ca-peer.ts';
+import { issueServerPair, makeCsrSigner, type CsrSigner } from '../support/csr-signer.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { sdsHttpsService } from './sds-support.ts';
+
+export const identity = 'spiffe://cluster.local/ns/default/sa/app';
+export const token = 'projected-token-for-app';
+const istiodName = 'istiod.istio-system.svc';
+
+export interface CaRig {
+  ca: CaPeer;
+  listenerPort: number;
+  statusPort: number;
+  agent: RunningAgent;
+  files: { token: string; root: string; dir: string };
+  close(): Promise<void>;
+}
+
+export interface CaRigOptions {
+  ttlSeconds?: number;
+  /** Set on the CA before the agent starts (e.g. refusing). */
+  initialMode?: CaMode;
+  env?: Record<string, string>;
+  /** Replaces the token file's content (a wrong token); null: none given, so Istio's path, absent here. */
+  tokenText?: string | null;
+  /** The agent trusts another CA's root for the CA's TLS. */
+  wrongRoot?: boolean;
+}
+
+/**
+ * An agent with no mounted certificates and CA_ADDR pointing at the test CA
+ * (TLS, token, identity checked), Envoy serving HTTPS with `default` over SDS.
+ */
+export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const close = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    const signer: CsrSigner = await makeCsrSigner();
+    cleanups.push(() => signer.close());
+    const dir = await mkdtemp(join(tmpdir(), 'ca-rig-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const files = { token: join(dir, 'istio-token'), root: join(dir, 'root-cert.pem'), dir };
+    if (options.tokenText !== null) await writeFile(files.token, options.tokenText ?? token);
+    await writeFile(files.root, options.wrongRoot ? await otherRoot() : signer.root);
+    const tls = await issueServerPair(signer, istiodName);
+    const ca = await startCaPeer({ ca: signer.files, tls, token, identity, ttlSeconds: options.ttlSeconds });
+    cleanups.push(() => ca.stop());
+    if (options.initialMode) await ca.setMode(options.initialMode);
+    const upstream: Upstream = await startUpstream('hello with a CA certificate');
+    cleanups.push(() => upstream.close());
+    const [listenerPort, statusPort] = [await freePort(), await freePort()];
+    const peer: Peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }));
+    cleanups.push(() => peer.stop());
+    const env = { CA_ADDR: ca.address, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...options.env };
+    const agent = await startAgent({ discoveryAddress: peer.address, env, args: [...(options.tokenText === null ? [] : ['--xdsTokenFile', files.token]), '--statusPort', String(statusPort)] });
+    cleanups.push(() => agent.stop('SIGTERM'));
+    return { ca, listenerPort, statusPort, agent, files, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+async function otherRoot(): Promise<string> {
+  const other = await makeCsrSigner();
+  await other.close();
+  return other.root;
+}
+
+/** Serials the CA issued, in order, from its log. */
+export const issuedSerials = (rig: CaRig) => rig.ca.log.entries.filter((entry) => entry.event === 'request' && entry.serial).map((entry) => entry.serial!);
+
+export async function readiness(rig: CaRig): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${rig.statusPort}/healthz/ready`);
+  return { status: response.status, body: await response.text() };
+}

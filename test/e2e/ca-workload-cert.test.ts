@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { assertGone, startAgent } from '../support/agent.ts';
+import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
+import { identity, issuedSerials, readiness, startCaRig, type CaRig } from './ca-support.ts';
+import { epochLive, servedSerial, waitForSerial } from './reconcile-support.ts';
+
+const startedEpochs = (rig: CaRig) => rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);
+const failures = (rig: CaRig) => rig.agent.log.entries.filter((entry) => entry.msg === 'no workload certificate: the CA request failed');
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('a workload certificate from the CA, served over SDS, with the real Envoy', () => {
+  it('no mounted certificates: Envoy serves the CA\'s certificate, and it renews itself under load with no new epoch', { timeout: 90_000 }, async (t) => {
+    // 8 s certificates renewed at 20% of their life: a renewal about every 1.6 s.
+    const rig = await startCaRig({ ttlSeconds: 8, env: { SECRET_GRACE_PERIOD_RATIO: '0.8' } });
+    try {
+      await epochLive(rig.agent, 0);
+      await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes(await servedSerial(rig.listenerPort)));
+      assert.equal(rig.ca.log.entries.find((entry) => entry.event === 'request')!.identity, identity);
+      const url = `https://127.0.0.1:${rig.listenerPort}/`;
+      const loads = Promise.all([keepAliveLoad(url, 4, 8), newConnectionLoad(url, 2, 8)]);
+      const served = new Set<string>();
+      await waitFor('three renewed certificates served', async () => {
+        served.add(await servedSerial(rig.listenerPort));
+        return served.size >= 4;
+      });
+      const [keepAlive, fresh] = await loads;
+      assert.deepEqual([...served].filter((serial) => !issuedSerials(rig).includes(serial)), [], 'Envoy served only what the CA issued');
+      t.diagnostic(JSON.stringify({ issued: issuedSerials(rig).length, keepAlive: { ok: keepAlive.ok, failed: keepAlive.failed }, fresh: { ok: fresh.ok, failed: fresh.failed } }));
+      assert.ok(keepAlive.ok > 100 && fresh.ok > 50, 'the load really ran');
+      assert.equal(keepAlive.failed, 0, keepAlive.samples.join('; '));
+      assert.equal(fresh.failed, 0, fresh.samples.join('; '));
+      assert.deepEqual(startedEpochs(rig), [0], 'renewals go over SDS, never a restart');
+      const debug = await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/sds`)).text();
+      assert.match(debug, /"identity": "spiffe:\/\/cluster\.local\/ns\/default\/sa\/app"/);
+      assert.match(debug, /"issuer": "O=cluster.local, CN=test-root"/);
+      assert.doesNotMatch(debug, /PRIVATE KEY/);
+    } finally {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    }
+  });
+
+  it('the CA down at renewal: the current certificate keeps serving while the agent retries', { timeout: 60_000 }, async () => {
+    const rig = await startCaRig({ ttlSeconds: 12, env: { SECRET_GRACE_PERIOD_RATIO: '0.8' } });
+    try {
+      await epochLive(rig.agent, 0);
+      await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes(await servedSerial(rig.listenerPort)));
+      await rig.ca.setMode({ refuse: 'CA under maintenance' });
+      const last = issuedSerials(rig).at(-1)!;
+      await waitForSerial(rig.listenerPort, last);
+      await waitFor('two refused renewals', () => rig.ca.log.entries.filter((entry) => entry.error?.includes('maintenance')).length >= 2);
+      assert.equal(await servedSerial(rig.listenerPort), last, 'the old certificate still serves');
+      assert.ok(rig.agent.log.entries.some((entry) => entry.msg === 'certificate renewal failed; the current certificate keeps serving' && entry.code === 'UNAVAILABLE'));
+      assert.equal((await readiness(rig)).status, 200, 'still ready: the certificate is valid');
+      await rig.ca.setMode({});
+      await waitFor('a certificate after the CA came back', () => issuedSerials(rig).at(-1) !== last);
+      await waitForSerial(rig.listenerPort, issuedSerials(rig).at(-1)!);
+    } finally {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    }
+  });
+
+  it('the CA down at start: readiness says why, and turns ready once the CA answers', { timeout: 60_000 }, async () => {
+    const rig = await startCaRig({ initialMode: { refuse: 'CA not up yet' } });
+    try {
+      await waitFor('a refused request', () => failures(rig).length > 0);
+      const notReady = await readiness(rig);
+      assert.equal(notReady.status, 503);
+      assert.match(notReady.body, /CA request failed \(UNAVAILABLE: CA not up yet\)/);
+      await rig.ca.setMode({});
+      await waitFor('readiness 200', async () => (await readiness(rig)).status === 200, 30_000);
+    } finally {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    }
+  });
+
+  const refusals = [
+    { name: 'a refused token', options: { tokenText: 'someone-elses-token' }, code: 'UNAUTHENTICATED', text: /the token is not accepted/ },
+    { name: 'a wrong root for the CA', options: { wrongRoot: true }, code: 'TLS', text: /certificate/ },
+    { name: 'a missing token file', options: { tokenText: null }, code: 'TOKEN', text: /cannot read the token file/ },
+  ];
+  for (const refusal of refusals) {
+    it(`${refusal.name} ends in one line that says so`, { timeout: 30_000 }, async () => {
+      const rig = await startCaRig(refusal.options);
+      try {
+        await waitFor(`a ${refusal.code} failure`, () => failures(rig).some((entry) => entry.code === refusal.code)).catch((error: Error) => {
+          throw new Error(`${error.message}; failures seen: ${JSON.stringify(failures(rig))}`);
+        });
+        const line = failures(rig).find((entry) => entry.code === refusal.code)!;
+        assert.match(String(line.reason), refusal.text);
+        assert.equal(issuedSerials(rig).length, 0);
+      } finally {
+        await rig.close();
+        await assertGone(rig.agent.envoyPids());
+      }
+    });
+  }
+
+  it('CA_ADDR without SERVICE_ACCOUNT is bad input: exit 2 naming it', { timeout: 20_000 }, async () => {
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:1', env: { CA_ADDR: '127.0.0.1:15012', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: '' } });
+    const result = await agent.exited;
+    assert.equal(result.exitCode, 2);
+    assert.match(agent.stderr().trim(), /^[^\n]*SERVICE_ACCOUNT[^\n]*$/);
+    await agent.stop();
+  });
+});

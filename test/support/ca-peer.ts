@@ -1,0 +1,64 @@
+import { execa, type ResultPromise } from 'execa';
+import { LineLog } from './lines.ts';
+import { caPeerBin } from './paths.ts';
+
+export interface CaPeerEvent {
+  event: string;
+  identity?: string;
+  serial?: string;
+  error?: string;
+  [key: string]: unknown;
+}
+
+export interface CaMode {
+  /** A message: every call answers UNAVAILABLE with it. */
+  refuse?: string;
+  delayMs?: number;
+  ttlSeconds?: number;
+}
+
+export interface CaPeer {
+  address: string;
+  log: LineLog<CaPeerEvent>;
+  setMode(mode: CaMode): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface CaPeerOptions {
+  ca: { cert: string; key: string };
+  tls: { cert: string; key: string };
+  token: string;
+  identity: string;
+  ttlSeconds?: number;
+  address?: string;
+}
+
+/** Starts test/peers/ca-server: istiod's CreateCertificate over TLS, checking token and identity. */
+export async function startCaPeer(options: CaPeerOptions): Promise<CaPeer> {
+  const child: ResultPromise = execa(caPeerBin, [
+    '--address', options.address ?? '127.0.0.1:0', '--ca-cert', options.ca.cert, '--ca-key', options.ca.key,
+    '--tls-cert', options.tls.cert, '--tls-key', options.tls.key, '--token', options.token, '--identity', options.identity,
+    '--ttl', `${options.ttlSeconds ?? 86_400}s`,
+  ], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit' });
+  const log = new LineLog<CaPeerEvent>(child.stdout!);
+  try {
+    const listening = await log.waitFor((entry) => entry.event === 'listening', 10_000, 'the CA peer to listen');
+    const control = String(listening.control);
+    return {
+      address: String(listening.address),
+      log,
+      setMode: async (mode) => {
+        const response = await fetch(`http://${control}/mode`, { method: 'POST', body: JSON.stringify(mode) });
+        if (!response.ok) throw new Error(`CA peer control: HTTP ${response.status}`);
+      },
+      stop: async () => {
+        child.kill('SIGTERM');
+        await child;
+      },
+    };
+  } catch (error) {
+    child.kill('SIGKILL');
+    await child;
+    throw error;
+  }
+}
