@@ -39,7 +39,7 @@ export interface ProxyFlagValues {
   certResync: number;
   retryInitialDelay: number;
   retryBudget: number;
-  terminationDrainDuration?: number;
+  terminationDrainDuration: number;
   exitOnZeroActiveConnections: boolean;
   minimumDrainDuration: number;
   xdsServerName: string;
@@ -82,7 +82,7 @@ export function toProxyConfig(proxyType: ProxyType, flags: ProxyFlagValues): Pro
     certResyncMs: flags.certResync,
     retryInitialDelayMs: flags.retryInitialDelay,
     retryBudget: flags.retryBudget,
-    terminationDrainDurationMs: flags.terminationDrainDuration ?? flags.drainDuration,
+    terminationDrainDurationMs: flags.terminationDrainDuration,
     exitOnZeroActiveConnections: flags.exitOnZeroActiveConnections,
     minimumDrainDurationMs: flags.minimumDrainDuration,
     xdsServerName: flags.xdsServerName || undefined,

@@ -85,6 +85,7 @@ describe('injectManifest', () => {
     assert.equal(args[args.indexOf('--serviceCluster') + 1], 'web.$(POD_NAMESPACE)');
     const env = container['env'] as Mapping[];
     for (const name of ['POD_NAME', 'POD_NAMESPACE', 'INSTANCE_IP']) assert.ok(env.some((e) => e['name'] === name && e['valueFrom']), name);
+    assert.deepEqual(env.find((e) => e['name'] === 'TERMINATION_DRAIN_DURATION_SECONDS'), { name: 'TERMINATION_DRAIN_DURATION_SECONDS', value: '5' }, "Istio's 5 s, under Kubernetes' 30 s grace");
     assert.deepEqual(container['readinessProbe'] && (container['readinessProbe'] as Mapping)['httpGet'], { path: '/healthz/ready', port: 15021 });
     assert.deepEqual(container['volumeMounts'], [
       { name: 'istio-envoy', mountPath: '/etc/istio/proxy' },

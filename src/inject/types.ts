@@ -9,6 +9,8 @@ export interface InjectValues {
   controlPlaneAuthPolicy: string;
   proxyLogLevel: string;
   concurrency: number;
+  /** Env TERMINATION_DRAIN_DURATION_SECONDS of the proxy. */
+  terminationDrainDurationSeconds: number;
   holdApplicationUntilProxyStarts: boolean;
   proxyUID: number;
   proxyGID: number;

@@ -13,6 +13,7 @@ const kinds: Record<keyof InjectValues, Kind> = {
   controlPlaneAuthPolicy: 'string',
   proxyLogLevel: 'string',
   concurrency: 'integer',
+  terminationDrainDurationSeconds: 'integer',
   holdApplicationUntilProxyStarts: 'boolean',
   proxyUID: 'integer',
   proxyGID: 'integer',
@@ -72,6 +73,7 @@ function checkValues(values: InjectValues): void {
   if (!/^\S+:\d+$/.test(values.discoveryAddress)) throw badFlag('discoveryAddress', 'must be host:port');
   if (values.interceptionMode !== 'REDIRECT') throw badFlag('interceptionMode', 'only REDIRECT is supported');
   if (values.concurrency < 0) throw badFlag('concurrency', 'must be 0 or more');
+  if (values.terminationDrainDurationSeconds < 0) throw badFlag('terminationDrainDurationSeconds', 'must be 0 or more');
   parsePort('outboundCapturePort', String(values.outboundCapturePort));
   parsePort('inboundCapturePort', String(values.inboundCapturePort));
   parseOwnerId('proxyUID', String(values.proxyUID));
