@@ -3,9 +3,17 @@
  * next state and the actions to run. It decides; `agent.ts` acts.
  *
  * Desired config is a hash of the watched certificate files. Every start is
- * a hot restart: the new epoch is the highest live one + 1. An abnormal exit
- * of any epoch aborts them all (a broken hot-restart chain is unsafe) and
- * schedules one retry after initialDelay × 2^(used budget).
+ * a hot restart: the new epoch is the highest live one + 1. Failures:
+ * - an epoch that had taken over (reported LIVE, no newer one LIVE since)
+ *   fails: the chain is broken, every epoch is aborted and one retry is
+ *   scheduled after initialDelay × 2^(used budget), from epoch 0;
+ * - a new epoch fails (or Envoy rejects its config) before taking over: the
+ *   epochs that still serve keep serving, and the new config is retried with
+ *   the same backoff. Once the budget is spent they keep serving the old
+ *   config until the desired config changes again (never exit 1 on them);
+ * - Envoy rejects its config with no other epoch running (a taken port, an
+ *   unknown log component): bad input, exit 2 with Envoy's reason;
+ * - a superseded epoch (draining after its child took over) fails: logged.
  *
  * Budget refill (Istio refilled it only on a new desired config): we refill
  * it on a new desired config, and also once an epoch has stayed LIVE for
@@ -32,6 +40,8 @@ export interface LiveEpoch {
   epoch: number;
   config: string;
   aborting: boolean;
+  /** Reported LIVE: it has taken over from its parent. */
+  tookOver: boolean;
 }
 
 export interface State {
@@ -45,10 +55,13 @@ export interface State {
   shuttingDown: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
+  /** The budget ran out on `desired` while older epochs serve: wait for a new config. */
+  gaveUp: boolean;
   policy: RetryPolicy;
 }
 
-export type ExitKind = 'aborted' | 'normal' | 'failed' | 'parent-initializing';
+/** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
+export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
 
 export type Event =
   | { type: 'config-changed'; config: string }
@@ -68,13 +81,18 @@ export type Action =
   | { type: 'schedule'; event: Event; delayMs: number }
   | { type: 'cancel-retry' }
   | { type: 'drain' }
+  /** An epoch took over while the shutdown drain runs: drain its listeners too. */
+  | { type: 'drain-listeners'; epoch: number }
   | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
-  | { type: 'exit'; code: number };
+  /** `reason`: the one line the CLI prints on stderr for a non-zero code. */
+  | { type: 'exit'; code: number; reason?: string };
 
 export type Step = [State, Action[]];
 
+type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
+
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, policy };
+  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, gaveUp: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -84,7 +102,7 @@ export function reduce(state: State, event: Event): Step {
     case 'epoch-exited':
       return onEpochExited(state, event);
     case 'epoch-live':
-      return [state, [{ type: 'schedule', event: { type: 'epoch-stable', epoch: event.epoch }, delayMs: state.policy.stableAfterMs }]];
+      return onEpochLive(state, event.epoch);
     case 'epoch-stable':
       return onEpochStable(state, event.epoch);
     case 'retry-due':
@@ -98,7 +116,7 @@ export function reduce(state: State, event: Event): Step {
 
 function onConfigChanged(state: State, config: string): Step {
   if (config === state.desired || state.shuttingDown) return [state, []];
-  const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
+  const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false, gaveUp: false };
   const [after, actions] = reconcile(next);
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
   return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
@@ -111,32 +129,32 @@ function reconcile(state: State): Step {
   }
   if (state.live.some((entry) => entry.aborting)) return [{ ...state, reconcileWhenSettled: true }, []];
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
-  const live = [...state.live, { epoch, config: state.desired, aborting: false }];
+  const live = [...state.live, { epoch, config: state.desired, aborting: false, tookOver: false }];
   const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };
   return [next, [{ type: 'start-epoch', epoch, config: state.desired }]];
 }
 
-function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
-  const live = state.live.filter((entry) => entry.epoch !== event.epoch);
-  const lastFailure = event.kind === 'failed' ? event.detail : state.lastFailure;
-  const next = { ...state, live, current: currentConfig(live), lastFailure };
-  const actions: Action[] = [exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
+function onEpochExited(state: State, event: ExitEvent): Step {
+  const exited = state.live.find((entry) => entry.epoch === event.epoch);
+  const live = state.live.filter((entry) => entry !== exited);
+  const failure = event.kind === 'failed' || event.kind === 'rejected';
+  const next = { ...state, live, current: currentConfig(live), lastFailure: failure ? event.detail : state.lastFailure };
+  const actions: Action[] = [...exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
   if (state.shuttingDown) {
+    if (failure) actions.unshift(log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }));
     if (live.length === 0) return [next, [...actions, { type: 'exit', code: 0 }]];
     const [after, more] = stopNewest(next);
     return [after, [...actions, ...more]];
   }
-  const [after, more] = afterExit(next, event);
+  const [after, more] = afterExit(next, event, exited);
   return [after, [...actions, ...more]];
 }
 
-function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
+function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {
   switch (event.kind) {
-    case 'failed': {
-      const [aborted, abortActions] = abortAll(state);
-      const [after, retryActions] = scheduleRetry(aborted, event.epoch);
-      return [after, [...abortActions, ...retryActions]];
-    }
+    case 'failed':
+    case 'rejected':
+      return afterFailure(state, event, exited);
     case 'parent-initializing':
       // Not a failure: the same epoch is tried again once the parent is up.
       return withRetry(state, state.policy.parentInitializingDelayMs ?? 1000);
@@ -150,15 +168,42 @@ function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>
   }
 }
 
-function scheduleRetry(state: State, epoch: number): Step {
-  if (state.retryScheduled) return [state, [log('debug', 'retry already scheduled', { epoch })]];
-  if (state.budget <= 0) {
-    const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
-    return [state, [log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1 }]];
+/** Decides what a failed epoch takes down: see the rules at the top. */
+function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {
+  const fields = { epoch: event.epoch, config: exited ? short(exited.config) : undefined, detail: event.detail };
+  const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
+  if (exited?.tookOver && !state.live.some((entry) => entry.tookOver && entry.epoch > exited.epoch)) {
+    const [aborted, abortActions] = abortAll(state);
+    const [after, retryActions] = scheduleRetry(aborted, event.epoch);
+    return [after, [log('warn', 'epoch terminated with an error; aborting all epochs', fields), ...abortActions, ...retryActions]];
   }
+  if (exited?.tookOver) return [state, [log('warn', 'a superseded epoch failed while draining; the newer epoch keeps serving', fields)]];
+  if (serving.length > 0) {
+    const [after, retryActions] = scheduleRetry(state, event.epoch);
+    return [after, [log('warn', 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried', { ...fields, serving }), ...retryActions]];
+  }
+  if (event.kind === 'rejected') return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', code: 2, reason: event.detail }]];
+  return scheduleRetry(state, event.epoch, [log('warn', 'epoch terminated with an error', fields)]);
+}
+
+function scheduleRetry(state: State, epoch: number, before: Action[] = []): Step {
+  if (state.retryScheduled) return [state, [...before, log('debug', 'retry already scheduled', { epoch })]];
+  const config = state.desired ? short(state.desired) : undefined;
+  if (state.budget <= 0) return budgetSpent(state, epoch, before);
   const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
   const [after, actions] = withRetry({ ...state, budget: state.budget - 1 }, delayMs);
-  return [after, [log('info', 'retry scheduled', { epoch, delayMs, budget: state.budget - 1 }), ...actions]];
+  return [after, [...before, log('info', 'retry scheduled', { epoch, config, delayMs, budget: state.budget - 1 }), ...actions]];
+}
+
+/** With epochs still serving, give up on the new config only; else exit 1. */
+function budgetSpent(state: State, epoch: number, before: Action[]): Step {
+  const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
+  const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
+  if (serving.length > 0) {
+    return [{ ...state, gaveUp: true }, [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })]];
+  }
+  const reason = `retry budget spent trying to start Envoy with config ${fields.config}: ${state.lastFailure ?? 'no failure recorded'}`;
+  return [state, [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1, reason }]];
 }
 
 function withRetry(state: State, delayMs: number): Step {
@@ -185,6 +230,21 @@ function stopNewest(state: State): Step {
   return [{ ...state, live, current: undefined }, [{ type: 'abort-epoch', epoch: newest.epoch }]];
 }
 
+/**
+ * Marks the epoch as having taken over. During the shutdown drain, an epoch
+ * that takes over would otherwise serve undrained (its parent was drained by
+ * the hot restart, or by our admin calls before the child held admin).
+ */
+function onEpochLive(state: State, epoch: number): Step {
+  const entry = state.live.find((candidate) => candidate.epoch === epoch);
+  if (!entry) return [state, []];
+  const live = state.live.map((candidate) => (candidate === entry ? { ...candidate, tookOver: true } : candidate));
+  const next = { ...state, live };
+  if (!state.shuttingDown) return [next, [{ type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs }]];
+  if (entry.aborting) return [next, []];
+  return [next, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch }), { type: 'drain-listeners', epoch }]];
+}
+
 function onEpochStable(state: State, epoch: number): Step {
   const entry = state.live.find((candidate) => candidate.epoch === epoch);
   if (!entry || entry.aborting || state.budget === state.policy.budget) return [state, []];
@@ -204,17 +264,19 @@ function currentConfig(live: readonly LiveEpoch[]): string | undefined {
   return live.filter((entry) => !entry.aborting).at(-1)?.config;
 }
 
-function exitLog(event: Extract<Event, { type: 'epoch-exited' }>): Action {
+/** The line for how an epoch ended; failures get theirs from `afterFailure`. */
+function exitLog(event: ExitEvent): Action[] {
   const fields = { epoch: event.epoch, detail: event.detail };
   switch (event.kind) {
     case 'aborted':
-      return log('info', 'epoch aborted', fields);
+      return [log('info', 'epoch aborted', fields)];
     case 'normal':
-      return log('info', 'epoch exited normally', fields);
-    case 'failed':
-      return log('warn', 'epoch terminated with an error; aborting all epochs', fields);
+      return [log('info', 'epoch exited normally', fields)];
     case 'parent-initializing':
-      return log('info', 'previous epoch still initializing; will retry the same epoch', fields);
+      return [log('info', 'previous epoch still initializing; will retry the same epoch', fields)];
+    case 'failed':
+    case 'rejected':
+      return [];
   }
 }
 

@@ -5,12 +5,15 @@ import { Agent } from '../agent/agent.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { prepareConfigDir, writeBootstrap } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
+import { validationArgs } from '../envoy/args.ts';
+import { checkEnvoyPortsFree } from '../envoy/ports.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
-import { envoyVersion } from '../envoy/version.ts';
+import { checkIsEnvoy } from '../envoy/version.ts';
 import { metadataFromEnv } from '../role/metadata.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { systemClock } from '../shared/clock.ts';
+import { AgentError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
@@ -47,8 +50,10 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
     return 0;
   }
   await checkBinary(config.binaryPath);
+  const envoy = await checkIsEnvoy(config.binaryPath);
   await checkXdsUpstream(config);
-  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text)), envoyVersion(config.binaryPath)]);
+  await validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text), validationArgs(config));
+  await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, logger);
 }
@@ -104,12 +109,15 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => agent.dispatch({ type: 'config-changed', config: hash }));
-  const code = await agent.exited;
+  const exit = await agent.exited;
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
   await status?.close();
   await relay.stop();
-  return code;
+  // The CLI prints the reason as the one stderr line of a failed run.
+  if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
+  if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
+  return exit.code;
 }
 
 /** Envoy reaches the discovery server through the agent's relay on this socket. */

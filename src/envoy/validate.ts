@@ -6,17 +6,28 @@ import { AgentError, badFlag } from '../shared/errors.ts';
  * so a bad bootstrap ends the agent with exit 2 and Envoy's own reason
  * instead of a crash loop.
  */
-export async function validateBootstrap(binaryPath: string, bootstrapPath: string): Promise<void> {
-  const result = await execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error'], {
-    reject: false,
-    all: true,
-    timeout: 30_000,
-  });
+export async function validateBootstrap(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<void> {
+  const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
   if (result.exitCode === 0) return;
   if (result.code === 'ENOENT' || result.code === 'EACCES') {
     throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
   }
   throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${rejectionReason(result.all ?? '')}`);
+}
+
+/**
+ * The same check before each epoch starts, as a value: the files a bootstrap
+ * names (certificates) are read now, and a hot-restart child that fails its
+ * start takes its parent down with it (Envoy 1.40 tells the parent to
+ * terminate), so it must not be started at all. Undefined when valid.
+ */
+export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
+  const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
+  return result.exitCode === 0 ? undefined : rejectionReason(result.all ?? result.code ?? '');
+}
+
+function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {
+  return execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, timeout: 30_000 });
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */

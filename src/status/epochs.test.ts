@@ -16,6 +16,7 @@ function manualProxy() {
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
     drain: async () => undefined,
+    drainListeners: async () => undefined,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -63,6 +64,7 @@ describe('EpochTracker', () => {
     const proxy: Proxy = {
       run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
       drain: async () => undefined,
+      drainListeners: async () => undefined,
       cleanup: async () => undefined,
     };
     let called = 0;

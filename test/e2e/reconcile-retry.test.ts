@@ -23,7 +23,7 @@ describe('retries after Envoy fails', () => {
       assert.match(String(failed.detail), /SIGKILL/);
       const retry = await rig.agent.log.waitFor((entry) => entry.msg === 'retry scheduled', 10_000, 'a retry');
       assert.equal(retry.delayMs, 200);
-      await rig.agent.log.waitFor((entry) => entry.msg === 'envoy started' && entry.pid !== first, 10_000, 'a new Envoy');
+      await rig.agent.log.waitFor((entry) => entry.msg === 'envoy started' && entry.envoyPid !== first, 10_000, 'a new Envoy');
       await rig.agent.log.waitFor((entry) => entry.msg === 'epoch live' && rig.agent.log.entries.indexOf(entry) > rig.agent.log.entries.indexOf(retry), 30_000, 'the new epoch LIVE');
       await waitForSerial(rig.listenerPort, serial);
       assert.equal(rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').at(-1)?.epoch, 0, 'the retry starts a fresh chain at epoch 0');

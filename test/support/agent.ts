@@ -13,6 +13,7 @@ export interface AgentLogEntry {
   msg: string;
   epoch?: number;
   pid?: number;
+  envoyPid?: number;
   component?: string;
   [key: string]: unknown;
 }
@@ -45,7 +46,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
     '--proxyAdminPort', String(adminPort), '--statusPort', '0', '--prometheusPort', '0',
-    '--drainDuration', '1s', '--parentShutdownDuration', '3s',
+    '--drainDuration', '1s', '--parentShutdownDuration', '3s', '--terminationDrainDuration', '1s',
     ...(options.args ?? []),
   ];
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
@@ -55,7 +56,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
-  const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.pid!);
+  const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
   return {
     dir,
     adminPort,
