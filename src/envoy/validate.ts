@@ -17,9 +17,10 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
 
 /**
  * The same check before each epoch starts, as a value: the files a bootstrap
- * names (certificates) are read now, and a hot-restart child that fails its
- * start takes its parent down with it (Envoy 1.40 tells the parent to
- * terminate), so it must not be started at all. Undefined when valid.
+ * names (certificates) are read now. A hot-restart child that fails its
+ * start has already shut its parent's admin down, and then either ends the
+ * parent or leaves the chain's shared memory "initializing" for good (Envoy
+ * 1.40, both seen): it must not be started at all. Undefined when valid.
  */
 export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
