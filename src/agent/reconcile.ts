@@ -1,3 +1,5 @@
+import { afterFailure, log, scheduleRetry, short, withRetry } from './reconcile-failures.ts';
+
 /**
  * The reconcile loop as a pure function: `reduce(state, event)` returns the
  * next state and the actions to run. It decides; `agent.ts` acts.
@@ -55,8 +57,6 @@ export interface State {
   shuttingDown: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
-  /** The budget ran out on `desired` while older epochs serve: wait for a new config. */
-  gaveUp: boolean;
   policy: RetryPolicy;
 }
 
@@ -92,7 +92,7 @@ export type Step = [State, Action[]];
 type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, gaveUp: false, policy };
+  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -116,7 +116,7 @@ export function reduce(state: State, event: Event): Step {
 
 function onConfigChanged(state: State, config: string): Step {
   if (config === state.desired || state.shuttingDown) return [state, []];
-  const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false, gaveUp: false };
+  const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
   const [after, actions] = reconcile(next);
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
   return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
@@ -166,55 +166,6 @@ function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined
       // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
       return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
   }
-}
-
-/** Decides what a failed epoch takes down: see the rules at the top. */
-function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {
-  const fields = { epoch: event.epoch, config: exited ? short(exited.config) : undefined, detail: event.detail };
-  const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
-  if (exited?.tookOver && !state.live.some((entry) => entry.tookOver && entry.epoch > exited.epoch)) {
-    const [aborted, abortActions] = abortAll(state);
-    const [after, retryActions] = scheduleRetry(aborted, event.epoch);
-    return [after, [log('warn', 'epoch terminated with an error; aborting all epochs', fields), ...abortActions, ...retryActions]];
-  }
-  if (exited?.tookOver) return [state, [log('warn', 'a superseded epoch failed while draining; the newer epoch keeps serving', fields)]];
-  if (serving.length > 0) {
-    const [after, retryActions] = scheduleRetry(state, event.epoch);
-    return [after, [log('warn', 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried', { ...fields, serving }), ...retryActions]];
-  }
-  if (event.kind === 'rejected') return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', code: 2, reason: event.detail }]];
-  return scheduleRetry(state, event.epoch, [log('warn', 'epoch terminated with an error', fields)]);
-}
-
-function scheduleRetry(state: State, epoch: number, before: Action[] = []): Step {
-  if (state.retryScheduled) return [state, [...before, log('debug', 'retry already scheduled', { epoch })]];
-  const config = state.desired ? short(state.desired) : undefined;
-  if (state.budget <= 0) return budgetSpent(state, epoch, before);
-  const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
-  const [after, actions] = withRetry({ ...state, budget: state.budget - 1 }, delayMs);
-  return [after, [...before, log('info', 'retry scheduled', { epoch, config, delayMs, budget: state.budget - 1 }), ...actions]];
-}
-
-/** With epochs still serving, give up on the new config only; else exit 1. */
-function budgetSpent(state: State, epoch: number, before: Action[]): Step {
-  const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
-  const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
-  if (serving.length > 0) {
-    return [{ ...state, gaveUp: true }, [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })]];
-  }
-  const reason = `retry budget spent trying to start Envoy with config ${fields.config}: ${state.lastFailure ?? 'no failure recorded'}`;
-  return [state, [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1, reason }]];
-}
-
-function withRetry(state: State, delayMs: number): Step {
-  if (state.retryScheduled) return [state, []];
-  return [{ ...state, retryScheduled: true }, [{ type: 'schedule', event: { type: 'retry-due' }, delayMs }]];
-}
-
-function abortAll(state: State): Step {
-  const targets = state.live.filter((entry) => !entry.aborting);
-  const live = state.live.map((entry) => ({ ...entry, aborting: true }));
-  return [{ ...state, live, current: undefined }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
 }
 
 /**
@@ -278,12 +229,4 @@ function exitLog(event: ExitEvent): Action[] {
     case 'rejected':
       return [];
   }
-}
-
-function log(level: LogLevel, message: string, fields: Record<string, unknown>): Action {
-  return { type: 'log', level, message, fields };
-}
-
-function short(config: string): string {
-  return config.slice(0, 12);
 }
