@@ -59,6 +59,8 @@ export class EnvoyProxy implements Proxy {
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap);
     const rejection = await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config));
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
+    // Stopped while being validated (shutdown): never spawn it.
+    if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     const args = buildEnvoyArgs({
       bootstrapPath,
       epoch,
