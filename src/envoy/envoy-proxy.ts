@@ -109,8 +109,11 @@ export class EnvoyProxy implements Proxy {
    */
   async #baseIdFor(epoch: number, signal: AbortSignal): Promise<number | undefined> {
     if (epoch === 0) {
-      // The previous chain's shared memory is found through this file.
+      // The previous chain's shared memory is found through this file; so is
+      // that of an agent SIGKILLed before it could clean up (same configPath
+      // after a container restart, same /dev/shm in the pod).
       await this.#sharedMemoryRemoved;
+      await this.#removeSharedMemory();
       await rm(this.#baseIdPath, { force: true });
       return undefined;
     }

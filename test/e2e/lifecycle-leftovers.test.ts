@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { access, readFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { assertGone } from '../support/agent.ts';
+import { assertGone, startAgent } from '../support/agent.ts';
 import { duplicateKeys } from '../support/duplicate-keys.ts';
 import { epochLive, startTlsRig } from './reconcile-support.ts';
 
@@ -29,4 +30,25 @@ it("through a hot restart and a stop: no log line repeats a key, and the chain's
   for (const msg of ['envoy started', 'xDS stream ended', 'epoch live']) assert.ok(messages.has(msg), `saw "${msg}"`);
   const repeated = rig.agent.log.raw.map((line) => [line, duplicateKeys(line)] as const).filter(([, keys]) => keys.length > 0);
   assert.deepEqual(repeated.map(([line, keys]) => `${keys.join(',')}: ${line.slice(0, 160)}`), []);
+});
+
+it('the shared memory a SIGKILLed agent left (its base id still in --configPath) is removed when the next agent starts there', { timeout: 60_000 }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'stale-base-id-'));
+  const configPath = join(dir, 'config');
+  // A base id no Envoy on this host picked: Envoy's own ids stay far below it.
+  const staleId = 2_000_000_000 + (process.pid % 100_000);
+  const stale = `/dev/shm/envoy_shared_memory_${staleId * 10}`;
+  await mkdir(configPath, { mode: 0o700 });
+  await writeFile(join(configPath, 'envoy-base-id'), `${staleId}\n`);
+  await writeFile(stale, '');
+  const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
+  try {
+    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+    assert.equal(await exists(stale), false, `${stale} left behind`);
+  } finally {
+    await agent.stop();
+    await rm(stale, { force: true });
+    await rm(dir, { recursive: true, force: true });
+    await assertGone(agent.envoyPids());
+  }
 });
