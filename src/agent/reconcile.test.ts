@@ -223,6 +223,12 @@ describe('reduce: shutdown', () => {
     assert.deepEqual(run([{ type: 'drained' }], state).actions, [abort(1)], 'then stopped newest first');
   });
 
+  it('a parent that leaves during the drain (parent shutdown time) does not cut the drain short', () => {
+    const { state, actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, exited(0, 'normal')]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, remove(0)], 'epoch 1 keeps draining');
+    assert.deepEqual(run([{ type: 'drained' }, exited(1, 'aborted')], state).actions, [abort(1), remove(1), { type: 'exit', code: 0 }]);
+  });
+
   it('an epoch still starting when the drain is over is stopped first', () => {
     const { actions } = run([changed(A), live(0), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted')]);
     assert.deepEqual(actions.slice(-4), [{ type: 'drain' }, abort(1), remove(1), abort(0)]);

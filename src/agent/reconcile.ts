@@ -55,6 +55,8 @@ export interface State {
   /** A retry came due while aborted epochs were still exiting. */
   reconcileWhenSettled: boolean;
   shuttingDown: boolean;
+  /** The shutdown drain is over: epochs are being stopped, newest first. */
+  stopping: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
   policy: RetryPolicy;
@@ -92,7 +94,7 @@ export type Step = [State, Action[]];
 type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, policy };
+  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, stopping: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -110,7 +112,7 @@ export function reduce(state: State, event: Event): Step {
     case 'shutdown':
       return onShutdown(state);
     case 'drained':
-      return stopNewest(state);
+      return stopNewest({ ...state, stopping: true });
   }
 }
 
@@ -143,6 +145,8 @@ function onEpochExited(state: State, event: ExitEvent): Step {
   if (state.shuttingDown) {
     if (failure) actions.unshift(log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }));
     if (live.length === 0) return [next, [...actions, { type: 'exit', code: 0 }]];
+    // A parent leaving mid-drain (its --parent-shutdown-time-s) must not cut the child's drain short.
+    if (!state.stopping) return [next, actions];
     const [after, more] = stopNewest(next);
     return [after, [...actions, ...more]];
   }
