@@ -12,7 +12,10 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
   if (result.code === 'ENOENT' || result.code === 'EACCES') {
     throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
   }
-  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${rejectionReason(result.all ?? '')}`);
+  const reason = rejectionReason(result.all ?? '');
+  // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
+  if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [])).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
+  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`);
 }
 
 /**
@@ -25,6 +28,12 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
 export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
   return result.exitCode === 0 ? undefined : rejectionReason(result.all ?? result.code ?? '');
+}
+
+/** The agent flags behind Envoy's `--component-log-level` and `--concurrency`. */
+function agentFlags(extraArgs: readonly string[]): string {
+  const names: Record<string, string> = { '--component-log-level': '--proxyComponentLogLevel', '--concurrency': '--concurrency' };
+  return extraArgs.filter((arg) => arg in names).map((arg) => names[arg]).join(' or ');
 }
 
 function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {

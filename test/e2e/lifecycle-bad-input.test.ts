@@ -79,6 +79,15 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
     });
   }
 
+  it('an Envoy component or level Envoy does not know: exit 2 naming --proxyComponentLogLevel, no Envoy started', async () => {
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--proxyComponentLogLevel', 'upstream:verbose'] });
+    const result = await agent.exited;
+    await agent.stop();
+    assert.equal(result.exitCode, 2);
+    assertOneLine(agent.stderr(), /^pilot-agent: --proxyComponentLogLevel: /);
+    assert.deepEqual(agent.envoyPids(), []);
+  });
+
   it('exit 1 says why on stderr too, in one line', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'crashing-'));
     const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--binaryPath', await writeCrashingEnvoy(dir), '--retryInitialDelay', '10ms', '--retryBudget', '1'] });
