@@ -21,6 +21,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
   it('hot-restarts on a new config and cleans up the parent when it exits', async () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }, { epoch: 1, config: 'B' }]);
     proxy.exit(0, 'normal');
@@ -70,6 +71,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
   it('shuts down: drains, aborts every epoch, resolves 0 once all have exited', async () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     agent.dispatch({ type: 'shutdown' });
     assert.equal(proxy.drains, 1);

@@ -44,20 +44,32 @@ describe('reduce: desired config', () => {
   });
 
   it('hot-restarts into the highest live epoch + 1 on a new config', () => {
-    const { actions } = run([changed(A), changed(B)]);
-    assert.deepEqual(actions, [start(0, A), start(1, B)]);
+    const { actions } = run([changed(A), live(0), changed(B)]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule'), [start(0, A), start(1, B)]);
+  });
+
+  it('never starts on top of an epoch still starting: the newest config follows once it took over', () => {
+    const starting = run([changed(A), live(0), changed(B), changed(A.replace('a', 'c'))]);
+    assert.deepEqual(starting.actions.filter((action) => action.type === 'start-epoch'), [start(0, A), start(1, B)], 'epoch 1 is still starting');
+    const { actions } = run([live(1)], starting.state);
+    assert.deepEqual(actions.at(-1), start(2, A.replace('a', 'c')));
+  });
+
+  it('a config that arrives while the new epoch is refused starts as the same epoch number, once that one is gone', () => {
+    const { actions } = run([changed(A), live(0), changed(B), changed(A.replace('a', 'c')), exited(1, 'rejected'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.filter((action) => action.type === 'start-epoch'), [start(0, A), start(1, B), start(1, A.replace('a', 'c'))]);
   });
 
   it('a parent that exits normally after a hot restart is only logged and cleaned up', () => {
-    const { state, actions, logs } = run([changed(A), changed(B), exited(0, 'normal')]);
-    assert.deepEqual(actions.slice(2), [remove(0)]);
+    const { state, actions, logs } = run([changed(A), live(0), changed(B), exited(0, 'normal')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [remove(0)]);
     assert.ok(logs.includes('epoch exited normally'));
     assert.equal(state.current, B);
     assert.deepEqual(state.live.map((entry) => entry.epoch), [1]);
   });
 
   it('numbers epochs from the highest live one, not from a counter', () => {
-    const { actions } = run([changed(A), changed(B), exited(0, 'normal'), changed(A)]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), exited(0, 'normal'), changed(A)]);
     assert.deepEqual(actions.at(-1), start(2, A));
   });
 
@@ -130,8 +142,8 @@ describe('reduce: failures and retries', () => {
   });
 
   it('"parent still initializing" retries the same epoch without spending budget', () => {
-    const { state, actions } = run([changed(A), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
-    assert.deepEqual(actions.slice(2), [remove(1), retryIn(1000), start(1, B)]);
+    const { state, actions } = run([changed(A), live(0), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule' || action.event.type === 'retry-due').slice(2), [remove(1), retryIn(1000), start(1, B)]);
     assert.equal(state.budget, policy.budget);
   });
 
@@ -197,18 +209,18 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 
 describe('reduce: shutdown', () => {
   it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
-    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
-    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
   });
 
   it('a parent that leaves on its own while its child stops is not aborted', () => {
-    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
-    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
   });
 
   it('waits for epochs already being aborted before stopping the next', () => {
-    const { actions } = run([changed(A), exited(0, 'parent-initializing'), { type: 'retry-due' }, changed(B), exited(0, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
-    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(1)], 'the failure aborted epoch 1; the drain adds nothing');
+    const { actions } = run([changed(A), live(0), changed(B), live(1), exited(1, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
+    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(0)], 'the failure aborted epoch 0; the drain adds nothing');
   });
 
   it('exits at once when no epoch runs, cancelling a pending retry', () => {

@@ -124,12 +124,18 @@ function onConfigChanged(state: State, config: string): Step {
   return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
 }
 
-/** Starts a new epoch when the desired config is not the one running. */
+/**
+ * Starts a new epoch when the desired config is not the one running. Never
+ * on top of an epoch that is still starting: its number may never become a
+ * process (validation refused it), and Envoy refuses a child of a parent that
+ * is still initializing anyway. The newest config starts once it took over
+ * or exited.
+ */
 function reconcile(state: State): Step {
   if (state.shuttingDown || state.desired === undefined || state.desired === state.current) {
     return [{ ...state, reconcileWhenSettled: false }, []];
   }
-  if (state.live.some((entry) => entry.aborting)) return [{ ...state, reconcileWhenSettled: true }, []];
+  if (state.live.some((entry) => entry.aborting || !entry.tookOver)) return [{ ...state, reconcileWhenSettled: true }, []];
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
   const live = [...state.live, { epoch, config: state.desired, aborting: false, tookOver: false }];
   const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };
@@ -166,6 +172,7 @@ function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined
       if (state.reconcileWhenSettled) return reconcile(state);
       return state.retryScheduled || state.live.length > 0 ? [state, []] : scheduleRetry(state, event.epoch);
     case 'normal':
+      if (state.reconcileWhenSettled) return reconcile(state);
       if (state.live.length > 0 || state.retryScheduled) return [state, []];
       // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
       return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
@@ -195,7 +202,11 @@ function onEpochLive(state: State, epoch: number): Step {
   if (!entry) return [state, []];
   const live = state.live.map((candidate) => (candidate === entry ? { ...candidate, tookOver: true } : candidate));
   const next = { ...state, live };
-  if (!state.shuttingDown) return [next, [{ type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs }]];
+  if (!state.shuttingDown) {
+    const stable: Action = { type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs };
+    const [after, actions] = next.reconcileWhenSettled ? reconcile(next) : [next, []];
+    return [after, [stable, ...actions]];
+  }
   if (entry.aborting) return [next, []];
   return [next, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch }), { type: 'drain-listeners', epoch }]];
 }
