@@ -14,6 +14,8 @@ import { classifyExit } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
 import { removeSharedMemory } from './shared-memory.ts';
 import { bootstrapRejection } from './validate.ts';
+import { groupsToCheck, writeCertCheck } from './cert-check.ts';
+import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
 export interface EnvoyProxyOptions {
   config: ProxyConfig;
@@ -36,6 +38,8 @@ export class EnvoyProxy implements Proxy {
   /** Epochs whose process may be running; at 0 the chain's shared memory goes. */
   #running = 0;
   #sharedMemoryRemoved: Promise<void> = Promise.resolve();
+  /** The certificate groups the epoch that took over last was checked with. */
+  #servingCerts: CertGroup[] = [];
 
   constructor(options: EnvoyProxyOptions) {
     this.#options = options;
@@ -59,6 +63,9 @@ export class EnvoyProxy implements Proxy {
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap);
     const rejection = await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config));
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
+    const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
+    const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
+    if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     const args = buildEnvoyArgs({
@@ -90,11 +97,22 @@ export class EnvoyProxy implements Proxy {
     const recent = new RecentErrors();
     const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
     const stopWatching = new AbortController();
-    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), onLive);
+    const tookOver = () => ((this.#servingCerts = certs), onLive());
+    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), tookOver);
     const result = await child;
     stopWatching.abort();
     await output;
     return classifyExit(result, recent, signal.aborted, config);
+  }
+
+  /** Envoy's verdict on the certificate files (see cert-check.ts); undefined when it can load them. */
+  async #checkCertificates(groups: readonly CertGroup[]): Promise<string | undefined> {
+    const path = await writeCertCheck(this.#options.config.configPath, groups);
+    try {
+      return await bootstrapRejection(this.#options.config.binaryPath, path);
+    } finally {
+      await rm(path, { force: true });
+    }
   }
 
   async #removeSharedMemory(): Promise<void> {

@@ -10,7 +10,7 @@ import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { p224Pair, writeTemplateWithListener } from './lifecycle-support.ts';
-import { epochLive, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
 
 const keptServing = 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried';
 
@@ -72,5 +72,35 @@ it('an unloadable certificate set: the serving epoch keeps serving under load (0
     await agent.stop();
     await Promise.all([peer.stop(), ca.close(), rm(root, { recursive: true, force: true })]);
     await assertGone(agent.envoyPids());
+  }
+});
+
+it('the same with the TLS listener sent by the discovery server (files named in LDS): an unloadable set never reaches Envoy', { timeout: 120_000 }, async (t) => {
+  const rig = await startTlsRig();
+  const dir = await mkdtemp(join(tmpdir(), 'p224-'));
+  try {
+    await epochLive(rig.agent, 0);
+    const served = await servedSerial(rig.listenerPort);
+    const url = `https://127.0.0.1:${rig.listenerPort}/`;
+    const loads = Promise.all([keepAliveLoad(url, 4, 8), newConnectionLoad(url, 2, 8)]);
+    await sleep(1500);
+    const p224 = await p224Pair(dir);
+    const from = rig.agent.log.entries.length;
+    await writeSecretVolume(rig.certDir, { 'cert-chain.pem': p224.cert, 'key.pem': p224.key, 'root-cert.pem': rig.ca.cert });
+    const refused = await failureAfter(rig.agent, from);
+    assert.match(String(refused.detail), /cannot load the certificate files.*cert-chain\.pem/);
+    await sleep(1500);
+    assert.equal(await servedSerial(rig.listenerPort), served, 'the listener and its old certificate are still there');
+    const pair = await rig.rotate();
+    await epochLive(rig.agent, 1);
+    await waitForSerial(rig.listenerPort, pair.serial);
+    const [keepAlive, fresh] = await loads;
+    t.diagnostic(JSON.stringify({ keepAlive: { ok: keepAlive.ok, failed: keepAlive.failed }, newConnections: { ok: fresh.ok, failed: fresh.failed } }));
+    assert.equal(keepAlive.failed, 0, keepAlive.samples.join('; '));
+    assert.equal(fresh.failed, 0, fresh.samples.join('; '));
+  } finally {
+    await rig.close();
+    await rm(dir, { recursive: true, force: true });
+    await assertGone(rig.agent.envoyPids());
   }
 });
