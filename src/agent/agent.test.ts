@@ -21,6 +21,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
   it('hot-restarts on a new config and cleans up the parent when it exits', async () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }, { epoch: 1, config: 'B' }]);
     proxy.exit(0, 'normal');
@@ -49,8 +50,8 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
       await flush();
       clock.advance(delay);
     }
-    proxy.exit(0, 'failed');
-    assert.equal(await agent.exited, 1);
+    proxy.exit(0, 'failed', 'exit code 1: boom');
+    assert.deepEqual(await agent.exited, { code: 1, reason: 'retry budget spent trying to start Envoy with config A: exit code 1: boom' });
     assert.equal(proxy.starts.length, 3);
     assert.equal(clock.pending, 0, 'no timer left behind');
   });
@@ -70,12 +71,13 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
   it('shuts down: drains, aborts every epoch, resolves 0 once all have exited', async () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     agent.dispatch({ type: 'shutdown' });
     assert.equal(proxy.drains, 1);
     assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain is over');
     proxy.finishDrain();
-    assert.equal(await agent.exited, 0);
+    assert.equal((await agent.exited).code, 0);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual(proxy.cleaned.sort(), [0, 1]);
   });
@@ -85,8 +87,20 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'A' });
     agent.dispatch({ type: 'shutdown' });
     agent.hurry();
-    assert.equal(await agent.exited, 0);
+    assert.equal((await agent.exited).code, 0);
     assert.deepEqual(proxy.running, []);
+  });
+
+  it('an epoch that takes over during the drain is told to drain its listeners', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
+    agent.dispatch({ type: 'config-changed', config: 'B' });
+    agent.dispatch({ type: 'shutdown' });
+    proxy.live(1);
+    assert.equal(proxy.listenerDrains, 1);
+    proxy.finishDrain();
+    assert.equal((await agent.exited).code, 0);
   });
 
   it('reports every event and the state after it to listeners', () => {

@@ -3,6 +3,12 @@ import type { Logger } from '../shared/log.ts';
 import type { Proxy } from './proxy.ts';
 import { initialState, reduce, type Action, type Event, type RetryPolicy, type State } from './reconcile.ts';
 
+/** How the loop ended: the process exit code, and for a failure the line that says why. */
+export interface AgentExit {
+  code: number;
+  reason?: string;
+}
+
 export interface AgentOptions {
   proxy: Proxy;
   clock: Clock;
@@ -15,7 +21,10 @@ export interface AgentOptions {
  * actions. `run` resolves with the process exit code:
  * - 0 after a shutdown (drain, then every epoch stopped), or when the only
  *   Envoy exited normally on its own;
- * - 1 when the retry budget is spent trying to reach the desired config.
+ * - 1 when the retry budget is spent trying to reach the desired config
+ *   and no older epoch still serves;
+ * - 2 when Envoy rejects its configuration with no other epoch running.
+ * A non-zero code comes with a one-line reason for stderr.
  */
 export class Agent {
   readonly #options: AgentOptions;
@@ -25,8 +34,8 @@ export class Agent {
   readonly #timers = new Set<Timer>();
   #retryTimer: Timer | undefined;
   #drainController = new AbortController();
-  #resolveExit!: (code: number) => void;
-  readonly #exited: Promise<number>;
+  #resolveExit!: (result: AgentExit) => void;
+  readonly #exited: Promise<AgentExit>;
   readonly #listeners = new Set<(event: Event, state: State) => void>();
 
   constructor(options: AgentOptions) {
@@ -35,8 +44,8 @@ export class Agent {
     this.#exited = new Promise((resolve) => (this.#resolveExit = resolve));
   }
 
-  /** Resolves with the exit code once the loop has ended. */
-  get exited(): Promise<number> {
+  /** Resolves with the exit code (and reason) once the loop has ended. */
+  get exited(): Promise<AgentExit> {
     return this.#exited;
   }
 
@@ -73,10 +82,12 @@ export class Agent {
         return;
       case 'drain':
         return this.#drain();
+      case 'drain-listeners':
+        return void this.#options.proxy.drainListeners(this.#drainController.signal).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
       case 'log':
         return this.#options.logger[action.level](action.fields, action.message);
       case 'exit':
-        return this.#exit(action.code);
+        return this.#exit({ code: action.code, reason: action.reason });
     }
   }
 
@@ -118,11 +129,11 @@ export class Agent {
     this.#drainController.abort();
   }
 
-  #exit(code: number): void {
+  #exit(result: AgentExit): void {
     for (const timer of this.#timers) timer.cancel();
     this.#timers.clear();
     for (const controller of this.#epochs.values()) controller.abort();
     // No Envoy may outlive the agent: resolve only once every epoch is gone.
-    void Promise.all(this.#running).then(() => this.#resolveExit(code));
+    void Promise.all(this.#running).then(() => this.#resolveExit(result));
   }
 }

@@ -26,6 +26,8 @@ export class FakeProxy implements Proxy {
   readonly starts: { epoch: number; config: string }[] = [];
   readonly cleaned: number[] = [];
   drains = 0;
+  /** Calls of drainListeners: epochs told to drain after the drain began. */
+  listenerDrains = 0;
   #finishDrain: (() => void) | undefined;
 
   constructor(options: FakeProxyOptions = {}) {
@@ -70,6 +72,11 @@ export class FakeProxy implements Proxy {
       this.#finishDrain = resolve;
       signal.addEventListener('abort', () => resolve(), { once: true });
     });
+  }
+
+  drainListeners(): Promise<void> {
+    this.listenerDrains++;
+    return Promise.resolve();
   }
 
   /** Ends a drain started by the agent (manual mode). */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { initialState, reduce, type Action, type Event, type State } from './reconcile.ts';
+import { initialState, reduce, type Action, type Event, type ExitKind, type State } from './reconcile.ts';
 
 const policy = { initialDelayMs: 200, budget: 3, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
 const A = 'a'.repeat(64);
@@ -23,7 +23,8 @@ function run(events: readonly Event[], from: State = initialState(policy)): { st
 }
 
 const changed = (config: string): Event => ({ type: 'config-changed', config });
-const exited = (epoch: number, kind: 'aborted' | 'normal' | 'failed' | 'parent-initializing'): Event => ({ type: 'epoch-exited', epoch, kind, detail: `detail ${epoch}` });
+const exited = (epoch: number, kind: ExitKind): Event => ({ type: 'epoch-exited', epoch, kind, detail: `detail ${epoch}` });
+const live = (epoch: number): Event => ({ type: 'epoch-live', epoch });
 const start = (epoch: number, config: string): Action => ({ type: 'start-epoch', epoch, config });
 const retryIn = (delayMs: number): Action => ({ type: 'schedule', event: { type: 'retry-due' }, delayMs });
 const remove = (epoch: number): Action => ({ type: 'remove-bootstrap', epoch });
@@ -43,20 +44,32 @@ describe('reduce: desired config', () => {
   });
 
   it('hot-restarts into the highest live epoch + 1 on a new config', () => {
-    const { actions } = run([changed(A), changed(B)]);
-    assert.deepEqual(actions, [start(0, A), start(1, B)]);
+    const { actions } = run([changed(A), live(0), changed(B)]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule'), [start(0, A), start(1, B)]);
+  });
+
+  it('never starts on top of an epoch still starting: the newest config follows once it took over', () => {
+    const starting = run([changed(A), live(0), changed(B), changed(A.replace('a', 'c'))]);
+    assert.deepEqual(starting.actions.filter((action) => action.type === 'start-epoch'), [start(0, A), start(1, B)], 'epoch 1 is still starting');
+    const { actions } = run([live(1)], starting.state);
+    assert.deepEqual(actions.at(-1), start(2, A.replace('a', 'c')));
+  });
+
+  it('a config that arrives while the new epoch is refused starts as the same epoch number, once that one is gone', () => {
+    const { actions } = run([changed(A), live(0), changed(B), changed(A.replace('a', 'c')), exited(1, 'rejected'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.filter((action) => action.type === 'start-epoch'), [start(0, A), start(1, B), start(1, A.replace('a', 'c'))]);
   });
 
   it('a parent that exits normally after a hot restart is only logged and cleaned up', () => {
-    const { state, actions, logs } = run([changed(A), changed(B), exited(0, 'normal')]);
-    assert.deepEqual(actions.slice(2), [remove(0)]);
+    const { state, actions, logs } = run([changed(A), live(0), changed(B), exited(0, 'normal')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [remove(0)]);
     assert.ok(logs.includes('epoch exited normally'));
     assert.equal(state.current, B);
     assert.deepEqual(state.live.map((entry) => entry.epoch), [1]);
   });
 
   it('numbers epochs from the highest live one, not from a counter', () => {
-    const { actions } = run([changed(A), changed(B), exited(0, 'normal'), changed(A)]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), exited(0, 'normal'), changed(A)]);
     assert.deepEqual(actions.at(-1), start(2, A));
   });
 
@@ -67,26 +80,26 @@ describe('reduce: desired config', () => {
 });
 
 describe('reduce: failures and retries', () => {
-  it('an abnormal exit aborts every other epoch and schedules one retry', () => {
-    const { state, actions, logs } = run([changed(A), changed(B), exited(1, 'failed')]);
-    assert.deepEqual(actions.slice(2), [remove(1), abort(0), retryIn(200)]);
+  it('an epoch that had taken over fails: every other epoch is aborted and one retry scheduled', () => {
+    const { state, actions, logs } = run([changed(A), live(0), changed(B), live(1), exited(1, 'failed')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule' || action.event.type === 'retry-due').slice(2), [remove(1), abort(0), retryIn(200)]);
     assert.ok(logs.includes('epoch terminated with an error; aborting all epochs'));
     assert.equal(state.budget, 2);
     assert.equal(state.current, undefined, 'an aborting epoch does not count as current');
   });
 
   it('the retry waits for aborted epochs to exit, then starts again from epoch 0', () => {
-    const before = run([changed(A), changed(B), exited(1, 'failed'), { type: 'retry-due' }]);
-    assert.deepEqual(before.actions.slice(5), [], 'nothing starts while epoch 0 is still exiting');
+    const before = run([changed(A), live(0), changed(B), live(1), exited(1, 'failed'), { type: 'retry-due' }]);
+    assert.deepEqual(before.actions.at(-1), retryIn(200), 'nothing starts while epoch 0 is still exiting');
     const { actions } = run([exited(0, 'aborted')], before.state);
     assert.deepEqual(actions, [remove(0), start(0, B)]);
   });
 
   it('restarts the same config when the retry comes due while an aborted epoch of that config is exiting', () => {
-    // Epochs 0 and 2 run A, epoch 1 runs B and fails: nothing of A may be taken as running.
-    const { actions } = run([changed(A), changed(B), changed(A), exited(1, 'failed'), { type: 'retry-due' }, exited(0, 'aborted'), exited(2, 'aborted')]);
+    // Epochs 0 and 2 run A, epoch 1 runs B, took over and fails: nothing of A may be taken as running.
+    const { actions } = run([changed(A), live(0), changed(B), live(1), changed(A), exited(1, 'failed'), { type: 'retry-due' }, exited(0, 'aborted'), exited(2, 'aborted')]);
     assert.deepEqual(actions.at(-1), start(0, A));
-    assert.equal(actions.filter((action) => action.type === 'schedule').length, 1, 'one retry, no second one for the aborted exits');
+    assert.equal(actions.filter((action) => action.type === 'schedule' && action.event.type === 'retry-due').length, 1, 'one retry, no second one for the aborted exits');
   });
 
   it('backs off 200 ms × 2^n and exits 1 with the failing config once the budget is spent', () => {
@@ -95,7 +108,7 @@ describe('reduce: failures and retries', () => {
     const { actions, logs } = run(events.slice(0, -1));
     const delays = actions.filter((action) => action.type === 'schedule').map((action) => action.delayMs);
     assert.deepEqual(delays, [200, 400, 800]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 1 });
+    assert.deepEqual(actions.at(-1), { type: 'exit', code: 1, reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
     assert.ok(logs.includes('retry budget spent trying to reach the desired config; exiting'));
   });
 
@@ -115,7 +128,7 @@ describe('reduce: failures and retries', () => {
   });
 
   it('an epoch that stays LIVE for stableAfterMs refills the budget', () => {
-    const failedOnce = run([changed(A), exited(0, 'failed'), { type: 'retry-due' }, { type: 'epoch-live', epoch: 0 }]);
+    const failedOnce = run([changed(A), exited(0, 'failed'), { type: 'retry-due' }, live(0)]);
     assert.deepEqual(failedOnce.actions.at(-1), { type: 'schedule', event: { type: 'epoch-stable', epoch: 0 }, delayMs: 60_000 });
     const { state, logs } = run([{ type: 'epoch-stable', epoch: 0 }], failedOnce.state);
     assert.equal(state.budget, policy.budget);
@@ -129,8 +142,8 @@ describe('reduce: failures and retries', () => {
   });
 
   it('"parent still initializing" retries the same epoch without spending budget', () => {
-    const { state, actions } = run([changed(A), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
-    assert.deepEqual(actions.slice(2), [remove(1), retryIn(1000), start(1, B)]);
+    const { state, actions } = run([changed(A), live(0), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule' || action.event.type === 'retry-due').slice(2), [remove(1), retryIn(1000), start(1, B)]);
     assert.equal(state.budget, policy.budget);
   });
 
@@ -145,25 +158,92 @@ describe('reduce: failures and retries', () => {
   });
 });
 
+describe('reduce: a new epoch that fails keeps the serving epochs', () => {
+  const serving = [changed(A), live(0), changed(B)];
+
+  it('fails before taking over: no epoch is aborted, the new config is retried with backoff', () => {
+    const { state, actions, logs } = run([...serving, exited(1, 'failed'), { type: 'retry-due' }]);
+    assert.deepEqual(actions.slice(-3), [remove(1), retryIn(200), start(1, B)]);
+    assert.ok(!actions.some((action) => action.type === 'abort-epoch'), 'epoch 0 keeps serving');
+    assert.ok(logs.includes('new epoch failed before taking over; the serving epochs keep serving and the new config is retried'));
+    assert.deepEqual(state.live.map((entry) => entry.epoch), [0, 1]);
+  });
+
+  it('the failure line names the new config, the epochs that keep serving and why', () => {
+    const [, actions] = reduce(run(serving).state, exited(1, 'failed'));
+    const line = actions.find((action) => action.type === 'log' && action.level === 'warn');
+    assert.ok(line?.type === 'log');
+    assert.deepEqual(line.fields, { epoch: 1, config: B.slice(0, 12), detail: 'detail 1', serving: [0] });
+  });
+
+  it('Envoy rejecting the new config (validation) is handled the same way, not as bad input', () => {
+    const { actions } = run([...serving, exited(1, 'rejected')]);
+    assert.deepEqual(actions.slice(-2), [remove(1), retryIn(200)]);
+  });
+
+  it('once the budget is spent the serving epoch keeps the old config, no exit; a new config starts again', () => {
+    const events: Event[] = [...serving];
+    for (let attempt = 0; attempt < 3; attempt++) events.push(exited(1, 'failed'), { type: 'retry-due' });
+    const spent = run([...events, exited(1, 'failed')]);
+    assert.ok(!spent.actions.some((action) => action.type === 'exit' || action.type === 'abort-epoch'));
+    assert.ok(spent.logs.includes('retry budget spent on the new config; the serving epochs keep the old one until the config changes'));
+    assert.equal(spent.state.current, A);
+    const { actions } = run([changed(B)], spent.state);
+    assert.deepEqual(actions, [], 'the same config again changes nothing');
+    assert.deepEqual(run([changed(A)], spent.state).actions, [], 'back to the running config: nothing to do');
+    assert.deepEqual(run([changed(B.replace('b', 'c'))], spent.state).actions, [start(1, B.replace('b', 'c'))]);
+  });
+
+  it('a superseded epoch that fails while draining takes nothing down', () => {
+    const { actions, logs } = run([...serving, live(1), exited(0, 'failed')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [remove(0)]);
+    assert.ok(logs.includes('a superseded epoch failed while draining; the newer epoch keeps serving'));
+  });
+
+  it('Envoy rejecting its config with no other epoch running is bad input: exit 2 with its reason', () => {
+    const { actions, logs } = run([changed(A), exited(0, 'rejected')]);
+    assert.deepEqual(actions.at(-1), { type: 'exit', code: 2, reason: 'detail 0' });
+    assert.ok(logs.includes('Envoy rejects its configuration; exiting'));
+  });
+});
+
 describe('reduce: shutdown', () => {
   it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
-    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
-    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
   });
 
   it('a parent that leaves on its own while its child stops is not aborted', () => {
-    const { actions } = run([changed(A), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
-    assert.deepEqual(actions.slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
   });
 
   it('waits for epochs already being aborted before stopping the next', () => {
-    const { actions } = run([changed(A), exited(0, 'parent-initializing'), { type: 'retry-due' }, changed(B), exited(0, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
-    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(1)], 'the failure aborted epoch 1; the drain adds nothing');
+    const { actions } = run([changed(A), live(0), changed(B), live(1), exited(1, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
+    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(0)], 'the failure aborted epoch 0; the drain adds nothing');
   });
 
   it('exits at once when no epoch runs, cancelling a pending retry', () => {
     const { actions } = run([changed(A), exited(0, 'failed'), { type: 'shutdown' }]);
     assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, { type: 'exit', code: 0 }]);
+  });
+
+  it('an epoch that takes over during the shutdown drain is drained too, not left serving', () => {
+    const { state, actions, logs } = run([changed(A), live(0), changed(B), { type: 'shutdown' }, live(1)]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, { type: 'drain-listeners', epoch: 1 }]);
+    assert.ok(logs.includes('epoch took over during the shutdown drain; draining it too'));
+    assert.deepEqual(run([{ type: 'drained' }], state).actions, [abort(1)], 'then stopped newest first');
+  });
+
+  it('a parent that leaves during the drain (parent shutdown time) does not cut the drain short', () => {
+    const { state, actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, exited(0, 'normal')]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, remove(0)], 'epoch 1 keeps draining');
+    assert.deepEqual(run([{ type: 'drained' }, exited(1, 'aborted')], state).actions, [abort(1), remove(1), { type: 'exit', code: 0 }]);
+  });
+
+  it('an epoch still starting when the drain is over is stopped first', () => {
+    const { actions } = run([changed(A), live(0), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted')]);
+    assert.deepEqual(actions.slice(-4), [{ type: 'drain' }, abort(1), remove(1), abort(0)]);
   });
 
   it('a second shutdown changes nothing', () => {

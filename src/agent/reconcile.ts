@@ -1,11 +1,21 @@
+import { afterFailure, log, scheduleRetry, short, withRetry } from './reconcile-failures.ts';
+
 /**
  * The reconcile loop as a pure function: `reduce(state, event)` returns the
  * next state and the actions to run. It decides; `agent.ts` acts.
  *
  * Desired config is a hash of the watched certificate files. Every start is
- * a hot restart: the new epoch is the highest live one + 1. An abnormal exit
- * of any epoch aborts them all (a broken hot-restart chain is unsafe) and
- * schedules one retry after initialDelay × 2^(used budget).
+ * a hot restart: the new epoch is the highest live one + 1. Failures:
+ * - an epoch that had taken over (reported LIVE, no newer one LIVE since)
+ *   fails: the chain is broken, every epoch is aborted and one retry is
+ *   scheduled after initialDelay × 2^(used budget), from epoch 0;
+ * - a new epoch fails (or Envoy rejects its config) before taking over: the
+ *   epochs that still serve keep serving, and the new config is retried with
+ *   the same backoff. Once the budget is spent they keep serving the old
+ *   config until the desired config changes again (never exit 1 on them);
+ * - Envoy rejects its config with no other epoch running (a taken port, an
+ *   unknown log component): bad input, exit 2 with Envoy's reason;
+ * - a superseded epoch (draining after its child took over) fails: logged.
  *
  * Budget refill (Istio refilled it only on a new desired config): we refill
  * it on a new desired config, and also once an epoch has stayed LIVE for
@@ -37,6 +47,8 @@ export interface LiveEpoch {
   epoch: number;
   config: string;
   aborting: boolean;
+  /** Reported LIVE: it has taken over from its parent. */
+  tookOver: boolean;
 }
 
 export interface State {
@@ -48,6 +60,8 @@ export interface State {
   /** A retry came due while aborted epochs were still exiting. */
   reconcileWhenSettled: boolean;
   shuttingDown: boolean;
+  /** The shutdown drain is over: epochs are being stopped, newest first. */
+  stopping: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
   /** The restart gate; open unless told otherwise. */
@@ -57,7 +71,8 @@ export interface State {
   policy: RetryPolicy;
 }
 
-export type ExitKind = 'aborted' | 'normal' | 'failed' | 'parent-initializing';
+/** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
+export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
 
 export type Event =
   | { type: 'config-changed'; config: string }
@@ -78,13 +93,18 @@ export type Action =
   | { type: 'schedule'; event: Event; delayMs: number }
   | { type: 'cancel-retry' }
   | { type: 'drain' }
+  /** An epoch took over while the shutdown drain runs: drain its listeners too. */
+  | { type: 'drain-listeners'; epoch: number }
   | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
-  | { type: 'exit'; code: number };
+  /** `reason`: the one line the CLI prints on stderr for a non-zero code. */
+  | { type: 'exit'; code: number; reason?: string };
 
 export type Step = [State, Action[]];
 
+type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
+
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, policy };
+  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, stopping: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -94,7 +114,7 @@ export function reduce(state: State, event: Event): Step {
     case 'epoch-exited':
       return onEpochExited(state, event);
     case 'epoch-live':
-      return [state, [{ type: 'schedule', event: { type: 'epoch-stable', epoch: event.epoch }, delayMs: state.policy.stableAfterMs }]];
+      return onEpochLive(state, event.epoch);
     case 'epoch-stable':
       return onEpochStable(state, event.epoch);
     case 'retry-due':
@@ -104,7 +124,7 @@ export function reduce(state: State, event: Event): Step {
     case 'shutdown':
       return onShutdown(state);
     case 'drained':
-      return stopNewest(state);
+      return stopNewest({ ...state, stopping: true });
   }
 }
 
@@ -116,15 +136,21 @@ function onConfigChanged(state: State, config: string): Step {
   return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
 }
 
-/** Starts a new epoch when the desired config is not the one running. */
+/**
+ * Starts a new epoch when the desired config is not the one running. Never
+ * on top of an epoch that is still starting: its number may never become a
+ * process (validation refused it), and Envoy refuses a child of a parent that
+ * is still initializing anyway. The newest config starts once it took over
+ * or exited.
+ */
 function reconcile(state: State): Step {
   if (state.shuttingDown || state.desired === undefined || state.desired === state.current) {
     return [{ ...state, reconcileWhenSettled: false }, []];
   }
-  if (state.live.some((entry) => entry.aborting)) return [{ ...state, reconcileWhenSettled: true }, []];
+  if (state.live.some((entry) => entry.aborting || !entry.tookOver)) return [{ ...state, reconcileWhenSettled: true }, []];
   if (state.gateClosed && state.live.length > 0) return holdRestart(state);
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
-  const live = [...state.live, { epoch, config: state.desired, aborting: false }];
+  const live = [...state.live, { epoch, config: state.desired, aborting: false, tookOver: false }];
   const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };
   return [next, [{ type: 'start-epoch', epoch, config: state.desired }]];
 }
@@ -143,27 +169,29 @@ function onGateChanged(state: State, event: Extract<Event, { type: 'gate-changed
   return [after, [log('info', 'hot restart released', { reason: event.reason }), ...actions]];
 }
 
-function onEpochExited(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
-  const live = state.live.filter((entry) => entry.epoch !== event.epoch);
-  const lastFailure = event.kind === 'failed' ? event.detail : state.lastFailure;
-  const next = { ...state, live, current: currentConfig(live), lastFailure };
-  const actions: Action[] = [exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
+function onEpochExited(state: State, event: ExitEvent): Step {
+  const exited = state.live.find((entry) => entry.epoch === event.epoch);
+  const live = state.live.filter((entry) => entry !== exited);
+  const failure = event.kind === 'failed' || event.kind === 'rejected';
+  const next = { ...state, live, current: currentConfig(live), lastFailure: failure ? event.detail : state.lastFailure };
+  const actions: Action[] = [...exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
   if (state.shuttingDown) {
+    if (failure) actions.unshift(log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }));
     if (live.length === 0) return [next, [...actions, { type: 'exit', code: 0 }]];
+    // A parent leaving mid-drain (its --parent-shutdown-time-s) must not cut the child's drain short.
+    if (!state.stopping) return [next, actions];
     const [after, more] = stopNewest(next);
     return [after, [...actions, ...more]];
   }
-  const [after, more] = afterExit(next, event);
+  const [after, more] = afterExit(next, event, exited);
   return [after, [...actions, ...more]];
 }
 
-function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>): Step {
+function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {
   switch (event.kind) {
-    case 'failed': {
-      const [aborted, abortActions] = abortAll(state);
-      const [after, retryActions] = scheduleRetry(aborted, event.epoch);
-      return [after, [...abortActions, ...retryActions]];
-    }
+    case 'failed':
+    case 'rejected':
+      return afterFailure(state, event, exited);
     case 'parent-initializing':
       // Not a failure: the same epoch is tried again once the parent is up.
       return withRetry(state, state.policy.parentInitializingDelayMs ?? 1000);
@@ -171,32 +199,11 @@ function afterExit(state: State, event: Extract<Event, { type: 'epoch-exited' }>
       if (state.reconcileWhenSettled) return reconcile(state);
       return state.retryScheduled || state.live.length > 0 ? [state, []] : scheduleRetry(state, event.epoch);
     case 'normal':
+      if (state.reconcileWhenSettled) return reconcile(state);
       if (state.live.length > 0 || state.retryScheduled) return [state, []];
       // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
       return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
   }
-}
-
-function scheduleRetry(state: State, epoch: number): Step {
-  if (state.retryScheduled) return [state, [log('debug', 'retry already scheduled', { epoch })]];
-  if (state.budget <= 0) {
-    const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
-    return [state, [log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1 }]];
-  }
-  const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
-  const [after, actions] = withRetry({ ...state, budget: state.budget - 1 }, delayMs);
-  return [after, [log('info', 'retry scheduled', { epoch, delayMs, budget: state.budget - 1 }), ...actions]];
-}
-
-function withRetry(state: State, delayMs: number): Step {
-  if (state.retryScheduled) return [state, []];
-  return [{ ...state, retryScheduled: true }, [{ type: 'schedule', event: { type: 'retry-due' }, delayMs }]];
-}
-
-function abortAll(state: State): Step {
-  const targets = state.live.filter((entry) => !entry.aborting);
-  const live = state.live.map((entry) => ({ ...entry, aborting: true }));
-  return [{ ...state, live, current: undefined }, targets.map((entry) => ({ type: 'abort-epoch', epoch: entry.epoch }) as const)];
 }
 
 /**
@@ -210,6 +217,25 @@ function stopNewest(state: State): Step {
   const newest = state.live.reduce((a, b) => (b.epoch > a.epoch ? b : a));
   const live = state.live.map((entry) => (entry === newest ? { ...entry, aborting: true } : entry));
   return [{ ...state, live, current: undefined }, [{ type: 'abort-epoch', epoch: newest.epoch }]];
+}
+
+/**
+ * Marks the epoch as having taken over. During the shutdown drain, an epoch
+ * that takes over would otherwise serve undrained (its parent was drained by
+ * the hot restart, or by our admin calls before the child held admin).
+ */
+function onEpochLive(state: State, epoch: number): Step {
+  const entry = state.live.find((candidate) => candidate.epoch === epoch);
+  if (!entry) return [state, []];
+  const live = state.live.map((candidate) => (candidate === entry ? { ...candidate, tookOver: true } : candidate));
+  const next = { ...state, live };
+  if (!state.shuttingDown) {
+    const stable: Action = { type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs };
+    const [after, actions] = next.reconcileWhenSettled ? reconcile(next) : [next, []];
+    return [after, [stable, ...actions]];
+  }
+  if (entry.aborting) return [next, []];
+  return [next, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch }), { type: 'drain-listeners', epoch }]];
 }
 
 function onEpochStable(state: State, epoch: number): Step {
@@ -231,24 +257,18 @@ function currentConfig(live: readonly LiveEpoch[]): string | undefined {
   return live.filter((entry) => !entry.aborting).at(-1)?.config;
 }
 
-function exitLog(event: Extract<Event, { type: 'epoch-exited' }>): Action {
+/** The line for how an epoch ended; failures get theirs from `afterFailure`. */
+function exitLog(event: ExitEvent): Action[] {
   const fields = { epoch: event.epoch, detail: event.detail };
   switch (event.kind) {
     case 'aborted':
-      return log('info', 'epoch aborted', fields);
+      return [log('info', 'epoch aborted', fields)];
     case 'normal':
-      return log('info', 'epoch exited normally', fields);
-    case 'failed':
-      return log('warn', 'epoch terminated with an error; aborting all epochs', fields);
+      return [log('info', 'epoch exited normally', fields)];
     case 'parent-initializing':
-      return log('info', 'previous epoch still initializing; will retry the same epoch', fields);
+      return [log('info', 'previous epoch still initializing; will retry the same epoch', fields)];
+    case 'failed':
+    case 'rejected':
+      return [];
   }
-}
-
-function log(level: LogLevel, message: string, fields: Record<string, unknown>): Action {
-  return { type: 'log', level, message, fields };
-}
-
-function short(config: string): string {
-  return config.slice(0, 12);
 }

@@ -43,7 +43,7 @@ export interface ProxyFlagValues {
   certResync: number;
   retryInitialDelay: number;
   retryBudget: number;
-  terminationDrainDuration?: number;
+  terminationDrainDuration: number;
   exitOnZeroActiveConnections: boolean;
   minimumDrainDuration: number;
   xdsServerName: string;
@@ -98,7 +98,7 @@ function typeFlags(proxyType: ProxyType, flags: ProxyFlagValues): ProxyConfig {
     certResyncMs: flags.certResync,
     retryInitialDelayMs: flags.retryInitialDelay,
     retryBudget: flags.retryBudget,
-    terminationDrainDurationMs: flags.terminationDrainDuration ?? flags.drainDuration,
+    terminationDrainDurationMs: flags.terminationDrainDuration,
     exitOnZeroActiveConnections: flags.exitOnZeroActiveConnections,
     minimumDrainDurationMs: flags.minimumDrainDuration,
     xdsServerName: flags.xdsServerName || undefined,

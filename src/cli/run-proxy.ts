@@ -6,8 +6,10 @@ import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/r
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { bootstrapExtension, prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
+import { validationArgs } from '../envoy/args.ts';
+import { checkEnvoyPortsFree } from '../envoy/ports.ts';
 import { validateBootstrap } from '../envoy/validate.ts';
-import { envoyVersion } from '../envoy/version.ts';
+import { checkIsEnvoy } from '../envoy/version.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { startSds, type SdsRuntime } from '../sds/start.ts';
@@ -15,6 +17,7 @@ import type { CaSettings } from '../ca/ca-settings.ts';
 import { resolveCaSettings } from '../ca/resolve.ts';
 import { startCa, type CaRuntime } from '../ca/start.ts';
 import { systemClock } from '../shared/clock.ts';
+import { AgentError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
@@ -60,8 +63,10 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
     return 0;
   }
   await checkBinary(config.binaryPath);
+  const envoy = await checkIsEnvoy(config.binaryPath);
   await checkXdsUpstream(config);
-  const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile))), envoyVersion(config.binaryPath)]);
+  await validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile)), validationArgs(config));
+  await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, ca, logger);
 }
@@ -139,7 +144,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
-  const code = await agent.exited;
+  const exit = await agent.exited;
   gate.stop();
   await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
@@ -148,7 +153,10 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   ca?.stop();
   await sds.stop();
   await keptFile.close();
-  return code;
+  // The CLI prints the reason as the one stderr line of a failed run.
+  if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
+  if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
+  return exit.code;
 }
 
 /** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */

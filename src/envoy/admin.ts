@@ -32,13 +32,21 @@ export function adminClient(port: number, timeoutMs = 1000): AdminClient {
 /** Envoy's server.state: LIVE once initialized and serving. */
 export type ServerState = 'LIVE' | 'DRAINING' | 'PRE_INITIALIZING' | 'INITIALIZING';
 
-/** The server state and restart epoch from /server_info, or undefined when admin is not up. */
-export async function serverInfo(admin: AdminClient, signal?: AbortSignal): Promise<{ state: ServerState; epoch: number } | undefined> {
+/** Who answers on admin and how it is, from /server_info. */
+export interface ServerInfo {
+  state: ServerState;
+  epoch: number;
+  /** The `-c` bootstrap this Envoy runs with: tells this agent's epochs from anyone else's. */
+  configPath: string;
+}
+
+/** The server state, restart epoch and bootstrap path from /server_info, or undefined when admin is not up. */
+export async function serverInfo(admin: AdminClient, signal?: AbortSignal): Promise<ServerInfo | undefined> {
   const result = await admin.get('/server_info', signal);
   if (!result.ok || result.status !== 200) return undefined;
   try {
-    const info = JSON.parse(result.body) as { state: ServerState; command_line_options: { restart_epoch?: number } };
-    return { state: info.state, epoch: info.command_line_options.restart_epoch ?? 0 };
+    const info = JSON.parse(result.body) as { state: ServerState; command_line_options: { restart_epoch?: number; config_path?: string } };
+    return { state: info.state, epoch: info.command_line_options.restart_epoch ?? 0, configPath: info.command_line_options.config_path ?? '' };
   } catch {
     return undefined;
   }

@@ -34,9 +34,7 @@ export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {
     '--allow-unknown-static-fields',
     '-l', envoyLogLevel(input.logLevel),
   ];
-  if (input.componentLogLevel) args.push('--component-log-level', input.componentLogLevel);
-  if (input.concurrency > 0) args.push('--concurrency', String(input.concurrency));
-  return args;
+  return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency })];
 }
 
 function baseIdArgs(input: EnvoyArgsInput): string[] {
@@ -47,4 +45,12 @@ function baseIdArgs(input: EnvoyArgsInput): string[] {
 /** Envoy spells it `warning`; accept the shorter `warn` too. */
 function envoyLogLevel(level: string): string {
   return level === 'warn' ? 'warning' : level;
+}
+
+/** The flags `--mode validate` must see too: an unknown log component fails there, before any start. */
+export function validationArgs(config: { proxyComponentLogLevel: string; concurrency: number }): string[] {
+  const args: string[] = [];
+  if (config.proxyComponentLogLevel) args.push('--component-log-level', config.proxyComponentLogLevel);
+  if (config.concurrency > 0) args.push('--concurrency', String(config.concurrency));
+  return args;
 }

@@ -28,17 +28,22 @@ export interface DrainOptions {
  * drain duration. Aborting the signal cuts the wait short.
  */
 export async function drainEnvoy(options: DrainOptions): Promise<void> {
-  const { admin, logger, signal } = options;
+  const { logger, signal } = options;
   // Already told to hurry (/quitquitquit, a second signal): stop without the admin calls.
   if (signal.aborted) return;
-  const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}`;
-  for (const path of ['/healthcheck/fail', drainPath]) {
-    const result = await admin.post(path, signal);
-    if (!result.ok || result.status !== 200) logger.warn({ path, result }, 'admin drain call failed');
-  }
+  await drainListeners(options);
   logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
   if (options.exitOnZeroActiveConnections) return waitForZeroConnections(options);
   await options.clock.sleep(options.durationMs, signal).catch(() => undefined);
+}
+
+/** Fails health checks and starts the graceful listener drain of whichever Envoy holds admin; no wait. */
+export async function drainListeners(options: Pick<DrainOptions, 'admin' | 'logger' | 'signal' | 'inboundOnly'>): Promise<void> {
+  const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}`;
+  for (const path of ['/healthcheck/fail', drainPath]) {
+    const result = await options.admin.post(path, options.signal);
+    if (!result.ok || result.status !== 200) options.logger.warn({ path, result }, 'admin drain call failed');
+  }
 }
 
 /** Waits the minimum, then polls until no connection is left or the drain duration is over. */

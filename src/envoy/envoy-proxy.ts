@@ -8,9 +8,14 @@ import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
-import { buildEnvoyArgs } from './args.ts';
-import { drainEnvoy } from './drain.ts';
+import { buildEnvoyArgs, validationArgs } from './args.ts';
+import { drainEnvoy, drainListeners } from './drain.ts';
+import { classifyExit } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
+import { removeSharedMemory } from './shared-memory.ts';
+import { bootstrapRejection } from './validate.ts';
+import { groupsToCheck, writeCertCheck } from './cert-check.ts';
+import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
 export interface EnvoyProxyOptions {
   config: ProxyConfig;
@@ -23,7 +28,6 @@ export interface EnvoyProxyOptions {
   killAfterMs?: number;
 }
 
-const parentInitializing = 'previous envoy process is still initializing';
 const baseIdWaitMs = 10_000;
 
 /** The real Envoy behind the agent's `Proxy` interface. */
@@ -31,6 +35,11 @@ export class EnvoyProxy implements Proxy {
   readonly #options: EnvoyProxyOptions;
   readonly #admin: AdminClient;
   readonly #baseIdPath: string;
+  /** Epochs whose process may be running; at 0 the chain's shared memory goes. */
+  #running = 0;
+  #sharedMemoryRemoved: Promise<void> = Promise.resolve();
+  /** The certificate groups the epoch that took over last was checked with. */
+  #servingCerts: CertGroup[] = [];
 
   constructor(options: EnvoyProxyOptions) {
     this.#options = options;
@@ -39,16 +48,26 @@ export class EnvoyProxy implements Proxy {
   }
 
   async run(epoch: number, _config: string, options: RunOptions): Promise<ProxyExit> {
+    this.#running++;
     try {
       return await this.#run(epoch, options);
     } catch (error) {
       return { kind: options.signal.aborted ? 'aborted' : 'failed', detail: describe(error) };
+    } finally {
+      if (--this.#running === 0) await (this.#sharedMemoryRemoved = this.#removeSharedMemory());
     }
   }
 
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config, logger } = this.#options;
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap, bootstrapExtension(config.customConfigFile));
+    const rejection = await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config));
+    if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
+    const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
+    const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
+    if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
+    // Stopped while being validated (shutdown): never spawn it.
+    if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     const args = buildEnvoyArgs({
       bootstrapPath,
       epoch,
@@ -73,16 +92,32 @@ export class EnvoyProxy implements Proxy {
       buffer: false,
       stdin: 'ignore',
     });
-    epochLogger.info({ pid: child.pid, args }, 'envoy started');
+    epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
     if (child.pid !== undefined) onStarted?.({ pid: child.pid });
     const recent = new RecentErrors();
     const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
     const stopWatching = new AbortController();
-    void this.#watchLive(epoch, AbortSignal.any([signal, stopWatching.signal]), onLive);
+    const tookOver = () => ((this.#servingCerts = certs), onLive());
+    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), tookOver);
     const result = await child;
     stopWatching.abort();
     await output;
-    return classifyExit(result, recent, signal.aborted);
+    return classifyExit(result, recent, signal.aborted, config);
+  }
+
+  /** Envoy's verdict on the certificate files (see cert-check.ts); undefined when it can load them. */
+  async #checkCertificates(groups: readonly CertGroup[]): Promise<string | undefined> {
+    const path = await writeCertCheck(this.#options.config.configPath, groups);
+    try {
+      return await bootstrapRejection(this.#options.config.binaryPath, path);
+    } finally {
+      await rm(path, { force: true });
+    }
+  }
+
+  async #removeSharedMemory(): Promise<void> {
+    const path = await removeSharedMemory(this.#baseIdPath).catch((err: unknown) => void this.#options.logger.warn({ err }, 'cannot remove Envoy shared memory'));
+    if (path) this.#options.logger.debug({ path }, 'removed Envoy shared memory');
   }
 
   /**
@@ -92,6 +127,11 @@ export class EnvoyProxy implements Proxy {
    */
   async #baseIdFor(epoch: number, signal: AbortSignal): Promise<number | undefined> {
     if (epoch === 0) {
+      // The previous chain's shared memory is found through this file; so is
+      // that of an agent SIGKILLed before it could clean up (same configPath
+      // after a container restart, same /dev/shm in the pod).
+      await this.#sharedMemoryRemoved;
+      await this.#removeSharedMemory();
       await rm(this.#baseIdPath, { force: true });
       return undefined;
     }
@@ -103,11 +143,15 @@ export class EnvoyProxy implements Proxy {
     throw new Error(`${this.#baseIdPath}: epoch 0 never wrote its base id`);
   }
 
-  /** Polls admin until this epoch reports LIVE. */
-  async #watchLive(epoch: number, signal: AbortSignal, onLive: () => void): Promise<void> {
+  /**
+   * Polls admin until this epoch's own Envoy reports LIVE. Whatever answers
+   * on the admin port must prove it: its config path is this epoch's
+   * bootstrap, which no other agent's Envoy, nor another epoch, runs with.
+   */
+  async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: () => void): Promise<void> {
     while (!signal.aborted) {
       const info = await serverInfo(this.#admin, signal);
-      if (info?.state === 'LIVE' && info.epoch === epoch) {
+      if (info?.state === 'LIVE' && info.configPath === bootstrapPath) {
         if (!signal.aborted) onLive();
         return;
       }
@@ -119,7 +163,7 @@ export class EnvoyProxy implements Proxy {
     const { config, clock, logger } = this.#options;
     return drainEnvoy({
       admin: this.#admin, clock, logger, signal,
-      durationMs: config.terminationDrainDurationMs ?? config.drainDurationMs,
+      durationMs: config.terminationDrainDurationMs,
       inboundOnly: config.proxyType === 'sidecar',
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       minDurationMs: config.minimumDrainDurationMs,
@@ -127,25 +171,12 @@ export class EnvoyProxy implements Proxy {
     });
   }
 
+  drainListeners(signal: AbortSignal): Promise<void> {
+    const { config, logger } = this.#options;
+    return drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar' });
+  }
+
   cleanup(epoch: number): Promise<void> {
     return removeBootstrap(this.#options.config.configPath, epoch, bootstrapExtension(this.#options.config.customConfigFile));
   }
-}
-
-interface ChildResult {
-  exitCode?: number;
-  signal?: string;
-  isCanceled: boolean;
-  failed: boolean;
-  code?: string;
-}
-
-/** Sorts an Envoy exit into the kinds the reconcile loop tells apart. */
-export function classifyExit(result: ChildResult, recent: RecentErrors, aborted: boolean): ProxyExit {
-  const how = result.signal ? `signal ${result.signal}` : result.code && result.exitCode === undefined ? result.code : `exit code ${result.exitCode}`;
-  const detail = recent.toString() ? `${how}: ${recent}` : how;
-  if (aborted || result.isCanceled) return { kind: 'aborted', detail };
-  if (result.exitCode === 0) return { kind: 'normal', detail };
-  if (recent.includes(parentInitializing)) return { kind: 'parent-initializing', detail };
-  return { kind: 'failed', detail };
 }

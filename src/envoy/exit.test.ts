@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { classifyExit } from './envoy-proxy.ts';
+import { classifyExit } from './exit.ts';
 import { RecentErrors } from './output.ts';
 import { rejectionReason } from './validate.ts';
 
@@ -20,6 +20,16 @@ test('classifyExit sorts exits into the kinds the reconcile loop tells apart', (
   ];
   for (const [args, kind] of cases) assert.equal(classifyExit(...args).kind, kind);
   assert.equal(classifyExit({ signal: 'SIGKILL', isCanceled: false, failed: true }, recent('boom'), false).detail, 'signal SIGKILL: boom');
+});
+
+test("Envoy's own \"cannot bind\" is bad input, named by the flag that set the port", () => {
+  const ports = { proxyAdminPort: 15000, prometheusPort: 15090, readinessPort: 15021 };
+  const failed = { exitCode: 1, isCanceled: false, failed: true };
+  const exit = classifyExit(failed, recent("cannot bind '127.0.0.1:15000': Address already in use"), false, ports);
+  assert.deepEqual(exit, { kind: 'rejected', detail: "--proxyAdminPort: Envoy cannot bind port 15000 on 127.0.0.1 (Address already in use)" });
+  assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:15090': Address already in use"), false, ports).detail, /^--prometheusPort: .*15090/);
+  assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:8080': Address already in use"), false, ports).detail, /^a listener: .*8080/);
+  assert.equal(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true }, recent("cannot bind '127.0.0.1:15000': x"), true, ports).kind, 'aborted');
 });
 
 test('rejectionReason keeps the line that says what is wrong, without the log prefix', () => {

@@ -31,6 +31,11 @@ export class RecentErrors {
     return this.#lines.some((line) => line.includes(text));
   }
 
+  /** The last line matching `pattern`, if any. */
+  find(pattern: RegExp): string | undefined {
+    return this.#lines.findLast((line) => pattern.test(line));
+  }
+
   toString(): string {
     return this.#lines.join(' | ');
   }

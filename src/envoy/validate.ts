@@ -6,17 +6,38 @@ import { AgentError, badFlag } from '../shared/errors.ts';
  * so a bad bootstrap ends the agent with exit 2 and Envoy's own reason
  * instead of a crash loop.
  */
-export async function validateBootstrap(binaryPath: string, bootstrapPath: string): Promise<void> {
-  const result = await execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error'], {
-    reject: false,
-    all: true,
-    timeout: 30_000,
-  });
+export async function validateBootstrap(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<void> {
+  const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
   if (result.exitCode === 0) return;
   if (result.code === 'ENOENT' || result.code === 'EACCES') {
     throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
   }
-  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${rejectionReason(result.all ?? '')}`);
+  const reason = rejectionReason(result.all ?? '');
+  // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
+  if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [])).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
+  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`);
+}
+
+/**
+ * The same check before each epoch starts, as a value: the files a bootstrap
+ * names (certificates) are read now. A hot-restart child that fails its
+ * start has already shut its parent's admin down, and then either ends the
+ * parent or leaves the chain's shared memory "initializing" for good (Envoy
+ * 1.40, both seen): it must not be started at all. Undefined when valid.
+ */
+export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
+  const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
+  return result.exitCode === 0 ? undefined : rejectionReason(result.all ?? result.code ?? '');
+}
+
+/** The agent flags behind Envoy's `--component-log-level` and `--concurrency`. */
+function agentFlags(extraArgs: readonly string[]): string {
+  const names: Record<string, string> = { '--component-log-level': '--proxyComponentLogLevel', '--concurrency': '--concurrency' };
+  return extraArgs.filter((arg) => arg in names).map((arg) => names[arg]).join(' or ');
+}
+
+function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {
+  return execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, timeout: 30_000 });
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */

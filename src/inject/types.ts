@@ -12,9 +12,10 @@ export interface InjectValues {
   agentLogLevel: string;
   statusPort: number;
   concurrency: number;
+  /** Env TERMINATION_DRAIN_DURATION_SECONDS of the proxy. */
+  terminationDrainDurationSeconds: number;
   holdApplicationUntilProxyStarts: boolean;
   kubernetesVersion: string;
-  terminationDrainDurationSeconds: number;
   rewriteAppHTTPProbers: boolean;
   prometheusMerge: boolean;
   clusterDomain: string;

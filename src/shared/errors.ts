@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'BAD_FILE'
   | 'BAD_TEMPLATE'
   | 'BOOTSTRAP_REJECTED'
+  | 'ENVOY_REJECTED'
   | 'ENVOY_FAILED'
   | 'RETRY_BUDGET_SPENT';
 
@@ -22,6 +23,7 @@ const usageCodes: ReadonlySet<ErrorCode> = new Set([
   'BAD_FILE',
   'BAD_TEMPLATE',
   'BOOTSTRAP_REJECTED',
+  'ENVOY_REJECTED',
 ]);
 
 /**

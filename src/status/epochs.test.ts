@@ -16,6 +16,7 @@ function manualProxy() {
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
     drain: async () => undefined,
+    drainListeners: async () => undefined,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -63,6 +64,7 @@ describe('EpochTracker', () => {
     const proxy: Proxy = {
       run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
       drain: async () => undefined,
+      drainListeners: async () => undefined,
       cleanup: async () => undefined,
     };
     let called = 0;
@@ -102,6 +104,7 @@ describe('countAgentEvents', () => {
     const proxy = tracker.wrap({
       run: (epoch, _config, options) => new Promise((resolve) => runs.set(epoch, { options, end: resolve })),
       drain: async () => undefined,
+      drainListeners: async () => undefined,
       cleanup: async () => undefined,
     });
     const signal = new AbortController().signal;

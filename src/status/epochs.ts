@@ -52,6 +52,7 @@ export class EpochTracker {
     return {
       run: (epoch, config, options) => this.#run(proxy, epoch, config, options),
       drain: (signal) => proxy.drain(signal),
+      drainListeners: (signal) => proxy.drainListeners(signal),
       cleanup: (epoch) => proxy.cleanup(epoch),
     };
   }

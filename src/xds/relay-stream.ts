@@ -185,7 +185,7 @@ export class RelayStream {
     const sent = this.#sent.get(fields.typeUrl);
     const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
     this.#options.stats.request(fields, request.length, acked);
-    if (acked && fields.error !== undefined) this.#options.logger.warn({ stream: this.id, type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
+    if (acked && fields.error !== undefined) this.#options.logger.warn({ type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
     const upstream = this.#upstream!.stream;
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
@@ -225,7 +225,7 @@ export class RelayStream {
   #onResponse(fields: ResponseFields, bytes: number): void {
     this.#sent.set(fields.typeUrl, { version: fields.version, nonce: fields.nonce });
     this.#options.stats.response(fields, bytes);
-    this.#options.logger.debug({ stream: this.id, type: fields.typeUrl, version: fields.version, resources: fields.resources, bytes }, 'response relayed');
+    this.#options.logger.debug({ type: fields.typeUrl, version: fields.version, resources: fields.resources, bytes }, 'response relayed');
   }
 
   #onUpstreamHeaders(headers: IncomingHttpHeaders): void {
@@ -261,7 +261,7 @@ export class RelayStream {
     if (this.#ending) return;
     this.#ending = ending;
     const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' || ending.reason === 'handed_over' ? 'info' : 'warn';
-    this.#options.logger[level]({ stream: this.id, reason: ending.reason, details: ending.details }, 'xDS stream ended');
+    this.#options.logger[level]({ reason: ending.reason, details: ending.details }, 'xDS stream ended');
     if (this.#upstream) {
       this.#options.stats.upstreamClosed();
       this.#upstream.close();

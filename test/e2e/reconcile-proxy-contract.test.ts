@@ -22,7 +22,7 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
   const config = {
     proxyType: 'router', configPath: dir, binaryPath: envoyBin, proxyAdminPort: adminPort,
     drainDurationMs: 1000, parentShutdownDurationMs: 1000, serviceCluster: 'contract',
-    proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
+    proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1, certDir: join(dir, 'certs'),
   } as ProxyConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'contract', bootstrap: bootstrap(adminPort), clock: systemClock, logger: silentLogger });
   return {

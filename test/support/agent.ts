@@ -13,6 +13,7 @@ export interface AgentLogEntry {
   msg: string;
   epoch?: number;
   pid?: number;
+  envoyPid?: number;
   component?: string;
   [key: string]: unknown;
 }
@@ -47,7 +48,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
     '--proxyAdminPort', String(adminPort), '--statusPort', '0', '--prometheusPort', '0',
-    '--drainDuration', '1s', '--parentShutdownDuration', '3s',
+    '--drainDuration', '1s', '--parentShutdownDuration', '3s', '--terminationDrainDuration', '1s',
     // Istio's default socket would be shared by every agent of a parallel run.
     '--sdsSocket', join(dir, 'sds.sock'),
     ...(options.args ?? []),
@@ -59,7 +60,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
-  const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.pid!);
+  const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
   return {
     dir,
     adminPort,

@@ -1,0 +1,39 @@
+import type { ProxyExit } from '../agent/proxy.ts';
+import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { RecentErrors } from './output.ts';
+
+export interface ChildResult {
+  exitCode?: number;
+  signal?: string;
+  isCanceled: boolean;
+  failed: boolean;
+  code?: string;
+}
+
+const parentInitializing = 'previous envoy process is still initializing';
+const cannotBind = /cannot bind '(.*):(\d+)': (.*)/;
+
+/** The ports Envoy binds, by the flag that set them: a taken one is the operator's to fix. */
+export type PortFlags = Pick<ProxyConfig, 'proxyAdminPort' | 'prometheusPort' | 'readinessPort'>;
+
+/**
+ * Sorts an Envoy exit into the kinds the reconcile loop tells apart. A port
+ * Envoy cannot bind is bad input (`rejected`), named by its flag.
+ */
+export function classifyExit(result: ChildResult, recent: RecentErrors, aborted: boolean, ports?: PortFlags): ProxyExit {
+  const how = result.signal ? `signal ${result.signal}` : result.code && result.exitCode === undefined ? result.code : `exit code ${result.exitCode}`;
+  const detail = recent.toString() ? `${how}: ${recent}` : how;
+  if (aborted || result.isCanceled) return { kind: 'aborted', detail };
+  if (result.exitCode === 0) return { kind: 'normal', detail };
+  if (recent.includes(parentInitializing)) return { kind: 'parent-initializing', detail };
+  const bind = recent.find(cannotBind);
+  if (bind) return { kind: 'rejected', detail: describeBindFailure(bind, ports) };
+  return { kind: 'failed', detail };
+}
+
+function describeBindFailure(line: string, ports: PortFlags | undefined): string {
+  const [, host, port, why] = cannotBind.exec(line)!;
+  const flags: [string, number | undefined][] = [['--proxyAdminPort', ports?.proxyAdminPort], ['--prometheusPort', ports?.prometheusPort], ['--readinessPort', ports?.readinessPort]];
+  const flag = flags.find(([, value]) => value === Number(port))?.[0] ?? 'a listener';
+  return `${flag}: Envoy cannot bind port ${port} on ${host} (${why})`;
+}

@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { it } from 'node:test';
+import { assertGone, startAgent } from '../support/agent.ts';
+import { duplicateKeys } from '../support/duplicate-keys.ts';
+import { epochLive, startTlsRig } from './reconcile-support.ts';
+
+const exists = (path: string) => access(path).then(() => true, () => false);
+
+it("through a hot restart and a stop: no log line repeats a key, and the chain's shared memory is removed on exit", { timeout: 90_000 }, async () => {
+  const rig = await startTlsRig();
+  let sharedMemory = '';
+  try {
+    await epochLive(rig.agent, 0);
+    const baseId = Number((await readFile(join(rig.agent.dir, 'config', 'envoy-base-id'), 'utf8')).trim());
+    sharedMemory = `/dev/shm/envoy_shared_memory_${baseId * 10}`;
+    assert.ok(await exists(sharedMemory), `Envoy made ${sharedMemory}`);
+    await rig.rotate();
+    await epochLive(rig.agent, 1);
+    // The parent leaves after --parentShutdownDuration (3 s), ending its ADS stream.
+    await rig.agent.log.waitFor((entry) => entry.msg === 'xDS stream ended', 15_000, 'a relayed stream to end');
+  } finally {
+    await rig.close();
+    await assertGone(rig.agent.envoyPids());
+  }
+  assert.equal(await exists(sharedMemory), false, `${sharedMemory} left behind`);
+  const messages = new Set(rig.agent.log.entries.map((entry) => entry.msg));
+  for (const msg of ['envoy started', 'xDS stream ended', 'epoch live']) assert.ok(messages.has(msg), `saw "${msg}"`);
+  const repeated = rig.agent.log.raw.map((line) => [line, duplicateKeys(line)] as const).filter(([, keys]) => keys.length > 0);
+  assert.deepEqual(repeated.map(([line, keys]) => `${keys.join(',')}: ${line.slice(0, 160)}`), []);
+});
+
+it('the shared memory a SIGKILLed agent left (its base id still in --configPath) is removed when the next agent starts there', { timeout: 60_000 }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'stale-base-id-'));
+  const configPath = join(dir, 'config');
+  // A base id no Envoy on this host picked: Envoy's own ids stay far below it.
+  const staleId = 2_000_000_000 + (process.pid % 100_000);
+  const stale = `/dev/shm/envoy_shared_memory_${staleId * 10}`;
+  await mkdir(configPath, { mode: 0o700 });
+  await writeFile(join(configPath, 'envoy-base-id'), `${staleId}\n`);
+  await writeFile(stale, '');
+  const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
+  try {
+    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+    assert.equal(await exists(stale), false, `${stale} left behind`);
+  } finally {
+    await agent.stop();
+    await rm(stale, { force: true });
+    await rm(dir, { recursive: true, force: true });
+    await assertGone(agent.envoyPids());
+  }
+});
