@@ -29,6 +29,7 @@ const start = (epoch: number, config: string): Action => ({ type: 'start-epoch',
 const retryIn = (delayMs: number): Action => ({ type: 'schedule', event: { type: 'retry-due' }, delayMs });
 const remove = (epoch: number): Action => ({ type: 'remove-bootstrap', epoch });
 const abort = (epoch: number): Action => ({ type: 'abort-epoch', epoch });
+const stableIn = (epoch: number): Action => ({ type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: 60_000 });
 
 describe('reduce: desired config', () => {
   it('starts epoch 0 on the first config', () => {
@@ -262,12 +263,12 @@ describe('reduce: shutdown', () => {
 describe('reduce: the restart gate', () => {
   const gate = (open: boolean, reason = open ? 'upstream reachable' : 'upstream unreachable, nothing kept'): Event => ({ type: 'gate-changed', open, reason });
   const table: { name: string; events: Event[]; actions: Action[]; held: boolean; logs?: string[] }[] = [
-    { name: 'a rotation behind a closed gate is held; the running epoch keeps serving', events: [changed(A), gate(false), changed(B)], actions: [start(0, A)], held: true, logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'] },
-    { name: 'the gate opening releases the held restart', events: [changed(A), gate(false), changed(B), gate(true)], actions: [start(0, A), start(1, B)], held: false, logs: ['hot restart released'] },
+    { name: 'a rotation behind a closed gate is held; the running epoch keeps serving', events: [changed(A), live(0), gate(false), changed(B)], actions: [start(0, A), stableIn(0)], held: true, logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'] },
+    { name: 'the gate opening releases the held restart', events: [changed(A), live(0), gate(false), changed(B), gate(true)], actions: [start(0, A), stableIn(0), start(1, B)], held: false, logs: ['hot restart released'] },
     { name: 'a first start is never held: nothing serves yet', events: [gate(false), changed(A)], actions: [start(0, A)], held: false },
     { name: 'a retry after every epoch failed is never held', events: [changed(A), gate(false), exited(0, 'failed'), { type: 'retry-due' }], actions: [start(0, A), remove(0), retryIn(200), start(0, A)], held: false },
-    { name: 'an open gate changes nothing', events: [changed(A), gate(true), changed(B)], actions: [start(0, A), start(1, B)], held: false },
-    { name: 'held once: a second change while held is not logged again and the newest config starts', events: [changed(A), gate(false), changed(B), changed(A + B), gate(true)], actions: [start(0, A), start(1, A + B)], held: false },
+    { name: 'an open gate changes nothing', events: [changed(A), live(0), gate(true), changed(B)], actions: [start(0, A), stableIn(0), start(1, B)], held: false },
+    { name: 'held once: a second change while held is not logged again and the newest config starts', events: [changed(A), live(0), gate(false), changed(B), changed(A + B), gate(true)], actions: [start(0, A), stableIn(0), start(1, A + B)], held: false },
   ];
   for (const row of table) {
     it(row.name, () => {

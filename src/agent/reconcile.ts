@@ -147,8 +147,9 @@ function reconcile(state: State): Step {
   if (state.shuttingDown || state.desired === undefined || state.desired === state.current) {
     return [{ ...state, reconcileWhenSettled: false }, []];
   }
-  if (state.live.some((entry) => entry.aborting || !entry.tookOver)) return [{ ...state, reconcileWhenSettled: true }, []];
+  // Held before "wait for the starting epoch": a restart into nothing is the worse outcome, and the hold is logged.
   if (state.gateClosed && state.live.length > 0) return holdRestart(state);
+  if (state.live.some((entry) => entry.aborting || !entry.tookOver)) return [{ ...state, reconcileWhenSettled: true }, []];
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
   const live = [...state.live, { epoch, config: state.desired, aborting: false, tookOver: false }];
   const next = { ...state, live, current: state.desired, reconcileWhenSettled: false };

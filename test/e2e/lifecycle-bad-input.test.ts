@@ -84,7 +84,7 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
     const result = await agent.exited;
     await agent.stop();
     assert.equal(result.exitCode, 2);
-    assertOneLine(agent.stderr(), /^pilot-agent: --proxyComponentLogLevel: /);
+    assertOneLine(agent.stderr(), /--proxyComponentLogLevel.*'upstream:verbose'.*"verbose" is not an Envoy log level/);
     assert.deepEqual(agent.envoyPids(), []);
   });
 
