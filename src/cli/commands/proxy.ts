@@ -3,7 +3,6 @@ import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
 import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
-import { runProxy } from '../run-proxy.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
@@ -13,6 +12,8 @@ export function proxyCommand(context: CommandContext): Command {
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: ProxyFlagValues & Record<string, unknown>) => {
     const config = toProxyConfig(type, flags);
+    // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
+    const { runProxy } = await import('../run-proxy.ts');
     const given = (name: string) => flags[name] !== undefined;
     context.exitCode = await runProxy(config, {
       context,
