@@ -14,6 +14,6 @@ node=${NODE:-.tools/bin/node}
 rm -rf dist/bundle
 # esbuild installs either a native binary or a node shim here: run it directly.
 PATH="$(dirname "$(command -v "$node")"):$PATH" node_modules/.bin/esbuild src/cli/main.ts --bundle --splitting --format=esm --platform=node --target=node22 \
-  --outdir=dist/bundle --entry-names=pilot-agent --chunk-names=chunk-[hash] --external:pino --external:pino-pretty \
+  --outdir=dist/bundle --entry-names=pilot-agent --chunk-names=chunk-[hash] --minify-whitespace --minify-syntax --legal-comments=none --external:pino --external:pino-pretty \
   --banner:js="import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" \
   --log-level=warning
