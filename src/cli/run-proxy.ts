@@ -16,7 +16,9 @@ import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
-import { startStatus } from '../status/status.ts';
+import { parseAppMetricsTarget } from '../status/app-metrics.ts';
+import { parseAppProbers } from '../status/app-probes/config.ts';
+import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
@@ -42,6 +44,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && process.stdout.isTTY });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   const bootstrap = await prepareBootstrap(config, options.context);
+  const app = { probes: parseAppProbers(options.context.env.ISTIO_KUBE_APP_PROBERS, options.context.env.INSTANCE_IP ?? config.ip), metrics: parseAppMetricsTarget(options.context.env.ISTIO_PROMETHEUS_ANNOTATIONS) };
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;
@@ -50,7 +53,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await checkXdsUpstream(config);
   const [, envoy] = await Promise.all([validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text)), envoyVersion(config.binaryPath)]);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, logger);
+  return superviseEnvoy(config, bootstrap, app, logger);
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -76,7 +79,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   return { nodeId, text };
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, app: StartStatusOptions['app'], logger: Logger): Promise<number> {
   const registry = new Registry();
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: logger.child({ component: 'xds' }) });
@@ -100,7 +103,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   agent.onEvent(countAgentEvents(metrics));
   const status = await startStatus({
     port: config.statusPort, adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, app, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), (hash) => agent.dispatch({ type: 'config-changed', config: hash }));

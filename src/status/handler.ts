@@ -1,3 +1,4 @@
+import { appHealthPrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
 import type { Readiness } from './readiness.ts';
@@ -31,6 +32,10 @@ export interface StatusDeps {
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
   drain: () => Promise<void>;
+  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health path. */
+  appHealth?: (path: string, signal?: AbortSignal) => Promise<{ status: number; reason: string }>;
+  /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of /stats/prometheus. */
+  appMetrics?: (signal?: AbortSignal) => Promise<string>;
 }
 
 interface Route {
@@ -54,7 +59,7 @@ const routes: Record<string, Route> = {
 /** Routes one request; never throws (a failing handler is a 500). */
 export async function handleStatus(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const path = new URL(request.url, 'http://status').pathname;
-  const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
+  const route = Object.hasOwn(routes, path) ? routes[path] : path.startsWith(appHealthPrefix) && deps.appHealth ? appHealthRoute : undefined;
   if (!route) return text(404, `unknown path ${path}\n`);
   if (request.method !== route.method && !(route.method === 'GET' && request.method === 'HEAD')) {
     return text(405, `${path} takes ${route.method}\n`);
@@ -67,6 +72,11 @@ export async function handleStatus(deps: StatusDeps, request: StatusRequest): Pr
   }
 }
 
+const appHealthRoute: Route = { method: 'GET', handle: async (deps, request) => {
+  const verdict = await deps.appHealth!(new URL(request.url, 'http://status').pathname, request.signal);
+  return text(verdict.status, `${verdict.reason}\n`);
+} };
+
 async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const readiness = await deps.readiness.check(request.signal);
   return readiness.ready ? text(200, 'ready\n') : text(503, `not ready: ${readiness.reason}\n`);
@@ -74,13 +84,13 @@ async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusRe
 
 /** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise. */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
-  const [agent, envoy] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal)]);
-  if (!envoy.ok || envoy.status !== 200) {
-    const reason = envoy.ok ? `HTTP ${envoy.status}` : envoy.error;
-    return { status: 200, contentType: prometheusContentType, body: mergePrometheus(agent, `# Envoy metrics unavailable: ${oneLine(reason)}\n`) };
-  }
-  const note = envoy.truncated ? '# Envoy metrics truncated at the size cap\n' : '';
-  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(agent, envoy.text) + note };
+  const [agent, envoy, app] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal), deps.appMetrics?.(request.signal) ?? '']);
+  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoyPart(envoy)), app) };
+}
+
+function envoyPart(envoy: CappedBody): string {
+  if (envoy.ok && envoy.status === 200) return envoy.truncated ? `${envoy.text}# Envoy metrics truncated at the size cap\n` : envoy.text;
+  return `# Envoy metrics unavailable: ${oneLine(envoy.ok ? `HTTP ${envoy.status}` : envoy.error)}\n`;
 }
 
 function quit(deps: StatusDeps): StatusResponse {

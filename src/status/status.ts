@@ -4,6 +4,9 @@ import { adminClient } from '../envoy/admin.ts';
 import { drainEnvoy } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
+import { appHealth } from './app-probes/app-health.ts';
+import type { AppProbe } from './app-probes/config.ts';
 import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
@@ -26,6 +29,8 @@ export interface StartStatusOptions {
   epochs: EpochTracker;
   registry: Registry;
   xds?: { debug(): unknown };
+  /** From ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS. */
+  app?: { probes: ReadonlyMap<string, AppProbe>; metrics?: AppMetricsTarget };
   clock: Clock;
   logger: Logger;
 }
@@ -49,6 +54,8 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
+    appHealth: options.app?.probes.size ? appHealth(options.app.probes, logger) : undefined,
+    appMetrics: options.app?.metrics ? appMetricsPart(options.app.metrics, registry, logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
       agent.hurry();
