@@ -44,7 +44,9 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && process.stdout.isTTY });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   const bootstrap = await prepareBootstrap(config, options.context);
-  const app = { probes: parseAppProbers(options.context.env.ISTIO_KUBE_APP_PROBERS, options.context.env.INSTANCE_IP ?? config.ip), metrics: parseAppMetricsTarget(options.context.env.ISTIO_PROMETHEUS_ANNOTATIONS) };
+  const { env } = options.context;
+  const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
+  const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS) };
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;

@@ -82,15 +82,15 @@ async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusRe
   return readiness.ready ? text(200, 'ready\n') : text(503, `not ready: ${readiness.reason}\n`);
 }
 
-/** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise. */
+/** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise; then the app's. */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const [agent, envoy, app] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal), deps.appMetrics?.(request.signal) ?? '']);
-  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoyPart(envoy)), app) };
-}
-
-function envoyPart(envoy: CappedBody): string {
-  if (envoy.ok && envoy.status === 200) return envoy.truncated ? `${envoy.text}# Envoy metrics truncated at the size cap\n` : envoy.text;
-  return `# Envoy metrics unavailable: ${oneLine(envoy.ok ? `HTTP ${envoy.status}` : envoy.error)}\n`;
+  if (!envoy.ok || envoy.status !== 200) {
+    const reason = envoy.ok ? `HTTP ${envoy.status}` : envoy.error;
+    return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, `# Envoy metrics unavailable: ${oneLine(reason)}\n`), app) };
+  }
+  const note = envoy.truncated ? '# Envoy metrics truncated at the size cap\n' : '';
+  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy.text) + note, app) };
 }
 
 function quit(deps: StatusDeps): StatusResponse {

@@ -37,6 +37,13 @@ describe('parseAppProbers', () => {
     it(`accepts ${name}`, () => assert.deepEqual(parse(value).get(path), probe));
   }
 
+  it('probes loopback, with a warning, when the host is neither loopback nor the pod IP (as Istio)', () => {
+    const warnings: string[] = [];
+    const probes = parseAppProbers(JSON.stringify({ '/app-health/a/livez': { httpGet: { host: '169.254.169.254', port: 80, path: 'ready' } } }), podIp, (message) => warnings.push(message));
+    assert.deepEqual(probes.get('/app-health/a/livez')?.action, { kind: 'http', scheme: 'http', host: '127.0.0.1', port: 80, path: '/ready', headers: [] });
+    assert.deepEqual(warnings, ['/app-health/a/livez: host "169.254.169.254" is neither loopback nor the pod IP (INSTANCE_IP); probing 127.0.0.1']);
+  });
+
   it('is empty when unset or blank', () => {
     assert.equal(parseAppProbers(undefined).size, 0);
     assert.equal(parseAppProbers('  ').size, 0);
@@ -51,9 +58,9 @@ describe('parseAppProbers', () => {
     { name: 'two actions', value: { '/app-health/a/livez': { tcpSocket: { port: 1 }, grpc: { port: 1 } } }, says: /exactly one of/ },
     { name: 'a named port', value: { '/app-health/a/livez': { tcpSocket: { port: 'http' } } }, says: /port "http"/ },
     { name: 'port 0', value: { '/app-health/a/livez': { httpGet: { port: 0 } } }, says: /port 0/ },
-    { name: 'a foreign host', value: { '/app-health/a/livez': { httpGet: { host: '169.254.169.254', port: 80 } } }, says: /neither loopback nor the pod IP/ },
+    { name: 'a host that is not a string', value: { '/app-health/a/livez': { httpGet: { host: 7, port: 80 } } }, says: /host 7/ },
     { name: 'an unknown scheme', value: { '/app-health/a/livez': { httpGet: { port: 80, scheme: 'FTP' } } }, says: /scheme "FTP"/ },
-    { name: 'a relative path', value: { '/app-health/a/livez': { httpGet: { port: 80, path: 'x' } } }, says: /path must start/ },
+    { name: 'a path with a space', value: { '/app-health/a/livez': { httpGet: { port: 80, path: '/a b' } } }, says: /path "\/a b"/ },
     { name: 'a header with a newline', value: { '/app-health/a/livez': { httpGet: { port: 80, httpHeaders: [{ name: 'a', value: 'b\r\nc: d' }] } } }, says: /httpHeaders entry/ },
     { name: 'a fractional timeout', value: { '/app-health/a/livez': { tcpSocket: { port: 1 }, timeoutSeconds: 0.5 } }, says: /timeoutSeconds/ },
   ];

@@ -21,10 +21,11 @@ type Json = Record<string, unknown>;
 
 /**
  * Parses the injector's probes, keyed by the /app-health path that replaces
- * each. Hosts other than loopback or the pod's own IP are refused: the agent
- * probes its own pod, nothing else. Throws BAD_ENV naming the variable.
+ * each. The agent probes its own pod only: a host other than loopback or the
+ * pod's IP is probed on loopback instead (as Istio does), with a warning.
+ * Throws BAD_ENV naming the variable.
  */
-export function parseAppProbers(value: string | undefined, podIp?: string): Map<string, AppProbe> {
+export function parseAppProbers(value: string | undefined, podIp?: string, warn: (message: string) => void = () => undefined): Map<string, AppProbe> {
   const probes = new Map<string, AppProbe>();
   if (value === undefined || value.trim() === '') return probes;
   const fail = (reason: string) => badEnv(probersEnv, reason);
@@ -37,12 +38,12 @@ export function parseAppProbers(value: string | undefined, podIp?: string): Map<
   if (!isObject(parsed)) throw fail('must be a JSON object keyed by /app-health/<container>/<livez|readyz|startupz>');
   for (const [path, prober] of Object.entries(parsed)) {
     if (!probePath.test(path)) throw fail(`key ${JSON.stringify(path)} is not /app-health/<container>/<livez|readyz|startupz>`);
-    probes.set(path, parseProbe(prober, (reason) => fail(`${path}: ${reason}`), podIp));
+    probes.set(path, parseProbe(prober, { fail: (reason) => fail(`${path}: ${reason}`), warn: (message) => warn(`${path}: ${message}`), podIp }));
   }
   return probes;
 }
 
-function parseProbe(prober: unknown, fail: (reason: string) => Error, podIp?: string): AppProbe {
+function parseProbe(prober: unknown, { fail, warn, podIp }: Context): AppProbe {
   if (!isObject(prober)) throw fail('must be an object');
   const kinds = (['httpGet', 'tcpSocket', 'grpc'] as const).filter((kind) => prober[kind] !== undefined && prober[kind] !== null);
   if (kinds.length !== 1) throw fail('needs exactly one of httpGet, tcpSocket, grpc');
@@ -51,13 +52,14 @@ function parseProbe(prober: unknown, fail: (reason: string) => Error, podIp?: st
   const kind = kinds[0]!;
   const body = prober[kind];
   if (!isObject(body)) throw fail(`${kind} must be an object`);
-  const context = { fail: (reason: string) => fail(`${kind}: ${reason}`), podIp };
+  const context = { fail: (reason: string) => fail(`${kind}: ${reason}`), warn, podIp };
   const action = kind === 'httpGet' ? httpAction(body, context) : kind === 'tcpSocket' ? tcpAction(body, context) : grpcAction(body, context);
   return { action, timeoutMs: (timeout || defaultTimeoutSeconds) * 1000 };
 }
 
 interface Context {
   fail: (reason: string) => Error;
+  warn: (message: string) => void;
   podIp?: string;
 }
 
@@ -65,8 +67,9 @@ function httpAction(body: Json, context: Context): ProbeAction {
   const scheme = String(body.scheme ?? 'HTTP').toLowerCase();
   if (scheme !== 'http' && scheme !== 'https') throw context.fail(`scheme ${JSON.stringify(body.scheme)} is not HTTP or HTTPS`);
   const path = body.path ?? '/';
-  if (typeof path !== 'string' || !path.startsWith('/')) throw context.fail('path must start with /');
-  return { kind: 'http', scheme, host: host(body, context), port: port(body, context), path, headers: headers(body.httpHeaders, context) };
+  if (typeof path !== 'string' || /[\s#]/.test(path)) throw context.fail(`path ${JSON.stringify(path)} must be a string without spaces or #`);
+  const absolute = path.startsWith('/') ? path : `/${path}`;
+  return { kind: 'http', scheme, host: host(body, context), port: port(body, context), path: absolute, headers: headers(body.httpHeaders, context) };
 }
 
 function tcpAction(body: Json, context: Context): ProbeAction {
@@ -91,7 +94,9 @@ function host(body: Json, context: Context): string {
   if (value === '' || value === 'localhost' || value === '127.0.0.1') return '127.0.0.1';
   if (value === '::1') return '::1';
   if (typeof value === 'string' && value === context.podIp && isIP(value)) return value;
-  throw context.fail(`host ${JSON.stringify(value)} is neither loopback nor the pod IP (INSTANCE_IP)`);
+  if (typeof value !== 'string') throw context.fail(`host ${JSON.stringify(value)} is not a string`);
+  context.warn(`host ${JSON.stringify(value)} is neither loopback nor the pod IP (INSTANCE_IP); probing 127.0.0.1`);
+  return '127.0.0.1';
 }
 
 function headers(value: unknown, context: Context): [string, string][] {
