@@ -43,6 +43,8 @@ export interface RunProxyOptions {
   ignoredFlags: readonly string[];
   /** Istio flags given that the agent accepts but does not implement. */
   unimplementedFlags?: readonly string[];
+  /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
+  proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -54,9 +56,12 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  */
 export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
   const levels = parseLogLevels(options.logLevel);
-  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY });
+  // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
+  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
+  for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
+  if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
