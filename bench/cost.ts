@@ -93,7 +93,7 @@ try {
 const keys = ['rssMb', 'rssAnonMb', 'idleMcpu', 'wakeupsPerS', 'readyMs'] as const;
 const table = Object.fromEntries(keys.map((key) => {
   const [current, previous, bare] = samples.map((s) => median(s.map((x) => x[key])));
-  return [key, { [labels[0]!]: round(current!), [labels[1]!]: round(previous!), 'bare node': round(bare!), vsPrevious: ratio(current!, previous!), vsBareNode: ratio(current!, bare!), spreadCurrent: spread(samples[0]!.map((x) => x[key])) }];
+  return [key, { [labels[0]!]: round(current!), [labels[1]!]: round(previous!), 'bare node': round(bare!), vsPrevious: ratio(current!, previous!), vsBareNode: ratio(current!, bare!), spreadCurrent: spread(samples[0]!.map((x) => x[key])), spreadPrevious: spread(samples[1]!.map((x) => x[key])) }];
 }));
 console.log(JSON.stringify({ runs, windowS, table }, null, 2));
 
