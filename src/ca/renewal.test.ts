@@ -11,7 +11,7 @@ test('renewal is due half-way through the lifetime, moved by the jitter', () => 
     { name: 'jitter low end: grace 0.49 → later', random: 0, now: 0, want: 0.51 * day },
     { name: 'jitter high end: grace 0.51 → earlier', random: 1, now: 0, want: 0.49 * day },
     { name: 'measured from now', random: 0.5, now: 2 * hour, want: 10 * hour },
-    { name: 'already past: at once', random: 0.5, now: 20 * hour, want: 0 },
+    { name: 'already past: after the floor, never at once', random: 0.5, now: 20 * hour, want: 1000 },
   ];
   for (const c of cases) {
     const got = renewalDelayMs({ issuedAt: 0, expiresAt: day, now: c.now, graceRatio: 0.5, jitterRatio: 0.01, random: c.random });
@@ -20,7 +20,7 @@ test('renewal is due half-way through the lifetime, moved by the jitter', () => 
 });
 
 test('the grace ratio is clamped to [0, 1]', () => {
-  assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 1, jitterRatio: 0.5, random: 1 }), 0);
+  assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 1, jitterRatio: 0.5, random: 1 }), 1000, 'a ratio of 1 is the floor, not a loop');
   assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 0, jitterRatio: 0.5, random: 0 }), day);
 });
 

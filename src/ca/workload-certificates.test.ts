@@ -28,8 +28,8 @@ function scriptedCa(answers: ((csr: string) => Promise<CaResult>)[]) {
 const issues = (uri?: string) => async (csr: string): Promise<CaResult> => ({ ok: true, chain: [await signer.sign(csr, { uri }), signer.root] });
 const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, code, message: 'scripted refusal' });
 
-function rig(ca: ReturnType<typeof scriptedCa>) {
-  const clock = new FakeClock(Date.now());
+function rig(ca: ReturnType<typeof scriptedCa>, startOffsetMs = 0) {
+  const clock = new FakeClock(Date.now() + startOffsetMs);
   const published: IssuedCertificate[] = [];
   const problems: (string | undefined)[] = [];
   let settle: () => void = () => undefined;
@@ -108,4 +108,17 @@ test('stop cancels the renewal timer', async () => {
   await certs.start();
   certs.stop();
   assert.equal(clock.pending, 0);
+});
+
+test('the lifetime counts from receipt, not from a backdated notBefore: no renewal loop for late or short certificates', async () => {
+  // The certificate arrives 10 h into its 24 h: half of what is left is 7 h away (counting from notBefore: 2 h).
+  const ca = scriptedCa([issues()]);
+  const { certs, clock } = rig(ca, 10 * hour);
+  const delays: number[] = [];
+  const schedule = clock.setTimeout.bind(clock);
+  clock.setTimeout = (callback, ms) => (delays.push(ms), schedule(callback, ms));
+  await certs.start();
+  assert.equal(delays.length, 1);
+  assert.ok(Math.abs(delays[0]! - 7 * hour) < 5 * 60_000, `renewal in ${delays[0]! / hour} h`);
+  certs.stop();
 });

@@ -91,7 +91,10 @@ export class WorkloadCertificates {
     this.#failures = 0;
     this.#options.publish(certificate);
     this.#options.reportProblem(undefined);
-    const delay = renewalDelayMs({ issuedAt: certificate.issuedAt, expiresAt: certificate.expiresAt, now: clock.now(), graceRatio, jitterRatio, random: (this.#options.random ?? Math.random)() });
+    // The lifetime counts from receipt, as Istio's agent counts it: CAs backdate notBefore (ours by a minute), which
+    // for a short-lived certificate would put the grace point in the past and renew in a loop.
+    const now = clock.now();
+    const delay = renewalDelayMs({ issuedAt: now, expiresAt: certificate.expiresAt, now, graceRatio, jitterRatio, random: (this.#options.random ?? Math.random)() });
     logger.info({ serial: certificate.serial, expiresAt: new Date(certificate.expiresAt).toISOString(), renewInMs: delay }, 'workload certificate issued by the CA');
     this.#schedule(delay);
   }
