@@ -56,12 +56,17 @@ describe('bad ProxyConfig is bad input naming the source and the field', () => {
     ['a value the flag refuses', () => settle([], {}, [annotation({ proxyAdminPort: 70_000 })]), /^annotation proxy\.istio\.io\/config \(a\): field proxyAdminPort: "70000": not a port/],
     ['a duration the flag refuses', () => settle([], {}, [env({ drainDuration: '9999999s' })]), /^env PROXY_CONFIG: field drainDuration: /],
     ['an enum value that is not one', () => settle([], {}, [env({ controlPlaneAuthPolicy: 'TLS' })]), /^env PROXY_CONFIG: field controlPlaneAuthPolicy: "TLS" is not one of NONE, MUTUAL_TLS/],
-    ['text that does not parse', () => parseProxyConfigText('env PROXY_CONFIG', '{"drainDuration": '), /^env PROXY_CONFIG: does not parse as JSON or YAML/],
     ['a list that is not one', () => proxyStatsMatcher(mergeProxyConfigs([env({ proxyStatsMatcher: { inclusionPrefixes: 'a' } })])), /^env PROXY_CONFIG: field proxyStatsMatcher\.inclusionPrefixes must be an array of strings/],
   ];
   for (const [name, run, message] of cases) {
     it(name, () => assert.throws(run, (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2));
   }
+
+  it('text that does not parse, JSON or YAML', async () => {
+    for (const text of ['{"drainDuration": ', 'drainDuration: [']) {
+      await assert.rejects(parseProxyConfigText('env PROXY_CONFIG', text), (error: Error & { exitCode?: number }) => /^env PROXY_CONFIG: does not parse as JSON or YAML/.test(error.message) && error.exitCode === 2);
+    }
+  });
 
   it('unknown fields are listed, not refused', () => {
     assert.deepEqual(mergeProxyConfigs([env({ noSuchField: 1, drainDuration: '5s' })]).unknown, [{ source: 'env PROXY_CONFIG', field: 'noSuchField' }]);

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { parseDownwardApi } from '../role/downward-api.ts';
 import { checkProxyConfig, isProxyConfigField } from '../role/proxy-config-types.ts';
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
@@ -41,7 +40,7 @@ const badSource = (source: string, reason: string, cause?: unknown) => new Agent
  * does not parse, or a field of the wrong type, is bad input naming both.
  */
 export async function readProxyConfigSources(inputs: ProxyConfigInputs): Promise<MergedProxyConfig> {
-  const sources = [await meshDefaultConfig(inputs.meshConfigPath), envProxyConfig(inputs.env), await annotationProxyConfig(inputs.podInfoDir)];
+  const sources = [await meshDefaultConfig(inputs.meshConfigPath), await envProxyConfig(inputs.env), await annotationProxyConfig(inputs.podInfoDir)];
   return mergeProxyConfigs(sources.filter((source): source is ProxyConfigSource => source !== undefined));
 }
 
@@ -58,11 +57,14 @@ export function mergeProxyConfigs(sources: readonly ProxyConfigSource[]): Merged
   return merged;
 }
 
-/** JSON or YAML text to an object; YAML reads JSON too. */
-export function parseProxyConfigText(source: string, text: string): ProxyConfigObject {
+/**
+ * JSON or YAML text to an object. JSON (what the injection sends) needs no
+ * YAML parser; the parser (about 4 MB of a pod's memory) loads only for YAML.
+ */
+export async function parseProxyConfigText(source: string, text: string): Promise<ProxyConfigObject> {
   let value: unknown;
   try {
-    value = parseYaml(text, { maxAliasCount: 100 });
+    value = looksLikeJson(text) ? JSON.parse(text) : (await import('yaml')).parse(text, { maxAliasCount: 100 });
   } catch (error) {
     throw badSource(source, `does not parse as JSON or YAML: ${(error as Error).message.split('\n')[0]}`, error);
   }
@@ -71,16 +73,18 @@ export function parseProxyConfigText(source: string, text: string): ProxyConfigO
   return value as ProxyConfigObject;
 }
 
-function envProxyConfig(env: NodeJS.ProcessEnv): ProxyConfigSource | undefined {
+const looksLikeJson = (text: string) => text.trimStart().startsWith('{');
+
+async function envProxyConfig(env: NodeJS.ProcessEnv): Promise<ProxyConfigSource | undefined> {
   if (!env.PROXY_CONFIG) return undefined;
-  return { name: 'env PROXY_CONFIG', value: parseProxyConfigText('env PROXY_CONFIG', env.PROXY_CONFIG) };
+  return { name: 'env PROXY_CONFIG', value: await parseProxyConfigText('env PROXY_CONFIG', env.PROXY_CONFIG) };
 }
 
 async function meshDefaultConfig(path: string): Promise<ProxyConfigSource | undefined> {
   const text = await readOptional(path, '--meshConfig');
   if (text === undefined) return undefined;
   const name = `mesh config ${path}`;
-  const mesh = parseProxyConfigText(name, text);
+  const mesh = await parseProxyConfigText(name, text);
   const defaults = mesh.defaultConfig;
   if (defaults === undefined || defaults === null) return undefined;
   if (typeof defaults !== 'object' || Array.isArray(defaults)) throw badSource(name, 'defaultConfig must be a ProxyConfig object');
@@ -96,7 +100,7 @@ async function annotationProxyConfig(podInfoDir: string): Promise<ProxyConfigSou
   const value = parsed.entries[proxyConfigAnnotation];
   if (value === undefined) return undefined;
   const name = `annotation ${proxyConfigAnnotation} (${path})`;
-  return { name, value: parseProxyConfigText(name, value) };
+  return { name, value: await parseProxyConfigText(name, value) };
 }
 
 /** The file's text, or undefined when there is none: every source is optional. */
