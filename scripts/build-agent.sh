@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Builds the agent: tsc compiles src/ to dist/ (checked, one file per module),
-# then esbuild bundles the CLI into dist/bundle/. bin/pilot-agent.js does NOT run
-# the bundle yet: with it, test/e2e/ca-workload-cert.test.ts "the CA down at
-# renewal" fails (cause not found yet); the tsc output passes it.
+# then esbuild bundles the CLI into dist/bundle/, which bin/pilot-agent.js runs.
 # One bundle instead of ~300 modules resolved and linked one by one: less
 # memory and a faster start (bench/cost.ts). Commands load their code on use
 # (dynamic imports), so each becomes its own chunk and `proxy` never loads the

@@ -71,7 +71,7 @@ describe('Dockerfile.proxy', () => {
   it('copies dist, bin and templates side by side, as bin/pilot-agent.js expects', () => {
     const copied = (keyword(stageInstructions(final), 'COPY') as Copy[]).filter((c) => c.getFromFlag()?.getValue() === 'build').map((c) => args(c)[0]);
     for (const path of ['/src/dist', '/src/bin', '/src/templates', '/src/node_modules', '/src/package.json']) assert.ok(copied.includes(path), path);
-    assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/cli\/main\.js'/);
+    assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/bundle\/pilot-agent\.js'/);
   });
 
   it('runs as UID 1337 with pilot-agent as entrypoint and `proxy sidecar` as default args', () => {
