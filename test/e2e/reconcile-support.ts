@@ -70,22 +70,35 @@ export interface TlsRig {
 
 export async function startTlsRig(agentArgs: string[] = [], env?: Record<string, string>): Promise<TlsRig> {
   const ca = await makeCa();
-  const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
-  const rotate = async () => {
-    const pair = await ca.issue('localhost');
-    await writeSecretVolume(certDir, sidecarFiles(ca, pair));
-    return pair;
-  };
-  await rotate();
-  const upstream = await startUpstream('hello over tls');
-  const listenerPort = await freePort();
-  const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
-  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
-  const close = async () => {
-    await agent.stop('SIGTERM');
-    await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
-  };
-  return { ca, certDir, listenerPort, upstream, peer, agent, rotate, close };
+  // Undone in reverse when a later step fails, so a failed start leaks nothing.
+  const undo: (() => Promise<unknown>)[] = [() => ca.close()];
+  try {
+    const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
+    undo.push(() => rm(certDir, { recursive: true, force: true }));
+    const rotate = async () => {
+      const pair = await ca.issue('localhost');
+      await writeSecretVolume(certDir, sidecarFiles(ca, pair));
+      return pair;
+    };
+    await rotate();
+    const upstream = await startUpstream('hello over tls');
+    undo.push(() => upstream.close());
+    const listenerPort = await freePort();
+    const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
+    undo.push(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
+    const close = async () => {
+      try {
+        await agent.stop('SIGTERM');
+      } finally {
+        await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
+      }
+    };
+    return { ca, certDir, listenerPort, upstream, peer, agent, rotate, close };
+  } catch (error) {
+    for (const step of undo.reverse()) await step().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** An "Envoy" that passes validation and --version, then always crashes. */
