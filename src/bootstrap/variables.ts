@@ -40,6 +40,7 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     stats_matcher: statsMatcher({
       flags: config.statsInclusion,
       annotations: annotationsOf(context.metadata),
+      proxyConfig: config.proxyStatsMatcher,
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       instanceIps: instanceIps(context),
     }),

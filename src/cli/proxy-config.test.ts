@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { toProxyConfig, type ProxyFlagValues } from './proxy-config.ts';
+import { toProxyConfig, xdsTransport, xdsUpstream, type ProxyFlagValues } from './proxy-config.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
@@ -59,4 +59,20 @@ const accepted: string[][] = [
 
 test('flags within range are accepted', () => {
   for (const args of accepted) assert.equal(typeof parse(args), 'object', `${args.join(' ')}: ${String(parse(args))}`);
+});
+
+test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012), or mutual TLS', () => {
+  const rows: [args: string[], policy: string, tokenFile: string | undefined][] = [
+    [['--discoveryAddress', 'istiod:15010'], 'NONE', undefined],
+    [['--discoveryAddress', 'istiod:15012'], 'TLS', '/var/run/secrets/tokens/istio-token'],
+    [['--discoveryAddress', 'istiod:15012', '--xdsTokenFile', '/t'], 'TLS', '/t'],
+    [['--discoveryAddress', 'xds:9000', '--xdsRootCa', '/root.pem'], 'TLS', '/var/run/secrets/tokens/istio-token'],
+    [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', undefined],
+  ];
+  for (const [args, policy, tokenFile] of rows) {
+    const config = parse(args);
+    assert.ok(typeof config !== 'string', String(config));
+    assert.equal(xdsTransport(config), policy, args.join(' '));
+    assert.equal(xdsUpstream(config).tokenFile, tokenFile, args.join(' '));
+  }
 });

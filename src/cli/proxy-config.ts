@@ -48,6 +48,7 @@ export interface ProxyFlagValues {
   minimumDrainDuration: number;
   xdsServerName: string;
   xdsTokenFile: string;
+  xdsRootCa: string;
   sdsSocket: string;
   certRotation: CertRotation;
   statsInclusionPrefixes: string;
@@ -103,6 +104,7 @@ function typeFlags(proxyType: ProxyType, flags: ProxyFlagValues): ProxyConfig {
     minimumDrainDurationMs: flags.minimumDrainDuration,
     xdsServerName: flags.xdsServerName || undefined,
     xdsTokenFile: flags.xdsTokenFile || undefined,
+    xdsRootCa: flags.xdsRootCa || undefined,
     sdsSocket: absolutePath('--sdsSocket', flags.sdsSocket),
     certRotation: flags.certRotation,
     statsInclusion: {
@@ -143,11 +145,25 @@ export async function checkBinary(path: string): Promise<void> {
 export function xdsUpstream(config: ProxyConfig): UpstreamOptions {
   return {
     address: config.discoveryAddress,
-    policy: config.controlPlaneAuthPolicy,
+    policy: xdsTransport(config),
+    rootCaFile: config.xdsRootCa ?? defaultXdsRootCa,
     certDir: config.certDir,
     serverName: config.xdsServerName,
-    tokenFile: config.xdsTokenFile,
+    tokenFile: config.xdsTokenFile ?? (xdsTransport(config) === 'TLS' ? defaultXdsTokenFile : undefined),
   };
+}
+
+/** Istio's mounts for istiod's root and the projected service-account token. */
+export const defaultXdsRootCa = '/var/run/secrets/istio/root-cert.pem';
+export const defaultXdsTokenFile = '/var/run/secrets/tokens/istio-token';
+
+/**
+ * MUTUAL_TLS as asked; else TLS with a token, as istiod's 15012 wants, when
+ * a root is given or the port is 15012; else plaintext (15010, our peers).
+ */
+export function xdsTransport(config: ProxyConfig): UpstreamOptions['policy'] {
+  if (config.controlPlaneAuthPolicy === 'MUTUAL_TLS') return 'MUTUAL_TLS';
+  return config.xdsRootCa !== undefined || config.discoveryAddress.port === 15012 ? 'TLS' : 'NONE';
 }
 
 /** TLS files (present, PEM, key matching cert) and the token file are checked before Envoy starts. */

@@ -14,6 +14,8 @@ export interface FlagSpec {
   default?: string | boolean;
   /** The env var users already know for this setting, when there is one. */
   env?: string;
+  /** The ProxyConfig field (dotted for nested messages) that sets it when the command line and env do not. */
+  proxyConfig?: string;
   parse?: (text: string) => unknown;
   choices?: readonly string[];
   hidden?: boolean;
@@ -84,24 +86,24 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'ip', value: '<address>', default: '', description: 'Proxy IP address; derived from the registry when empty' },
   { flag: 'id', value: '<id>', default: '', description: 'Proxy unique ID; derived from the registry when empty' },
   { flag: 'domain', value: '<domain>', default: '', description: 'DNS domain suffix; derived from the registry when empty' },
-  { flag: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode (a warning when others may enter it)' },
-  { flag: 'binaryPath', value: '<file>', default: '/usr/local/bin/envoy', env: 'ENVOY_BIN', description: 'Path to the Envoy binary' },
-  { flag: 'serviceCluster', value: '<name>', default: 'istio-proxy', description: 'Service cluster (node.cluster)' },
-  { flag: 'drainDuration', value: '<duration>', default: '45s', parse: duration, description: 'Envoy --drain-time-s: how long a parent epoch\'s listeners drain after a hot restart' },
-  { flag: 'parentShutdownDuration', value: '<duration>', default: '1m0s', parse: duration, description: 'Envoy --parent-shutdown-time-s: when the parent epoch exits after a hot restart; not shorter than --drainDuration' },
-  { flag: 'discoveryAddress', value: '<host:port>', default: 'istio-pilot:15010', description: 'Address of the discovery server' },
+  { flag: 'configPath', proxyConfig: 'configPath', value: '<dir>', default: '/etc/istio/proxy', description: 'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode (a warning when others may enter it)' },
+  { flag: 'binaryPath', proxyConfig: 'binaryPath', value: '<file>', default: '/usr/local/bin/envoy', env: 'ENVOY_BIN', description: 'Path to the Envoy binary' },
+  { flag: 'serviceCluster', proxyConfig: 'serviceCluster', value: '<name>', default: 'istio-proxy', description: 'Service cluster (node.cluster)' },
+  { flag: 'drainDuration', proxyConfig: 'drainDuration', value: '<duration>', default: '45s', parse: duration, description: 'Envoy --drain-time-s: how long a parent epoch\'s listeners drain after a hot restart' },
+  { flag: 'parentShutdownDuration', proxyConfig: 'parentShutdownDuration', value: '<duration>', default: '1m0s', parse: duration, description: 'Envoy --parent-shutdown-time-s: when the parent epoch exits after a hot restart; not shorter than --drainDuration' },
+  { flag: 'discoveryAddress', proxyConfig: 'discoveryAddress', value: '<host:port>', default: 'istio-pilot:15010', description: 'Address of the discovery server' },
   { flag: 'deltaXds', value: '[bool]', default: false, env: 'ISTIO_DELTA_XDS', parse: bool, description: 'Use Delta xDS (DELTA_GRPC) instead of State of the World' },
-  { flag: 'zipkinAddress', value: '<host:port>', default: '', description: 'Zipkin collector; adds a zipkin cluster and tracing when set' },
+  { flag: 'zipkinAddress', proxyConfig: 'tracing.zipkin.address', value: '<host:port>', default: '', description: 'Zipkin collector; adds a zipkin cluster and tracing when set' },
   { flag: 'connectTimeout', value: '<duration>', default: '1s', parse: duration, description: 'Connect timeout of the bootstrap\'s static clusters' },
-  { flag: 'statsdUdpAddress', value: '<host:port>', default: '', description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
-  { flag: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
-  { flag: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
-  { flag: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep)' },
-  { flag: 'templateFile', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
-  { flag: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: Envoy decides)` },
+  { flag: 'statsdUdpAddress', proxyConfig: 'statsdUdpAddress', value: '<host:port>', default: '', description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
+  { flag: 'proxyAdminPort', proxyConfig: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
+  { flag: 'controlPlaneAuthPolicy', proxyConfig: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
+  { flag: 'customConfigFile', proxyConfig: 'customConfigFile', value: '<file>', default: '', description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep)' },
+  { flag: 'templateFile', proxyConfig: 'proxyBootstrapTemplatePath', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
+  { flag: 'concurrency', proxyConfig: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: Envoy decides)` },
   { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: envoyLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },
   { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
-  { flag: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
+  { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },
   { flag: 'applicationPorts', value: '<ports>', default: '', parse: portList, description: 'Comma-separated application ports whose inbound listeners readiness may require' },
   { flag: 'prometheusPort', value: '<port>', default: '15090', parse: port, description: 'Port of Envoy\'s Prometheus listener (0: any free port)' },
@@ -116,11 +118,12 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'statsInclusionRegexps', value: '<list>', default: '', description: 'Comma-separated RE2 regexes of Envoy stats to keep beyond Istio\'s defaults (as sidecar.istio.io/statsInclusionRegexps)' },
   { flag: 'retryInitialDelay', value: '<duration>', default: '200ms', parse: durationIn({ minMs: 10 }), description: 'First delay before restarting Envoy after it failed; doubles with every retry; at least 10ms' },
   { flag: 'retryBudget', value: '<n>', default: '10', parse: count, description: 'Restarts tried after failures before the agent exits 1; refilled by a new config or after 1m LIVE' },
-  { flag: 'terminationDrainDuration', value: '<duration>', default: '5s', env: 'TERMINATION_DRAIN_DURATION_SECONDS', parse: secondsOrDuration, description: 'How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); independent of --drainDuration, which is Envoy\'s own drain on hot restart' },
+  { flag: 'terminationDrainDuration', proxyConfig: 'terminationDrainDuration', value: '<duration>', default: '5s', env: 'TERMINATION_DRAIN_DURATION_SECONDS', parse: secondsOrDuration, description: 'How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); independent of --drainDuration, which is Envoy\'s own drain on hot restart' },
   { flag: 'exitOnZeroActiveConnections', value: '[bool]', default: false, env: 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', parse: bool, description: 'On termination, stop as soon as no downstream connection is left (after --minimumDrainDuration) instead of draining the whole time' },
   { flag: 'minimumDrainDuration', value: '<duration>', default: '5s', env: 'MINIMUM_DRAIN_DURATION', parse: duration, description: 'With --exitOnZeroActiveConnections: drain at least this long before checking connections' },
-  { flag: 'xdsServerName', value: '<name>', default: '', description: 'TLS server name expected of the discovery server with MUTUAL_TLS; the host of --discoveryAddress when empty' },
-  { flag: 'xdsTokenFile', value: '<file>', default: '', description: 'File whose content the agent sends to the discovery server as `authorization: Bearer`, read again for every new stream' },
+  { flag: 'xdsServerName', value: '<name>', default: '', env: 'ISTIOD_SAN', description: 'TLS server name expected of the discovery server (TLS or MUTUAL_TLS); the host of --discoveryAddress when empty' },
+  { flag: 'xdsTokenFile', value: '<file>', default: '', description: 'File whose content the agent sends to the discovery server as `authorization: Bearer`, read again for every new stream; with TLS to istiod, /var/run/secrets/tokens/istio-token when empty' },
+  { flag: 'xdsRootCa', value: '<file>', default: '', env: 'XDS_ROOT_CA', description: 'Root certificate the discovery server\'s TLS certificate must chain to; setting it (or a --discoveryAddress on port 15012, istiod\'s TLS port) makes the agent speak TLS to it with a token; /var/run/secrets/istio/root-cert.pem when empty' },
   { flag: 'podInfoDir', value: '<dir>', default: '/etc/istio/pod', description: 'Downward-API directory whose `labels` and `annotations` files become the node\'s LABELS and ANNOTATIONS' },
   { flag: 'log_output_level', value: '<level>', default: 'info', description: 'Agent log level: trace, debug, info, warn, error, fatal; or per component, e.g. default:info,xds:debug' },
   { flag: 'log_as_json', value: '[bool]', default: false, parse: bool, description: 'Agent logs as JSON lines even on a terminal (they always are otherwise)' },
@@ -128,7 +131,7 @@ export const proxyFlags: readonly FlagSpec[] = [
   // Istio's injection template and its `proxy` command pass these; we accept them so those pods start.
   { flag: 'stsPort', value: '<port>', parse: port, hidden: true, description: 'Istio\'s STS server for telemetry tokens: not implemented' },
   { flag: 'outlierLogPath', value: '<path>', hidden: true, description: 'Envoy outlier event log: not implemented' },
-  { flag: 'meshConfig', value: '<file>', hidden: true, description: 'Istio mesh config file: not read yet' },
+  { flag: 'meshConfig', value: '<file>', default: './etc/istio/config/mesh', description: 'Istio mesh config file; its defaultConfig is the base ProxyConfig, under PROXY_CONFIG and the proxy.istio.io/config annotation (a missing file is fine)' },
   { flag: 'tokenManagerPlugin', value: '<name>', hidden: true, description: 'Istio STS token manager: not implemented' },
   { flag: 'profiling', value: '[bool]', parse: bool, hidden: true, description: 'Go pprof endpoints: not applicable' },
   { flag: 'log_target', value: '<paths>', hidden: true, description: 'Istio log sinks: the agent logs to stdout' },
@@ -146,7 +149,7 @@ export const proxyFlags: readonly FlagSpec[] = [
 export const ignoredFlags = ['availabilityZone', 'discoveryRefreshDelay'] as const;
 
 /** Istio flags accepted (so today's injected pods start) but not implemented; one warning each when given. */
-export const unimplementedFlags = ['stsPort', 'outlierLogPath', 'meshConfig', 'tokenManagerPlugin', 'profiling', 'log_target', 'log_caller', 'log_stacktrace_level', 'log_rotate', 'log_rotate_max_age', 'log_rotate_max_backups', 'log_rotate_max_size'] as const;
+export const unimplementedFlags = ['stsPort', 'outlierLogPath', 'tokenManagerPlugin', 'profiling', 'log_target', 'log_caller', 'log_stacktrace_level', 'log_rotate', 'log_rotate_max_age', 'log_rotate_max_backups', 'log_rotate_max_size'] as const;
 
 /** Turns a table row into a commander option. */
 export function toOption(spec: FlagSpec): Option {

@@ -23,7 +23,9 @@ import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
-import { startStatus } from '../status/status.ts';
+import { parseAppMetricsTarget } from '../status/app-metrics.ts';
+import { parseAppProbers } from '../status/app-probes/config.ts';
+import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
@@ -41,6 +43,8 @@ export interface RunProxyOptions {
   ignoredFlags: readonly string[];
   /** Istio flags given that the agent accepts but does not implement. */
   unimplementedFlags?: readonly string[];
+  /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
+  proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -52,12 +56,18 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  */
 export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
   const levels = parseLogLevels(options.logLevel);
-  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY });
+  // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
+  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
+  for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
+  if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
+  const { env } = options.context;
+  const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
+  const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS) };
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;
@@ -68,7 +78,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await validateBootstrap(config.binaryPath, await writeBootstrap(config.configPath, 0, bootstrap.text, bootstrapExtension(config.customConfigFile)), validationArgs(config));
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, ca, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app }, logger);
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -103,7 +113,8 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, caSettings: CaSettings | undefined, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app'] }, logger: Logger): Promise<number> {
+  const { caSettings } = inputs;
   const registry = new Registry();
   // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
   const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: (hash) => {
@@ -140,7 +151,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   gate.start();
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), app: inputs.app, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);

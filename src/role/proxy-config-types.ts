@@ -38,6 +38,9 @@ const accepts: Record<FieldKind, { test: (value: unknown) => boolean; expected: 
   object: { test: isObject, expected: 'an object' },
 };
 
+/** True for a field ProxyConfig declares (JSON or proto name); others are warned about and ignored. */
+export const isProxyConfigField = (name: string) => fieldKinds.has(camel(name));
+
 /** The first problem with a ProxyConfig value, naming the field; undefined when istiod would take it. */
 export function checkProxyConfig(value: unknown): string | undefined {
   if (!isObject(value)) return 'must be a JSON object (a ProxyConfig)';

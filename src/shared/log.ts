@@ -8,6 +8,8 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Per-component levels (`--log_output_level xds:debug`), keyed by the `component` binding. */
   components?: Record<string, Level>;
+  /** 2 when stdout carries output of its own (`--print-bootstrap`); 1 otherwise. */
+  fd?: 1 | 2;
 }
 
 /** Makes the root logger. Only `cli/` calls this; everything else gets a child. */
@@ -18,7 +20,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     return pino({ ...filter, transport: { target: 'pino-pretty', options: { colorize: true } } });
   }
   // Synchronous writes: exit paths call process.exit and must not lose lines.
-  return pino({ ...filter, base: { pid: process.pid } }, pino.destination({ dest: 1, sync: true }));
+  return pino({ ...filter, base: { pid: process.pid } }, pino.destination({ dest: options.fd ?? 1, sync: true }));
 }
 
 /**

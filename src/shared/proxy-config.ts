@@ -58,6 +58,10 @@ export interface ProxyConfig {
   xdsServerName?: string;
   /** A token sent to the discovery server as `authorization: Bearer`. */
   xdsTokenFile?: string;
+  /** ProxyConfig.proxyStatsMatcher: below the flags and the pod annotations, as in Istio. */
+  proxyStatsMatcher?: StatsInclusion;
+  /** Root of the discovery server's TLS certificate (XDS_ROOT_CA); implies TLS. */
+  xdsRootCa?: string;
   /** The SDS server's Unix socket (bootstrap cluster `sds-grpc`). */
   sdsSocket: string;
   /** How changed certificate files reach Envoy: over SDS, by hot restart, or decided per file. */

@@ -1,4 +1,5 @@
 import { canonicalPath, isLoopbackPeer } from './access.ts';
+import { appHealthPrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
 import { debugSds } from './debug-sds.ts';
@@ -36,6 +37,10 @@ export interface StatusDeps {
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
   drain: () => Promise<void>;
+  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health path. */
+  appHealth?: (path: string, signal?: AbortSignal) => Promise<{ status: number; reason: string }>;
+  /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of /stats/prometheus. */
+  appMetrics?: (signal?: AbortSignal) => Promise<string>;
 }
 
 interface Route {
@@ -73,7 +78,7 @@ export function handleReadinessHop(deps: StatusDeps, request: StatusRequest): Pr
 async function dispatch(table: Record<string, Route>, deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const path = canonicalPath(request.url);
   if (path === undefined) return text(404, 'not a canonical path: no dot segments, escapes, doubled slashes or backslashes\n');
-  const route = Object.hasOwn(table, path) ? table[path] : undefined;
+  const route = Object.hasOwn(table, path) ? table[path] : table === routes && path.startsWith(appHealthPrefix) && deps.appHealth ? appHealthRoute : undefined;
   if (!route) return text(404, `unknown path ${path}\n`);
   if (request.method !== route.method && !(route.method === 'GET' && request.method === 'HEAD')) {
     return text(405, `${path} takes ${route.method}\n`);
@@ -85,6 +90,11 @@ async function dispatch(table: Record<string, Route>, deps: StatusDeps, request:
     return text(500, `${path} failed: ${(error as Error).message}\n`);
   }
 }
+
+const appHealthRoute: Route = { method: 'GET', handle: async (deps, request) => {
+  const verdict = await deps.appHealth!(new URL(request.url, 'http://status').pathname, request.signal);
+  return text(verdict.status, `${verdict.reason}\n`);
+} };
 
 async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const readiness = await deps.readiness.check(request.signal);
@@ -98,15 +108,15 @@ function lastKnownGood(deps: StatusDeps): string {
   return since === undefined ? '' : `serving last-known-good config since ${new Date(since).toISOString()}: the discovery server cannot be reached\n`;
 }
 
-/** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise. */
+/** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise; then the app's. */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
-  const [agent, envoy] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal)]);
+  const [agent, envoy, app] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal), deps.appMetrics?.(request.signal) ?? '']);
   if (!envoy.ok || envoy.status !== 200) {
     const reason = envoy.ok ? `HTTP ${envoy.status}` : envoy.error;
-    return { status: 200, contentType: prometheusContentType, body: mergePrometheus(agent, `# Envoy metrics unavailable: ${oneLine(reason)}\n`) };
+    return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, `# Envoy metrics unavailable: ${oneLine(reason)}\n`), app) };
   }
   const note = envoy.truncated ? '# Envoy metrics truncated at the size cap\n' : '';
-  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(agent, envoy.text) + note };
+  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy.text) + note, app) };
 }
 
 function quit(deps: StatusDeps): StatusResponse {

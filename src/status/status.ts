@@ -4,6 +4,9 @@ import { adminClient } from '../envoy/admin.ts';
 import { drainEnvoy } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
+import { appHealth } from './app-probes/app-health.ts';
+import type { AppProbe } from './app-probes/config.ts';
 import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
@@ -31,6 +34,8 @@ export interface StartStatusOptions {
   sds?: StatusDeps['sds'];
   /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
   certificateProblem?: () => string | undefined;
+  /** From ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS. */
+  app?: { probes: ReadonlyMap<string, AppProbe>; metrics?: AppMetricsTarget };
   clock: Clock;
   logger: Logger;
 }
@@ -55,6 +60,8 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
+    appHealth: options.app?.probes.size ? appHealth(options.app.probes, logger) : undefined,
+    appMetrics: options.app?.metrics ? appMetricsPart(options.app.metrics, registry, logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
       agent.hurry();

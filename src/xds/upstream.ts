@@ -13,9 +13,12 @@ import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
 /** How the agent reaches the discovery server. */
 export interface UpstreamOptions {
   address: HostPort;
-  policy: 'NONE' | 'MUTUAL_TLS';
-  /** cert-chain.pem, key.pem, root-cert.pem; read again for every new connection. */
+  /** NONE: plaintext; TLS: istiod's 15012 (server certificate checked, the token proves us); MUTUAL_TLS: our certificate too. */
+  policy: 'NONE' | 'TLS' | 'MUTUAL_TLS';
+  /** MUTUAL_TLS: cert-chain.pem, key.pem, root-cert.pem; read again for every new connection. */
   certDir: string;
+  /** TLS: the root the server's certificate must chain to; read again for every new connection. */
+  rootCaFile?: string;
   /** TLS server name (SNI and certificate check); the address's host when absent. */
   serverName?: string;
   /** Sent as `authorization: Bearer <content>`; read again for every new stream. */
@@ -36,8 +39,8 @@ const connectTimeoutMs = 10_000;
 export const certFileNames = { chain: 'cert-chain.pem', key: 'key.pem', root: 'root-cert.pem' } as const;
 
 export interface UpstreamMaterial {
-  /** Client certificate, key and the root to trust; absent for plaintext. */
-  tls: { cert: Buffer; key: Buffer; ca: Buffer } | undefined;
+  /** The root to trust, with our certificate and key for mutual TLS; absent for plaintext. */
+  tls: { cert?: Buffer; key?: Buffer; ca: Buffer } | undefined;
   /** Extra request headers: the token, when there is one. */
   headers: OutgoingHttpHeaders;
 }
@@ -47,6 +50,7 @@ export async function loadMaterial(options: UpstreamOptions): Promise<UpstreamMa
   const headers: OutgoingHttpHeaders = {};
   if (options.tokenFile) headers.authorization = `Bearer ${(await readText(options.tokenFile, '--xdsTokenFile')).trim()}`;
   if (options.policy === 'NONE') return { tls: undefined, headers };
+  if (options.policy === 'TLS') return { tls: { ca: await readRoot(options.rootCaFile!) }, headers };
   // One after the other: with several files missing, the error names the same one every time.
   const files = {} as Record<keyof typeof certFileNames, Buffer>;
   for (const [key, name] of Object.entries(certFileNames) as [keyof typeof certFileNames, string][]) {
@@ -62,6 +66,22 @@ async function readText(path: string, flag: string): Promise<string> {
   } catch (error) {
     throw badFlag(flag, `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? error})`, error);
   }
+}
+
+/** The discovery server's root: a file that is not PEM would only fail at handshake time, far from the cause. */
+async function readRoot(path: string): Promise<Buffer> {
+  let root: Buffer;
+  try {
+    root = await readFile(path);
+  } catch (error) {
+    throw badFile(path, `cannot read (${(error as NodeJS.ErrnoException).code ?? error}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
+  }
+  try {
+    new X509Certificate(root);
+  } catch (error) {
+    throw badFile(path, 'not a PEM certificate; the discovery server\'s TLS root (--xdsRootCa, XDS_ROOT_CA)', error);
+  }
+  return root;
 }
 
 async function readCert(path: string): Promise<Buffer> {
@@ -100,7 +120,9 @@ export interface UpstreamStream {
  */
 export async function dialUpstream(options: UpstreamOptions, path: string, keepalive: KeepaliveOptions): Promise<UpstreamStream> {
   const material = await loadMaterial(options);
-  const session = await openSession(options, material);
+  const session = await openSession(options, material).catch((error: NodeJS.ErrnoException) => {
+    throw material.tls && isCertificateError(error) ? tlsTrustError(options, error) : error;
+  });
   keepAlive(session, keepalive);
   const stream = session.request({
     ':method': 'POST',
@@ -122,6 +144,18 @@ export async function dialUpstream(options: UpstreamOptions, path: string, keepa
       setTimeout(() => session.destroy(), 1_000).unref();
     },
   };
+}
+
+/** Node's certificate verification codes (and its name mismatch), as opposed to a server that is down. */
+function isCertificateError(error: NodeJS.ErrnoException): boolean {
+  return /CERT|SIGNATURE|SELF_SIGNED|ISSUER|ALTNAME/.test(error.code ?? '');
+}
+
+/** Names what to fix: the root the server's certificate must chain to and the name it must carry. */
+function tlsTrustError(options: UpstreamOptions, error: NodeJS.ErrnoException): Error {
+  const root = options.policy === 'MUTUAL_TLS' ? join(options.certDir, certFileNames.root) : options.rootCaFile;
+  const name = options.serverName ?? options.address.host;
+  return new Error(`TLS: the discovery server's certificate is not trusted (${error.code}: ${error.message}); root ${root}, expected name ${name}`, { cause: error });
 }
 
 async function openSession(options: UpstreamOptions, material: UpstreamMaterial): Promise<ClientHttp2Session> {

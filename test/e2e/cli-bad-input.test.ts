@@ -8,6 +8,7 @@ import { envoyComponents } from '../../src/envoy/components.ts';
 import { listEnvoyLoggers } from '../support/envoy-loggers.ts';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
+import { freePort } from '../support/ports.ts';
 
 /** Runs `pilot-agent proxy …` to completion; bad input must end it on its own. */
 function runAgent(args: string[], env: Record<string, string> = {}) {
@@ -26,7 +27,9 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     await writeFile(join(dir, 'a-file'), '');
     await mkdir(join(dir, 'xds-taken', 'XDS'), { recursive: true });
     await chmod(join(dir, 'not-executable'), 0o644);
-    ok = ['--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1'];
+    // Ports of its own: a run-time check must fail for the input under test, not for Istio's ports taken by another run.
+    const ports = ['--proxyAdminPort', String(await freePort()), '--statusPort', '0', '--readinessPort', '0', '--prometheusPort', '0'];
+    ok = ['--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1', ...ports];
   });
 
   after(() => rm(dir, { recursive: true, force: true }));

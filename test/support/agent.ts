@@ -60,6 +60,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
     '--proxyAdminPort', String(adminPort), '--statusPort', '0', '--prometheusPort', '0',
+    // Istio's 15021 would be shared by every agent of a parallel run (and is checked free at start).
+    '--readinessPort', String(await freePort()),
     '--drainDuration', '1s', '--parentShutdownDuration', '3s', '--terminationDrainDuration', '1s',
     // Istio's default socket would be shared by every agent of a parallel run.
     '--sdsSocket', join(dir, 'sds.sock'),

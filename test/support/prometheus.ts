@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 
 const metricName = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
-const sampleValue = /^([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?Inf|NaN)$/;
+// Prometheus reads values with Go's ParseFloat: "Inf" and "NaN" in any case (prom-client writes "Nan").
+const sampleValue = /^([-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?|[-+]?inf|nan)$/i;
 
 /**
  * Parses Prometheus text format with a real parser, then checks what that

@@ -4,6 +4,8 @@ import type { CommandContext } from '../context.ts';
 import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
 import { runProxy } from '../run-proxy.ts';
+import { applyProxyConfig } from '../../settings/apply-proxy-config.ts';
+import { proxyStatsMatcher, readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
@@ -12,7 +14,9 @@ export function proxyCommand(context: CommandContext): Command {
     .addArgument(new Argument('<type>', 'proxy role').choices(proxyTypes));
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: ProxyFlagValues & Record<string, unknown>) => {
-    const config = toProxyConfig(type, flags);
+    const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
+    const fromProxyConfig = applyProxyConfig({ specs: proxyFlags, flags, sourceOf: (name) => command.getOptionValueSource(name), merged: proxyConfig });
+    const config = { ...toProxyConfig(type, flags), proxyStatsMatcher: proxyStatsMatcher(proxyConfig) };
     const given = (name: string) => flags[name] !== undefined;
     context.exitCode = await runProxy(config, {
       context,
@@ -21,6 +25,7 @@ export function proxyCommand(context: CommandContext): Command {
       printBootstrap: Boolean(flags.printBootstrap),
       ignoredFlags: ignoredFlags.filter(given),
       unimplementedFlags: unimplementedFlags.filter(given),
+      proxyConfig: { applied: fromProxyConfig, unknown: proxyConfig.unknown },
     });
   });
 }

@@ -33,8 +33,11 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/anypb"
 	"sigs.k8s.io/yaml"
@@ -51,10 +54,11 @@ func main() {
 	address := flag.String("address", "127.0.0.1:0", "listen address (port 0 picks a free port)")
 	configPath := flag.String("config", "", "resource file (JSON or YAML), required")
 	poll := flag.Duration("poll", 100*time.Millisecond, "how often to check the config file for changes")
-	tlsCert := flag.String("tls-cert", "", "server certificate (PEM); with --tls-key and --tls-ca enables mutual TLS")
+	tlsCert := flag.String("tls-cert", "", "server certificate (PEM); with --tls-key enables TLS, and with --tls-ca mutual TLS")
 	tlsKey := flag.String("tls-key", "", "server private key (PEM)")
 	tlsCA := flag.String("tls-ca", "", "CA bundle (PEM) that client certificates must chain to")
 	maxMsg := flag.Int("max-msg-bytes", 128<<20, "max gRPC message size, both directions")
+	requireToken := flag.String("require-token", "", "refuse streams whose authorization is not \"Bearer <this>\" (UNAUTHENTICATED), as istiod's 15012 does")
 	flag.Parse()
 
 	if *configPath == "" {
@@ -65,12 +69,17 @@ func main() {
 		grpc.MaxSendMsgSize(*maxMsg),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}
-	switch n := countSet(*tlsCert, *tlsKey, *tlsCA); n {
-	case 0:
-	case 3:
+	switch n := countSet(*tlsCert, *tlsKey, *tlsCA); {
+	case n == 0:
+	case n == 2 && *tlsCA == "":
+		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(serverTLS(*tlsCert, *tlsKey))}))
+	case n == 3:
 		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(mutualTLS(*tlsCert, *tlsKey, *tlsCA))}))
 	default:
-		fatal(errors.New("--tls-cert, --tls-key and --tls-ca must be given together"))
+		fatal(errors.New("--tls-cert and --tls-key must be given together (and --tls-ca for mutual TLS)"))
+	}
+	if *requireToken != "" {
+		opts = append(opts, grpc.StreamInterceptor(tokenCheck(*requireToken)))
 	}
 
 	lis, err := net.Listen("tcp", *address)
@@ -328,4 +337,30 @@ func (w *watcher) check(initial bool) {
 		return
 	}
 	emit("snapshot", "version", version, "resources", counts)
+}
+
+// serverTLS is TLS without client certificates: the client proves itself with a token.
+func serverTLS(certFile, keyFile string) *tls.Config {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}
+}
+
+// tokenCheck refuses a stream without the expected bearer token, logging which way it failed.
+func tokenCheck(token string) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		md, _ := metadata.FromIncomingContext(ss.Context())
+		values := md.Get("authorization")
+		switch {
+		case len(values) == 0:
+			emit("token_refused", "reason", "missing")
+			return status.Error(codes.Unauthenticated, "authentication failure: no token")
+		case values[0] != "Bearer "+token:
+			emit("token_refused", "reason", "wrong")
+			return status.Error(codes.Unauthenticated, "authentication failure: the token is not accepted")
+		}
+		return handler(srv, ss)
+	}
 }

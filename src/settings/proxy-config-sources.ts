@@ -1,0 +1,124 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { parseDownwardApi } from '../role/downward-api.ts';
+import { checkProxyConfig, isProxyConfigField } from '../role/proxy-config-types.ts';
+import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
+import { AgentError } from '../shared/errors.ts';
+
+/** The pod annotation that carries a per-pod ProxyConfig (Istio's `proxy.istio.io/config`). */
+export const proxyConfigAnnotation = 'proxy.istio.io/config';
+
+export type ProxyConfigObject = Record<string, unknown>;
+
+/** One place a ProxyConfig came from, named as error lines name it. */
+export interface ProxyConfigSource {
+  name: string;
+  value: ProxyConfigObject;
+}
+
+export interface MergedProxyConfig {
+  value: ProxyConfigObject;
+  /** Which source set each top-level field, for error lines. */
+  origin: Record<string, string>;
+  /** Fields ProxyConfig does not declare: warned about and ignored, as Istio does. */
+  unknown: { source: string; field: string }[];
+}
+
+export interface ProxyConfigInputs {
+  env: NodeJS.ProcessEnv;
+  /** --meshConfig: a MeshConfig whose `defaultConfig` is the base; absent is fine. */
+  meshConfigPath: string;
+  /** --podInfoDir: its `annotations` file may carry proxy.istio.io/config. */
+  podInfoDir: string;
+}
+
+const badSource = (source: string, reason: string, cause?: unknown) => new AgentError('BAD_ENV', `${source}: ${reason}`, { cause });
+
+/**
+ * Istio's layering: the mesh config's `defaultConfig`, then PROXY_CONFIG,
+ * then the pod annotation, each replacing the fields it sets. A source that
+ * does not parse, or a field of the wrong type, is bad input naming both.
+ */
+export async function readProxyConfigSources(inputs: ProxyConfigInputs): Promise<MergedProxyConfig> {
+  const sources = [await meshDefaultConfig(inputs.meshConfigPath), envProxyConfig(inputs.env), await annotationProxyConfig(inputs.podInfoDir)];
+  return mergeProxyConfigs(sources.filter((source): source is ProxyConfigSource => source !== undefined));
+}
+
+export function mergeProxyConfigs(sources: readonly ProxyConfigSource[]): MergedProxyConfig {
+  const merged: MergedProxyConfig = { value: {}, origin: {}, unknown: [] };
+  for (const source of sources) {
+    const problem = checkProxyConfig(source.value);
+    if (problem) throw badSource(source.name, problem);
+    for (const [field, value] of Object.entries(source.value)) {
+      if (!isProxyConfigField(field)) merged.unknown.push({ source: source.name, field });
+      else if (value !== null) [merged.value[field], merged.origin[field]] = [value, source.name];
+    }
+  }
+  return merged;
+}
+
+/** JSON or YAML text to an object; YAML reads JSON too. */
+export function parseProxyConfigText(source: string, text: string): ProxyConfigObject {
+  let value: unknown;
+  try {
+    value = parseYaml(text, { maxAliasCount: 100 });
+  } catch (error) {
+    throw badSource(source, `does not parse as JSON or YAML: ${(error as Error).message.split('\n')[0]}`, error);
+  }
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw badSource(source, 'must be a ProxyConfig object');
+  return value as ProxyConfigObject;
+}
+
+function envProxyConfig(env: NodeJS.ProcessEnv): ProxyConfigSource | undefined {
+  if (!env.PROXY_CONFIG) return undefined;
+  return { name: 'env PROXY_CONFIG', value: parseProxyConfigText('env PROXY_CONFIG', env.PROXY_CONFIG) };
+}
+
+async function meshDefaultConfig(path: string): Promise<ProxyConfigSource | undefined> {
+  const text = await readOptional(path, '--meshConfig');
+  if (text === undefined) return undefined;
+  const name = `mesh config ${path}`;
+  const mesh = parseProxyConfigText(name, text);
+  const defaults = mesh.defaultConfig;
+  if (defaults === undefined || defaults === null) return undefined;
+  if (typeof defaults !== 'object' || Array.isArray(defaults)) throw badSource(name, 'defaultConfig must be a ProxyConfig object');
+  return { name: `${name} (defaultConfig)`, value: defaults as ProxyConfigObject };
+}
+
+async function annotationProxyConfig(podInfoDir: string): Promise<ProxyConfigSource | undefined> {
+  const path = join(podInfoDir, 'annotations');
+  const text = await readOptional(path, '--podInfoDir');
+  if (text === undefined) return undefined;
+  const parsed = parseDownwardApi(text);
+  if (!parsed.ok) throw badSource(path, `line ${parsed.line}: ${parsed.reason}`);
+  const value = parsed.entries[proxyConfigAnnotation];
+  if (value === undefined) return undefined;
+  const name = `annotation ${proxyConfigAnnotation} (${path})`;
+  return { name, value: parseProxyConfigText(name, value) };
+}
+
+/** The file's text, or undefined when there is none: every source is optional. */
+async function readOptional(path: string, flag: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new AgentError('BAD_FILE', `${flag} ${path}: cannot read (${code ?? error})`, { cause: error });
+  }
+}
+
+/** ProxyConfig.proxyStatsMatcher's inclusion lists, for the bootstrap's stats_matcher. */
+export function proxyStatsMatcher(merged: MergedProxyConfig): StatsInclusion | undefined {
+  const matcher = merged.value.proxyStatsMatcher as Record<string, unknown> | undefined;
+  if (!matcher) return undefined;
+  const list = (name: string) => {
+    const value = matcher[name];
+    if (value === undefined || value === null) return undefined;
+    if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) throw badSource(merged.origin.proxyStatsMatcher ?? 'ProxyConfig', `field proxyStatsMatcher.${name} must be an array of strings`);
+    return value as string[];
+  };
+  return { prefixes: list('inclusionPrefixes'), suffixes: list('inclusionSuffixes'), regexps: list('inclusionRegexps') };
+}

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { AgentError } from '../shared/errors.ts';
+import { parseAppMetricsTarget, scrapeApp } from './app-metrics.ts';
+import type { CappedBody } from './prometheus.ts';
+
+describe('parseAppMetricsTarget', () => {
+  const accepted: [string, string | undefined, string | undefined][] = [
+    ['Istio\'s shape', '{"scrape":"true","port":"9100","path":"/stats"}', 'http://127.0.0.1:9100/stats'],
+    ['the default path', '{"scrape":"true","port":"9100"}', 'http://127.0.0.1:9100/metrics'],
+    ['an https scheme', '{"scrape":"true","port":"443","path":"/m","scheme":"https"}', 'https://127.0.0.1:443/m'],
+    ['scrape "false"', '{"scrape":"false","port":"9100"}', undefined],
+    ['unset', undefined, undefined],
+    ['blank', '', undefined],
+  ];
+  for (const [name, value, url] of accepted) {
+    it(`accepts ${name}`, () => assert.equal(parseAppMetricsTarget(value)?.url, url));
+  }
+
+  const rejected: [string, string, RegExp][] = [
+    ['text that is not JSON', 'port=9100', /not JSON/],
+    ['a list', '[]', /JSON object/],
+    ['no port', '{"scrape":"true"}', /port undefined/],
+    ['a number port (Istio writes strings)', '{"port":9100}', /port 9100/],
+    ['port 70000', '{"port":"70000"}', /port "70000"/],
+    ['scrape "yes"', '{"scrape":"yes","port":"1"}', /scrape "yes"/],
+    ['a path without /', '{"port":"1","path":"metrics"}', /path "metrics"/],
+    ['a path with a space', '{"port":"1","path":"/a b"}', /path/],
+    ['scheme ftp', '{"port":"1","scheme":"ftp"}', /scheme "ftp"/],
+  ];
+  for (const [name, value, says] of rejected) {
+    it(`rejects ${name}, naming the variable`, () => {
+      assert.throws(() => parseAppMetricsTarget(value), (error: unknown) => {
+        assert.ok(error instanceof AgentError && error.exitCode === 2);
+        assert.match(error.message, /^env ISTIO_PROMETHEUS_ANNOTATIONS: /);
+        assert.match(error.message, says);
+        return true;
+      });
+    });
+  }
+});
+
+describe('scrapeApp', () => {
+  const target = { url: 'http://127.0.0.1:1/metrics' };
+  const answer = (body: CappedBody) => async () => body;
+  const cases: [string, CappedBody, RegExp, boolean][] = [
+    ['passes the app\'s text through', { ok: true, status: 200, text: 'app_x 1\n', truncated: false }, /^app_x 1\n$/, false],
+    ['turns a down app into a comment', { ok: false, error: 'connect ECONNREFUSED\n127.0.0.1:1' }, /^# app metrics unavailable: connect ECONNREFUSED 127\.0\.0\.1:1\n$/, true],
+    ['turns an HTTP error into a comment', { ok: true, status: 500, text: 'oops', truncated: false }, /^# app metrics unavailable: HTTP 500\n$/, true],
+    ['notes a truncated body', { ok: true, status: 200, text: 'app_x 1\n', truncated: true }, /^app_x 1\n# app metrics truncated at the size cap\n$/, true],
+  ];
+  for (const [name, body, text, failed] of cases) {
+    it(name, async () => {
+      const part = await scrapeApp(target, answer(body));
+      assert.match(part.text, text);
+      assert.equal(part.failed !== undefined, failed);
+    });
+  }
+});

@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { parsePrometheus } from '../support/prometheus.ts';
+import { simpleHttpService } from '../support/resources.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { get, waitForStatus } from './status-support.ts';
+
+const appText = [
+  '# HELP app_requests_total Requests the app served',
+  '# TYPE app_requests_total counter',
+  'app_requests_total{code="200"} 7',
+  '# HELP pilot_agent_retry_budget The app reusing an agent family name',
+  '# TYPE pilot_agent_retry_budget gauge',
+  '',
+].join('\n');
+
+type Mode = 'ok' | 'slow' | 'error';
+
+/** The app's metrics endpoint, whose behaviour the test switches. */
+async function startMetricsApp() {
+  const app = { mode: 'ok' as Mode, scrapes: 0 };
+  const server: Server = createServer((request, response) => {
+    app.scrapes++;
+    if (request.url !== '/custom/metrics') return void response.writeHead(404).end();
+    if (app.mode === 'slow') return;
+    if (app.mode === 'error') return void response.writeHead(500).end('boom');
+    response.end(appText);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { app, port: (server.address() as { port: number }).port, close: () => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  } };
+}
+
+describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNOTATIONS, with the real Envoy', () => {
+  let upstream: Upstream;
+  let peer: Peer;
+  let metricsApp: Awaited<ReturnType<typeof startMetricsApp>>;
+  let agent: RunningAgent;
+  let statusPort: number;
+
+  before(async () => {
+    upstream = await startUpstream('hello');
+    peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    metricsApp = await startMetricsApp();
+    statusPort = await freePort();
+    agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+      env: { ISTIO_PROMETHEUS_ANNOTATIONS: JSON.stringify({ scrape: 'true', port: String(metricsApp.port), path: '/custom/metrics' }) },
+    });
+    await waitForStatus(statusPort, '/stats/prometheus', (answer) => answer.body.includes('envoy_server_live'), 30_000);
+  });
+  after(async () => {
+    const pids = agent?.envoyPids() ?? [];
+    await agent?.stop();
+    await assertGone(pids);
+    await Promise.all([metricsApp?.close(), peer?.stop(), upstream?.close()]);
+  });
+
+  /** One scrape: it parses, and the agent's and Envoy's parts are whole. */
+  async function scrape() {
+    const answer = await get(statusPort, '/stats/prometheus');
+    assert.equal(answer.status, 200);
+    const families = parsePrometheus(answer.body);
+    assert.equal(families.get('pilot_agent_epochs_started_total')?.metrics[0]?.value, '1', 'the agent\'s part');
+    assert.ok(families.has('envoy_server_live'), 'Envoy\'s part');
+    return { text: answer.body, families };
+  }
+
+  it('merges the app\'s metrics after the agent\'s and Envoy\'s, and the result parses', async () => {
+    const { text, families } = await scrape();
+    assert.equal(families.get('app_requests_total')?.metrics[0]?.value, '7');
+    assert.ok(text.indexOf('envoy_server_live') < text.indexOf('app_requests_total'), 'app last');
+    assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '0');
+  });
+
+  const failures: [string, Mode | 'down', RegExp][] = [
+    ['an app answering 500', 'error', /# app metrics unavailable: HTTP 500/],
+    ['a slow app (bounded by the 3 s app timeout)', 'slow', /# app metrics unavailable: .*(Timeout|aborted)/i],
+    ['a down app', 'down', /# app metrics unavailable: .*ECONNREFUSED/],
+  ];
+  // The agent's part is collected while the app is scraped, so a scrape shows the failures before it.
+  let failedBefore = 0;
+  for (const [name, mode, comment] of failures) {
+    it(`${name} costs the app's part only, counted and logged`, async () => {
+      if (mode === 'down') await metricsApp.close();
+      else metricsApp.app.mode = mode;
+      const { text, families } = await scrape();
+      assert.match(text, comment);
+      assert.ok(!families.has('app_requests_total'));
+      assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, String(failedBefore));
+      failedBefore++;
+      assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed'));
+    });
+  }
+});

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { execa } from 'execa';
+import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { startGrpcApp, startHttpApp, startTcpApp, type ProbeApp } from '../support/probe-apps.ts';
+import { simpleHttpService } from '../support/resources.ts';
+import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { get, waitForStatus } from './status-support.ts';
+
+describe('/app-health probes the app as the injector configured, with the real Envoy', () => {
+  let upstream: Upstream;
+  let peer: Peer;
+  let http: Awaited<ReturnType<typeof startHttpApp>>;
+  let tcp: ProbeApp;
+  let grpc: Awaited<ReturnType<typeof startGrpcApp>>;
+  let agent: RunningAgent;
+  let statusPort: number;
+
+  before(async () => {
+    upstream = await startUpstream('hello');
+    peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    [http, tcp, grpc] = await Promise.all([startHttpApp(), startTcpApp(), startGrpcApp()]);
+    statusPort = await freePort();
+    const probers = {
+      '/app-health/web/livez': { httpGet: { path: '/healthz', port: http.port, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'kubelet' }] }, timeoutSeconds: 1 },
+      '/app-health/web/startupz': { httpGet: { path: '/slow', port: http.port }, timeoutSeconds: 1 },
+      '/app-health/db/readyz': { tcpSocket: { port: tcp.port }, timeoutSeconds: 1 },
+      '/app-health/api/livez': { grpc: { port: grpc.port, service: 'api' }, timeoutSeconds: 1 },
+    };
+    agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort()), '--log_output_level', 'default:info'],
+      env: { ISTIO_KUBE_APP_PROBERS: JSON.stringify(probers) },
+    });
+    await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server');
+  });
+  after(async () => {
+    const pids = agent?.envoyPids() ?? [];
+    await agent?.stop();
+    await assertGone(pids);
+    await Promise.all([http?.close(), tcp?.close(), grpc?.close(), peer?.stop(), upstream?.close()]);
+  });
+
+  const apps: [string, string, () => ProbeApp, number][] = [
+    ['HTTP', '/app-health/web/livez', () => http, 503],
+    ['TCP', '/app-health/db/readyz', () => tcp, 500],
+    ['gRPC', '/app-health/api/livez', () => grpc, 500],
+  ];
+  for (const [kind, path, app, sick] of apps) {
+    it(`${kind}: healthy, unhealthy, healthy again`, async () => {
+      assert.equal((await get(statusPort, path)).status, 200);
+      await app().setHealthy(false);
+      const down = await get(statusPort, path);
+      assert.equal(down.status, sick, down.body);
+      await app().setHealthy(true);
+      assert.equal((await get(statusPort, path)).status, 200);
+    });
+  }
+
+  it('sends the configured headers and the gRPC service name', async () => {
+    await get(statusPort, '/app-health/web/livez');
+    assert.equal(http.lastHeaders?.['x-probe'], 'kubelet');
+    assert.ok(grpc.services.includes('api'), `services asked: ${grpc.services.join(',')}`);
+  });
+
+  it('fails a probe that outlives its timeout, and answers in about that time', async () => {
+    const started = Date.now();
+    const slow = await get(statusPort, '/app-health/web/startupz');
+    assert.equal(slow.status, 500);
+    assert.match(slow.body, /timed out after 1000 ms/);
+    assert.ok(Date.now() - started < 4500, 'bounded by the probe timeout, not the kubelet\'s');
+  });
+
+  it('answers 404 for an unknown container or probe and takes no target from the request', async () => {
+    for (const path of ['/app-health/nope/livez', '/app-health/web/readyz', '/app-health/web/livez/x', `/app-health/127.0.0.1:${http.port}/livez`]) {
+      assert.equal((await get(statusPort, path)).status, 404, path);
+    }
+    assert.equal((await get(statusPort, '/app-health/web/livez', 'POST')).status, 405);
+  });
+});
+
+describe('malformed app env values exit 2 naming the variable', () => {
+  for (const name of ['ISTIO_KUBE_APP_PROBERS', 'ISTIO_PROMETHEUS_ANNOTATIONS']) {
+    it(name, async () => {
+      const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', `/tmp/pilot-agent-bad-env-${process.pid}`], {
+        reject: false, timeout: 60_000, env: { [name]: '{not json' },
+      });
+      assert.equal(result.exitCode, 2, result.stderr);
+      const lines = result.stderr.trim().split('\n');
+      assert.equal(lines.length, 1, result.stderr);
+      assert.match(lines[0]!, new RegExp(`env ${name}: not JSON`));
+    });
+  }
+});

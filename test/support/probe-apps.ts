@@ -1,0 +1,77 @@
+import * as grpc from '@grpc/grpc-js';
+import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+
+/** An app whose health the test flips; every app listens on 127.0.0.1 only. */
+export interface ProbeApp {
+  port: number;
+  setHealthy(healthy: boolean): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** HTTP: 200 while healthy, 503 otherwise; `/slow` never answers; `/metrics` serves `metrics()`. */
+export async function startHttpApp(metrics: () => string = () => ''): Promise<ProbeApp & { lastHeaders?: IncomingHttpHeaders }> {
+  const app: { healthy: boolean; lastHeaders?: IncomingHttpHeaders } = { healthy: true };
+  const server = createHttpServer((request, response) => {
+    if (request.url === '/slow') return;
+    if (request.url === '/metrics') return void response.end(metrics());
+    app.lastHeaders = request.headers;
+    response.writeHead(app.healthy ? 200 : 503).end(app.healthy ? 'ok' : 'sick');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    get lastHeaders() {
+      return app.lastHeaders;
+    },
+    setHealthy: async (healthy) => void (app.healthy = healthy),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** TCP: healthy while listening; unhealthy closes the port, healthy listens on it again. */
+export async function startTcpApp(): Promise<ProbeApp> {
+  let server: TcpServer | undefined;
+  const listen = (port: number) => new Promise<number>((resolve) => {
+    server = createTcpServer((socket) => socket.destroy());
+    server.listen(port, '127.0.0.1', () => resolve((server!.address() as { port: number }).port));
+  });
+  const stop = () => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  const port = await listen(0);
+  return {
+    port,
+    setHealthy: async (healthy) => {
+      await stop();
+      server = undefined;
+      if (healthy) await listen(port);
+    },
+    close: stop,
+  };
+}
+
+const identity = (bytes: Buffer) => bytes;
+const healthService: grpc.ServiceDefinition = {
+  Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity },
+};
+
+/** gRPC: a grpc-js grpc.health.v1 service answering SERVING (1) or NOT_SERVING (2). */
+export async function startGrpcApp(): Promise<ProbeApp & { services: string[] }> {
+  const app = { healthy: true, services: [] as string[] };
+  const server = new grpc.Server();
+  server.addService(healthService, {
+    Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+      app.services.push(call.request.length > 2 ? call.request.subarray(2).toString() : '');
+      callback(null, Buffer.from([0x08, app.healthy ? 1 : 2]));
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  return {
+    port,
+    services: app.services,
+    setHealthy: async (healthy) => void (app.healthy = healthy),
+    close: () => new Promise((resolve) => server.tryShutdown(() => resolve())),
+  };
+}
