@@ -32,6 +32,19 @@ async function timeDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { 
 }
 
 describe('drainEnvoy', () => {
+  it('ends as soon as its signal is aborted mid-wait, with no fake time passing', async () => {
+    const { admin } = fakeAdmin([]);
+    const clock = new FakeClock();
+    const controller = new AbortController();
+    let done = false;
+    const drained = drainEnvoy({ admin, clock, logger: silentLogger, signal: controller.signal, durationMs: 10_000, inboundOnly: true }).then(() => (done = true));
+    await flush();
+    assert.equal(done, false, 'draining');
+    controller.abort();
+    await drained;
+    assert.equal(clock.now(), 0);
+  });
+
   it('fails health checks, drains inbound listeners gracefully, waits the whole duration', async () => {
     const { admin, calls } = fakeAdmin([]);
     assert.equal(await timeDrain({ admin }), 10_000);

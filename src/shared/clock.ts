@@ -44,8 +44,14 @@ export class FakeClock implements Clock {
     return this.#now;
   }
 
-  sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => this.setTimeout(resolve, ms));
+  /** Like systemClock's: an abort ends the sleep at once (rejecting), as code under test relies on. */
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const onAbort = () => (timer.cancel(), reject(signal!.reason));
+      const timer = this.setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   setTimeout(callback: () => void, ms: number): Timer {

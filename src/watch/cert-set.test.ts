@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -61,13 +61,34 @@ describe('cert set: hash and read', () => {
     assert.notEqual(hashCertFiles(read({ 'key.pem': 'x' })), hashCertFiles(read({ 'key.pem': 'y' })));
   });
 
-  it('reads a missing dir as absent files and an unreadable file as an error', { skip: process.getuid?.() === 0 && 'root reads anything' }, async () => {
+  it('reads a missing dir as absent files', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+    try {
+      const [missing] = await readCertFiles([join(dir, 'nope', 'cert-chain.pem')]);
+      assert.deepEqual(missing, { path: join(dir, 'nope', 'cert-chain.pem') });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  // Root reads any mode, so CI (root) needs an error chmod cannot make: a symlink loop.
+  it('reads a file that cannot be opened (a symlink loop) as an error, not as absent', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+    try {
+      await symlink(join(dir, 'key.pem'), join(dir, 'key.pem'));
+      const [unreadable] = await readCertFiles([join(dir, 'key.pem')]);
+      assert.equal(unreadable?.error, 'ELOOP');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads a file without read permission as an error', { skip: process.getuid?.() === 0 && 'root reads anything' }, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
     try {
       await writeFile(join(dir, 'key.pem'), 'x');
       await chmod(join(dir, 'key.pem'), 0);
-      const [missing, unreadable] = await readCertFiles([join(dir, 'nope', 'cert-chain.pem'), join(dir, 'key.pem')]);
-      assert.deepEqual(missing, { path: join(dir, 'nope', 'cert-chain.pem') });
+      const [unreadable] = await readCertFiles([join(dir, 'key.pem')]);
       assert.equal(unreadable?.error, 'EACCES');
     } finally {
       await rm(dir, { recursive: true, force: true });

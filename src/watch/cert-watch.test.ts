@@ -152,6 +152,17 @@ describe('CertWatch', () => {
     assert.equal(warnings[1]!.reason, warnings[0]!.reason);
   });
 
+  it('a check already queued when close() is called reports nothing', async () => {
+    const { watch, hashes, source, clock, put } = setup();
+    await watch.start();
+    put('root-cert.pem', ca.cert);
+    source.emit();
+    clock.advance(200);
+    // The debounced check is queued but has not read the files yet: close() must stop it.
+    await watch.close();
+    assert.equal(hashes.length, 1);
+  });
+
   it('stops reporting once closed', async () => {
     const { watch, hashes, source, clock, put } = setup(1_000);
     await watch.start();

@@ -29,7 +29,11 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
     { name: 'ingress; xDS goes through the agent\'s socket', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/) },
     { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
     { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
-    { name: 'mutual TLS to the discovery server is the relay\'s, not Envoy\'s', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => assert.equal(b.static_resources.clusters[0].transport_socket, undefined) },
+    { name: 'mutual TLS to the discovery server is the relay\'s, not Envoy\'s', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => {
+      // Also true for NONE: the policy itself must reach the node metadata, as Istio's PROXY_CONFIG carries it.
+      assert.equal(b.static_resources.clusters[0].transport_socket, undefined);
+      assert.equal(b.node.metadata.PROXY_CONFIG.controlPlaneAuthPolicy, 'MUTUAL_TLS');
+    } },
     {
       name: 'Kubernetes registry with metadata',
       args: ['sidecar', '--serviceregistry', 'Kubernetes', '--ip', '', '--connectTimeout', '250ms', '--serviceCluster', 'productpage.default'],

@@ -31,6 +31,7 @@ describe('bad certificate files never restart Envoy into a broken config', () =>
     try {
       await epochLive(rig.agent, 0);
       const serial = await servedSerial(rig.listenerPort);
+      assert.equal(serial, rig.initial.serial);
       const [other, next] = [await rig.ca.issue('other'), await rig.ca.issue('localhost')];
       const key = join(rig.certDir, 'key.pem');
       const chain = join(rig.certDir, 'cert-chain.pem');

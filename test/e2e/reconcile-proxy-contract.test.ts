@@ -22,12 +22,15 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
   const config = {
     proxyType: 'router', configPath: dir, binaryPath: envoyBin, proxyAdminPort: adminPort,
     drainDurationMs: 1000, parentShutdownDurationMs: 1000, serviceCluster: 'contract',
+    // Far longer than the contract waits: a drain that ignores its signal fails the test.
+    terminationDrainDurationMs: 60_000,
     proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1, certDir: join(dir, 'certs'),
   } as ProxyConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'contract', bootstrap: bootstrap(adminPort), clock: systemClock, logger: silentLogger });
   return {
     proxy,
     hasLeftovers: (epoch) => access(join(dir, `envoy-rev${epoch}.json`)).then(() => true, () => false),
+    longDrain: true,
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }, 20_000);

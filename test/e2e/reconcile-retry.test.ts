@@ -18,6 +18,7 @@ describe('retries after Envoy fails', () => {
     try {
       await epochLive(rig.agent, 0);
       const serial = await servedSerial(rig.listenerPort);
+      assert.equal(serial, rig.initial.serial);
       const [first] = rig.agent.envoyPids();
       process.kill(first!, 'SIGKILL');
       const failed = await rig.agent.log.waitFor((entry) => entry.msg === 'epoch terminated with an error; aborting all epochs', 10_000, 'the failure');

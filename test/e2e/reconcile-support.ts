@@ -25,29 +25,42 @@ export function httpsService(options: { listenerPort: number; upstreamPort: numb
   return [listener, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', options.upstreamPort)];
 }
 
-/** The serial of the certificate a TLS server presents, or the connection error. */
-export function servedSerial(port: number): Promise<string> {
+/** What a TLS handshake with a server saw: the certificate's serial, or why there was none. */
+export type ServedCertificate = { serial: string; error?: undefined } | { serial?: undefined; error: string };
+
+/** One handshake; a refused or failed connection, or no certificate, is an `error`, never a serial. */
+export function readServedSerial(port: number): Promise<ServedCertificate> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false }, () => {
       const serial = socket.getPeerCertificate().serialNumber;
-      resolve(serial ? BigInt(`0x${serial}`).toString(16).toUpperCase() : 'none');
+      resolve(serial ? { serial: BigInt(`0x${serial}`).toString(16).toUpperCase() } : { error: 'no certificate presented' });
       socket.end();
     });
     socket.setTimeout(3000, () => socket.destroy(new Error('timeout')));
-    socket.on('error', (error) => resolve(`error: ${error.message}`));
+    socket.on('error', (error) => resolve({ error: error.message }));
   });
+}
+
+/**
+ * The serial of the certificate a TLS server presents. Throws when it presents
+ * none, so "the serial did not change" cannot pass when Envoy serves nothing.
+ */
+export async function servedSerial(port: number): Promise<string> {
+  const served = await readServedSerial(port);
+  if (served.error !== undefined) throw new Error(`port ${port} presents no certificate: ${served.error}`);
+  return served.serial;
 }
 
 /** Polls until the server presents the certificate with this serial. */
 export async function waitForSerial(port: number, serial: string, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  let last = '';
+  let last: ServedCertificate | undefined;
   while (Date.now() < deadline) {
-    last = await servedSerial(port);
-    if (last === serial) return;
+    last = await readServedSerial(port);
+    if (last.serial === serial) return;
     await sleep(100);
   }
-  throw new Error(`port ${port} never presented serial ${serial}; last: ${last}`);
+  throw new Error(`port ${port} never presented serial ${serial}; last: ${last?.serial ?? last?.error}`);
 }
 
 /** Waits for the agent to log that `epoch` is LIVE. */
@@ -59,6 +72,8 @@ export function epochLive(agent: RunningAgent, epoch: number, timeoutMs = 30_000
 export interface TlsRig {
   ca: TestCa;
   certDir: string;
+  /** The leaf written before the agent started. */
+  initial: KeyPair;
   listenerPort: number;
   upstream: Upstream;
   peer: Peer;
@@ -70,22 +85,35 @@ export interface TlsRig {
 
 export async function startTlsRig(agentArgs: string[] = [], env?: Record<string, string>): Promise<TlsRig> {
   const ca = await makeCa();
-  const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
-  const rotate = async () => {
-    const pair = await ca.issue('localhost');
-    await writeSecretVolume(certDir, sidecarFiles(ca, pair));
-    return pair;
-  };
-  await rotate();
-  const upstream = await startUpstream('hello over tls');
-  const listenerPort = await freePort();
-  const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
-  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
-  const close = async () => {
-    await agent.stop('SIGTERM');
-    await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
-  };
-  return { ca, certDir, listenerPort, upstream, peer, agent, rotate, close };
+  // Undone in reverse when a later step fails, so a failed start leaks nothing.
+  const undo: (() => Promise<unknown>)[] = [() => ca.close()];
+  try {
+    const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
+    undo.push(() => rm(certDir, { recursive: true, force: true }));
+    const rotate = async () => {
+      const pair = await ca.issue('localhost');
+      await writeSecretVolume(certDir, sidecarFiles(ca, pair));
+      return pair;
+    };
+    const initial = await rotate();
+    const upstream = await startUpstream('hello over tls');
+    undo.push(() => upstream.close());
+    const listenerPort = await freePort();
+    const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
+    undo.push(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
+    const close = async () => {
+      try {
+        await agent.stop('SIGTERM');
+      } finally {
+        await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
+      }
+    };
+    return { ca, certDir, initial, listenerPort, upstream, peer, agent, rotate, close };
+  } catch (error) {
+    for (const step of undo.reverse()) await step().catch(() => undefined);
+    throw error;
+  }
 }
 
 /** An "Envoy" that passes validation and --version, then always crashes. */

@@ -74,12 +74,18 @@ describe('status server readiness with the real Envoy', () => {
     }
   });
 
-  it('keeps the default test setup (status server off) free of the readiness listener', async () => {
+  it('--statusPort 0 turns the status server off, and Envoy gets no readiness listener even with --readinessPort set', async () => {
     const peer = await startPeer([]);
-    const agent = await startAgent({ discoveryAddress: peer.address });
+    const readinessPort = await freePort();
+    // startAgent passes --statusPort 0 already; said again here because it is what this test is about.
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--statusPort', '0', '--readinessPort', String(readinessPort)] });
     try {
       const line = await agent.log.waitFor((entry) => entry.msg === 'pilot-agent starting');
       assert.equal((line.ports as { status: number }).status, 0);
+      // Envoy itself: its admin lists its listeners; none may hold the readiness port.
+      const listeners = await waitForStatus(agent.adminPort, '/listeners?format=json', (response) => response.status === 200, 30_000);
+      assert.doesNotMatch(listeners.body, new RegExp(`"port_value":\\s*${readinessPort}\\b`), listeners.body);
+      assert.equal((await get(readinessPort, '/healthz/ready')).status, 0, 'nothing listens on --readinessPort');
       assert.equal(agent.log.find((entry) => entry.msg === 'status server listening'), undefined);
     } finally {
       await agent.stop();

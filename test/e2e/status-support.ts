@@ -13,7 +13,10 @@ export async function startStatusAgent(discoveryAddress: string, args: string[] 
   const statusPort = await freePort();
   const readinessPort = await freePort();
   const agent = await startAgent({ discoveryAddress, args: ['--statusPort', String(statusPort), '--readinessPort', String(readinessPort), ...args] });
-  await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server');
+  await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server').catch(async (error: unknown) => {
+    await agent.stop();
+    throw error;
+  });
   return { agent, statusPort, readinessPort };
 }
 

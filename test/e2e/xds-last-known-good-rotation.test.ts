@@ -9,15 +9,15 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream } from '../support/upstream.ts';
 import { envoyStarted } from './lkg-support.ts';
-import { epochLive, httpsService, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
+import { epochLive, httpsService, readServedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
 import { get as getStatus } from './status-support.ts';
 
 /** `count` TLS handshakes one after the other; the serials that were not `serial`. */
 async function otherSerials(port: number, serial: string, count: number): Promise<string[]> {
   const bad: string[] = [];
   for (let i = 0; i < count; i++) {
-    const seen = await servedSerial(port);
-    if (seen !== serial) bad.push(seen);
+    const seen = await readServedSerial(port);
+    if (seen.serial !== serial) bad.push(seen.serial ?? `error: ${seen.error}`);
   }
   return bad;
 }
@@ -31,7 +31,7 @@ for (const mode of ['sotw', 'delta'] as const) {
       let peerStopped = false;
       try {
         await epochLive(rig.agent, 0);
-        await waitForSerial(rig.listenerPort, await servedSerial(rig.listenerPort));
+        await waitForSerial(rig.listenerPort, rig.initial.serial);
         await rig.peer.stop();
         peerStopped = true;
         const next = await rig.rotate();

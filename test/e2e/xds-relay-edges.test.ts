@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
-import { makeCa, sidecarFiles, writeSecretVolume, type TestCa } from '../support/certs.ts';
+import { makeCa, sidecarFiles, writeSecretVolume, writeTestCerts, type TestCa } from '../support/certs.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
@@ -99,7 +99,7 @@ describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
     await issueBoth(oldCa);
     const files = ['--tls-cert', join(peerCerts, 'cert-chain.pem'), '--tls-key', join(peerCerts, 'key.pem'), '--tls-ca', join(peerCerts, 'root-cert.pem')];
     const peer = await startPeer([edsCluster('c1')], { args: files });
-    // The peer's certificate names localhost, not the 127.0.0.1 we dial: the override is what makes it pass.
+    // These certificates carry IP:127.0.0.1 too: the server-name test below is the one that needs the override.
     const { relay, target } = await startRelay(dir, { address: address(peer), policy: 'MUTUAL_TLS', certDir: agentCerts, serverName: 'localhost' });
     try {
       const first = new AdsTestClient(target);
@@ -117,6 +117,39 @@ describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
       await relay.stop();
       await peer.stop();
       await Promise.all([oldCa.close(), newCa.close(), rm(dir, { recursive: true, force: true })]);
+    }
+  });
+
+  it('checks the server certificate against the server name (--xdsServerName), not the address dialled', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'xds-server-name-'));
+    // One CA and one leaf naming only DNS:istiod.test (no IP SAN), used by both sides.
+    await writeTestCerts(dir, 'istiod.test');
+    const files = ['--tls-cert', join(dir, 'cert-chain.pem'), '--tls-key', join(dir, 'key.pem'), '--tls-ca', join(dir, 'root-cert.pem')];
+    const peer = await startPeer([edsCluster('c1')], { args: files });
+    const relays: Awaited<ReturnType<typeof startRelay>>['relay'][] = [];
+    const clients: AdsTestClient[] = [];
+    const dial = async (serverName?: string) => {
+      // Both relays dial the same port, so each gets its own socket dir.
+      const socketDir = join(dir, serverName ?? 'none');
+      await mkdir(socketDir);
+      const { relay, target } = await startRelay(socketDir, { address: address(peer), policy: 'MUTUAL_TLS', certDir: dir, serverName });
+      relays.push(relay);
+      const client = new AdsTestClient(target);
+      clients.push(client);
+      client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+      return { relay, client };
+    };
+    try {
+      const named = await dial('istiod.test');
+      assert.equal((await named.client.waitForResponses(1)).resources, 1);
+      const unnamed = await dial();
+      assert.equal((await unnamed.client.ended)?.code, status.UNAVAILABLE, '127.0.0.1 is not in the certificate');
+      assert.equal(unnamed.relay.debug().upstreamFailures, 1);
+    } finally {
+      for (const client of clients) client.close();
+      for (const relay of relays) await relay.stop();
+      await peer.stop();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -7,6 +7,7 @@ import { execa, type ResultPromise } from 'execa';
 import { LineLog } from './lines.ts';
 import { agentBin, envoyBin, nodeBin } from './paths.ts';
 import { freePort } from './ports.ts';
+import { findEnvoys, own, ownDir, ownedPids, releaseDir } from './processes.ts';
 
 export interface AgentLogEntry {
   level: number;
@@ -25,10 +26,17 @@ export interface RunningAgent {
   adminPort: number;
   log: LineLog<AgentLogEntry>;
   stderr: () => string;
-  /** Pids of every Envoy this agent started. */
+  /**
+   * Pids of every Envoy this agent started, in start order: from its log, and
+   * found independently (its children, or naming its dirs in their command line).
+   */
   envoyPids: () => number[];
+  /** Live Envoys found without the agent's log: its children, or naming its dirs. */
+  liveEnvoys: () => number[];
   exited: Promise<{ exitCode?: number; signal?: string }>;
   stop(signal?: NodeJS.Signals): Promise<{ exitCode?: number; signal?: string }>;
+  /** Fails when an Envoy of this agent, found in /proc, outlives the grace period. */
+  assertNoEnvoyLeft(graceMs?: number): Promise<void>;
 }
 
 export interface AgentOptions {
@@ -40,6 +48,10 @@ export interface AgentOptions {
   dir?: string;
   /** Another build's entry point (bench/cost.ts compares builds); default: this checkout's. */
   bin?: string;
+}
+
+function flagValues(args: readonly string[], flag: string): string[] {
+  return args.flatMap((arg, index) => (arg === flag && args[index + 1] ? [args[index + 1]!] : arg.startsWith(`${flag}=`) ? [arg.slice(flag.length + 1)] : []));
 }
 
 /** Runs `pilot-agent proxy` as a real process with a private config dir and ports. */
@@ -61,12 +73,29 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   ];
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
-  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000 });
+  // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
+  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000, detached: true });
+  const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
+  for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   const log = new LineLog<AgentLogEntry>(child.stdout!);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
-  const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
+  own(child, exited, `agent ${dir}`);
+  const liveEnvoys = () => findEnvoys({ parent: child.pid, marks, foreignParents: ownedPids().filter((pid) => pid !== child.pid) });
+  const assertNoEnvoyLeft = async (graceMs = 3000) => {
+    const deadline = Date.now() + graceMs;
+    while (liveEnvoys().length > 0 && Date.now() < deadline) await sleep(50);
+    const left = liveEnvoys();
+    for (const pid of left) process.kill(pid, 'SIGKILL');
+    if (left.length > 0) throw new Error(`Envoy process(es) left behind (found in /proc, not from the agent's log): ${left.join(', ')}`);
+  };
+  const seen: number[] = [];
+  const envoyPids = () => {
+    const logged = log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
+    for (const pid of [...logged, ...liveEnvoys()]) if (!seen.includes(pid)) seen.push(pid);
+    return [...seen];
+  };
   return {
     dir,
     pid: child.pid!,
@@ -74,13 +103,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     log,
     stderr: () => stderr,
     envoyPids,
+    liveEnvoys,
     exited,
+    /** Stops the agent, then fails if any of its Envoys outlived it (a SIGKILLed chain may take Envoy's 10 s RPC retry). */
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal);
       const result = await exited;
-      if (!options.dir) await rm(dir, { recursive: true, force: true });
+      try {
+        await assertNoEnvoyLeft(15_000);
+      } finally {
+        if (!options.dir) await rm(dir, { recursive: true, force: true });
+        for (const mark of marks) releaseDir(mark);
+      }
       return result;
     },
+    assertNoEnvoyLeft,
   };
 }
 

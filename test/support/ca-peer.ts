@@ -1,6 +1,7 @@
 import { execa, type ResultPromise } from 'execa';
 import { LineLog } from './lines.ts';
 import { caPeerBin } from './paths.ts';
+import { own } from './processes.ts';
 
 export interface CaPeerEvent {
   event: string;
@@ -39,7 +40,8 @@ export async function startCaPeer(options: CaPeerOptions): Promise<CaPeer> {
     '--address', options.address ?? '127.0.0.1:0', '--ca-cert', options.ca.cert, '--ca-key', options.ca.key,
     '--tls-cert', options.tls.cert, '--tls-key', options.tls.key, '--token', options.token, '--identity', options.identity,
     '--ttl', `${options.ttlSeconds ?? 86_400}s`,
-  ], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit' });
+  ], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', detached: true });
+  own(child, child, 'CA peer');
   const log = new LineLog<CaPeerEvent>(child.stdout!);
   try {
     const listening = await log.waitFor((entry) => entry.event === 'listening', 10_000, 'the CA peer to listen');

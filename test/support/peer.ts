@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { LineLog } from './lines.ts';
 import { peerBin } from './paths.ts';
+import { own, ownDir, releaseDir } from './processes.ts';
 
 export interface PeerEvent {
   event: string;
@@ -28,6 +29,7 @@ export interface Peer {
 /** Starts the go-control-plane test peer serving the given resources. */
 export async function startPeer(resources: unknown[], options: { address?: string; args?: string[] } = {}): Promise<Peer> {
   const dir = await mkdtemp(join(tmpdir(), 'xds-peer-'));
+  ownDir(dir, { remove: true });
   const file = join(dir, 'resources.json');
   await writeFile(file, JSON.stringify({ resources }));
   const child: ResultPromise = execa(peerBin, ['--config', file, '--address', options.address ?? '127.0.0.1:0', '--poll', '50ms', ...(options.args ?? [])], {
@@ -35,19 +37,26 @@ export async function startPeer(resources: unknown[], options: { address?: strin
     buffer: false,
     stdin: 'ignore',
     stderr: 'inherit',
+    detached: true,
   });
+  own(child, child, `xDS peer ${dir}`);
   const log = new LineLog<PeerEvent>(child.stdout!);
-  const listening = await log.waitFor((entry) => entry.event === 'listening', 10_000, 'the peer to listen');
+  const stop = async () => {
+    child.kill('SIGTERM');
+    await child;
+    await rm(dir, { recursive: true, force: true });
+    releaseDir(dir);
+  };
+  const listening = await log.waitFor((entry) => entry.event === 'listening', 10_000, 'the peer to listen').catch(async (error: unknown) => {
+    await stop();
+    throw error;
+  });
   const address = String(listening.address);
   return {
     address,
     port: Number(address.split(':').at(-1)),
     log,
     setResources: async (next) => writeFile(file, JSON.stringify({ resources: next })),
-    stop: async () => {
-      child.kill('SIGTERM');
-      await child;
-      await rm(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
