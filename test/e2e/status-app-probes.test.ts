@@ -106,4 +106,13 @@ describe('malformed app env values exit 2 naming the variable', () => {
       assert.match(lines[0]!, new RegExp(`env ${name}: not JSON`));
     });
   }
+
+  it('ISTIO_PROMETHEUS_ANNOTATIONS pointing at the status port (a recursive scrape)', async () => {
+    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', `/tmp/pilot-agent-bad-env-${process.pid}`, '--statusPort', '15777'], {
+      reject: false, timeout: 60_000, env: { ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true","port":"15777"}' },
+    });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+    assert.match(result.stderr, /env ISTIO_PROMETHEUS_ANNOTATIONS: port 15777 is the agent's status port/);
+  });
 });
