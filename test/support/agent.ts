@@ -20,6 +20,8 @@ export interface AgentLogEntry {
 
 export interface RunningAgent {
   dir: string;
+  /** The agent process's pid. */
+  pid: number;
   adminPort: number;
   log: LineLog<AgentLogEntry>;
   stderr: () => string;
@@ -36,6 +38,8 @@ export interface AgentOptions {
   env?: Record<string, string>;
   /** A dir to use (and leave in place on stop), e.g. to start a second agent on the same --configPath. */
   dir?: string;
+  /** Another build's entry point (bench/cost.ts compares builds); default: this checkout's. */
+  bin?: string;
 }
 
 /** Runs `pilot-agent proxy` as a real process with a private config dir and ports. */
@@ -43,7 +47,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'pilot-agent-test-')));
   const adminPort = await freePort();
   const args = [
-    agentBin, 'proxy', options.type ?? 'sidecar',
+    options.bin ?? agentBin, 'proxy', options.type ?? 'sidecar',
     '--serviceregistry', 'Other', '--ip', '127.0.0.1',
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
@@ -65,6 +69,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const envoyPids = () => log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
   return {
     dir,
+    pid: child.pid!,
     adminPort,
     log,
     stderr: () => stderr,

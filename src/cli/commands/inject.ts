@@ -3,8 +3,6 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, basename, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { Command } from 'commander';
-import { loadInjectionInputs, readText } from '../../inject/load.ts';
-import { injectManifest } from '../../inject/manifest.ts';
 import { badFile } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
 
@@ -30,6 +28,8 @@ export function injectCommand(context: CommandContext): Command {
 
 /** Reads everything and injects everything before writing anything. */
 export async function runInject(options: InjectOptions, context: CommandContext): Promise<void> {
+  // Loaded on use: the injector (yaml, templates) has no business in a sidecar's memory.
+  const [{ loadInjectionInputs, readText }, { injectManifest }] = await Promise.all([import('../../inject/load.ts'), import('../../inject/manifest.ts')]);
   const inputs = await loadInjectionInputs({ templatePath: options.template, valuesPath: options.values });
   const fromStdin = options.filename === '-';
   const text = fromStdin ? await readStream(stdinOf(context)) : await readText(options.filename);

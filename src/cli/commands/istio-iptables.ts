@@ -1,8 +1,5 @@
 import { Command } from 'commander';
-import { applyCaptureRules } from '../../iptables/apply.ts';
 import { resolveCaptureConfig, type CaptureFlags } from '../../iptables/config.ts';
-import { renderRestoreInput } from '../../iptables/render.ts';
-import { buildCaptureRules } from '../../iptables/rules.ts';
 import type { CommandContext } from '../context.ts';
 import { addIptablesCompatOptions, warnUnimplementedIptablesFlags } from './iptables-compat.ts';
 
@@ -61,6 +58,8 @@ function readOptions(command: Command): IstioIptablesOptions {
 
 /** Checks every flag before touching the host; a dry run only prints. */
 export async function runIstioIptables(options: IstioIptablesOptions, context: CommandContext): Promise<void> {
+  // Loaded on use, so the sidecar's `proxy` command never carries the rule builder.
+  const [{ buildCaptureRules }, { renderRestoreInput }, { applyCaptureRules }] = await Promise.all([import('../../iptables/rules.ts'), import('../../iptables/render.ts'), import('../../iptables/apply.ts')]);
   const ruleSet = buildCaptureRules(resolveCaptureConfig(options));
   if (options.dryRun) {
     context.stdout.write(renderRestoreInput(ruleSet));

@@ -3,7 +3,6 @@ import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
 import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
-import { runProxy } from '../run-proxy.ts';
 import { applyProxyConfig } from '../../settings/apply-proxy-config.ts';
 import { proxyStatsMatcher, readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
 
@@ -17,6 +16,8 @@ export function proxyCommand(context: CommandContext): Command {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     const fromProxyConfig = applyProxyConfig({ specs: proxyFlags, flags, sourceOf: (name) => command.getOptionValueSource(name), merged: proxyConfig });
     const config = { ...toProxyConfig(type, flags), proxyStatsMatcher: proxyStatsMatcher(proxyConfig) };
+    // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
+    const { runProxy } = await import('../run-proxy.ts');
     const given = (name: string) => flags[name] !== undefined;
     context.exitCode = await runProxy(config, {
       context,
