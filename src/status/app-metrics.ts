@@ -16,12 +16,37 @@ export interface AppMetricsTarget {
 }
 
 /**
- * Parses the injector's copy of the app's prometheus.io/{scrape,port,path}
- * (and an optional scheme), all strings as Istio writes them. Undefined when
- * unset or scrape is "false". Throws BAD_ENV naming the variable.
+ * Ports the app's metrics may not point at: scraping them would recurse into
+ * this very endpoint or read the data plane rather than the app (Istio refuses
+ * the same ones).
  */
-export function parseAppMetricsTarget(value: string | undefined): AppMetricsTarget | undefined {
+const reservedPorts: Record<number, string> = {
+  15000: 'Envoy admin', 15001: 'outbound capture', 15004: 'pilot debug', 15006: 'inbound capture', 15008: 'HBONE tunnel',
+  15020: 'the agent\'s status port', 15021: 'Envoy health', 15053: 'DNS proxy', 15090: 'Envoy\'s own Prometheus, already merged',
+};
+
+/**
+ * Parses the injector's copy of the app's prometheus.io/{scrape,port,path}
+ * (and an optional scheme), all strings as Istio writes them; the injector
+ * writes "" for an annotation the pod lacks. As Istio's agent: scrape unless
+ * scrape is "false", port "" is 80, path "" is /metrics. Undefined when unset
+ * or off. Throws BAD_ENV naming the variable, also for the status port or a
+ * port Istio reserves (a scrape of those would recurse or read the proxy).
+ */
+export function parseAppMetricsTarget(value: string | undefined, statusPort = 15020): AppMetricsTarget | undefined {
   if (value === undefined || value.trim() === '') return undefined;
+  const fields = parseObject(value);
+  const { scrape = '', port = '', path = '', scheme = 'http' } = fields;
+  if (typeof scrape !== 'string') throw badEnv(annotationsEnv, `scrape ${JSON.stringify(scrape)} is not a string`);
+  if (scrape === 'false') return undefined;
+  const number = appPort(port, statusPort);
+  const absolute = path === '' ? '/metrics' : path;
+  if (typeof absolute !== 'string' || !absolute.startsWith('/') || /[\s#]/.test(absolute)) throw badEnv(annotationsEnv, `path ${JSON.stringify(path)} must start with / and hold no spaces`);
+  if (scheme !== 'http' && scheme !== 'https') throw badEnv(annotationsEnv, `scheme ${JSON.stringify(scheme)} is not http or https`);
+  return { url: `${scheme}://127.0.0.1:${number}${absolute}` };
+}
+
+function parseObject(value: string): Record<string, unknown> {
   let parsed: unknown;
   try {
     parsed = JSON.parse(value);
@@ -29,13 +54,18 @@ export function parseAppMetricsTarget(value: string | undefined): AppMetricsTarg
     throw badEnv(annotationsEnv, `not JSON (${(error as Error).message})`, error);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw badEnv(annotationsEnv, 'must be a JSON object with scrape, port, path');
-  const { scrape = 'true', port, path = '/metrics', scheme = 'http' } = parsed as Record<string, unknown>;
-  if (scrape !== 'true' && scrape !== 'false') throw badEnv(annotationsEnv, `scrape ${JSON.stringify(scrape)} is not "true" or "false"`);
-  if (scrape === 'false') return undefined;
+  return parsed as Record<string, unknown>;
+}
+
+/** The app's port: "" is 80 as in Istio; never the status port or one Istio reserves. */
+function appPort(port: unknown, statusPort: number): number {
+  if (port === '') return 80;
   if (typeof port !== 'string' || !/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw badEnv(annotationsEnv, `port ${JSON.stringify(port)} is not a port number in 1-65535`);
-  if (typeof path !== 'string' || !path.startsWith('/') || /[\s#]/.test(path)) throw badEnv(annotationsEnv, `path ${JSON.stringify(path)} must start with / and hold no spaces`);
-  if (scheme !== 'http' && scheme !== 'https') throw badEnv(annotationsEnv, `scheme ${JSON.stringify(scheme)} is not http or https`);
-  return { url: `${scheme}://127.0.0.1:${port}${path === '' ? '/metrics' : path}` };
+  const number = Number(port);
+  if (number === statusPort) throw badEnv(annotationsEnv, `port ${number} is the agent's status port: the scrape would recurse`);
+  const reserved = reservedPorts[number];
+  if (reserved) throw badEnv(annotationsEnv, `port ${number} is reserved for Istio (${reserved}), not the app's`);
+  return number;
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { mergePrometheusAnnotations } from '../../src/inject/prometheus-merge.ts';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -49,10 +50,12 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
     metricsApp = await startMetricsApp();
     statusPort = await freePort();
+    // Exactly what our injector writes for a pod annotated with port and path but no scrape: "scrape": "".
+    const injected = mergePrometheusAnnotations({ 'prometheus.io/port': String(metricsApp.port), 'prometheus.io/path': '/custom/metrics' }, 15020, 'pod');
     agent = await startAgent({
       discoveryAddress: peer.address,
       args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
-      env: { ISTIO_PROMETHEUS_ANNOTATIONS: JSON.stringify({ scrape: 'true', port: String(metricsApp.port), path: '/custom/metrics' }) },
+      env: { ISTIO_PROMETHEUS_ANNOTATIONS: injected!.env! },
     });
     await waitForStatus(statusPort, '/stats/prometheus', (answer) => answer.body.includes('envoy_server_live'), 30_000);
   });

@@ -27,6 +27,7 @@ describe('/app-health probes the app as the injector configured, with the real E
     const probers = {
       '/app-health/web/livez': { httpGet: { path: '/healthz', port: http.port, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'kubelet' }] }, timeoutSeconds: 1 },
       '/app-health/web/startupz': { httpGet: { path: '/slow', port: http.port }, timeoutSeconds: 1 },
+      '/app-health/moved/livez': { httpGet: { path: '/moved', port: http.port }, timeoutSeconds: 1 },
       '/app-health/db/readyz': { tcpSocket: { port: tcp.port }, timeoutSeconds: 1 },
       '/app-health/api/livez': { grpc: { port: grpc.port, service: 'api' }, timeoutSeconds: 1 },
     };
@@ -59,6 +60,17 @@ describe('/app-health probes the app as the injector configured, with the real E
       assert.equal((await get(statusPort, path)).status, 200);
     });
   }
+
+  it('follows the app\'s same-host redirect to its verdict, as the kubelet', async () => {
+    assert.equal((await get(statusPort, '/app-health/moved/livez')).status, 200);
+    await http.setHealthy(false);
+    try {
+      const down = await get(statusPort, '/app-health/moved/livez');
+      assert.equal(down.status, 503, down.body);
+    } finally {
+      await http.setHealthy(true);
+    }
+  });
 
   it('sends the configured headers and the gRPC service name', async () => {
     await get(statusPort, '/app-health/web/livez');
@@ -94,4 +106,13 @@ describe('malformed app env values exit 2 naming the variable', () => {
       assert.match(lines[0]!, new RegExp(`env ${name}: not JSON`));
     });
   }
+
+  it('ISTIO_PROMETHEUS_ANNOTATIONS pointing at the status port (a recursive scrape)', async () => {
+    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', `/tmp/pilot-agent-bad-env-${process.pid}`, '--statusPort', '15777'], {
+      reject: false, timeout: 60_000, env: { ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true","port":"15777"}' },
+    });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+    assert.match(result.stderr, /env ISTIO_PROMETHEUS_ANNOTATIONS: port 15777 is the agent's status port/);
+  });
 });

@@ -9,12 +9,13 @@ export interface ProbeApp {
   close(): Promise<void>;
 }
 
-/** HTTP: 200 while healthy, 503 otherwise; `/slow` never answers; `/metrics` serves `metrics()`. */
+/** HTTP: 200 while healthy, 503 otherwise; `/slow` never answers; `/moved` redirects to `/healthz`; `/metrics` serves `metrics()`. */
 export async function startHttpApp(metrics: () => string = () => ''): Promise<ProbeApp & { lastHeaders?: IncomingHttpHeaders }> {
   const app: { healthy: boolean; lastHeaders?: IncomingHttpHeaders } = { healthy: true };
   const server = createHttpServer((request, response) => {
     if (request.url === '/slow') return;
     if (request.url === '/metrics') return void response.end(metrics());
+    if (request.url === '/moved') return void response.writeHead(302, { location: '/healthz' }).end();
     app.lastHeaders = request.headers;
     response.writeHead(app.healthy ? 200 : 503).end(app.healthy ? 'ok' : 'sick');
   });

@@ -3,6 +3,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import type { AppProbe, ProbeAction } from './config.ts';
 import { checkGrpcHealth } from './grpc-health.ts';
+import { followRedirects, type HopAnswer } from './redirects.ts';
 
 /** The verdict the kubelet sees: the app's own status for HTTP, 200 or 500 otherwise. */
 export interface ProbeVerdict {
@@ -35,8 +36,14 @@ function runAction(action: ProbeAction, signal: AbortSignal): Promise<ProbeVerdi
   }
 }
 
-/** A GET with the configured headers; redirects are not followed, certificates not checked (as the kubelet). */
-function httpProbe(action: Extract<ProbeAction, { kind: 'http' }>, signal: AbortSignal): Promise<ProbeVerdict> {
+/** The app's status after same-host redirects, as the kubelet sees it. */
+async function httpProbe(action: Extract<ProbeAction, { kind: 'http' }>, signal: AbortSignal): Promise<ProbeVerdict> {
+  const status = await followRedirects(action, (hop) => httpGet(hop, signal));
+  return { status, reason: `app answered ${status}` };
+}
+
+/** One GET with the configured headers; certificates are not checked (as the kubelet). */
+function httpGet(action: Extract<ProbeAction, { kind: 'http' }>, signal: AbortSignal): Promise<HopAnswer> {
   const request = action.scheme === 'https' ? httpsRequest : httpRequest;
   const headers: Record<string, string> = { 'user-agent': 'kube-probe (pilot-agent)', accept: '*/*' };
   for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
@@ -46,7 +53,7 @@ function httpProbe(action: Extract<ProbeAction, { kind: 'http' }>, signal: Abort
       rejectUnauthorized: false, agent: false,
     }, (response: IncomingMessage) => {
       response.resume();
-      response.once('end', () => resolve({ status: response.statusCode ?? 500, reason: `app answered ${response.statusCode}` }));
+      response.once('end', () => resolve({ status: response.statusCode ?? 500, location: response.headers.location }));
       response.once('error', reject);
     });
     outgoing.once('error', reject);
