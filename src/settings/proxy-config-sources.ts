@@ -64,7 +64,7 @@ export function mergeProxyConfigs(sources: readonly ProxyConfigSource[]): Merged
 export async function parseProxyConfigText(source: string, text: string): Promise<ProxyConfigObject> {
   let value: unknown;
   try {
-    value = looksLikeJson(text) ? JSON.parse(text) : (await import('yaml')).parse(text, { maxAliasCount: 100 });
+    value = looksLikeJson(text) ? JSON.parse(text) : (await loadYaml()).parse(text, { maxAliasCount: 100 });
   } catch (error) {
     throw badSource(source, `does not parse as JSON or YAML: ${(error as Error).message.split('\n')[0]}`, error);
   }
@@ -74,6 +74,12 @@ export async function parseProxyConfigText(source: string, text: string): Promis
 }
 
 const looksLikeJson = (text: string) => text.trimStart().startsWith('{');
+
+/** The bundle hands a CommonJS build's exports over as `default`; tsc's output as named exports. */
+async function loadYaml(): Promise<typeof import('yaml')> {
+  const module = await import('yaml');
+  return 'parse' in module && typeof module.parse === 'function' ? module : (module as unknown as { default: typeof import('yaml') }).default;
+}
 
 async function envProxyConfig(env: NodeJS.ProcessEnv): Promise<ProxyConfigSource | undefined> {
   if (!env.PROXY_CONFIG) return undefined;
