@@ -132,14 +132,12 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
 }
 
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app'] }, logger: Logger): Promise<number> {
-  const { caSettings } = inputs;
   const registry = new Registry();
-  // Serving before Envoy starts, like the relay. `restart` runs only once the cert watch below starts.
-  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: (hash) => {
+  // `restart` runs only once the cert watch below starts, when gate and agent exist.
+  const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
     gate.certsChanged(hash);
     agent.dispatch({ type: 'config-changed', config: hash });
   } });
-  const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }) : undefined;
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const xdsLogger = logger.child({ component: 'xds' });
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
@@ -175,17 +173,23 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const exit = await agent.exited;
   gate.stop();
-  await certs.close();
   process.off('SIGTERM', stop).off('SIGINT', stop);
-  await status?.close();
-  await relay.stop();
-  ca?.stop();
-  await sds.stop();
-  await keptFile.close();
+  for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
   return exit.code;
+}
+
+/**
+ * The proxy's identity: the SDS server, serving before Envoy starts as the
+ * relay does, and the CA client feeding it when no certificate is mounted.
+ */
+async function startIdentity(options: { config: ProxyConfig; caSettings: CaSettings | undefined; registry: Registry; logger: Logger; restart: (hash: string) => void }) {
+  const { config, caSettings, registry, logger } = options;
+  const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: options.restart });
+  const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }) : undefined;
+  return { sds, ca };
 }
 
 /** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */
