@@ -8,7 +8,7 @@ import { freePort } from '../support/ports.ts';
 import { startGrpcApp, startHttpApp, startTcpApp, type ProbeApp } from '../support/probe-apps.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get, waitForStatus } from './status-support.ts';
+import { get } from './status-support.ts';
 
 describe('/app-health probes the app as the injector configured, with the real Envoy', () => {
   let upstream: Upstream;
