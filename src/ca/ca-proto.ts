@@ -1,4 +1,4 @@
-import { encodeVarint } from '../xds/wire.ts';
+import { decodeVarint, encodeVarint, lenField } from '../xds/wire.ts';
 
 /**
  * istio.v1.auth.IstioCertificateRequest / Response on the wire
@@ -17,11 +17,7 @@ const wireLen = 2;
 const key = (number: number, wireType: number) => encodeVarint((number << 3) | wireType);
 
 export function encodeCertificateRequest(request: CertificateRequest): Buffer {
-  const csr = Buffer.from(request.csr, 'utf8');
-  return Buffer.concat([
-    key(field.csr, wireLen), encodeVarint(csr.length), csr,
-    key(field.validity, wireVarint), encodeVarint(request.validitySeconds),
-  ]);
+  return Buffer.concat([lenField(field.csr, request.csr), key(field.validity, wireVarint), encodeVarint(request.validitySeconds)]);
 }
 
 /** The PEM strings of `cert_chain` (leaf first, root last); other fields are skipped. */
@@ -44,10 +40,7 @@ export function decodeCertificateResponse(bytes: Buffer): string[] {
 }
 
 function readVarint(bytes: Buffer, from: number): [number, number] {
-  let value = 0;
-  for (let at = from, scale = 1; at < bytes.length && at < from + 10; at++, scale *= 128) {
-    value += (bytes[at]! & 0x7f) * scale;
-    if (bytes[at]! < 0x80) return [value, at + 1];
-  }
-  throw new Error('truncated varint in the CA\'s answer');
+  const read = decodeVarint(bytes, from);
+  if (!read) throw new Error('truncated varint in the CA\'s answer');
+  return read;
 }

@@ -4,9 +4,9 @@ import { badEnv } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { KeyAlgorithm } from './csr.ts';
 
-/** Istio's mount points for the CA's trust root and the projected service-account token. */
-export const defaultCaRootPath = '/var/run/secrets/istio/root-cert.pem';
-export const defaultTokenPath = '/var/run/secrets/tokens/istio-token';
+/** Istio's mounts for istiod's root (the CA's and the 15012 port's) and the projected service-account token. */
+export const istioRootCertPath = '/var/run/secrets/istio/root-cert.pem';
+export const istioTokenPath = '/var/run/secrets/tokens/istio-token';
 
 export interface CaSettings {
   /** host:port of the CA: CA_ADDR. */
@@ -47,9 +47,9 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
   const trustDomain = env.TRUST_DOMAIN || 'cluster.local';
   return {
     address: env.CA_ADDR,
-    rootsPath: env.CA_ROOT_CA || defaultCaRootPath,
+    rootsPath: env.CA_ROOT_CA || istioRootCertPath,
     serverName: env.ISTIOD_SAN || address.host,
-    tokenPath: input.tokenFile || defaultTokenPath,
+    tokenPath: input.tokenFile || istioTokenPath,
     identity: `spiffe://${trustDomain}/ns/${required(env, 'POD_NAMESPACE')}/sa/${required(env, 'SERVICE_ACCOUNT')}`,
     trustDomain,
     keyAlgorithm: keyAlgorithm(env.WORKLOAD_KEY_ALGORITHM, env.ECC_SIGNATURE_ALGORITHM),

@@ -3,6 +3,7 @@ import { access, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { splitList } from '../bootstrap/stats-matcher.ts';
 import type { CertRotation } from '../sds/cert-dir-feed.ts';
+import { istioRootCertPath, istioTokenPath } from '../ca/ca-settings.ts';
 import { badFlag } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
@@ -146,16 +147,13 @@ export function xdsUpstream(config: ProxyConfig): UpstreamOptions {
   return {
     address: config.discoveryAddress,
     policy: xdsTransport(config),
-    rootCaFile: config.xdsRootCa ?? defaultXdsRootCa,
+    rootCaFile: config.xdsRootCa ?? istioRootCertPath,
     certDir: config.certDir,
     serverName: config.xdsServerName,
-    tokenFile: config.xdsTokenFile ?? (xdsTransport(config) === 'TLS' ? defaultXdsTokenFile : undefined),
+    tokenFile: config.xdsTokenFile ?? (xdsTransport(config) === 'TLS' ? istioTokenPath : undefined),
   };
 }
 
-/** Istio's mounts for istiod's root and the projected service-account token. */
-export const defaultXdsRootCa = '/var/run/secrets/istio/root-cert.pem';
-export const defaultXdsTokenFile = '/var/run/secrets/tokens/istio-token';
 
 /**
  * MUTUAL_TLS as asked; else TLS with a token, as istiod's 15012 wants, when

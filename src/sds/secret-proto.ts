@@ -1,4 +1,4 @@
-import { encodeVarint } from '../xds/wire.ts';
+import { lenField } from '../xds/wire.ts';
 import type { SecretMaterial } from './secret-store.ts';
 
 /**
@@ -9,11 +9,7 @@ import type { SecretMaterial } from './secret-store.ts';
  */
 export const secretTypeUrl = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 
-/** One length-delimited field: tag, length, bytes. */
-function field(number: number, value: Buffer | string): Buffer {
-  const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
-  return Buffer.concat([encodeVarint(number * 8 + 2), encodeVarint(bytes.length), bytes]);
-}
+const field = lenField;
 
 /** DataSource{inline_bytes = 2}: the bytes themselves, never a path Envoy would read. */
 const inlineBytes = (bytes: Buffer) => field(2, bytes);

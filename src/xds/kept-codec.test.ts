@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeKept, encodeKept } from './kept-codec.ts';
 import { KeptConfig, secretType } from './kept-config.ts';
-import { lenField } from './kept-wire.ts';
+import { lenField } from './wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';

@@ -1,5 +1,5 @@
 import { FieldScanner, wireLen } from './field-scanner.ts';
-import { encodeVarint } from './wire.ts';
+import { lenField } from './wire.ts';
 
 /**
  * The few encodings the relay needs to answer Envoy by itself from kept
@@ -7,12 +7,6 @@ import { encodeVarint } from './wire.ts';
  */
 const response = { version: 1, resources: 2, type: 4, nonce: 5, removed: 6 } as const;
 const resource = { version: 1, name: 3 } as const;
-
-/** One length-delimited field: tag, length, bytes. */
-export function lenField(number: number, bytes: Buffer | string): Buffer {
-  const value = typeof bytes === 'string' ? Buffer.from(bytes, 'utf8') : bytes;
-  return Buffer.concat([encodeVarint(number * 8 + wireLen), encodeVarint(value.length), value]);
-}
 
 /**
  * The same response with another nonce. Protobuf keeps the last occurrence

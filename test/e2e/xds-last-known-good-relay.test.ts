@@ -7,7 +7,7 @@ import { Registry } from 'prom-client';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
 import { KeptConfig } from '../../src/xds/kept-config.ts';
-import { lenField } from '../../src/xds/kept-wire.ts';
+import { lenField } from '../../src/xds/wire.ts';
 import { XdsRelay } from '../../src/xds/relay.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { freePort } from '../support/ports.ts';

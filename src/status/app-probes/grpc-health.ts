@@ -1,5 +1,6 @@
 import { connect, constants } from 'node:http2';
 import { frame, prefixBytes } from '../../xds/grpc-frame.ts';
+import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
 
 /** grpc.health.v1.HealthCheckResponse.ServingStatus.SERVING */
@@ -57,7 +58,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 export function encodeRequest(service: string): Buffer {
   if (service === '') return Buffer.alloc(0);
   const bytes = Buffer.from(service, 'utf8');
-  return Buffer.concat([Buffer.from([0x0a]), varint(bytes.length), bytes]);
+  return Buffer.concat([Buffer.from([0x0a]), encodeVarint(bytes.length), bytes]);
 }
 
 /** HealthCheckResponse { ServingStatus status = 1; } out of one gRPC message; 0 (UNKNOWN) when absent. */
@@ -65,25 +66,5 @@ export function servingStatus(message: Buffer): number {
   if (message.length < prefixBytes || message[0] !== 0) return 0;
   const body = message.subarray(prefixBytes, prefixBytes + message.readUInt32BE(1));
   // status is the only field; an empty message is UNKNOWN
-  return body[0] === 0x08 ? readVarint(body, 1) : 0;
-}
-
-function varint(value: number): Buffer {
-  const bytes: number[] = [];
-  while (value > 0x7f) {
-    bytes.push((value & 0x7f) | 0x80);
-    value >>>= 7;
-  }
-  bytes.push(value);
-  return Buffer.from(bytes);
-}
-
-function readVarint(body: Buffer, offset: number): number {
-  let value = 0;
-  for (let shift = 0; offset < body.length && shift < 35; shift += 7) {
-    const byte = body[offset++]!;
-    value |= (byte & 0x7f) << shift;
-    if ((byte & 0x80) === 0) return value;
-  }
-  return 0;
+  return body[0] === 0x08 ? (decodeVarint(body, 1)?.[0] ?? 0) : 0;
 }
