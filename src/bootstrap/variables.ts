@@ -38,7 +38,7 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     cert_dir: config.certDir,
     sds_socket_path: config.sdsSocket,
     stats_matcher: statsMatcher({
-      flags: config.statsInclusion,
+      flags: { prefixes: config.statsInclusionPrefixes, suffixes: config.statsInclusionSuffixes, regexps: config.statsInclusionRegexps },
       annotations: annotationsOf(context.metadata),
       proxyConfig: config.proxyStatsMatcher,
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,

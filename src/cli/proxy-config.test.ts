@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { toProxyConfig, xdsTransport, xdsUpstream, type ProxyFlagValues } from './proxy-config.ts';
+import { toProxyConfig, xdsTransport, xdsUpstream} from './proxy-config.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
@@ -10,7 +10,7 @@ function parse(args: string[]): ReturnType<typeof toProxyConfig> | string {
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   try {
     command.parse(args, { from: 'user' });
-    return toProxyConfig('sidecar', command.opts<ProxyFlagValues>());
+    return toProxyConfig('sidecar', command.opts());
   } catch (error) {
     return (error as Error).message;
   }

@@ -1,12 +1,12 @@
-import type { FlagSpec } from '../cli/proxy-flags.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { MergedProxyConfig } from './proxy-config-sources.ts';
+import { attributeOf, type Setting } from './setting.ts';
 
 /** Where commander says a flag's value came from: 'cli', 'env', 'default', or undefined when unset. */
 export type ValueSource = (flag: string) => string | undefined;
 
 export interface ApplyProxyConfigOptions {
-  specs: readonly FlagSpec[];
+  specs: readonly Setting[];
   /** The parsed flag values, updated in place. */
   flags: Record<string, unknown>;
   sourceOf: ValueSource;
@@ -25,9 +25,9 @@ export function applyProxyConfig(options: ApplyProxyConfigOptions): string[] {
   for (const spec of options.specs) {
     if (!spec.proxyConfig) continue;
     const value = lookup(options.merged.value, spec.proxyConfig);
-    const source = options.sourceOf(spec.flag);
+    const source = options.sourceOf(attributeOf(spec));
     if (value === undefined || source === 'cli' || source === 'env') continue;
-    options.flags[spec.flag] = parseField(spec, value, options.merged.origin[spec.proxyConfig.split('.')[0]!] ?? 'ProxyConfig');
+    options.flags[attributeOf(spec)] = parseField(spec, value, options.merged.origin[spec.proxyConfig.split('.')[0]!] ?? 'ProxyConfig');
     applied.push(spec.proxyConfig);
   }
   return applied;
@@ -43,7 +43,7 @@ function lookup(value: Record<string, unknown>, path: string): unknown {
   return current ?? undefined;
 }
 
-function parseField(spec: FlagSpec, value: unknown, origin: string): unknown {
+function parseField(spec: Setting, value: unknown, origin: string): unknown {
   const fail = (reason: string) => new AgentError('BAD_ENV', `${origin}: field ${spec.proxyConfig}: ${reason}`);
   const text = asText(value);
   if (text === undefined) throw fail(`${JSON.stringify(value)} is not a value for --${spec.flag}`);

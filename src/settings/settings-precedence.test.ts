@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
-import { toProxyConfig, type ProxyFlagValues } from '../cli/proxy-config.ts';
+import { toProxyConfig} from '../cli/proxy-config.ts';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { applyProxyConfig } from './apply-proxy-config.ts';
@@ -22,9 +22,9 @@ function settle(inputs: Inputs): ProxyConfig | string {
   process.env = { ...saved, ...inputs.env };
   try {
     command.parse(inputs.args ?? [], { from: 'user' });
-    const flags = command.opts<ProxyFlagValues>();
+    const flags = command.opts();
     const merged = mergeProxyConfigs(inputs.proxyConfig ? [{ name: 'env PROXY_CONFIG', value: inputs.proxyConfig }] : []);
-    applyProxyConfig({ specs: proxyFlags, flags: flags as unknown as Record<string, unknown>, sourceOf: (name) => command.getOptionValueSource(name), merged });
+    applyProxyConfig({ specs: proxyFlags, flags: flags, sourceOf: (name) => command.getOptionValueSource(name), merged });
     return toProxyConfig('sidecar', flags);
   } catch (error) {
     return (error as Error).message;

@@ -1,7 +1,7 @@
 import { Argument, Command } from 'commander';
 import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
-import { toProxyConfig, type ProxyFlagValues } from '../proxy-config.ts';
+import { toProxyConfig } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
 import { applyProxyConfig } from '../../settings/apply-proxy-config.ts';
 import { proxyStatsMatcher, readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
@@ -12,7 +12,7 @@ export function proxyCommand(context: CommandContext): Command {
     .description('Render the Envoy bootstrap, run Envoy through hot restarts and serve its status')
     .addArgument(new Argument('<type>', 'proxy role').choices(proxyTypes));
   for (const spec of proxyFlags) command.addOption(toOption(spec));
-  return command.action(async (type: ProxyType, flags: ProxyFlagValues & Record<string, unknown>) => {
+  return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     const fromProxyConfig = applyProxyConfig({ specs: proxyFlags, flags, sourceOf: (name) => command.getOptionValueSource(name), merged: proxyConfig });
     const config = { ...toProxyConfig(type, flags), proxyStatsMatcher: proxyStatsMatcher(proxyConfig) };
