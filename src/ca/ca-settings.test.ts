@@ -38,3 +38,17 @@ test('wrong values are bad input naming the variable', () => {
   ];
   for (const [env, message] of cases) assert.throws(() => settings(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
 });
+
+test('the other CA variables are read only when the agent asks a CA', () => {
+  assert.equal(settings({ SECRET_TTL: '10s', POD_NAMESPACE: 'a/b' }), undefined, 'no CA_ADDR');
+  assert.equal(settings({ ...base, FILE_MOUNTED_CERTS: 'TRUE', WORKLOAD_KEY_ALGORITHM: 'DSA' }), undefined, 'FILE_MOUNTED_CERTS');
+  assert.equal(settings({ ...base, SECRET_TTL: '10s' }, { certFilesMounted: true }), undefined, 'files in --certDir');
+});
+
+test('empty is unset, and the cluster ID has two names', () => {
+  const empty = settings({ ...base, TRUST_DOMAIN: '', WORKLOAD_KEY_ALGORITHM: '', SECRET_TTL: '', CA_ROOT_CA: '', ISTIOD_SAN: '', ECC_SIGNATURE_ALGORITHM: '', FILE_MOUNTED_CERTS: '' })!;
+  assert.deepEqual([empty.trustDomain, empty.keyAlgorithm, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', 'ECDSA', 86_400, '/var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
+  assert.equal(settings({ ...base, ECC_SIGNATURE_ALGORITHM: 'ECDSA' })!.keyAlgorithm, 'ECDSA');
+  assert.equal(settings({ ...base, CLUSTER_ID: 'c2' })!.clusterId, 'c2');
+  assert.equal(settings({ ...base, CLUSTER_ID: 'c2', ISTIO_META_CLUSTER_ID: 'c1' })!.clusterId, 'c1');
+});

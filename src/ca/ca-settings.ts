@@ -1,30 +1,20 @@
 import { join } from 'node:path';
-import { parseDuration } from '../shared/duration.ts';
-import { badEnv } from '../shared/errors.ts';
+import { caEnv, istioTokenPath } from '../settings/ca-env.ts';
+import { isEnvSet, readEnvSetting, readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
 import { parseHostPort } from '../shared/host-port.ts';
-import type { KeyAlgorithm } from './csr.ts';
+import type { HostPort } from '../shared/proxy-config.ts';
 
-/** Istio's mounts for istiod's root (the CA's and the 15012 port's) and the projected service-account token. */
-export const istioRootCertPath = '/var/run/secrets/istio/root-cert.pem';
-export const istioTokenPath = '/var/run/secrets/tokens/istio-token';
-
-export interface CaSettings {
-  /** host:port of the CA: CA_ADDR. */
-  address: string;
-  /** The CA's TLS root (CA_ROOT_CA, else Istio's mounted root) and the name its certificate must carry. */
-  rootsPath: string;
+/**
+ * The CA client's settings: its env rows as read (CA_ADDR, CA_ROOT_CA,
+ * OUTPUT_CERTS…), plus what is made of several of them or of the flags.
+ */
+export type CaSettings = Omit<EnvValues<typeof caEnv>, 'namespace' | 'serviceAccount' | 'eccSignatureAlgorithm' | 'fileMountedCerts'> & {
+  /** ISTIOD_SAN, else the host of CA_ADDR. */
   serverName: string;
   tokenPath: string;
+  /** spiffe://<TRUST_DOMAIN>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT> */
   identity: string;
-  trustDomain: string;
-  keyAlgorithm: KeyAlgorithm;
-  ttlSeconds: number;
-  graceRatio: number;
-  jitterRatio: number;
-  /** OUTPUT_CERTS: also write the certificate and key here (0600), for apps that read files. */
-  outputDir: string | undefined;
-  clusterId: string | undefined;
-}
+};
 
 export interface CaSettingsInput {
   env: NodeJS.ProcessEnv;
@@ -35,64 +25,25 @@ export interface CaSettingsInput {
 }
 
 /**
- * The CA client's settings from Istio's env names, or undefined when the
- * agent does not ask a CA: CA_ADDR unset, or certificates mounted as files.
- * Values that are set but wrong are bad input, naming the variable.
+ * The CA client's settings from Istio's env names (the rows of
+ * settings/ca-env.ts), or undefined when the agent does not ask a CA:
+ * CA_ADDR unset, or certificates mounted as files. Only then are the other
+ * variables read; values that are set but wrong are bad input, naming the variable.
  */
 export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefined {
   const { env } = input;
-  if (!env.CA_ADDR || input.certFilesMounted || /^true$/i.test(env.FILE_MOUNTED_CERTS ?? '')) return undefined;
-  const address = parseHostPort(env.CA_ADDR);
-  if (typeof address === 'string') fail('CA_ADDR', address);
-  const trustDomain = env.TRUST_DOMAIN || 'cluster.local';
+  if (!isEnvSet(env, caEnv.address) || input.certFilesMounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
+  const { namespace, serviceAccount, eccSignatureAlgorithm, fileMountedCerts, ...values } = readEnvSettings(env, caEnv);
   return {
-    address: env.CA_ADDR,
-    rootsPath: env.CA_ROOT_CA || istioRootCertPath,
-    serverName: env.ISTIOD_SAN || address.host,
+    ...values,
+    serverName: values.serverName ?? hostOf(values.address),
     tokenPath: input.tokenFile || istioTokenPath,
-    identity: `spiffe://${trustDomain}/ns/${required(env, 'POD_NAMESPACE')}/sa/${required(env, 'SERVICE_ACCOUNT')}`,
-    trustDomain,
-    keyAlgorithm: keyAlgorithm(env.WORKLOAD_KEY_ALGORITHM, env.ECC_SIGNATURE_ALGORITHM),
-    ttlSeconds: seconds('SECRET_TTL', env.SECRET_TTL, 24 * 3600),
-    graceRatio: ratio('SECRET_GRACE_PERIOD_RATIO', env.SECRET_GRACE_PERIOD_RATIO, 0.5),
-    jitterRatio: ratio('SECRET_GRACE_PERIOD_RATIO_JITTER', env.SECRET_GRACE_PERIOD_RATIO_JITTER, 0.01),
-    outputDir: env.OUTPUT_CERTS || undefined,
-    clusterId: env.ISTIO_META_CLUSTER_ID || env.CLUSTER_ID || undefined,
+    identity: `spiffe://${values.trustDomain}/ns/${namespace}/sa/${serviceAccount}`,
   };
 }
 
+/** CA_ADDR passed its row's check, so it parses. */
+const hostOf = (address: string) => (parseHostPort(address) as HostPort).host;
+
 /** The files OUTPUT_CERTS gets, under Istio's names. */
 export const outputFiles = (dir: string) => ({ chain: join(dir, 'cert-chain.pem'), key: join(dir, 'key.pem'), root: join(dir, 'root-cert.pem') });
-
-function fail(name: string, reason: string): never {
-  throw badEnv(name, reason);
-}
-
-function required(env: NodeJS.ProcessEnv, name: string): string {
-  const value = env[name];
-  if (!value) fail(name, 'must be set to ask the CA (CA_ADDR) for a certificate: the identity is spiffe://<trust domain>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT>');
-  if (value.includes('/')) fail(name, `"${value}" contains "/"`);
-  return value;
-}
-
-/** Ours defaults to ECDSA; Istio's ECC_SIGNATURE_ALGORITHM=ECDSA (its way to ask for EC) is accepted and means the same. */
-function keyAlgorithm(text: string | undefined, istioEcc: string | undefined): KeyAlgorithm {
-  if (istioEcc && istioEcc !== 'ECDSA') fail('ECC_SIGNATURE_ALGORITHM', `"${istioEcc}" is not ECDSA (the only algorithm Istio names there)`);
-  if (text === undefined || text === '' || text === 'ECDSA') return 'ECDSA';
-  if (text === 'RSA') return 'RSA';
-  return fail('WORKLOAD_KEY_ALGORITHM', `"${text}" is not ECDSA or RSA`);
-}
-
-function seconds(name: string, text: string | undefined, fallback: number): number {
-  if (!text) return fallback;
-  const ms = parseDuration(text);
-  if (ms === undefined || ms < 60_000) fail(name, `"${text}" is not a Go duration of at least 1m`);
-  return Math.floor(ms / 1000);
-}
-
-function ratio(name: string, text: string | undefined, fallback: number): number {
-  if (!text) return fallback;
-  const value = Number(text);
-  if (!/^\d*\.?\d+$/.test(text) || value > 1) fail(name, `"${text}" is not a number between 0 and 1`);
-  return value;
-}

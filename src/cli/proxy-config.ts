@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
-import { istioRootCertPath, istioTokenPath } from '../ca/ca-settings.ts';
+import { istioRootCertPath, istioTokenPath } from '../settings/ca-env.ts';
 import { badFlag } from '../shared/errors.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import type { ProxyType } from '../role/role.ts';
