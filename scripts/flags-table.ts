@@ -1,7 +1,5 @@
-// Prints the README's table of `pilot-agent proxy` flags from the flag table.
+// Prints the README's table of `pilot-agent proxy` flags from the settings' rows.
 import { proxyFlags } from '../src/cli/proxy-flags.ts';
+import { renderFlagsTable } from '../src/settings/flags-table.ts';
 
-const rows = proxyFlags
-  .filter((spec) => !spec.hidden)
-  .map((spec) => `| \`--${spec.flag}\` | ${spec.default === '' || spec.default === undefined ? '""' : `\`${spec.default}\``} | ${spec.env ? `\`${spec.env}\`` : ''} | ${spec.description.replace(/\|/g, '\\|')} |`);
-process.stdout.write(['| flag | default | env | meaning |', '|---|---|---|---|', ...rows].join('\n') + '\n');
+process.stdout.write(renderFlagsTable(proxyFlags).join('\n') + '\n');

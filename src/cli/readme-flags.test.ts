@@ -1,11 +1,48 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { test } from 'node:test';
+import { describe, it } from 'node:test';
+import { caEnv } from '../settings/ca-env.ts';
+import type { EnvSetting } from '../settings/env-settings.ts';
+import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
 
-test('README lists every visible proxy flag', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  for (const spec of proxyFlags.filter((flag) => !flag.hidden)) {
-    assert.match(readme, new RegExp(`\\| \`--${spec.flag}\` \\|`), `--${spec.flag} missing from README`);
-  }
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+
+/** The lines between two markers of the README. */
+function section(begin: string, end: string): string[] {
+  const start = readme.indexOf(begin);
+  const stop = readme.indexOf(end, start);
+  assert.ok(start >= 0 && stop > start, `README has no ${begin} … ${end}`);
+  return readme.slice(start, stop).split('\n');
+}
+
+describe('README says what the settings\' rows say', () => {
+  const visible = proxyFlags.filter((spec) => !spec.hidden);
+
+  it('the flag table lists every visible flag with its default, env var and help, in order (scripts/flags-table.ts)', () => {
+    const rows = section('<!-- flags:begin', '<!-- flags:end').filter((line) => line.startsWith('| `--'));
+    for (const [index, spec] of visible.entries()) {
+      const line = rows.find((row) => row.startsWith(`| \`--${spec.flag}\` |`));
+      assert.ok(line, `--${spec.flag} missing from README`);
+      assert.equal(line, renderFlagRow(spec), `--${spec.flag}'s README row is stale: run scripts/flags-table.ts`);
+      assert.equal(rows.indexOf(line), index, `--${spec.flag} out of order`);
+    }
+    assert.equal(rows.length, visible.length, 'README lists a flag the agent does not have');
+  });
+
+  it('the env table names every flag\'s env var next to its flag, and every CA variable', () => {
+    const envTable = section('### Environment variables', '\n## ').filter((line) => line.startsWith('|'));
+    const rowOf = (name: string) => envTable.find((line) => line.includes(`\`${name}\``));
+    for (const spec of visible.filter((flag) => flag.env)) {
+      assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from README's env table, or not next to --${spec.flag}`);
+    }
+    for (const setting of Object.values<EnvSetting>(caEnv)) {
+      for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from README's env table`);
+    }
+  });
+
+  it('the ProxyConfig section names every field a flag takes from ProxyConfig', () => {
+    const text = section('### Settings: flags, env and ProxyConfig', '### Flags of').join('\n');
+    for (const spec of proxyFlags.filter((flag) => flag.proxyConfig)) assert.match(text, new RegExp(`\`${spec.proxyConfig!.replace(/\./g, '\\.')}\``), `ProxyConfig field ${spec.proxyConfig} missing from README`);
+  });
 });
