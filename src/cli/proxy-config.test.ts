@@ -1,16 +1,20 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
-import { toProxyConfig, xdsTransport, xdsUpstream} from './proxy-config.ts';
+import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
+import { resolveProxyConfig } from '../settings/resolve-proxy-config.ts';
+import type { ProxyConfig } from '../shared/proxy-config.ts';
+import { checkResolvedConfig, xdsTransport, xdsUpstream } from './proxy-config.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
-function parse(args: string[]): ReturnType<typeof toProxyConfig> | string {
+function parse(args: string[]): ProxyConfig | string {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   try {
     command.parse(args, { from: 'user' });
-    return toProxyConfig('sidecar', command.opts());
+    const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
+    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) }).config);
   } catch (error) {
     return (error as Error).message;
   }

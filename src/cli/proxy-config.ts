@@ -3,17 +3,14 @@ import { access, stat } from 'node:fs/promises';
 import { istioRootCertPath, istioTokenPath } from '../settings/ca-env.ts';
 import { badFlag } from '../shared/errors.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
-import type { ProxyType } from '../role/role.ts';
-import { settleProxyConfig } from '../settings/settle-proxy-config.ts';
 import { loadMaterial, type UpstreamOptions } from '../xds/upstream.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
 
 /**
- * The typed config from the flag values (command line, env, ProxyConfig
- * under them), with what can be checked without side effects.
+ * What can be checked of the resolved config without side effects: ports
+ * that collide, a parent shutdown before the drain ends, admin on port 0.
  */
-export function toProxyConfig(proxyType: ProxyType, flags: Readonly<Record<string, unknown>>): ProxyConfig {
-  const config = settleProxyConfig(proxyType, flags);
+export function checkResolvedConfig(config: ProxyConfig): ProxyConfig {
   if (config.proxyAdminPort === 0) throw badFlag('--proxyAdminPort', 'must not be 0: the agent needs to know where admin listens');
   checkFlagCombinations(config);
   return config;

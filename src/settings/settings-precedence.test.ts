@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
-import { toProxyConfig} from '../cli/proxy-config.ts';
+import { checkResolvedConfig } from '../cli/proxy-config.ts';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
-import { applyProxyConfig } from './apply-proxy-config.ts';
 import { mergeProxyConfigs } from './proxy-config-sources.ts';
+import { resolveProxyConfig } from './resolve-proxy-config.ts';
 
 interface Inputs {
   args?: string[];
@@ -22,10 +22,9 @@ function settle(inputs: Inputs): ProxyConfig | string {
   process.env = { ...saved, ...inputs.env };
   try {
     command.parse(inputs.args ?? [], { from: 'user' });
-    const flags = command.opts();
-    const merged = mergeProxyConfigs(inputs.proxyConfig ? [{ name: 'env PROXY_CONFIG', value: inputs.proxyConfig }] : []);
-    applyProxyConfig({ specs: proxyFlags, flags: flags, sourceOf: (name) => command.getOptionValueSource(name), merged });
-    return toProxyConfig('sidecar', flags);
+    const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
+    const proxyConfig = mergeProxyConfigs(inputs.proxyConfig ? [{ name: 'env PROXY_CONFIG', value: inputs.proxyConfig }] : []);
+    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig }).config);
   } catch (error) {
     return (error as Error).message;
   } finally {

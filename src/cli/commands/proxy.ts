@@ -1,10 +1,10 @@
 import { Argument, Command } from 'commander';
 import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
-import { toProxyConfig } from '../proxy-config.ts';
+import { checkResolvedConfig } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
-import { applyProxyConfig } from '../../settings/apply-proxy-config.ts';
-import { proxyStatsMatcher, readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
+import { readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
+import { resolveProxyConfig } from '../../settings/resolve-proxy-config.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
@@ -14,8 +14,9 @@ export function proxyCommand(context: CommandContext): Command {
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
-    const fromProxyConfig = applyProxyConfig({ specs: proxyFlags, flags, sourceOf: (name) => command.getOptionValueSource(name), merged: proxyConfig });
-    const config = { ...toProxyConfig(type, flags), proxyStatsMatcher: proxyStatsMatcher(proxyConfig) };
+    const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
+    const { config, applied } = resolveProxyConfig({ proxyType: type, commandLine, proxyConfig });
+    checkResolvedConfig(config);
     // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
     const { runProxy } = await import('../run-proxy.ts');
     const given = (name: string) => flags[name] !== undefined;
@@ -26,7 +27,7 @@ export function proxyCommand(context: CommandContext): Command {
       printBootstrap: Boolean(flags.printBootstrap),
       ignoredFlags: ignoredFlags.filter(given),
       unimplementedFlags: unimplementedFlags.filter(given),
-      proxyConfig: { applied: fromProxyConfig, unknown: proxyConfig.unknown },
+      proxyConfig: { applied, unknown: proxyConfig.unknown },
     });
   });
 }
