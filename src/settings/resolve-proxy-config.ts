@@ -2,7 +2,7 @@ import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
 import { proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
 import { proxySettings, type ProxyConfig } from './proxy-settings.ts';
-import { settleProxyConfig } from './settle-proxy-config.ts';
+import { attributeOf, keyOf, settleSetting } from './setting.ts';
 
 /** What cli/ parsed: flag values keyed as commander keys them, and where each came from (cli, env, default). */
 export interface CommandLineSource {
@@ -27,4 +27,11 @@ export function resolveProxyConfig(options: ResolveProxyConfigOptions): { config
   const applied = applyProxyConfig({ specs: proxySettings, flags: values, sourceOf: options.commandLine.sourceOf, merged: options.proxyConfig });
   const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig) };
   return { config, applied };
+}
+
+/** Each row's config value from the value the sources settled on, keyed as commander keys flags; unset: its default. */
+function settleProxyConfig(proxyType: ProxyType, values: Readonly<Record<string, unknown>>): ProxyConfig {
+  const config: Record<string, unknown> = { proxyType };
+  for (const setting of proxySettings) config[keyOf(setting)] = settleSetting(setting, values[attributeOf(setting)]);
+  return config as ProxyConfig;
 }

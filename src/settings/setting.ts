@@ -59,10 +59,3 @@ export function settleSetting(setting: Setting, value: unknown): unknown {
   const settled = value ?? defaultOf(setting);
   return setting.settle ? (setting.settle as (value: unknown, flag: string) => unknown)(settled, setting.flag) : settled;
 }
-
-/** A row by its config field, for code that needs one setting's declaration. */
-export function settingOf(rows: readonly Setting[], key: string): Setting {
-  const found = rows.find((row) => keyOf(row) === key);
-  if (!found) throw new Error(`no setting ${key}`);
-  return found;
-}
