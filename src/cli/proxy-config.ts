@@ -36,7 +36,6 @@ export interface ProxyFlagValues {
   proxyComponentLogLevel: string;
   statusPort: number;
   readinessPort: number;
-  applicationPorts: number[];
   prometheusPort: number;
   certDir: string;
   ingressCertDir: string;
@@ -92,7 +91,6 @@ function typeFlags(proxyType: ProxyType, flags: ProxyFlagValues): ProxyConfig {
     proxyComponentLogLevel: flags.proxyComponentLogLevel ?? '',
     statusPort: flags.statusPort,
     readinessPort: flags.readinessPort,
-    applicationPorts: flags.applicationPorts ?? [],
     prometheusPort: flags.prometheusPort,
     certDir: flags.certDir,
     ingressCertDir: flags.ingressCertDir,

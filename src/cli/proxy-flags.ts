@@ -79,7 +79,6 @@ const bool = (text: string) => {
   throw new Error('not a boolean (true or false)');
 };
 
-const portList = (text: string) => (text.trim() === '' ? [] : text.split(',').map((part) => port(part.trim())));
 
 export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'serviceregistry', value: '<name>', default: 'Kubernetes', choices: ['Kubernetes', 'Consul', 'Other'], description: 'Service registry that decides how IP, ID and domain are derived: Kubernetes, Consul or Other' },
@@ -105,7 +104,6 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
   { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },
-  { flag: 'applicationPorts', value: '<ports>', default: '', parse: portList, description: 'Comma-separated application ports whose inbound listeners readiness may require' },
   { flag: 'prometheusPort', value: '<port>', default: '15090', parse: port, description: 'Port of Envoy\'s Prometheus listener (0: any free port)' },
   { flag: 'certDir', value: '<dir>', default: '/etc/certs', env: 'CERT_DIR', description: 'Directory of cert-chain.pem, key.pem and root-cert.pem, watched for rotation' },
   { flag: 'ingressCertDir', value: '<dir>', default: '/etc/istio/ingress-certs', env: 'INGRESS_CERT_DIR', description: 'Directory of tls.crt and tls.key, also watched for `proxy ingress`' },
@@ -143,10 +141,12 @@ export const proxyFlags: readonly FlagSpec[] = [
   { flag: 'log_rotate_max_size', value: '<MB>', hidden: true, description: 'Istio log rotation: not implemented' },
   { flag: 'availabilityZone', value: '<zone>', hidden: true, description: 'Removed in 1.1; accepted and ignored' },
   { flag: 'discoveryRefreshDelay', value: '<duration>', hidden: true, description: 'v1 polling interval, removed; accepted and ignored' },
+  // Older Istio agents made readiness wait for inbound listeners on these ports; today's has no such flag.
+  { flag: 'applicationPorts', value: '<ports>', hidden: true, description: 'Removed from Istio\'s agent (readiness no longer checks application ports); accepted and ignored' },
 ];
 
 /** Flags kept for old command lines; the agent warns when they are given. */
-export const ignoredFlags = ['availabilityZone', 'discoveryRefreshDelay'] as const;
+export const ignoredFlags = ['availabilityZone', 'discoveryRefreshDelay', 'applicationPorts'] as const;
 
 /** Istio flags accepted (so today's injected pods start) but not implemented; one warning each when given. */
 export const unimplementedFlags = ['stsPort', 'outlierLogPath', 'tokenManagerPlugin', 'profiling', 'log_target', 'log_caller', 'log_stacktrace_level', 'log_rotate', 'log_rotate_max_age', 'log_rotate_max_backups', 'log_rotate_max_size'] as const;

@@ -35,7 +35,6 @@ export interface ProxyConfig {
   statusPort: number;
   /** Envoy's readiness listener (15021), routed to the status server; 0: none. */
   readinessPort: number;
-  applicationPorts: number[];
   /** Envoy's Prometheus listener (15090); 0 lets the kernel pick. */
   prometheusPort: number;
   /** Where the certificates live (cert-chain.pem, key.pem, root-cert.pem). */
