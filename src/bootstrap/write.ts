@@ -63,11 +63,16 @@ async function makeDirs(path: string): Promise<void> {
   }
 }
 
-/** Writes an epoch's bootstrap (mode 0600) and returns its path. */
+/**
+ * Writes an epoch's bootstrap (mode 0600) and returns its path. A file left
+ * there (another agent's, a user's) is removed first: writeFile's mode only
+ * applies to a file it creates, and the bootstrap carries node metadata.
+ */
 export async function writeBootstrap(configPath: string, epoch: number, text: string, extension?: string): Promise<string> {
   const path = bootstrapPath(configPath, epoch, extension);
   try {
-    await writeFile(path, text, { mode: 0o600 });
+    await rm(path, { force: true });
+    await writeFile(path, text, { mode: 0o600, flag: 'wx' });
   } catch (error) {
     throw badFlag('--configPath', `cannot write ${path} (${(error as NodeJS.ErrnoException).code})`, error);
   }

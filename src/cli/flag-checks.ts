@@ -19,7 +19,6 @@ function listeningPorts(config: ProxyConfig): [flag: string, port: number][] {
     ['--statusPort', config.statusPort],
     ['--readinessPort', config.readinessPort],
     ['--prometheusPort', config.prometheusPort],
-    ...config.applicationPorts.map((port): [string, number] => ['--applicationPorts', port]),
   ];
   return ports.filter(([, port]) => port !== 0);
 }

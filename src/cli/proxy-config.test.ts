@@ -25,8 +25,6 @@ const rejected: [args: string[], message: RegExp][] = [
   [['--prometheusPort', '15000'], /^--prometheusPort: 15000 is also --proxyAdminPort/],
   [['--readinessPort', '15020'], /^--readinessPort: 15020 is also --statusPort/],
   [['--prometheusPort', '15021'], /^--prometheusPort: 15021 is also --readinessPort/],
-  [['--applicationPorts', '8080,15090'], /^--applicationPorts: 15090 is also --prometheusPort/],
-  [['--applicationPorts', '8080,8080'], /^--applicationPorts: 8080 is listed twice/],
   [['--proxyComponentLogLevel', 'nosuch:verbose'], /--proxyComponentLogLevel.*"nosuch" is not an Envoy log component/],
   [['--proxyComponentLogLevel', 'upstream:verbose'], /--proxyComponentLogLevel.*"verbose" is not an Envoy log level/],
   [['--proxyComponentLogLevel', 'upstream'], /--proxyComponentLogLevel.*"upstream" is not component:level/],

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import type { AdminClient, AdminResult } from './admin.ts';
@@ -16,6 +17,12 @@ function fakeAdmin(counts: number[]) {
     post: async (path) => (calls.push(`POST ${path}`), ok('OK')),
   };
   return { admin, calls };
+}
+
+/** A logger that keeps its lines, to check which one a drain wrote. */
+function linesLogger() {
+  const lines: { level: number; msg: string; refused?: { path: string; answer: string }[] }[] = [];
+  return { lines, logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }) };
 }
 
 /** Runs the drain, moving the fake clock 500 ms at a time; returns the fake time it took. */
@@ -61,5 +68,32 @@ describe('drainEnvoy', () => {
   it('with exit-on-zero: the drain duration still bounds the wait', async () => {
     const { admin } = fakeAdmin(Array(100).fill(5));
     assert.equal(await timeDrain({ admin, exitOnZeroActiveConnections: true, minDurationMs: 1000, pollMs: 1000 }), 10_000);
+  });
+
+  const okAnswer: AdminResult = { ok: true, status: 200, body: 'OK' };
+  const drainPath = '/drain_listeners?graceful&inboundonly';
+  const refusals: [string, (path: string) => AdminResult, string[]][] = [
+    ['admin unreachable', () => ({ ok: false, error: 'ECONNREFUSED' }), ['/healthcheck/fail', drainPath]],
+    ['/healthcheck/fail answered 404', (path) => (path === '/healthcheck/fail' ? { ok: true, status: 404, body: 'no such path' } : okAnswer), ['/healthcheck/fail']],
+    ['/drain_listeners answered 400', (path) => (path === drainPath ? { ok: true, status: 400, body: 'bad request' } : okAnswer), [drainPath]],
+  ];
+  for (const [name, answer, refusedPaths] of refusals) {
+    it(`logs an error naming what Envoy refused, not "draining listeners": ${name}`, async () => {
+      const admin: AdminClient = { get: async () => ({ ok: true, status: 200, body: '' }), post: async (path) => answer(path) };
+      const { lines, logger } = linesLogger();
+      await timeDrain({ admin, logger, durationMs: 1000 });
+      assert.equal(lines.find((line) => line.msg === 'draining listeners'), undefined, 'no claim that Envoy drains');
+      const errors = lines.filter((line) => line.level === 50);
+      assert.equal(errors.length, 1, JSON.stringify(lines));
+      assert.deepEqual(errors[0]!.refused!.map((entry) => entry.path), refusedPaths);
+    });
+  }
+
+  it('logs "draining listeners" once Envoy accepted both calls', async () => {
+    const { admin } = fakeAdmin([]);
+    const { lines, logger } = linesLogger();
+    await timeDrain({ admin, logger, durationMs: 1000 });
+    assert.equal(lines.filter((line) => line.msg === 'draining listeners').length, 1);
+    assert.equal(lines.filter((line) => line.level >= 50).length, 0);
   });
 });

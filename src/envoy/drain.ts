@@ -31,19 +31,26 @@ export async function drainEnvoy(options: DrainOptions): Promise<void> {
   const { logger, signal } = options;
   // Already told to hurry (/quitquitquit, a second signal): stop without the admin calls.
   if (signal.aborted) return;
-  await drainListeners(options);
-  logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
+  // Envoy's refusal is logged by drainListeners; the wait still gives open connections their time.
+  if (await drainListeners(options)) logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
   if (options.exitOnZeroActiveConnections) return waitForZeroConnections(options);
   await options.clock.sleep(options.durationMs, signal).catch(() => undefined);
 }
 
-/** Fails health checks and starts the graceful listener drain of whichever Envoy holds admin; no wait. */
-export async function drainListeners(options: Pick<DrainOptions, 'admin' | 'logger' | 'signal' | 'inboundOnly'>): Promise<void> {
+/**
+ * Fails health checks and starts the graceful listener drain of whichever
+ * Envoy holds admin; no wait. False (and one error line naming what Envoy
+ * refused) when either call did not answer 200: Envoy is then not draining.
+ */
+export async function drainListeners(options: Pick<DrainOptions, 'admin' | 'logger' | 'signal' | 'inboundOnly'>): Promise<boolean> {
   const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}`;
+  const refused: { path: string; answer: string }[] = [];
   for (const path of ['/healthcheck/fail', drainPath]) {
     const result = await options.admin.post(path, options.signal);
-    if (!result.ok || result.status !== 200) options.logger.warn({ path, result }, 'admin drain call failed');
+    if (!result.ok || result.status !== 200) refused.push({ path, answer: result.ok ? `${result.status} ${result.body.trim()}` : result.error });
   }
+  if (refused.length > 0) options.logger.error({ refused }, 'envoy did not start draining: admin drain call failed');
+  return refused.length === 0;
 }
 
 /** Waits the minimum, then polls until no connection is left or the drain duration is over. */

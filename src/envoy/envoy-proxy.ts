@@ -171,9 +171,9 @@ export class EnvoyProxy implements Proxy {
     });
   }
 
-  drainListeners(signal: AbortSignal): Promise<void> {
+  async drainListeners(signal: AbortSignal): Promise<void> {
     const { config, logger } = this.#options;
-    return drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar' });
+    await drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar' });
   }
 
   cleanup(epoch: number): Promise<void> {

@@ -24,4 +24,6 @@ export const istioCompatFlags = declareSettings([
   { flag: 'log_rotate_max_size', value: '<MB>', hidden: true, ignored: 'unimplemented', description: 'Istio log rotation: not implemented' },
   { flag: 'availabilityZone', value: '<zone>', hidden: true, ignored: 'obsolete', description: 'Removed in 1.1; accepted and ignored' },
   { flag: 'discoveryRefreshDelay', value: '<duration>', hidden: true, ignored: 'obsolete', description: 'v1 polling interval, removed; accepted and ignored' },
+  // Older Istio agents made readiness wait for inbound listeners on these ports; today's has no such flag.
+  { flag: 'applicationPorts', value: '<ports>', hidden: true, ignored: 'obsolete', description: 'Removed from Istio\'s agent (readiness no longer checks application ports); accepted and ignored' },
 ]);

@@ -65,4 +65,3 @@ export const bool = (text: string) => {
   throw new Error('not a boolean (true or false)');
 };
 
-export const portList = (text: string) => (text.trim() === '' ? [] : text.split(',').map((part) => port(part.trim())));

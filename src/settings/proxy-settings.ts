@@ -1,6 +1,6 @@
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import type { ProxyType } from '../role/role.ts';
-import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLevels, maxConcurrency, port, portList, secondsOrDuration } from './parse-values.ts';
+import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLevels, maxConcurrency, port, secondsOrDuration } from './parse-values.ts';
 import { declareSettings, type SettingValues } from './setting.ts';
 import { absolutePath, emptyIsUnset, hostPort, optionalHostPort, optionalList } from './settle-values.ts';
 
@@ -29,7 +29,6 @@ export const proxySettings = declareSettings([
   { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
   { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },
-  { flag: 'applicationPorts', value: '<ports>', default: '', parse: portList, description: 'Comma-separated application ports whose inbound listeners readiness may require' },
   { flag: 'prometheusPort', value: '<port>', default: '15090', parse: port, description: 'Port of Envoy\'s Prometheus listener (0: any free port)' },
   { flag: 'certDir', value: '<dir>', default: '/etc/certs', env: 'CERT_DIR', description: 'Directory of cert-chain.pem, key.pem and root-cert.pem, watched for rotation' },
   { flag: 'ingressCertDir', value: '<dir>', default: '/etc/istio/ingress-certs', env: 'INGRESS_CERT_DIR', description: 'Directory of tls.crt and tls.key, also watched for `proxy ingress`' },

@@ -50,6 +50,23 @@ describe("Istio's current injection template arguments", () => {
     }
   });
 
+  it('old Istio flags (--applicationPorts, --availabilityZone) are accepted with one warning line each naming the flag', async () => {
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--applicationPorts', '8080,9090', '--availabilityZone', 'az-1', '--stsPort=15463'] });
+    try {
+      await agent.log.waitFor((entry) => entry.msg === 'envoy started', 30_000, 'Envoy to start');
+      const warnings = agent.log.entries.filter((entry) => entry.level === 40);
+      const byFlag = (flag: string) => warnings.filter((entry) => entry.flag === flag);
+      for (const flag of ['applicationPorts', 'availabilityZone']) {
+        assert.equal(byFlag(flag).length, 1, `one warning for --${flag}: ${JSON.stringify(warnings)}`);
+        assert.equal(byFlag(flag)[0]!.msg, 'flag is obsolete and ignored');
+      }
+      assert.equal(byFlag('stsPort').length, 1, 'an unimplemented flag is warned about too');
+      assert.match(byFlag('stsPort')[0]!.msg, /not implemented; ignored/);
+    } finally {
+      assert.equal((await agent.stop('SIGTERM')).exitCode, 0, agent.stderr());
+    }
+  });
+
   const initCases: { name: string; extra: string[]; warnings: string[]; rules: boolean }[] = [
     // --dry-run stands in for the privileges an init container has; the rules are those it would apply.
     { name: 'defaults', extra: ['--dry-run'], warnings: [], rules: true },

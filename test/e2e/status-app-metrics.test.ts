@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { mergePrometheusAnnotations } from '../../src/inject/prometheus-merge.ts';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
@@ -19,16 +19,30 @@ const appText = [
   '',
 ].join('\n');
 
-type Mode = 'ok' | 'slow' | 'error';
+type Mode = 'ok' | 'slow' | 'error' | 'endless';
+
+/** Metric lines without end, written as fast as the reader takes them, until it hangs up. */
+function streamEndlessly(response: ServerResponse, app: { endlessBytes: number; endlessClosed: boolean }): void {
+  response.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' });
+  const block = Array.from({ length: 1000 }, (_, i) => `app_endless{line="${i}"} 1\n`).join('');
+  let open = true;
+  response.on('close', () => ((open = false), (app.endlessClosed = true)));
+  const pump = () => {
+    while (open && response.write(block)) app.endlessBytes += block.length;
+    if (open) response.once('drain', pump);
+  };
+  pump();
+}
 
 /** The app's metrics endpoint, whose behaviour the test switches. */
 async function startMetricsApp() {
-  const app = { mode: 'ok' as Mode, scrapes: 0 };
+  const app = { mode: 'ok' as Mode, scrapes: 0, endlessBytes: 0, endlessClosed: false };
   const server: Server = createServer((request, response) => {
     app.scrapes++;
     if (request.url !== '/custom/metrics') return void response.writeHead(404).end();
     if (app.mode === 'slow') return;
     if (app.mode === 'error') return void response.writeHead(500).end('boom');
+    if (app.mode === 'endless') return streamEndlessly(response, app);
     response.end(appText);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -83,13 +97,37 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '0');
   });
 
+  it('an app whose metrics never end is cut at the 8 MiB cap on a whole line; the agent hangs up and stays ready', async () => {
+    metricsApp.app.mode = 'endless';
+    const { text, families } = await scrape();
+    const appPart = text.slice(text.indexOf('app_endless'));
+    assert.ok(appPart.length > 0 && appPart.length <= 8 * 1024 * 1024 + 100, `the app's part is ${appPart.length} bytes`);
+    assert.ok(appPart.length > 7 * 1024 * 1024, `the app's part is kept up to the cap, not dropped: ${appPart.length} bytes`);
+    assert.match(text, /\napp_endless\{line="\d+"\} 1\n# app metrics truncated at the size cap\n$/, 'cut after a whole line, then the note');
+    assert.ok(families.has('app_endless'), 'what was kept parses');
+    const closeDeadline = Date.now() + 10_000;
+    while (!metricsApp.app.endlessClosed && Date.now() < closeDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(metricsApp.app.endlessClosed, 'the agent closed the app\'s endless response');
+    const sent = metricsApp.app.endlessBytes;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(metricsApp.app.endlessBytes, sent, 'nothing more is sent once the agent hung up');
+    assert.ok(sent < 64 * 1024 * 1024, `the agent stopped reading near the cap (the app wrote ${sent} bytes)`);
+    assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '0', 'the truncation counts from the next scrape');
+    assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed' && entry.reason === 'truncated'));
+    metricsApp.app.mode = 'ok';
+    const again = await scrape();
+    assert.equal(again.families.get('app_requests_total')?.metrics[0]?.value, '7', 'the next scrape is whole');
+    assert.equal(again.families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '1');
+    assert.equal((await get(statusPort, '/healthz/ready')).status, 200, 'the agent stays ready');
+  });
+
   const failures: [string, Mode | 'down', RegExp][] = [
     ['an app answering 500', 'error', /# app metrics unavailable: HTTP 500/],
     ['a slow app (bounded by the 3 s app timeout)', 'slow', /# app metrics unavailable: .*(Timeout|aborted)/i],
     ['a down app', 'down', /# app metrics unavailable: .*ECONNREFUSED/],
   ];
   // The agent's part is collected while the app is scraped, so a scrape shows the failures before it.
-  let failedBefore = 0;
+  let failedBefore = 1;
   for (const [name, mode, comment] of failures) {
     it(`${name} costs the app's part only, counted and logged`, async () => {
       if (mode === 'down') await metricsApp.close();

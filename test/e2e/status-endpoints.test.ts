@@ -7,19 +7,36 @@ import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { parsePrometheus } from '../support/prometheus.ts';
-import { simpleHttpService } from '../support/resources.ts';
+import { httpListener, simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+
+async function envoyServerInfo(adminPort: number): Promise<{ state: string }> {
+  return (await (await fetch(`http://127.0.0.1:${adminPort}/server_info`)).json()) as { state: string };
+}
+
+/** One counter or gauge from Envoy's admin /stats. */
+async function envoyStat(adminPort: number, name: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${adminPort}/stats?filter=${encodeURIComponent(`^${name}$`)}`)).text();
+  const match = new RegExp(`^${name.replaceAll('.', '\\.')}: (\\d+)$`, 'm').exec(text);
+  if (!match) throw new Error(`no ${name} in Envoy's /stats: ${text}`);
+  return Number(match[1]);
+}
 
 const cli = (args: string[]) => execa(nodeBin, [agentBin, ...args], { reject: false, timeout: 60_000 });
 
 describe('status endpoints, request and wait with the real Envoy', () => {
   let upstream: Upstream;
   let peer: Peer;
+  let outboundPort: number;
+  let inboundPort: number;
 
   before(async () => {
     upstream = await startUpstream('hello');
-    peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    [outboundPort, inboundPort] = [await freePort(), await freePort()];
+    // A sidecar drains inbound listeners only (the app can still call out): one of each shows both halves.
+    const inbound = { ...(httpListener('inbound_0', inboundPort, 'local_route') as object), traffic_direction: 'INBOUND' };
+    peer = await startPeer([...simpleHttpService({ listenerPort: outboundPort, upstreamPort: upstream.port }), inbound]);
   });
   after(async () => {
     await peer.stop();
@@ -76,15 +93,22 @@ describe('status endpoints, request and wait with the real Envoy', () => {
     }
   });
 
-  it('drain keeps the agent and Envoy running but makes readiness fail', async () => {
+  it('drain keeps the agent and Envoy running but makes readiness fail; Envoy itself drains its inbound listeners', async () => {
     const { agent, statusPort } = await startStatusAgent(peer.address);
     try {
       await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+      await waitForStatus(inboundPort, '/', (answer) => answer.body === 'hello', 15_000);
       assert.equal((await get(statusPort, '/drain', 'POST')).status, 200);
       const ready = await get(statusPort, '/healthz/ready');
       assert.equal(ready.status, 503);
       assert.match(ready.body, /draining/);
       assert.ok(agent.envoyPids().every(isAlive), 'Envoy still runs');
+      // Envoy's own view, not the agent's: /healthcheck/fail took (DRAINING), and
+      // /drain_listeners stopped the inbound listener after Envoy's drain time (1 s here).
+      assert.equal((await envoyServerInfo(agent.adminPort)).state, 'DRAINING', 'Envoy reports DRAINING');
+      await waitForStatus(inboundPort, '/', (answer) => answer.status === 0, 15_000);
+      assert.ok((await envoyStat(agent.adminPort, 'listener_manager.listener_stopped')) >= 1, 'Envoy counts a stopped listener');
+      assert.equal((await get(outboundPort, '/')).body, 'hello', 'the outbound listener still serves');
       assert.equal((await get(statusPort, '/drain')).status, 405, 'GET does not drain');
     } finally {
       assert.equal((await agent.stop()).exitCode, 0, agent.stderr());

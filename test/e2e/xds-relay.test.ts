@@ -63,12 +63,14 @@ for (const mode of ['sotw', 'delta'] as const) {
       await assertGone(agent.envoyPids());
     });
 
-    it('serves the initial config through the relay on an owner-only socket', async () => {
+    it('serves the initial config through the relay on an owner-only socket; the bootstrap is owner-only too', async () => {
       await waitForBody(listenerPort, '/a', `a (${mode})`);
       const socket = await stat(join(agent.dir, 'config', 'XDS'));
       assert.ok(socket.isSocket());
       assert.equal(socket.mode & 0o777, 0o600);
       assert.equal((await stat(join(agent.dir, 'config'))).mode & 0o777, 0o700);
+      // The runner's umask is 022 or so: 0600 comes from the agent, not from it.
+      assert.equal((await stat(join(agent.dir, 'config', 'envoy-rev0.json'))).mode & 0o777, 0o600, 'the rendered bootstrap is 0600');
       const opened = agent.log.find((entry) => entry.msg === 'Envoy opened an xDS stream');
       assert.equal(opened?.mode, mode);
     });

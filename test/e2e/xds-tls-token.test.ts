@@ -43,8 +43,8 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
     await Promise.all([signer?.close(), otherSigner?.close(), rm(dir, { recursive: true, force: true })]);
   });
 
-  async function withAgent(env: Record<string, string>, args: string[], check: (agent: RunningAgent) => Promise<void>): Promise<void> {
-    const agent = await startAgent({ discoveryAddress: peer.address, env: { ISTIOD_SAN: istiodName, ...env }, args });
+  async function withAgent(env: Record<string, string>, args: string[], check: (agent: RunningAgent) => Promise<void>, discoveryAddress = peer.address): Promise<void> {
+    const agent = await startAgent({ discoveryAddress, env: { ISTIOD_SAN: istiodName, ...env }, args });
     try {
       await check(agent);
     } finally {
@@ -52,6 +52,8 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
       await assertGone(agent.envoyPids());
     }
   }
+
+  const withAgentOn = (discoveryAddress: string, args: string[], check: () => Promise<void>) => withAgent({ XDS_ROOT_CA: files().root }, args, check, discoveryAddress);
 
   const streamEnded = (agent: RunningAgent, pattern: RegExp) =>
     agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && pattern.test(String(entry.details)), 20_000, `a stream ending with ${pattern}`);
@@ -81,6 +83,30 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
       const line = await streamEnded(agent, /^cannot reach the discovery server: TLS:/);
       assert.ok(String(line.details).includes(files().wrongRoot), String(line.details));
     });
+  });
+
+  it('the token file is read again for a new stream: a rotated token reaches a server that wants only the new one', { timeout: 90_000 }, async () => {
+    const tokenFile = join(dir, 'rotating-token');
+    await writeFile(tokenFile, 'token-one\n');
+    const tls = await issueServerPair(signer, istiodName);
+    const fixedPort = await freePort();
+    const peerArgs = (wanted: string) => ({ address: `127.0.0.1:${fixedPort}`, args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', wanted] });
+    const resources = simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port });
+    let current: Peer | undefined = await startPeer(resources, peerArgs('token-one'));
+    try {
+      await withAgentOn(`127.0.0.1:${fixedPort}`, ['--xdsTokenFile', tokenFile], async () => {
+        await current!.log.waitFor((entry) => entry.event === 'node', 30_000, 'a stream with the first token');
+        await writeFile(tokenFile, 'token-two\n');
+        // Dropping the server ends the stream; the one after it must carry the file's new content.
+        await current!.stop();
+        current = undefined;
+        current = await startPeer(resources, peerArgs('token-two'));
+        const seen = await current.log.waitFor((entry) => entry.event === 'node' || entry.event === 'token_refused', 45_000, 'a new stream after the restart');
+        assert.equal(seen.event, 'node', `the new stream carried the rotated token (peer said ${JSON.stringify(seen)})`);
+      });
+    } finally {
+      await current?.stop();
+    }
   });
 
   it('a missing root or token file at start is bad input: exit 2 naming it', { timeout: 30_000 }, async () => {
