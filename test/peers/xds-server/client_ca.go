@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -54,4 +55,12 @@ func spiffeID(state tls.ConnectionState) string {
 // of grace), as istiod does every 30 minutes, so clients dial afresh.
 func maxConnectionAge(age time.Duration) grpc.ServerOption {
 	return grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionAge: age, MaxConnectionAgeGrace: time.Second})
+}
+
+// clientSerial is the client certificate's serial in upper-case hex (as the CA peer logs it), "" when none.
+func clientSerial(state tls.ConnectionState) string {
+	if len(state.PeerCertificates) == 0 {
+		return ""
+	}
+	return strings.ToUpper(state.PeerCertificates[0].SerialNumber.Text(16))
 }

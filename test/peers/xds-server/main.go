@@ -190,7 +190,7 @@ func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Auth
 		if certs := ti.State.PeerCertificates; len(certs) > 0 {
 			client = certs[0].Subject.String()
 		}
-		emit("tls_handshake", "peer", conn.RemoteAddr().String(), "client", client, "spiffe", spiffeID(ti.State), "alpn", ti.State.NegotiatedProtocol)
+		emit("tls_handshake", "peer", conn.RemoteAddr().String(), "client", client, "spiffe", spiffeID(ti.State), "serial", clientSerial(ti.State), "alpn", ti.State.NegotiatedProtocol)
 	}
 	return out, info, err
 }
