@@ -10,7 +10,8 @@ import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
-import { dialUpstream, type UpstreamOptions } from './upstream.ts';
+import type { UpstreamOptions } from './upstream.ts';
+import { dialWithCredentials } from './upstream-dial.ts';
 import type { XdsMode } from './wire.ts';
 
 export interface XdsRelayOptions {
@@ -127,13 +128,15 @@ export class XdsRelay {
 
   #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {
     const id = this.#nextId++;
+    const logger = this.#options.logger.child({ stream: id });
+    const { upstream, clock } = this.#options;
     const stream = new RelayStream({
       id,
       mode,
       downstream,
-      dial: () => dialUpstream(this.#options.upstream, adsMethods[mode], this.#keepalive),
+      dial: () => dialWithCredentials({ upstream, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
       stats: this.#stats,
-      logger: this.#options.logger.child({ stream: id }),
+      logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
       limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       kept: this.kept,
