@@ -14,7 +14,7 @@ const callTimeoutMs = 10_000;
 export interface CaRuntime {
   /** Why there is no usable workload certificate, for readiness; undefined when there is one. */
   problem(): string | undefined;
-  /** The current certificate's root, for TLS towards istiod once the agent holds one. */
+  /** The current certificate's root. Not what the relay trusts istiod with: that stays the mounted file, as in Istio. */
   roots(): Buffer | undefined;
   /** The workload certificate held now (chain and in-memory key), for the relay to present to istiod. */
   workloadCertificate(): { chain: Buffer; key: Buffer; expiresAt: number } | undefined;
