@@ -11,7 +11,7 @@ import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from './upstream.ts';
-import { dialWithCredentials } from './upstream-dial.ts';
+import { dialWithCredentials, RefusedCertificate } from './upstream-dial.ts';
 import type { XdsMode } from './wire.ts';
 
 export interface XdsRelayOptions {
@@ -69,6 +69,7 @@ export class XdsRelay {
   readonly #stats: XdsStats;
   readonly #streams = new Set<RelayStream>();
   readonly #sessions = new Set<Http2Session>();
+  readonly #refused = new RefusedCertificate();
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
@@ -134,7 +135,7 @@ export class XdsRelay {
       id,
       mode,
       downstream,
-      dial: () => dialWithCredentials({ upstream, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
+      dial: () => dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
       stats: this.#stats,
       logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },

@@ -58,11 +58,15 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
     });
   });
 
-  it('a server that does not trust the CA\'s root refuses the certificate: a line naming it, and a metric', { timeout: 90_000 }, async () => {
-    await withRig({ xdsTls: { clientCert: 'optional', otherClientCa: true } }, async (rig) => {
+  it('a server that does not trust the CA\'s root refuses the certificate: a line naming it, a metric, then the token alone', { timeout: 90_000 }, async () => {
+    // Long-lived certificates: no renewal brings a new one to present while the test runs.
+    await withRig({ ttlSeconds: 3600, xdsTls: { clientCert: 'optional', otherClientCa: true } }, async (rig) => {
       const line = await rig.agent.log.waitFor((entry) => entry.msg === 'the discovery server refused our client certificate', 30_000, 'the refused-certificate line');
       assert.equal(line.credential, 'certificate+token');
       await streamEnded(rig, /^cannot reach the discovery server: TLS: the discovery server refused our client certificate/);
+      const refusedAt = rig.agent.log.entries.indexOf(line);
+      await rig.agent.log.waitFor((entry) => entry.msg === 'connected to the discovery server' && entry.credential === 'token', 30_000, 'a token-only connection after the refusal', refusedAt);
+      await handshake(rig, (entry) => entry.spiffe === '', 'a token-only handshake');
       const metrics = await (await fetch(`http://127.0.0.1:${rig.statusPort}/stats/prometheus`)).text();
       assert.match(metrics, /pilot_agent_xds_proxy_upstream_dials_total\{credential="certificate\+token",result="certificate_refused"\} [1-9]/);
     });
