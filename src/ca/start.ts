@@ -14,8 +14,10 @@ const callTimeoutMs = 10_000;
 export interface CaRuntime {
   /** Why there is no usable workload certificate, for readiness; undefined when there is one. */
   problem(): string | undefined;
-  /** The current certificate's root, for TLS towards istiod once the agent holds one. */
+  /** The current certificate's root. Not what the relay trusts istiod with: that stays the mounted file, as in Istio. */
   roots(): Buffer | undefined;
+  /** The workload certificate held now (chain and in-memory key), for the relay to present to istiod. */
+  workloadCertificate(): { chain: Buffer; key: Buffer; expiresAt: number } | undefined;
   debug(): unknown;
   stop(): void;
 }
@@ -50,6 +52,10 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   return {
     problem: () => problem,
     roots: () => (certificates.current ? Buffer.from(certificates.current.root) : undefined),
+    workloadCertificate: () => {
+      const current = certificates.current;
+      return current && { chain: Buffer.from(current.chain.join('')), key: Buffer.from(current.key), expiresAt: current.expiresAt };
+    },
     debug: () => caDebug(settings, certificates.current, problem),
     stop: () => certificates.stop(),
   };

@@ -141,7 +141,9 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const xdsLogger = logger.child({ component: 'xds' });
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream: xdsUpstream(config), registry, clock: systemClock, logger: xdsLogger, kept });
+  // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
+  const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept });
   await relay.start();
   const metrics = registerAgentMetrics(registry, () => agent.state);
   const epochs = new EpochTracker({ clock: systemClock, metrics });

@@ -10,7 +10,8 @@ import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
-import { dialUpstream, type UpstreamOptions } from './upstream.ts';
+import type { UpstreamOptions } from './upstream.ts';
+import { dialWithCredentials, RefusedCertificate } from './upstream-dial.ts';
 import type { XdsMode } from './wire.ts';
 
 export interface XdsRelayOptions {
@@ -68,6 +69,7 @@ export class XdsRelay {
   readonly #stats: XdsStats;
   readonly #streams = new Set<RelayStream>();
   readonly #sessions = new Set<Http2Session>();
+  readonly #refused = new RefusedCertificate();
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
@@ -127,13 +129,15 @@ export class XdsRelay {
 
   #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {
     const id = this.#nextId++;
+    const logger = this.#options.logger.child({ stream: id });
+    const { upstream, clock } = this.#options;
     const stream = new RelayStream({
       id,
       mode,
       downstream,
-      dial: () => dialUpstream(this.#options.upstream, adsMethods[mode], this.#keepalive),
+      dial: () => dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
       stats: this.#stats,
-      logger: this.#options.logger.child({ stream: id }),
+      logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
       limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       kept: this.kept,

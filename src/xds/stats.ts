@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Clock } from '../shared/clock.ts';
+import type { UpstreamCredential } from './client-credential.ts';
 import { typeKey } from './type-urls.ts';
 import type { RequestFields, ResponseFields, XdsMode } from './wire.ts';
 
@@ -69,6 +70,7 @@ export class XdsStats {
       responses: new Counter({ name: 'pilot_agent_xds_proxy_responses_total', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
       bytes: new Counter({ name: 'pilot_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
       nacks: new Counter({ name: 'pilot_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
+      dials: new Counter({ name: 'pilot_agent_xds_proxy_upstream_dials_total', help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)', labelNames: ['credential', 'result'], registers }),
       upstreamFailures: new Counter({ name: 'pilot_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
       terminations: new Counter({ name: 'pilot_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
       streams: new Gauge({ name: 'pilot_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
@@ -131,6 +133,11 @@ export class XdsStats {
     entry.responseBytes += bytes;
     this.#metrics.responses.inc({ type });
     this.#metrics.bytes.inc({ type, direction: 'response' }, bytes);
+  }
+
+  /** A dial of the discovery server: which credential it carried and how it went. */
+  upstreamDial(credential: UpstreamCredential, result: 'connected' | 'certificate_refused' | 'failed'): void {
+    this.#metrics.dials.inc({ credential, result });
   }
 
   upstreamFailure(code: string): void {

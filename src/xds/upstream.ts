@@ -8,6 +8,7 @@ import { badFile, badFlag } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { HostPort } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
+import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
 
 /** How the agent reaches the discovery server. */
@@ -23,6 +24,8 @@ export interface UpstreamOptions {
   serverName?: string;
   /** Sent as `authorization: Bearer <content>`; read again for every new stream. */
   tokenFile?: string;
+  /** TLS: the workload certificate the agent holds now (from the CA, in memory), presented as ours. */
+  heldCertificate?: () => HeldCertificate | undefined;
 }
 
 const mib = 1024 * 1024;
@@ -43,21 +46,43 @@ export interface UpstreamMaterial {
   tls: { cert?: Buffer; key?: Buffer; ca: Buffer } | undefined;
   /** Extra request headers: the token, when there is one. */
   headers: OutgoingHttpHeaders;
+  /** What this connection proves us with. */
+  credential: UpstreamCredential;
+  /** Whether the held certificate goes along, and why not. */
+  held: HeldCertificateChoice;
+  /** Why the token is left out: unreadable while the held certificate speaks for us. */
+  tokenProblem?: string;
 }
 
-/** Reads the TLS files and the token now; throws AgentError naming the file at fault. */
-export async function loadMaterial(options: UpstreamOptions): Promise<UpstreamMaterial> {
+/**
+ * Reads the TLS files and the token now, and takes the held certificate;
+ * throws AgentError naming the file at fault. With a certificate to present,
+ * an unreadable token is left out rather than fatal, as Istio's token reader does.
+ */
+export async function loadMaterial(options: UpstreamOptions, now = Date.now()): Promise<UpstreamMaterial> {
+  const held = chooseHeldCertificate(options.policy, options.heldCertificate?.(), now);
   const headers: OutgoingHttpHeaders = {};
-  if (options.tokenFile) headers.authorization = `Bearer ${(await readText(options.tokenFile, '--xdsTokenFile')).trim()}`;
-  if (options.policy === 'NONE') return { tls: undefined, headers };
-  if (options.policy === 'TLS') return { tls: { ca: await readRoot(options.rootCaFile!) }, headers };
+  let tokenProblem: string | undefined;
+  if (options.tokenFile) {
+    const token = await readText(options.tokenFile, '--xdsTokenFile').catch((error: Error) => {
+      if (!held.present) throw error;
+      tokenProblem = error.message;
+    });
+    if (token !== undefined) headers.authorization = `Bearer ${token.trim()}`;
+  }
+  const base = { headers, held, tokenProblem, credential: credentialLabel(held.present || options.policy === 'MUTUAL_TLS', headers.authorization !== undefined) };
+  if (options.policy === 'NONE') return { tls: undefined, ...base };
+  if (options.policy === 'TLS') {
+    const ca = await readRoot(options.rootCaFile!);
+    return { tls: held.present ? { ca, cert: held.certificate.chain, key: held.certificate.key } : { ca }, ...base };
+  }
   // One after the other: with several files missing, the error names the same one every time.
   const files = {} as Record<keyof typeof certFileNames, Buffer>;
   for (const [key, name] of Object.entries(certFileNames) as [keyof typeof certFileNames, string][]) {
     files[key] = await readCert(join(options.certDir, name));
   }
   checkKeyPair(options.certDir, files.chain, files.key, files.root);
-  return { tls: { cert: files.chain, key: files.key, ca: files.root }, headers };
+  return { tls: { cert: files.chain, key: files.key, ca: files.root }, ...base };
 }
 
 async function readText(path: string, flag: string): Promise<string> {
@@ -109,24 +134,47 @@ function checkKeyPair(certDir: string, chain: Buffer, key: Buffer, root: Buffer)
 
 export interface UpstreamStream {
   stream: ClientHttp2Stream;
+  /** What the connection proves us with, and why the token or the held certificate stayed home. */
+  credential: UpstreamCredential;
+  held: HeldCertificateChoice;
+  tokenProblem?: string;
   /** Cancels the stream if still open and closes its connection. */
   close(): void;
+}
+
+/** A dial that failed, with the credential it tried; `tls` says how the handshake failed, when it did. */
+export class UpstreamDialError extends Error {
+  readonly credential: UpstreamCredential;
+  readonly tls: TlsFailure | undefined;
+  constructor(message: string, options: { cause: unknown; credential: UpstreamCredential; tls?: TlsFailure }) {
+    super(message, { cause: options.cause });
+    this.credential = options.credential;
+    this.tls = options.tls;
+  }
+}
+
+export interface DialOptions {
+  /** The ADS method's path. */
+  path: string;
+  keepalive: KeepaliveOptions;
+  /** ms since the epoch: the held certificate is left out once expired. */
+  now: number;
 }
 
 /**
  * A fresh connection with the files as they are now, and an ADS call on it
  * (request headers sent, no message yet). Rejects when the server cannot be
- * reached or the TLS handshake fails.
+ * reached or the TLS handshake fails (an UpstreamDialError once the material is read).
  */
-export async function dialUpstream(options: UpstreamOptions, path: string, keepalive: KeepaliveOptions): Promise<UpstreamStream> {
-  const material = await loadMaterial(options);
+export async function dialUpstream(options: UpstreamOptions, dial: DialOptions): Promise<UpstreamStream> {
+  const material = await loadMaterial(options, dial.now);
   const session = await openSession(options, material).catch((error: NodeJS.ErrnoException) => {
-    throw material.tls && isCertificateError(error) ? tlsTrustError(options, error) : error;
+    throw dialError(options, material, error);
   });
-  keepAlive(session, keepalive);
+  keepAlive(session, dial.keepalive);
   const stream = session.request({
     ':method': 'POST',
-    ':path': path,
+    ':path': dial.path,
     ':authority': options.serverName ?? formatHostPort(options.address),
     'content-type': 'application/grpc',
     te: 'trailers',
@@ -137,6 +185,9 @@ export async function dialUpstream(options: UpstreamOptions, path: string, keepa
   stream.on('error', () => undefined); // the relay reads every ending from 'close'
   return {
     stream,
+    credential: material.credential,
+    held: material.held,
+    tokenProblem: material.tokenProblem,
     close: () => {
       if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
       session.close();
@@ -146,31 +197,43 @@ export async function dialUpstream(options: UpstreamOptions, path: string, keepa
   };
 }
 
-/** Node's certificate verification codes (and its name mismatch), as opposed to a server that is down. */
-function isCertificateError(error: NodeJS.ErrnoException): boolean {
-  return /CERT|SIGNATURE|SELF_SIGNED|ISSUER|ALTNAME/.test(error.code ?? '');
-}
-
-/** Names what to fix: the root the server's certificate must chain to and the name it must carry. */
-function tlsTrustError(options: UpstreamOptions, error: NodeJS.ErrnoException): Error {
-  const root = options.policy === 'MUTUAL_TLS' ? join(options.certDir, certFileNames.root) : options.rootCaFile;
-  const name = options.serverName ?? options.address.host;
-  return new Error(`TLS: the discovery server's certificate is not trusted (${error.code}: ${error.message}); root ${root}, expected name ${name}`, { cause: error });
+/** Names what to fix: the root and name we check the server with, or the certificate it refused. */
+function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: NodeJS.ErrnoException): UpstreamDialError {
+  const presented = material.tls?.cert !== undefined;
+  const tls = material.tls ? classifyTlsFailure(error.code, presented) : undefined;
+  const because = `${error.code}: ${error.message.split('\n')[0]!.trim()}`;
+  const messages: Record<TlsFailure, () => string> = {
+    'server-not-trusted': () => {
+      const root = options.policy === 'MUTUAL_TLS' ? join(options.certDir, certFileNames.root) : options.rootCaFile;
+      return `TLS: the discovery server's certificate is not trusted (${because}); root ${root}, expected name ${options.serverName ?? options.address.host}`;
+    },
+    'client-certificate-refused': () => `TLS: the discovery server refused our client certificate (${because}); ${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
+    'client-certificate-required': () => `TLS: the discovery server wants a client certificate and the agent holds none yet (${because})`,
+  };
+  return new UpstreamDialError(tls ? messages[tls]() : error.message, { cause: error, credential: material.credential, tls });
 }
 
 async function openSession(options: UpstreamOptions, material: UpstreamMaterial): Promise<ClientHttp2Session> {
   const scheme = material.tls ? 'https' : 'http';
+  let socketFailed: (error: Error) => void = () => undefined;
   const session = connect(`${scheme}://${formatHostPort(options.address)}`, {
     settings: { initialWindowSize: upstreamWindowBytes },
     maxSessionMemory: 256,
-    createConnection: () => openSocket(options, material),
+    createConnection: () => openSocket(options, material).once('error', (error) => socketFailed(error)),
   });
   // Later session errors also end the stream, which is where they are handled.
   session.on('error', () => undefined);
+  // Over TLS 1.3 the server judges our certificate after our side of the
+  // handshake is done: its first SETTINGS frame, not 'connect', says it took us.
+  const accepted = material.tls ? 'remoteSettings' : 'connect';
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => session.destroy(new Error(`no connection within ${connectTimeoutMs} ms`)), connectTimeoutMs);
-    session.once('connect', () => (clearTimeout(timer), resolve()));
+    // Rejected here too: a session whose socket already died ignores destroy() and emits nothing.
+    const timer = setTimeout(() => (session.destroy(), reject(new Error(`no connection within ${connectTimeoutMs} ms`))), connectTimeoutMs);
+    session.once(accepted, () => (clearTimeout(timer), resolve()));
     session.once('error', (error) => (clearTimeout(timer), reject(error)));
+    // An alert after the handshake (our certificate refused) reaches the socket, not always the session.
+    socketFailed = (error) => (clearTimeout(timer), session.destroy(), reject(error));
+    session.once('close', () => (clearTimeout(timer), reject(new Error('the discovery server closed the connection before answering'))));
   });
   session.setLocalWindowSize(upstreamWindowBytes);
   return session;

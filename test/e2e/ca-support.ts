@@ -15,6 +15,7 @@ const istiodName = 'istiod.istio-system.svc';
 
 export interface CaRig {
   ca: CaPeer;
+  peer: Peer;
   listenerPort: number;
   statusPort: number;
   agent: RunningAgent;
@@ -31,6 +32,19 @@ export interface CaRigOptions {
   tokenText?: string | null;
   /** The agent trusts another CA's root for the CA's TLS. */
   wrongRoot?: boolean;
+  /** The xDS peer as istiod's 15012: TLS for istiod's name, the token required, client certificates checked. */
+  xdsTls?: XdsTlsOptions;
+}
+
+export interface XdsTlsOptions {
+  /** optional: verified when given (istiod's way); required: no certificate, no connection. */
+  clientCert: 'optional' | 'required';
+  /** The peer checks client certificates against another CA's root than the one that signs ours. */
+  otherClientCa?: boolean;
+  /** The agent checks the peer's certificate against another root. */
+  wrongXdsRoot?: boolean;
+  /** The peer closes each connection after this long, so the agent dials again. */
+  maxConnectionAge?: string;
 }
 
 /**
@@ -57,16 +71,28 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     const upstream: Upstream = await startUpstream('hello with a CA certificate');
     cleanups.push(() => upstream.close());
     const [listenerPort, statusPort] = [await freePort(), await freePort()];
-    const peer: Peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }));
+    const xds = options.xdsTls && (await xdsTlsSetup(options.xdsTls, { dir, tls, root: signer.root }));
+    const peer: Peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }), { args: xds?.peerArgs });
     cleanups.push(() => peer.stop());
-    const env = { CA_ADDR: ca.address, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...options.env };
+    const env = { CA_ADDR: ca.address, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...xds?.env, ...options.env };
     const agent = await startAgent({ discoveryAddress: peer.address, env, args: [...(options.tokenText === null ? [] : ['--xdsTokenFile', files.token]), '--statusPort', String(statusPort)] });
     cleanups.push(() => agent.stop('SIGTERM'));
-    return { ca, listenerPort, statusPort, agent, files, close };
+    return { ca, peer, listenerPort, statusPort, agent, files, close };
   } catch (error) {
     await close();
     throw error;
   }
+}
+
+/** The peer's TLS arguments and the agent's XDS_ROOT_CA for a peer shaped like istiod's 15012. */
+async function xdsTlsSetup(options: XdsTlsOptions, rig: { dir: string; tls: { cert: string; key: string }; root: string }) {
+  const clientCa = join(rig.dir, 'xds-client-ca.pem');
+  const xdsRoot = join(rig.dir, 'xds-root.pem');
+  await writeFile(clientCa, options.otherClientCa ? await otherRoot() : rig.root);
+  await writeFile(xdsRoot, options.wrongXdsRoot ? await otherRoot() : rig.root);
+  const peerArgs = ['--tls-cert', rig.tls.cert, '--tls-key', rig.tls.key, '--require-token', token, '--client-ca', clientCa, '--client-cert', options.clientCert];
+  if (options.maxConnectionAge) peerArgs.push('--max-connection-age', options.maxConnectionAge);
+  return { peerArgs, env: { XDS_ROOT_CA: xdsRoot } };
 }
 
 async function otherRoot(): Promise<string> {

@@ -59,6 +59,9 @@ func main() {
 	tlsCA := flag.String("tls-ca", "", "CA bundle (PEM) that client certificates must chain to")
 	maxMsg := flag.Int("max-msg-bytes", 128<<20, "max gRPC message size, both directions")
 	requireToken := flag.String("require-token", "", "refuse streams whose authorization is not \"Bearer <this>\" (UNAUTHENTICATED), as istiod's 15012 does")
+	clientCA := flag.String("client-ca", "", "with --tls-cert/--tls-key: ask for a client certificate signed by this CA (PEM), as istiod's 15012 does")
+	clientCert := flag.String("client-cert", "optional", "with --client-ca: optional (verified if given, istiod's way) or required")
+	maxAge := flag.Duration("max-connection-age", 0, "close each connection after this long (GOAWAY), as istiod does; 0: never")
 	flag.Parse()
 
 	if *configPath == "" {
@@ -71,12 +74,21 @@ func main() {
 	}
 	switch n := countSet(*tlsCert, *tlsKey, *tlsCA); {
 	case n == 0:
+	case n == 2 && *tlsCA == "" && *clientCA != "":
+		config, err := clientCATLS(*tlsCert, *tlsKey, *clientCA, *clientCert)
+		if err != nil {
+			fatal(err)
+		}
+		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(config)}))
 	case n == 2 && *tlsCA == "":
 		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(serverTLS(*tlsCert, *tlsKey))}))
 	case n == 3:
 		opts = append(opts, grpc.Creds(loggingCreds{credentials.NewTLS(mutualTLS(*tlsCert, *tlsKey, *tlsCA))}))
 	default:
 		fatal(errors.New("--tls-cert and --tls-key must be given together (and --tls-ca for mutual TLS)"))
+	}
+	if *maxAge > 0 {
+		opts = append(opts, maxConnectionAge(*maxAge))
 	}
 	if *requireToken != "" {
 		opts = append(opts, grpc.StreamInterceptor(tokenCheck(*requireToken)))
@@ -178,7 +190,7 @@ func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Auth
 		if certs := ti.State.PeerCertificates; len(certs) > 0 {
 			client = certs[0].Subject.String()
 		}
-		emit("tls_handshake", "peer", conn.RemoteAddr().String(), "client", client, "alpn", ti.State.NegotiatedProtocol)
+		emit("tls_handshake", "peer", conn.RemoteAddr().String(), "client", client, "spiffe", spiffeID(ti.State), "serial", clientSerial(ti.State), "alpn", ti.State.NegotiatedProtocol)
 	}
 	return out, info, err
 }
