@@ -58,7 +58,8 @@ build_peer() {
   local name=$1 out=$tools/bin/$1 src=test/peers/$1
   if [ ! -x "$out" ] || [ -n "$(find "$src" -newer "$out" -type f 2>/dev/null)" ]; then
     say "building the test peer $name"
-    (cd "$src" && go build -o "$out" .)
+    # Build beside it, then rename: a peer that is running (or a hard link to it) keeps its old file.
+    (cd "$src" && go build -o "$out.new" .) && mv -f "$out.new" "$out"
   fi
 }
 
