@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { assertGone, isAlive } from '../support/agent.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -17,13 +18,13 @@ describe('status endpoints, request and wait with the real Envoy', () => {
   let upstream: Upstream;
   let peer: Peer;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
-  });
-  after(async () => {
-    await peer.stop();
-    await upstream.close();
+    cleanup.defer(() => peer.stop());
   });
 
   it('serves metrics, epochs, request and wait; quitquitquit leaves no process', async () => {
