@@ -90,6 +90,12 @@ async function applyCapture(): Promise<void> {
   assert.equal(result.exitCode, 0, `istio-iptables failed: ${result.stderr}`);
 }
 
+/** The app namespace's nat rules, without iptables-save's dated comments and packet counters. */
+async function natRules(): Promise<string> {
+  const { stdout } = await execa('ip', ['netns', 'exec', appNs, 'iptables-save', '-t', 'nat']);
+  return stdout.split('\n').filter((line) => !line.startsWith('#')).map((line) => line.replace(/ \[\d+:\d+\]$/, '')).join('\n');
+}
+
 /** Resolves once every port is bound; wrapped because a subprocess is itself a promise. */
 async function startListener(python: string, ns: string, label: string, ports: number[]): Promise<{ child: ResultPromise }> {
   const child = execa('ip', ['netns', 'exec', ns, python, '-c', listenerScript, label, ...ports.map(String)], {
@@ -173,11 +179,10 @@ describe('istio-iptables in a network namespace', { timeout: 60_000 }, () => {
   });
 
   it('refuses bad flags with exit code 2 and one line, changing no rule', { skip }, async () => {
-    const before = (await execa('ip', ['netns', 'exec', appNs, 'iptables-save', '-t', 'nat'])).stdout;
+    const before = await natRules();
     const result = await execa('ip', ['netns', 'exec', appNs, nodeBin, agentBin, 'istio-iptables', '-p', '15001', '-b', '8080', '-d', '8080'], { reject: false, timeout: 20_000 });
     assert.equal(result.exitCode, 2, result.stderr);
     assert.equal(result.stderr, 'pilot-agent: -d: port 8080 is also in the captured inbound ports (-b)', 'one line (execa strips the final newline)');
-    const after = (await execa('ip', ['netns', 'exec', appNs, 'iptables-save', '-t', 'nat'])).stdout;
-    assert.equal(after.replace(/^#.*\n/gm, ''), before.replace(/^#.*\n/gm, ''), 'the rules are unchanged');
+    assert.equal(await natRules(), before, 'the rules are unchanged');
   });
 });
