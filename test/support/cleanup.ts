@@ -12,6 +12,20 @@ import { assertGone, type RunningAgent } from './agent.ts';
  */
 export type Cleanup = AsyncDisposableStack;
 
+/**
+ * When a test fails and its cleanup fails too, `await using` throws a
+ * SuppressedError whose `error` and `suppressed` the test reporter does not
+ * print: expose both as its `cause`, so neither reason is lost.
+ */
+Object.defineProperty(SuppressedError.prototype, 'cause', {
+  configurable: true,
+  get(this: SuppressedError) {
+    const both = new AggregateError([this.suppressed, this.error], 'the failure first, then the error while undoing the setup');
+    both.stack = `AggregateError: ${both.message}`;
+    return both;
+  },
+});
+
 /** A stack undone by the enclosing suite's `after` hook, whatever part of `before` ran. */
 export function suiteCleanup(): Cleanup {
   const stack = new AsyncDisposableStack();
