@@ -7,8 +7,9 @@
  * and the agent still running and ready.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { assertGone, isAlive, type RunningAgent } from '../support/agent.ts';
+import { before, describe, it } from 'node:test';
+import { isAlive, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { makeNetns, netnsSkipReason, type Netns, type RawAnswer, type RawRequest } from '../support/netns.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -48,21 +49,20 @@ describe('the pod network cannot steer the sidecar', { skip }, () => {
   let agent: RunningAgent;
   let ports: { prometheus: number; readiness: number; status: number };
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
     netns = await makeNetns('exposure');
+    cleanup.defer(() => netns.remove());
     const prometheus = await freePort();
     const started = await startStatusAgent(peer.address, ['--prometheusPort', String(prometheus)]);
     agent = started.agent;
+    deferStop(cleanup, agent);
     ports = { prometheus, readiness: started.readinessPort, status: started.statusPort };
-  });
-  after(async () => {
-    await agent?.stop();
-    await assertGone(agent?.envoyPids() ?? []);
-    await netns?.remove();
-    await peer?.stop();
-    await upstream?.close();
   });
 
   it('serves the two public paths from the namespace, and nothing else on any port', async () => {

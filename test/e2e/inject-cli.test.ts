@@ -1,21 +1,18 @@
 /**
- * `pilot-agent inject` and `pilot-agent istio-iptables --dry-run` through
- * their commander commands, with real files in a temp dir. (Until main.ts
- * lists these commands, a tiny program stands in for buildProgram.)
+ * `pilot-agent inject` and `pilot-agent istio-iptables --dry-run` as the real
+ * binary (bin/pilot-agent.js), with real files in a temp dir: exit codes and
+ * the one-line errors come from runCli itself.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
-import { after, before, describe, it } from 'node:test';
-import { Command } from 'commander';
+import { before, describe, it } from 'node:test';
+import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
-import { injectCommand } from '../../src/cli/commands/inject.ts';
-import { istioIptablesCommand } from '../../src/cli/commands/istio-iptables.ts';
-import type { CommandContext } from '../../src/cli/context.ts';
-import { AgentError } from '../../src/shared/errors.ts';
+import { assertBundleFresh } from '../support/bundle-fresh.ts';
+import { suiteCleanup, tempDir } from '../support/cleanup.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
 
 interface Run {
   code: number;
@@ -23,26 +20,11 @@ interface Run {
   stderr: string;
 }
 
-/** Runs one subcommand like runCli would: usage errors are one line and code 2. */
+/** Runs `pilot-agent <argv>` as a process with an empty environment; output as written (final newlines kept). */
 async function run(argv: string[], stdin = ''): Promise<Run> {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const out: string[] = [];
-  const err: string[] = [];
-  stdout.on('data', (chunk) => out.push(String(chunk)));
-  stderr.on('data', (chunk) => err.push(String(chunk)));
-  const context: CommandContext & { stdin: Readable } = { stdout, stderr, env: {}, debug: false, stdin: Readable.from([stdin]) };
-  const program = new Command('pilot-agent').exitOverride().configureOutput({ writeErr: (text) => stderr.write(text), writeOut: (text) => stdout.write(text) });
-  program.addCommand(injectCommand(context).exitOverride()).addCommand(istioIptablesCommand(context).exitOverride());
-  let code = 0;
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-  } catch (error) {
-    if (!(error instanceof AgentError)) throw error;
-    stderr.write(`pilot-agent: ${error.message}\n`);
-    code = error.exitCode;
-  }
-  return { code, stdout: out.join(''), stderr: err.join('') };
+  assertBundleFresh();
+  const result = await execa(nodeBin, [agentBin, ...argv], { input: stdin, env: {}, extendEnv: false, reject: false, stripFinalNewline: false, timeout: 30_000 });
+  return { code: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
 
 const deployment = `apiVersion: apps/v1
@@ -58,12 +40,10 @@ spec:
 const service = 'apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}\n';
 
 describe('pilot-agent inject', () => {
+  const cleanup = suiteCleanup();
   let dir = '';
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'pa-inject-'));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+    dir = await tempDir(cleanup, 'pa-inject-');
   });
 
   it('injects a file into -o with the given values; the output passes the Kubernetes schema', async () => {

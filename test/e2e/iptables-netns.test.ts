@@ -8,15 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pathToFileURL } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
+import { assertBundleFresh } from '../support/bundle-fresh.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
 
 const appNs = `pa-ipt-app-${process.pid}`;
 const peerNs = `pa-ipt-peer-${process.pid}`;
 const appIp = '10.251.0.1';
 const peerIp = '10.251.0.2';
 const proxyUid = 1337;
-const commandModule = pathToFileURL(new URL('../../src/cli/commands/istio-iptables.ts', import.meta.url).pathname).href;
 
 const listenerScript = `
 import socket, struct, sys, threading
@@ -82,19 +82,18 @@ async function makeNamespaces(): Promise<void> {
   }
 }
 
-/** Runs our real command inside the app namespace, with the injector's flags. */
+/** Runs the real binary inside the app namespace, with the injector's flags. */
 async function applyCapture(): Promise<void> {
   const argv = ['istio-iptables', '-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'REDIRECT',
     '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020'];
-  const script = `
-    import { Command } from 'commander';
-    import { istioIptablesCommand } from ${JSON.stringify(commandModule)};
-    const context = { stdout: process.stdout, stderr: process.stderr, env: process.env, debug: false };
-    await new Command('pilot-agent').addCommand(istioIptablesCommand(context)).parseAsync(${JSON.stringify(argv)}, { from: 'user' });`;
-  await execa('ip', ['netns', 'exec', appNs, process.execPath, '--input-type=module', '-e', script], {
-    cwd: new URL('../..', import.meta.url).pathname,
-    timeout: 20_000,
-  });
+  const result = await execa('ip', ['netns', 'exec', appNs, nodeBin, agentBin, ...argv], { reject: false, timeout: 20_000 });
+  assert.equal(result.exitCode, 0, `istio-iptables failed: ${result.stderr}`);
+}
+
+/** The app namespace's nat rules, without iptables-save's dated comments and packet counters. */
+async function natRules(): Promise<string> {
+  const { stdout } = await execa('ip', ['netns', 'exec', appNs, 'iptables-save', '-t', 'nat']);
+  return stdout.split('\n').filter((line) => !line.startsWith('#')).map((line) => line.replace(/ \[\d+:\d+\]$/, '')).join('\n');
 }
 
 /** Resolves once every port is bound; wrapped because a subprocess is itself a promise. */
@@ -130,6 +129,7 @@ describe('istio-iptables in a network namespace', { timeout: 60_000 }, () => {
 
   before(async () => {
     if (skip) return;
+    assertBundleFresh();
     python = (await execa('python3', ['-c', 'import sys; print(sys.executable)'])).stdout.trim();
     await makeNamespaces();
     await applyCapture();
@@ -176,5 +176,13 @@ describe('istio-iptables in a network namespace', { timeout: 60_000 }, () => {
 
   it('does not capture the app calling localhost', { skip }, async () => {
     assert.match(await connect(python, appNs, '127.0.0.1', 8080), /^app 8080 /);
+  });
+
+  it('refuses bad flags with exit code 2 and one line, changing no rule', { skip }, async () => {
+    const before = await natRules();
+    const result = await execa('ip', ['netns', 'exec', appNs, nodeBin, agentBin, 'istio-iptables', '-p', '15001', '-b', '8080', '-d', '8080'], { reject: false, timeout: 20_000 });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr, 'pilot-agent: -d: port 8080 is also in the captured inbound ports (-b)', 'one line (execa strips the final newline)');
+    assert.equal(await natRules(), before, 'the rules are unchanged');
   });
 });

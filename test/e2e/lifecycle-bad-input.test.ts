@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { adminClient, serverInfo } from '../../src/envoy/admin.ts';
 import { assertGone, startAgent } from '../support/agent.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { epochLive, writeCrashingEnvoy } from './reconcile-support.ts';
 
@@ -47,26 +47,22 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
   }));
 
   it("when Envoy itself cannot bind (no probe: a custom bootstrap), another agent's LIVE Envoy is not taken for ours: exit 2 naming the flag", () => withPeer(async (peer) => {
+    await using cleanup = new AsyncDisposableStack();
     const first = await startAgent({ discoveryAddress: peer.address });
-    const dir = await mkdtemp(join(tmpdir(), 'custom-bootstrap-'));
-    try {
-      await epochLive(first, 0);
-      const custom = join(dir, 'bootstrap.json');
-      await writeFile(custom, JSON.stringify({ node: { id: 'second', cluster: 'second' }, admin: { address: { socket_address: { address: '127.0.0.1', port_value: first.adminPort } } } }));
-      const second = await startAgent({ discoveryAddress: peer.address, args: ['--customConfigFile', custom, '--proxyAdminPort', String(first.adminPort)] });
-      const result = await second.exited;
-      await second.stop();
-      assert.equal(result.exitCode, 2, second.stderr());
-      assertOneLine(second.stderr(), new RegExp(`^pilot-agent: --proxyAdminPort: Envoy cannot bind port ${first.adminPort} on 127.0.0.1 \\(Address already in use\\)$`));
-      assert.equal(second.log.find((entry) => entry.msg === 'epoch live'), undefined, "the first agent's Envoy answering on admin is not our epoch");
-      assert.equal(second.log.find((entry) => entry.msg === 'retry scheduled'), undefined, 'bad input is not retried');
-      await assertGone(second.envoyPids());
-      assert.equal((await serverInfo(adminClient(first.adminPort)))?.state, 'LIVE');
-    } finally {
-      await first.stop();
-      await rm(dir, { recursive: true, force: true });
-      await assertGone(first.envoyPids());
-    }
+    deferStop(cleanup, first);
+    const dir = await tempDir(cleanup, 'custom-bootstrap-');
+    await epochLive(first, 0);
+    const custom = join(dir, 'bootstrap.json');
+    await writeFile(custom, JSON.stringify({ node: { id: 'second', cluster: 'second' }, admin: { address: { socket_address: { address: '127.0.0.1', port_value: first.adminPort } } } }));
+    const second = await startAgent({ discoveryAddress: peer.address, args: ['--customConfigFile', custom, '--proxyAdminPort', String(first.adminPort)] });
+    const result = await second.exited;
+    await second.stop();
+    assert.equal(result.exitCode, 2, second.stderr());
+    assertOneLine(second.stderr(), new RegExp(`^pilot-agent: --proxyAdminPort: Envoy cannot bind port ${first.adminPort} on 127.0.0.1 \\(Address already in use\\)$`));
+    assert.equal(second.log.find((entry) => entry.msg === 'epoch live'), undefined, "the first agent's Envoy answering on admin is not our epoch");
+    assert.equal(second.log.find((entry) => entry.msg === 'retry scheduled'), undefined, 'bad input is not retried');
+    await assertGone(second.envoyPids());
+    assert.equal((await serverInfo(adminClient(first.adminPort)))?.state, 'LIVE');
   }));
 
   for (const binary of ['/bin/true', '/bin/false']) {
@@ -89,15 +85,11 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
   });
 
   it('exit 1 says why on stderr too, in one line', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'crashing-'));
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'crashing-');
     const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--binaryPath', await writeCrashingEnvoy(dir), '--retryInitialDelay', '10ms', '--retryBudget', '1'] });
-    try {
-      assert.equal((await agent.exited).exitCode, 1);
-      assertOneLine(agent.stderr(), /^pilot-agent: retry budget spent trying to start Envoy with config [0-9a-f]{12}: exit code 3: .*crashing on purpose$/);
-    } finally {
-      await agent.stop();
-      await rm(dir, { recursive: true, force: true });
-      await assertGone(agent.envoyPids());
-    }
+    deferStop(cleanup, agent);
+    assert.equal((await agent.exited).exitCode, 1);
+    assertOneLine(agent.stderr(), /^pilot-agent: retry budget spent trying to start Envoy with config [0-9a-f]{12}: exit code 3: .*crashing on purpose$/);
   });
 });

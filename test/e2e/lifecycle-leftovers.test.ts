@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { duplicateKeys } from '../support/duplicate-keys.ts';
 import { epochLive, startTlsRig } from './reconcile-support.ts';
 
@@ -33,7 +33,8 @@ it("through a hot restart and a stop: no log line repeats a key, and the chain's
 });
 
 it('the shared memory a SIGKILLed agent left (its base id still in --configPath) is removed when the next agent starts there', { timeout: 60_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'stale-base-id-'));
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'stale-base-id-');
   const configPath = join(dir, 'config');
   // A base id no Envoy on this host picked: Envoy's own ids stay far below it.
   const staleId = 2_000_000_000 + (process.pid % 100_000);
@@ -41,14 +42,9 @@ it('the shared memory a SIGKILLed agent left (its base id still in --configPath)
   await mkdir(configPath, { mode: 0o700 });
   await writeFile(join(configPath, 'envoy-base-id'), `${staleId}\n`);
   await writeFile(stale, '');
+  cleanup.defer(() => rm(stale, { force: true }));
   const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
-  try {
-    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
-    assert.equal(await exists(stale), false, `${stale} left behind`);
-  } finally {
-    await agent.stop();
-    await rm(stale, { force: true });
-    await rm(dir, { recursive: true, force: true });
-    await assertGone(agent.envoyPids());
-  }
+  deferStop(cleanup, agent);
+  await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+  assert.equal(await exists(stale), false, `${stale} left behind`);
 });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertGone, startAgent } from '../support/agent.ts';
+import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer, type PeerEvent } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -27,17 +28,15 @@ describe('node metadata: the JSON types istiod declares, as Envoy sends them', (
   let peer: Peer;
   let dir: string;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'pilot-agent-node-'));
+    dir = await tempDir(cleanup, 'pilot-agent-node-');
     await mkdir(join(dir, 'pod'));
     await writeFile(join(dir, 'pod', 'labels'), 'app="reviews"\nversion="v2"\npod-template-hash="54b8"\n');
     await writeFile(join(dir, 'pod', 'annotations'), 'sidecar.istio.io/inject="true"\n');
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: await freePort() }));
-  });
-
-  after(async () => {
-    await peer.stop();
-    await rm(dir, { recursive: true, force: true });
+    cleanup.defer(() => peer.stop());
   });
 
   for (const type of ['sidecar', 'ingress'] as const) {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
@@ -63,24 +63,22 @@ describe('bad certificate files never restart Envoy into a broken config', () =>
   });
 
   it('a cert dir that does not exist: runs without certificates, then restarts when it appears', async () => {
-    const root = await mkdtemp(join(tmpdir(), 'late-certs-'));
-    const certDir = join(root, 'certs');
+    await using cleanup = new AsyncDisposableStack();
+    const certDir = join(await tempDir(cleanup, 'late-certs-'), 'certs');
     const ca = await makeCa();
+    cleanup.defer(() => ca.close());
     const upstream = await startUpstream('plain');
+    cleanup.defer(() => upstream.close());
     const listenerPort = await freePort();
     const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
     const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms'] });
-    try {
-      const warning = await agent.log.waitFor((entry) => entry.msg === 'certificate dir does not exist; running without its certificates until it appears', 10_000, 'the missing dir warning');
-      assert.equal(warning.dir, certDir);
-      await epochLive(agent, 0);
-      await sleep(300);
-      await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
-      await epochLive(agent, 1);
-    } finally {
-      await agent.stop();
-      await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(root, { recursive: true, force: true })]);
-      await assertGone(agent.envoyPids());
-    }
+    deferStop(cleanup, agent);
+    const warning = await agent.log.waitFor((entry) => entry.msg === 'certificate dir does not exist; running without its certificates until it appears', 10_000, 'the missing dir warning');
+    assert.equal(warning.dir, certDir);
+    await epochLive(agent, 0);
+    await sleep(300);
+    await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
+    await epochLive(agent, 1);
   });
 });

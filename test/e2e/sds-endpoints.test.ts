@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
+import { tempDir } from '../support/cleanup.ts';
 import { SdsTestClient } from '../support/sds-client.ts';
 import { epochLive, servedSerial } from './reconcile-support.ts';
 import { startSdsRig, type SdsRig } from './sds-support.ts';
@@ -65,44 +65,43 @@ describe('the SDS server: debug, metrics and bad input', () => {
   });
 
   it('unknown names and missing or non-PEM files wait with a reason; a file that appears is served as read', { timeout: 60_000 }, async () => {
+    await using cleanup = new AsyncDisposableStack();
     const rig = await startSdsRig();
-    const dir = await mkdtemp(join(tmpdir(), 'sds-files-'));
+    cleanup.defer(async () => {
+      await rig.close();
+      await assertGone(rig.agent.envoyPids());
+    });
+    const dir = await tempDir(cleanup, 'sds-files-');
     const clients: SdsTestClient[] = [];
+    cleanup.defer(() => clients.forEach((one) => one.close()));
     const client = (names: string[]) => {
       const one = new SdsTestClient(sdsSocket(rig));
       clients.push(one);
       one.subscribe(names);
       return one;
     };
-    try {
-      await epochLive(rig.agent, 0);
-      const serial = await servedSerial(rig.listenerPort);
-      const unknown = client(['kubernetes://nope']);
-      const fileCert = `file-cert:${dir}/cert.pem~${dir}/key.pem`;
-      const missing = client([fileCert]);
-      await writeFile(join(dir, 'junk.pem'), 'not a certificate\n');
-      client([`file-root:${dir}/junk.pem`]);
-      assert.match(await waitingReason(rig, 'kubernetes://nope'), /unknown resource name/);
-      assert.match(await waitingReason(rig, fileCert), /does not exist/);
-      assert.match(await waitingReason(rig, `file-root:${dir}/junk.pem`), /not a PEM certificate/);
-      assert.equal(unknown.responses.length + missing.responses.length, 0, 'nothing is sent for what cannot be served');
-      const pair = await rig.ca.issue('localhost');
-      await writeFile(join(dir, 'cert.pem'), pair.cert);
-      await writeFile(join(dir, 'key.pem'), pair.key);
-      const served = await missing.waitFor((response) => response.secrets.some((secret) => secret.serial === pair.serial));
-      assert.equal(served.secrets[0]!.key, pair.key, 'the served key is the bytes that were checked');
-      const system = client(['file-root:system']);
-      assert.equal((await system.waitFor((response) => response.secrets.length > 0)).secrets[0]!.kind, 'validation-context');
-      const metrics = await get(rig.statusPort, '/stats/prometheus');
-      assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="unknown_resource"\} [1-9]/m);
-      assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="bad_files"\} [1-9]/m);
-      assert.equal(await servedSerial(rig.listenerPort), serial, 'Envoy is unaffected');
-    } finally {
-      for (const one of clients) one.close();
-      await rig.close();
-      await rm(dir, { recursive: true, force: true });
-      await assertGone(rig.agent.envoyPids());
-    }
+    await epochLive(rig.agent, 0);
+    const serial = await servedSerial(rig.listenerPort);
+    const unknown = client(['kubernetes://nope']);
+    const fileCert = `file-cert:${dir}/cert.pem~${dir}/key.pem`;
+    const missing = client([fileCert]);
+    await writeFile(join(dir, 'junk.pem'), 'not a certificate\n');
+    client([`file-root:${dir}/junk.pem`]);
+    assert.match(await waitingReason(rig, 'kubernetes://nope'), /unknown resource name/);
+    assert.match(await waitingReason(rig, fileCert), /does not exist/);
+    assert.match(await waitingReason(rig, `file-root:${dir}/junk.pem`), /not a PEM certificate/);
+    assert.equal(unknown.responses.length + missing.responses.length, 0, 'nothing is sent for what cannot be served');
+    const pair = await rig.ca.issue('localhost');
+    await writeFile(join(dir, 'cert.pem'), pair.cert);
+    await writeFile(join(dir, 'key.pem'), pair.key);
+    const served = await missing.waitFor((response) => response.secrets.some((secret) => secret.serial === pair.serial));
+    assert.equal(served.secrets[0]!.key, pair.key, 'the served key is the bytes that were checked');
+    const system = client(['file-root:system']);
+    assert.equal((await system.waitFor((response) => response.secrets.length > 0)).secrets[0]!.kind, 'validation-context');
+    const metrics = await get(rig.statusPort, '/stats/prometheus');
+    assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="unknown_resource"\} [1-9]/m);
+    assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="bad_files"\} [1-9]/m);
+    assert.equal(await servedSerial(rig.listenerPort), serial, 'Envoy is unaffected');
   });
 
   it('garbage on the socket and unimplemented methods end that call only; the agent lives', { timeout: 60_000 }, async () => {

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { execa } from 'execa';
-import { assertGone, startAgent } from '../support/agent.ts';
+import { startAgent } from '../support/agent.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -13,7 +14,8 @@ import { sdsHttpsService } from './sds-support.ts';
 
 describe('the SDS socket', () => {
   it('a socket another process serves (SPIRE) is used by Envoy, not replaced', { timeout: 60_000 }, async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'spire-'));
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'spire-');
     const socket = join(dir, 'socket');
     const open = new Set<Socket>();
     let connections = 0;
@@ -22,22 +24,20 @@ describe('the SDS socket', () => {
       open.add(connection.on('error', () => undefined).on('close', () => open.delete(connection)));
     });
     await new Promise<void>((resolve) => spire.listen(socket, resolve));
-    const peer = await startPeer(sdsHttpsService({ listenerPort: await freePort(), upstreamPort: 9 }));
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--sdsSocket', socket] });
-    try {
-      await agent.log.waitFor((entry) => entry.msg === 'SDS socket is served by another process; Envoy reads its certificates there', 10_000, 'the agent to leave the socket alone');
-      // The stand-in speaks no SDS, so Envoy's listener keeps warming: wait for Envoy, not for LIVE.
-      await agent.log.waitFor((entry) => entry.msg === 'envoy started', 10_000, 'Envoy to start');
-      for (let i = 0; i < 100 && connections < 2; i++) await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.ok(connections >= 2, `Envoy connected to the other process's socket (connections: ${connections}, one is the agent's probe)`);
-      assert.equal(agent.log.entries.some((entry) => entry.msg === 'SDS server listening'), false);
-    } finally {
-      await agent.stop();
+    cleanup.defer(() => new Promise<void>((resolve) => {
       for (const connection of open) connection.destroy();
-      await Promise.all([peer.stop(), new Promise((resolve) => spire.close(resolve))]);
-      await rm(dir, { recursive: true, force: true });
-      await assertGone(agent.envoyPids());
-    }
+      spire.close(() => resolve());
+    }));
+    const peer = await startPeer(sdsHttpsService({ listenerPort: await freePort(), upstreamPort: 9 }));
+    cleanup.defer(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--sdsSocket', socket] });
+    deferStop(cleanup, agent);
+    await agent.log.waitFor((entry) => entry.msg === 'SDS socket is served by another process; Envoy reads its certificates there', 10_000, 'the agent to leave the socket alone');
+    // The stand-in speaks no SDS, so Envoy's listener keeps warming: wait for Envoy, not for LIVE.
+    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 10_000, 'Envoy to start');
+    for (let i = 0; i < 100 && connections < 2; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(connections >= 2, `Envoy connected to the other process's socket (connections: ${connections}, one is the agent's probe)`);
+    assert.equal(agent.log.entries.some((entry) => entry.msg === 'SDS server listening'), false);
   });
 
   it('a path that is not a socket is bad input: exit 2, one line naming --sdsSocket', { timeout: 30_000 }, async () => {

@@ -1,8 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
+import { tempDir } from '../support/cleanup.ts';
 import { inboundMtlsListener } from '../support/istio-resources.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -40,8 +38,11 @@ export interface SdsRig {
 
 /** CA, cert dir (a secret volume), upstream, peer serving SDS-reading config, agent with a status port. */
 export async function startSdsRig(agentArgs: string[] = []): Promise<SdsRig> {
+  // Undone in reverse when a later step fails, so a failed start leaks nothing.
+  await using undo = new AsyncDisposableStack();
   const ca = await makeCa();
-  const certDir = await mkdtemp(join(tmpdir(), 'sds-certs-'));
+  undo.defer(() => ca.close());
+  const certDir = await tempDir(undo, 'sds-certs-');
   const rotate = async () => {
     const pair = await ca.issue('localhost', 'spiffe://cluster.local/ns/default/sa/app');
     await writeSecretVolume(certDir, sidecarFiles(ca, pair));
@@ -49,12 +50,14 @@ export async function startSdsRig(agentArgs: string[] = []): Promise<SdsRig> {
   };
   await rotate();
   const upstream = await startUpstream('hello over sds');
+  undo.defer(() => upstream.close());
   const [listenerPort, statusPort] = [await freePort(), await freePort()];
   const peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }));
+  undo.defer(() => peer.stop());
   const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...agentArgs] });
-  const close = async () => {
+  undo.defer(async () => {
     await agent.stop('SIGTERM');
-    await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
-  };
-  return { ca, certDir, listenerPort, statusPort, peer, agent, upstream, rotate, close };
+  });
+  const started = undo.move();
+  return { ca, certDir, listenerPort, statusPort, peer, agent, upstream, rotate, close: () => started.disposeAsync() };
 }

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { mergePrometheusAnnotations } from '../../src/inject/prometheus-merge.ts';
-import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { parsePrometheus } from '../support/prometheus.ts';
@@ -59,10 +60,15 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
   let agent: RunningAgent;
   let statusPort: number;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
     metricsApp = await startMetricsApp();
+    cleanup.defer(() => metricsApp.close());
     statusPort = await freePort();
     // Exactly what our injector writes for a pod annotated with port and path but no scrape: "scrape": "".
     const injected = mergePrometheusAnnotations({ 'prometheus.io/port': String(metricsApp.port), 'prometheus.io/path': '/custom/metrics' }, 15020, 'pod');
@@ -71,13 +77,8 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
       args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
       env: { ISTIO_PROMETHEUS_ANNOTATIONS: injected!.env! },
     });
+    deferStop(cleanup, agent);
     await waitForStatus(statusPort, '/stats/prometheus', (answer) => answer.body.includes('envoy_server_live'), 30_000);
-  });
-  after(async () => {
-    const pids = agent?.envoyPids() ?? [];
-    await agent?.stop();
-    await assertGone(pids);
-    await Promise.all([metricsApp?.close(), peer?.stop(), upstream?.close()]);
   });
 
   /** One scrape: it parses, and the agent's and Envoy's parts are whole. */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { execa } from 'execa';
-import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -19,10 +20,19 @@ describe('/app-health probes the app as the injector configured, with the real E
   let agent: RunningAgent;
   let statusPort: number;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
     peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
-    [http, tcp, grpc] = await Promise.all([startHttpApp(), startTcpApp(), startGrpcApp()]);
+    cleanup.defer(() => peer.stop());
+    http = await startHttpApp();
+    cleanup.defer(() => http.close());
+    tcp = await startTcpApp();
+    cleanup.defer(() => tcp.close());
+    grpc = await startGrpcApp();
+    cleanup.defer(() => grpc.close());
     statusPort = await freePort();
     const probers = {
       '/app-health/web/livez': { httpGet: { path: '/healthz', port: http.port, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'kubelet' }] }, timeoutSeconds: 1 },
@@ -36,13 +46,8 @@ describe('/app-health probes the app as the injector configured, with the real E
       args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort()), '--log_output_level', 'default:info'],
       env: { ISTIO_KUBE_APP_PROBERS: JSON.stringify(probers) },
     });
+    deferStop(cleanup, agent);
     await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server');
-  });
-  after(async () => {
-    const pids = agent?.envoyPids() ?? [];
-    await agent?.stop();
-    await assertGone(pids);
-    await Promise.all([http?.close(), tcp?.close(), grpc?.close(), peer?.stop(), upstream?.close()]);
   });
 
   const apps: [string, string, () => ProbeApp, number][] = [

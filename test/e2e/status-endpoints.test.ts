@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { assertGone, isAlive } from '../support/agent.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -31,16 +32,16 @@ describe('status endpoints, request and wait with the real Envoy', () => {
   let outboundPort: number;
   let inboundPort: number;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
     [outboundPort, inboundPort] = [await freePort(), await freePort()];
     // A sidecar drains inbound listeners only (the app can still call out): one of each shows both halves.
     const inbound = { ...(httpListener('inbound_0', inboundPort, 'local_route') as object), traffic_direction: 'INBOUND' };
     peer = await startPeer([...simpleHttpService({ listenerPort: outboundPort, upstreamPort: upstream.port }), inbound]);
-  });
-  after(async () => {
-    await peer.stop();
-    await upstream.close();
+    cleanup.defer(() => peer.stop());
   });
 
   it('serves metrics, epochs, request and wait; quitquitquit leaves no process', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
@@ -25,15 +26,14 @@ for (const mode of ['sotw', 'delta'] as const) {
     let peer: Peer;
     let listenerPort: number;
 
+    const cleanup = suiteCleanup();
+
     before(async () => {
       upstream = await startUpstream(`hello from upstream (${mode})`);
+      cleanup.defer(() => upstream.close());
       listenerPort = await freePort();
       peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
-    });
-
-    after(async () => {
-      await peer.stop();
-      await upstream.close();
+      cleanup.defer(() => peer.stop());
     });
 
     it('serves traffic configured over xDS and leaves no Envoy behind', async () => {

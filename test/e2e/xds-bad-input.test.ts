@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
+import { tempDir } from '../support/cleanup.ts';
 
 /** Runs the agent expecting exit 2 before any Envoy starts; returns stderr. */
 async function expectUsageError(args: string[], discoveryAddress = '127.0.0.1:1'): Promise<string> {
@@ -27,17 +25,14 @@ describe('xDS upstream settings are checked at start (exit 2, one line naming th
   });
 
   it('MUTUAL_TLS with a key that does not match the certificate', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'xds-bad-certs-'));
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'xds-bad-certs-');
     const ca = await makeCa();
-    try {
-      const [first, second] = [await ca.issue('a'), await ca.issue('b')];
-      await writeSecretVolume(dir, { ...sidecarFiles(ca, first), 'key.pem': second.key });
-      const stderr = await expectUsageError(['--controlPlaneAuthPolicy', 'MUTUAL_TLS', '--certDir', dir]);
-      assert.match(stderr, /key\.pem: does not match the certificate in cert-chain\.pem/);
-    } finally {
-      await ca.close();
-      await rm(dir, { recursive: true, force: true });
-    }
+    cleanup.defer(() => ca.close());
+    const [first, second] = [await ca.issue('a'), await ca.issue('b')];
+    await writeSecretVolume(dir, { ...sidecarFiles(ca, first), 'key.pem': second.key });
+    const stderr = await expectUsageError(['--controlPlaneAuthPolicy', 'MUTUAL_TLS', '--certDir', dir]);
+    assert.match(stderr, /key\.pem: does not match the certificate in cert-chain\.pem/);
   });
 
   it('a token file that cannot be read', async () => {

@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { connect as connectHttp2 } from 'node:http2';
 import { connect as connectSocket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { frame } from '../../src/xds/grpc-frame.ts';
 import { adsMethods, maxStreamsPerConnection } from '../../src/xds/relay.ts';
 import { sotwRequest } from '../support/ads-client.ts';
+import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { startScriptedUpstream } from '../support/scripted-upstream.ts';
 
@@ -16,15 +14,13 @@ describe('the XDS socket bounds what one client can make the relay hold', () => 
   let upstream: Awaited<ReturnType<typeof startScriptedUpstream>>;
   let upstreamStreams = 0;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'xds-bounds-'));
+    dir = await tempDir(cleanup, 'xds-bounds-');
     // Answers headers and then holds every stream open, as a quiet discovery server does.
     upstream = await startScriptedUpstream((stream) => (upstreamStreams++, stream.respond({ ':status': 200, 'content-type': 'application/grpc' })));
-  });
-
-  after(async () => {
-    await upstream.close();
-    await rm(dir, { recursive: true, force: true });
+    cleanup.defer(() => upstream.close());
   });
 
   it(`holds at most ${maxStreamsPerConnection} streams open per connection`, async () => {

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { Client, credentials, Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import * as xds from '@grpc/grpc-js-xds';
-import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { edsCluster, endpoints, routeConfig } from '../support/resources.ts';
 
@@ -52,19 +53,16 @@ describe('a proxyless gRPC client (@grpc/grpc-js-xds) resolves through the relay
   let peer: Peer;
   let agent: RunningAgent;
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
     backend = await startBackend();
+    cleanup.defer(() => backend.server.forceShutdown());
     peer = await startPeer([apiListener('echo.test', 'echo_route'), routeConfig('echo_route', [{ prefix: '', cluster: 'echo' }]), edsCluster('echo'), localEndpoints('echo', backend.port)]);
+    cleanup.defer(() => peer.stop());
     agent = await startAgent({ discoveryAddress: peer.address });
+    deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     await agent.log.waitFor((entry) => entry.msg === 'xDS relay listening', 15_000, 'the relay to listen');
-  });
-
-  after(async () => {
-    const result = await agent.stop('SIGTERM');
-    await peer.stop();
-    backend.server.forceShutdown();
-    assert.equal(result.exitCode, 0, agent.stderr());
-    await assertGone(agent.envoyPids());
   });
 
   it('calls the backend over an xds:/// channel', async () => {

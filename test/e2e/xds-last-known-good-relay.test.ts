@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
@@ -10,6 +8,7 @@ import { KeptConfig } from '../../src/xds/kept-config.ts';
 import { lenField } from '../../src/xds/wire.ts';
 import { XdsRelay } from '../../src/xds/relay.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
+import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { freePort } from '../support/ports.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -21,19 +20,17 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
   const registry = new Registry();
   const clients: AdsTestClient[] = [];
 
+  const cleanup = suiteCleanup();
+
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'lkg-relay-'));
+    dir = await tempDir(cleanup, 'lkg-relay-');
     const kept = new KeptConfig();
     kept.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
     // A redial far away: every dial in these tests is one a stream made itself.
     relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, kept, backoff: { initialMs: 600_000, maxMs: 600_000 } });
     await relay.start();
-  });
-
-  after(async () => {
-    for (const client of clients) client.close();
-    await relay.stop();
-    await rm(dir, { recursive: true, force: true });
+    cleanup.defer(() => relay.stop());
+    cleanup.defer(() => clients.forEach((client) => client.close()));
   });
 
   const connect = () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, type KeyPair, type TestCa } from '../support/certs.ts';
+import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
@@ -33,11 +33,10 @@ for (const mode of ['sotw', 'delta'] as const) {
     let peer: Peer | undefined;
     let peerAddress: string;
     let listenerPort: number;
-    const agents: RunningAgent[] = [];
     const keptPath = () => join(dir, 'config', 'last-known-good.json');
     const start = async () => {
       const agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs });
-      agents.push(agent);
+      deferStop(cleanup, agent);
       return agent;
     };
     /** SIGKILL, and wait until its Envoys followed it (PR_SET_PDEATHSIG). */
@@ -46,19 +45,20 @@ for (const mode of ['sotw', 'delta'] as const) {
       await assertGone(agent.envoyPids(), 15_000);
     };
 
+    const cleanup = suiteCleanup();
+
     before(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'lkg-restart-'));
-      [upstream, ca] = await Promise.all([startUpstream(`a (${mode})`), makeCa()]);
+      dir = await tempDir(cleanup, 'lkg-restart-');
+      upstream = await startUpstream(`a (${mode})`);
+      cleanup.defer(() => upstream.close());
+      ca = await makeCa();
+      cleanup.defer(() => ca.close());
       pair = await ca.issue('localhost');
       [listenerPort, peerAddress] = [await freePort(), `127.0.0.1:${await freePort()}`];
-    });
-
-    after(async () => {
-      for (const agent of agents) await agent.stop('SIGTERM');
-      await peer?.stop();
-      await Promise.all([upstream.close(), ca.close()]);
-      await assertGone(agents.flatMap((agent) => agent.envoyPids()));
-      await rm(dir, { recursive: true, force: true });
+      // The tests start (and restart) the peer: stop the current one, after the agents.
+      cleanup.defer(async () => {
+        await peer?.stop();
+      });
     });
 
     it('the kept file is written 0600 without the Secret Envoy got over ADS', async () => {

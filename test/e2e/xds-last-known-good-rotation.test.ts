@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream } from '../support/upstream.ts';
@@ -47,32 +46,33 @@ for (const mode of ['sotw', 'delta'] as const) {
     });
 
     it('nothing kept and the peer unreachable: the rotation waits, the old epoch keeps serving, and goes ahead once the peer is back', async () => {
+      await using cleanup = new AsyncDisposableStack();
       const ca = await makeCa();
-      const certDir = await mkdtemp(join(tmpdir(), 'gate-certs-'));
+      cleanup.defer(() => ca.close());
+      const certDir = await tempDir(cleanup, 'gate-certs-');
       const upstream = await startUpstream('hello');
+      cleanup.defer(() => upstream.close());
       const [listenerPort, statusPort] = [await freePort(), await freePort()];
       const peerAddress = `127.0.0.1:${await freePort()}`;
       let peer: Peer | undefined;
+      cleanup.defer(async () => {
+        await peer?.stop();
+      });
       await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
       const agent = await startAgent({ discoveryAddress: peerAddress, args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...modeArgs] });
-      try {
-        await envoyStarted(agent, 0);
-        await agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && entry.reason === 'dial_failed', 30_000, 'a failed dial');
-        const next = await ca.issue('localhost');
-        await writeSecretVolume(certDir, sidecarFiles(ca, next));
-        const held = await agent.log.waitFor((entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config', 20_000, 'the held restart');
-        assert.match(String(held.reason), /cannot be reached/);
-        assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 1$/m);
-        assert.equal(agent.envoyPids().length, 1, 'no new epoch while held');
-        peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }), { address: peerAddress });
-        await agent.log.waitFor((entry) => entry.msg === 'hot restart released', 60_000, 'the released restart');
-        await waitForSerial(listenerPort, next.serial, 30_000);
-        assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 0$/m);
-      } finally {
-        await agent.stop('SIGTERM');
-        await Promise.all([peer?.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
-        await assertGone(agent.envoyPids());
-      }
+      deferStop(cleanup, agent);
+      await envoyStarted(agent, 0);
+      await agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && entry.reason === 'dial_failed', 30_000, 'a failed dial');
+      const next = await ca.issue('localhost');
+      await writeSecretVolume(certDir, sidecarFiles(ca, next));
+      const held = await agent.log.waitFor((entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config', 20_000, 'the held restart');
+      assert.match(String(held.reason), /cannot be reached/);
+      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 1$/m);
+      assert.equal(agent.envoyPids().length, 1, 'no new epoch while held');
+      peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }), { address: peerAddress });
+      await agent.log.waitFor((entry) => entry.msg === 'hot restart released', 60_000, 'the released restart');
+      await waitForSerial(listenerPort, next.serial, 30_000);
+      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 0$/m);
     });
   });
 }

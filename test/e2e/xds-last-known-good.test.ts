@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { before, describe, it } from 'node:test';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster } from '../support/resources.ts';
@@ -21,21 +22,23 @@ for (const mode of ['sotw', 'delta'] as const) {
     let statusPort: number;
     const route = (port: number) => ({ prefix: '/', cluster: 'cluster_a', port });
 
+    const cleanup = suiteCleanup();
+
     before(async () => {
-      [first, second] = await Promise.all([startUpstream(`a (${mode})`), startUpstream(`b (${mode})`)]);
+      first = await startUpstream(`a (${mode})`);
+      cleanup.defer(() => first.close());
+      second = await startUpstream(`b (${mode})`);
+      cleanup.defer(() => second.close());
       listenerPort = await freePort();
       peerAddress = `127.0.0.1:${await freePort()}`;
       peer = await startPeer(routedService(listenerPort, [route(first.port)]), { address: peerAddress });
+      // The tests stop and restart the peer: stop the current one.
+      cleanup.defer(async () => {
+        await peer?.stop();
+      });
       statusPort = await freePort();
       agent = await startAgent({ discoveryAddress: peerAddress, args: ['--statusPort', String(statusPort), ...(mode === 'delta' ? ['--deltaXds'] : [])] });
-    });
-
-    after(async () => {
-      const result = await agent.stop('SIGTERM');
-      await peer?.stop();
-      await Promise.all([first.close(), second.close()]);
-      assert.equal(result.exitCode, 0, agent.stderr());
-      await assertGone(agent.envoyPids());
+      deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     });
 
     it('a NACKed response is not kept: the replay below carries the accepted config only', async () => {

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, writeTestCerts, type TestCa } from '../support/certs.ts';
+import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
@@ -16,17 +16,14 @@ const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const address = (peer: Peer) => ({ host: '127.0.0.1', port: peer.port });
 
 describe('xDS relay edges (in-process relay, real peer)', () => {
+  const cleanup = suiteCleanup();
   let dir: string;
   let peer: Peer;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'xds-edges-'));
+    dir = await tempDir(cleanup, 'xds-edges-');
     peer = await startPeer([edsCluster('c1')]);
-  });
-
-  after(async () => {
-    await peer.stop();
-    await rm(dir, { recursive: true, force: true });
+    cleanup.defer(() => peer.stop());
   });
 
   it('records the ACK, then the NACK with its text, per type', async () => {
@@ -89,9 +86,11 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
 
 describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
   it('uses rotated cert files for new upstream connections', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'xds-mtls-'));
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'xds-mtls-');
     const [peerCerts, agentCerts] = [join(dir, 'peer'), join(dir, 'agent')];
     const [oldCa, newCa] = await Promise.all([makeCa(), makeCa()]);
+    cleanup.defer(() => Promise.all([oldCa.close(), newCa.close()]).then(() => undefined));
     const issueBoth = async (ca: TestCa) => {
       await writeSecretVolume(peerCerts, sidecarFiles(ca, await ca.issue('xds-server')));
       await writeSecretVolume(agentCerts, sidecarFiles(ca, await ca.issue('agent')));
@@ -99,57 +98,48 @@ describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
     await issueBoth(oldCa);
     const files = ['--tls-cert', join(peerCerts, 'cert-chain.pem'), '--tls-key', join(peerCerts, 'key.pem'), '--tls-ca', join(peerCerts, 'root-cert.pem')];
     const peer = await startPeer([edsCluster('c1')], { args: files });
+    cleanup.defer(() => peer.stop());
     // These certificates carry IP:127.0.0.1 too: the server-name test below is the one that needs the override.
     const { relay, target } = await startRelay(dir, { address: address(peer), policy: 'MUTUAL_TLS', certDir: agentCerts, serverName: 'localhost' });
-    try {
-      const first = new AdsTestClient(target);
-      first.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
-      await first.waitForResponses(1);
-      first.close();
-      // A new CA on both sides: only a connection made with the new files can succeed.
-      await issueBoth(newCa);
-      const second = new AdsTestClient(target);
-      second.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
-      await second.waitForResponses(1);
-      second.close();
-      assert.equal(peer.log.entries.filter((entry) => entry.event === 'tls_handshake').length, 2);
-    } finally {
-      await relay.stop();
-      await peer.stop();
-      await Promise.all([oldCa.close(), newCa.close(), rm(dir, { recursive: true, force: true })]);
-    }
+    cleanup.defer(() => relay.stop());
+    const first = new AdsTestClient(target);
+    cleanup.defer(() => first.close());
+    first.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+    await first.waitForResponses(1);
+    first.close();
+    // A new CA on both sides: only a connection made with the new files can succeed.
+    await issueBoth(newCa);
+    const second = new AdsTestClient(target);
+    cleanup.defer(() => second.close());
+    second.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+    await second.waitForResponses(1);
+    second.close();
+    assert.equal(peer.log.entries.filter((entry) => entry.event === 'tls_handshake').length, 2);
   });
 
   it('checks the server certificate against the server name (--xdsServerName), not the address dialled', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'xds-server-name-'));
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'xds-server-name-');
     // One CA and one leaf naming only DNS:istiod.test (no IP SAN), used by both sides.
     await writeTestCerts(dir, 'istiod.test');
     const files = ['--tls-cert', join(dir, 'cert-chain.pem'), '--tls-key', join(dir, 'key.pem'), '--tls-ca', join(dir, 'root-cert.pem')];
     const peer = await startPeer([edsCluster('c1')], { args: files });
-    const relays: Awaited<ReturnType<typeof startRelay>>['relay'][] = [];
-    const clients: AdsTestClient[] = [];
+    cleanup.defer(() => peer.stop());
     const dial = async (serverName?: string) => {
       // Both relays dial the same port, so each gets its own socket dir.
       const socketDir = join(dir, serverName ?? 'none');
       await mkdir(socketDir);
       const { relay, target } = await startRelay(socketDir, { address: address(peer), policy: 'MUTUAL_TLS', certDir: dir, serverName });
-      relays.push(relay);
+      cleanup.defer(() => relay.stop());
       const client = new AdsTestClient(target);
-      clients.push(client);
+      cleanup.defer(() => client.close());
       client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
       return { relay, client };
     };
-    try {
-      const named = await dial('istiod.test');
-      assert.equal((await named.client.waitForResponses(1)).resources, 1);
-      const unnamed = await dial();
-      assert.equal((await unnamed.client.ended)?.code, status.UNAVAILABLE, '127.0.0.1 is not in the certificate');
-      assert.equal(unnamed.relay.debug().upstreamFailures, 1);
-    } finally {
-      for (const client of clients) client.close();
-      for (const relay of relays) await relay.stop();
-      await peer.stop();
-      await rm(dir, { recursive: true, force: true });
-    }
+    const named = await dial('istiod.test');
+    assert.equal((await named.client.waitForResponses(1)).resources, 1);
+    const unnamed = await dial();
+    assert.equal((await unnamed.client.ended)?.code, status.UNAVAILABLE, '127.0.0.1 is not in the certificate');
+    assert.equal(unnamed.relay.debug().upstreamFailures, 1);
   });
 });

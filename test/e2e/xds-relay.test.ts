@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
+import { before, describe, it } from 'node:test';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
@@ -46,21 +47,21 @@ for (const mode of ['sotw', 'delta'] as const) {
     const routeA = () => ({ prefix: '/a', cluster: 'cluster_a', port: first.port });
     const routeB = () => ({ prefix: '/b', cluster: 'cluster_b', port: second.port });
 
+    const cleanup = suiteCleanup();
+
     before(async () => {
-      [first, second] = await Promise.all([startUpstream(`a (${mode})`), startUpstream(`b (${mode})`)]);
+      first = await startUpstream(`a (${mode})`);
+      cleanup.defer(() => first.close());
+      second = await startUpstream(`b (${mode})`);
+      cleanup.defer(() => second.close());
       listenerPort = await freePort();
       // A fixed port, so the peer can be restarted where the agent expects it.
       peerAddress = `127.0.0.1:${await freePort()}`;
       peer = await startPeer(service(listenerPort, [routeA()]), { address: peerAddress });
+      // A test restarts the peer: stop whichever one is current.
+      cleanup.defer(() => peer.stop());
       agent = await startAgent({ discoveryAddress: peerAddress, args: mode === 'delta' ? ['--deltaXds'] : [] });
-    });
-
-    after(async () => {
-      const result = await agent.stop('SIGTERM');
-      await peer.stop();
-      await Promise.all([first.close(), second.close()]);
-      assert.equal(result.exitCode, 0, agent.stderr());
-      await assertGone(agent.envoyPids());
+      deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     });
 
     it('serves the initial config through the relay on an owner-only socket; the bootstrap is owner-only too', async () => {

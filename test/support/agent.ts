@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
+import { assertBundleFresh } from './bundle-fresh.ts';
 import { LineLog } from './lines.ts';
 import { agentBin, envoyBin, nodeBin } from './paths.ts';
 import { freePort } from './ports.ts';
@@ -56,6 +57,7 @@ function flagValues(args: readonly string[], flag: string): string[] {
 
 /** Runs `pilot-agent proxy` as a real process with a private config dir and ports. */
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  if (!options.bin) assertBundleFresh();
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'pilot-agent-test-')));
   const adminPort = await freePort();
   const args = [

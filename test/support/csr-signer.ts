@@ -1,6 +1,6 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 
 export interface CsrSigner {
@@ -16,7 +16,11 @@ export interface CsrSigner {
 export async function makeCsrSigner(): Promise<CsrSigner> {
   const dir = await mkdtemp(join(tmpdir(), 'test-csr-ca-'));
   const files = { cert: join(dir, 'ca.crt'), key: join(dir, 'ca.key') };
-  await execa('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', '/O=cluster.local/CN=test-root']);
+  const made = execa('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', '/O=cluster.local/CN=test-root']);
+  await made.catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
   let count = 0;
   return {
     root: await readFile(files.cert, 'utf8'),
@@ -33,9 +37,12 @@ export async function makeCsrSigner(): Promise<CsrSigner> {
   };
 }
 
-/** A TLS server key pair for `dnsName` signed by the signer's CA (istiod's 15012 certificate, say). */
+/**
+ * A TLS server key pair for `dnsName` signed by the signer's CA (istiod's 15012
+ * certificate, say), in the signer's dir: `signer.close()` removes it too.
+ */
 export async function issueServerPair(signer: CsrSigner, dnsName: string): Promise<{ cert: string; key: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'test-server-pair-'));
+  const dir = await mkdtemp(join(dirname(signer.files.cert), 'server-pair-'));
   const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
   await execa('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', join(dir, 'tls.csr'), '-subj', `/CN=${dnsName}`]);
   await writeFile(join(dir, 'tls.ext'), `subjectAltName=DNS:${dnsName}\n`);
