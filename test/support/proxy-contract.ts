@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Proxy, ProxyExit } from '../../src/agent/proxy.ts';
+import { within } from './within.ts';
 
 /** What the contract needs besides the proxy: how to see an epoch's leftovers, and teardown. */
 export interface ProxyHarness {
@@ -24,13 +25,6 @@ function startEpoch(proxy: Proxy, epoch: number): Started {
   const live = new Promise<void>((resolve) => (onLive = resolve));
   const exit = proxy.run(epoch, `config-${epoch}`, { signal: controller.signal, onLive });
   return { live, exit, controller };
-}
-
-/** Fails with `what` when the promise has not settled in time. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)));
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
