@@ -63,11 +63,12 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
-  const bootstrap = await prepareBootstrap(config, options.context);
-  warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
+  // Every env value is checked before --configPath is made: bad input leaves nothing behind.
   const { env } = options.context;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
   const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
+  const bootstrap = await prepareBootstrap(config, options.context);
+  warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;

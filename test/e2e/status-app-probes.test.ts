@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { deferStop, suiteCleanup } from '../support/cleanup.ts';
+import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -99,25 +101,29 @@ describe('/app-health probes the app as the injector configured, with the real E
   });
 });
 
-describe('malformed app env values exit 2 naming the variable', () => {
+describe('malformed app env values exit 2 naming the variable, before --configPath is made', () => {
+  /** Runs the agent with `env`; the config dir it is given must not exist afterwards. */
+  async function runWithBadEnv(env: Record<string, string>, args: string[] = []) {
+    await using cleanup = new AsyncDisposableStack();
+    const configPath = join(await tempDir(cleanup, 'bad-app-env-'), 'config');
+    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', configPath, ...args], {
+      reject: false, timeout: 60_000, env,
+    });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
+    assert.equal(existsSync(configPath), false, 'bad input leaves no --configPath behind');
+    return result.stderr;
+  }
+
   for (const name of ['ISTIO_KUBE_APP_PROBERS', 'ISTIO_PROMETHEUS_ANNOTATIONS']) {
     it(name, async () => {
-      const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', `/tmp/pilot-agent-bad-env-${process.pid}`], {
-        reject: false, timeout: 60_000, env: { [name]: '{not json' },
-      });
-      assert.equal(result.exitCode, 2, result.stderr);
-      const lines = result.stderr.trim().split('\n');
-      assert.equal(lines.length, 1, result.stderr);
-      assert.match(lines[0]!, new RegExp(`env ${name}: not JSON`));
+      assert.match(await runWithBadEnv({ [name]: '{not json' }), new RegExp(`env ${name}: not JSON`));
     });
   }
 
   it('ISTIO_PROMETHEUS_ANNOTATIONS pointing at the status port (a recursive scrape)', async () => {
-    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', `/tmp/pilot-agent-bad-env-${process.pid}`, '--statusPort', '15777'], {
-      reject: false, timeout: 60_000, env: { ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true","port":"15777"}' },
-    });
-    assert.equal(result.exitCode, 2, result.stderr);
-    assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
-    assert.match(result.stderr, /env ISTIO_PROMETHEUS_ANNOTATIONS: port 15777 is the agent's status port/);
+    // Refused while parsing: nothing listens on the port.
+    const stderr = await runWithBadEnv({ ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true","port":"15777"}' }, ['--statusPort', '15777']);
+    assert.match(stderr, /env ISTIO_PROMETHEUS_ANNOTATIONS: port 15777 is the agent's status port/);
   });
 });
