@@ -1,10 +1,10 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
+import { startProcess } from '../process/start.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
@@ -84,14 +84,7 @@ export class EnvoyProxy implements Proxy {
     const epochLogger = logger.child({ epoch });
     // Own process group: a terminal's Ctrl-C reaches the agent only, which
     // then drains Envoy instead of Envoy dying at once.
-    const child = execa(config.binaryPath, args, {
-      reject: false,
-      cancelSignal: signal,
-      forceKillAfterDelay: this.#options.killAfterMs ?? 5000,
-      detached: true,
-      buffer: false,
-      stdin: 'ignore',
-    });
+    const child = startProcess(config.binaryPath, args, { signal, killAfterMs: this.#options.killAfterMs ?? 5000, detached: true, output: 'pipe' });
     epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
     if (child.pid !== undefined) onStarted?.({ pid: child.pid });
     const recent = new RecentErrors();
@@ -99,7 +92,7 @@ export class EnvoyProxy implements Proxy {
     const stopWatching = new AbortController();
     const tookOver = () => ((this.#servingCerts = certs), onLive());
     void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), tookOver);
-    const result = await child;
+    const result = await child.result;
     stopWatching.abort();
     await output;
     return classifyExit(result, recent, signal.aborted, config);
