@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { Agent } from '../agent/agent.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
