@@ -19,7 +19,21 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
 }
 
 /**
- * The same check before each epoch starts, as a value: the files a bootstrap
+ * Envoy's verdict as the one line the agent exits 2 with (the message
+ * validateBootstrap throws); undefined when Envoy accepts the bootstrap.
+ */
+export async function rejectionMessage(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
+  try {
+    await validateBootstrap(binaryPath, bootstrapPath, extraArgs);
+    return undefined;
+  } catch (error) {
+    if (error instanceof AgentError) return error.message;
+    throw error;
+  }
+}
+
+/**
+ * The same check before each hot-restart epoch starts, as a value: the files a bootstrap
  * names (certificates) are read now. A hot-restart child that fails its
  * start has already shut its parent's admin down, and then either ends the
  * parent or leaves the chain's shared memory "initializing" for good (Envoy
