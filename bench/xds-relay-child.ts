@@ -1,6 +1,6 @@
 // The relay alone in its own process, as in the agent, for bench/xds-relay.ts.
 // argv: <socket path> <upstream port> [upstream host, default 127.0.0.1] [keep|nokeep: last-known-good on (default) or off]
-import { Registry } from 'prom-client';
+import { Registry } from '../src/metrics/index.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import { silentLogger } from '../src/shared/log.ts';
 import { XdsRelay } from '../src/xds/relay.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
 import type { Event, State } from './reconcile.ts';
 import { RestartGate } from './restart-gate.ts';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
-import { Gauge, type Registry } from 'prom-client';
+import { Gauge, type Registry } from '../metrics/index.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Event, State } from './reconcile.ts';
 

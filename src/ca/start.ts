@@ -1,5 +1,5 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../metrics/index.ts';
 import { pemSecret } from '../sds/pem-secret.ts';
 import { rootSecretName, workloadSecretName } from '../sds/resource-names.ts';
 import type { SecretStore } from '../sds/secret-store.ts';

@@ -1,14 +1,12 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { Agent } from '../agent/agent.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
-import { bootstrapExtension, prepareConfigDir, writeBootstrap, type ConfigDir } from '../bootstrap/write.ts';
+import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
-import { validationArgs } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
-import { validateBootstrap } from '../envoy/validate.ts';
 import { checkIsEnvoy } from '../envoy/version.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
@@ -74,30 +72,11 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
     return 0;
   }
   await checkBinary(config.binaryPath);
-  const envoy = await checkEnvoyAndBootstrap(config, bootstrap.text);
+  const envoy = await checkIsEnvoy(config.binaryPath);
+  await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, { caSettings: ca, app }, logger);
-}
-
-/**
- * Envoy's `--version` and its `--mode validate` verdict on the bootstrap are
- * two execs of Envoy on the path to ready: run side by side (~40 ms less from
- * exec to ready, bench/cost.ts). Errors still surface in the old order, and a
- * failed check waits for the validating Envoy to end, so none is left behind.
- */
-async function checkEnvoyAndBootstrap(config: ProxyConfig, text: string): Promise<string> {
-  const validation = writeBootstrap(config.configPath, 0, text, bootstrapExtension(config.customConfigFile)).then((file) => validateBootstrap(config.binaryPath, file, validationArgs(config)));
-  validation.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
-  try {
-    const version = await checkIsEnvoy(config.binaryPath);
-    await checkXdsUpstream(config);
-    await validation;
-    return version;
-  } catch (error) {
-    await validation.catch(() => undefined);
-    throw error;
-  }
 }
 
 /** The ports and paths an operator looks for first in the startup line. */

@@ -1,10 +1,10 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
+import { startProcess } from '../process/start.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
@@ -13,7 +13,7 @@ import { drainEnvoy, drainListeners } from './drain.ts';
 import { classifyExit } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
 import { removeSharedMemory } from './shared-memory.ts';
-import { bootstrapRejection } from './validate.ts';
+import { bootstrapRejection, rejectionMessage } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
 import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
@@ -59,16 +59,56 @@ export class EnvoyProxy implements Proxy {
   }
 
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
-    const { config, logger } = this.#options;
+    const { config } = this.#options;
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap, bootstrapExtension(config.customConfigFile));
-    const rejection = await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config));
+    // A hot-restart child that fails its start harms its parent (see
+    // validate.ts): it is validated first. Epoch 0 has no parent to protect,
+    // so Envoy starts at once and `--mode validate` runs beside it, off the
+    // path to ready; its verdict still decides (it is stricter than a start).
+    const verdict = epoch === 0 ? rejectionMessage(config.binaryPath, bootstrapPath, validationArgs(config)).catch(() => undefined) : undefined;
+    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config)) : undefined;
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
     const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
     if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
-    const args = buildEnvoyArgs({
+    const tookOver = () => ((this.#servingCerts = certs), onLive());
+    return this.#spawn({ epoch, bootstrapPath, signal, verdict, onStarted, onLive: tookOver });
+  }
+
+  /**
+   * Runs one epoch's Envoy to its end. `verdict` (epoch 0): a rejection
+   * stops Envoy and is what the epoch ends with; LIVE counts only once the
+   * bootstrap passed.
+   */
+  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; verdict: Promise<string | undefined> | undefined; onStarted: RunOptions['onStarted']; onLive: () => void }): Promise<ProxyExit> {
+    const { epoch, bootstrapPath, signal, verdict } = options;
+    const { config, logger } = this.#options;
+    const rejected = new AbortController();
+    void verdict?.then((reason) => reason !== undefined && rejected.abort());
+    const args = await this.#envoyArgs(epoch, bootstrapPath, signal);
+    const epochLogger = logger.child({ epoch });
+    // Own process group: a terminal's Ctrl-C reaches the agent only, which
+    // then drains Envoy instead of Envoy dying at once.
+    const child = startProcess(config.binaryPath, args, { signal: AbortSignal.any([signal, rejected.signal]), killAfterMs: this.#options.killAfterMs ?? 5000, detached: true, output: 'pipe' });
+    epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
+    if (child.pid !== undefined) options.onStarted?.({ pid: child.pid });
+    const recent = new RecentErrors();
+    const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
+    const stopWatching = new AbortController();
+    const onLive = async () => (await verdict) === undefined && options.onLive();
+    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), () => void onLive());
+    const result = await child.result;
+    stopWatching.abort();
+    await output;
+    const reason = await verdict;
+    return reason !== undefined ? { kind: 'rejected', detail: reason } : classifyExit(result, recent, signal.aborted, config);
+  }
+
+  async #envoyArgs(epoch: number, bootstrapPath: string, signal: AbortSignal): Promise<string[]> {
+    const { config } = this.#options;
+    return buildEnvoyArgs({
       bootstrapPath,
       epoch,
       baseId: await this.#baseIdFor(epoch, signal),
@@ -81,28 +121,6 @@ export class EnvoyProxy implements Proxy {
       componentLogLevel: config.proxyComponentLogLevel,
       concurrency: config.concurrency,
     });
-    const epochLogger = logger.child({ epoch });
-    // Own process group: a terminal's Ctrl-C reaches the agent only, which
-    // then drains Envoy instead of Envoy dying at once.
-    const child = execa(config.binaryPath, args, {
-      reject: false,
-      cancelSignal: signal,
-      forceKillAfterDelay: this.#options.killAfterMs ?? 5000,
-      detached: true,
-      buffer: false,
-      stdin: 'ignore',
-    });
-    epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
-    if (child.pid !== undefined) onStarted?.({ pid: child.pid });
-    const recent = new RecentErrors();
-    const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
-    const stopWatching = new AbortController();
-    const tookOver = () => ((this.#servingCerts = certs), onLive());
-    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), tookOver);
-    const result = await child;
-    stopWatching.abort();
-    await output;
-    return classifyExit(result, recent, signal.aborted, config);
   }
 
   /** Envoy's verdict on the certificate files (see cert-check.ts); undefined when it can load them. */

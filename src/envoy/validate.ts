@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { startProcess } from '../process/start.ts';
 import { AgentError, badFlag } from '../shared/errors.ts';
 
 /**
@@ -12,14 +12,28 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
   if (result.code === 'ENOENT' || result.code === 'EACCES') {
     throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
   }
-  const reason = rejectionReason(result.all ?? '');
+  const reason = rejectionReason(result.all);
   // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
   if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [])).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
   throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`);
 }
 
 /**
- * The same check before each epoch starts, as a value: the files a bootstrap
+ * Envoy's verdict as the one line the agent exits 2 with (the message
+ * validateBootstrap throws); undefined when Envoy accepts the bootstrap.
+ */
+export async function rejectionMessage(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
+  try {
+    await validateBootstrap(binaryPath, bootstrapPath, extraArgs);
+    return undefined;
+  } catch (error) {
+    if (error instanceof AgentError) return error.message;
+    throw error;
+  }
+}
+
+/**
+ * The same check before each hot-restart epoch starts, as a value: the files a bootstrap
  * names (certificates) are read now. A hot-restart child that fails its
  * start has already shut its parent's admin down, and then either ends the
  * parent or leaves the chain's shared memory "initializing" for good (Envoy
@@ -27,7 +41,7 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
  */
 export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
-  return result.exitCode === 0 ? undefined : rejectionReason(result.all ?? result.code ?? '');
+  return result.exitCode === 0 ? undefined : rejectionReason(result.all || (result.code ?? ''));
 }
 
 /** The agent flags behind Envoy's `--component-log-level` and `--concurrency`. */
@@ -37,7 +51,7 @@ function agentFlags(extraArgs: readonly string[]): string {
 }
 
 function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {
-  return execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, timeout: 30_000 });
+  return startProcess(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { timeoutMs: 30_000 }).result;
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */

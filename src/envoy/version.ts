@@ -1,10 +1,10 @@
-import { execa } from 'execa';
+import { startProcess } from '../process/start.ts';
 import { badFlag } from '../shared/errors.ts';
 
 /** Envoy's build version (e.g. `<sha>/1.40.0/Clean/RELEASE/BoringSSL`) for the startup line; undefined when it cannot be read. */
 export async function envoyVersion(binaryPath: string): Promise<string | undefined> {
-  const result = await execa(binaryPath, ['--version'], { reject: false, timeout: 10_000 });
-  return /version: (\S+)/.exec(result.stdout ?? '')?.[1];
+  const result = await startProcess(binaryPath, ['--version'], { timeoutMs: 10_000 }).result;
+  return /version: (\S+)/.exec(result.stdout)?.[1];
 }
 
 /**

@@ -1,4 +1,4 @@
-import { execa } from 'execa';
+import { runProcess } from '../process/start.ts';
 import { renderRestoreInput } from './render.ts';
 import type { RuleSet } from './rules.ts';
 
@@ -11,8 +11,8 @@ export interface ApplyOptions {
   run?: RunWithInput;
 }
 
-const runWithExeca: RunWithInput = async (file, args, input) => {
-  await execa(file, args, { input, stdout: 'ignore' });
+const runWithInput: RunWithInput = async (file, args, input) => {
+  await runProcess(file, args, { input });
 };
 
 /**
@@ -22,7 +22,7 @@ const runWithExeca: RunWithInput = async (file, args, input) => {
  */
 export async function applyCaptureRules(ruleSet: RuleSet, options: ApplyOptions = {}): Promise<void> {
   const binary = options.restoreBinary ?? 'iptables-restore';
-  const run = options.run ?? runWithExeca;
+  const run = options.run ?? runWithInput;
   try {
     await run(binary, ['--noflush'], renderRestoreInput(ruleSet));
   } catch (error) {

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.ts';
 import type { SecretStore } from './secret-store.ts';
 
 export interface SdsMetrics {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
 import { encodeVarint, readResponse } from '../xds/wire.ts';
 import { registerSdsMetrics } from './metrics.ts';

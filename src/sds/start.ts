@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';

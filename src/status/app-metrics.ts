@@ -1,4 +1,4 @@
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '../metrics/index.ts';
 import { badEnv } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { fetchCapped, type CappedBody } from './prometheus.ts';

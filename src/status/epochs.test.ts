@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { initialState, reduce, type State } from '../agent/reconcile.ts';
 import { FakeClock } from '../shared/clock.ts';

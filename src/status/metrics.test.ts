@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { initialState } from '../agent/reconcile.ts';
 import { registerAgentMetrics } from './metrics.ts';
 

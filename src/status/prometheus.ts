@@ -1,3 +1,6 @@
+import type { IncomingMessage } from 'node:http';
+import { http, https } from '../shared/node-http.ts';
+
 /** Envoy's part of /stats/prometheus is capped so one scrape cannot eat the agent's memory. */
 export const envoyMetricsCapBytes = 32 * 1024 * 1024;
 
@@ -10,29 +13,31 @@ export interface FetchCappedOptions {
 }
 
 /**
- * GETs a URL and keeps at most `capBytes` of the body, cut after the last
- * complete line so the text format stays valid.
+ * GETs a URL (http or https) and keeps at most `capBytes` of the body, cut
+ * after the last complete line so the text format stays valid. node:http,
+ * not fetch: fetch loads undici into the agent (see shared/node-http.ts).
  */
-export async function fetchCapped(url: string, options: FetchCappedOptions): Promise<CappedBody> {
+export function fetchCapped(url: string, options: FetchCappedOptions): Promise<CappedBody> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
-  try {
-    const response = await fetch(url, { signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout });
-    const { bytes, truncated } = await readCapped(response.body, options.capBytes);
-    return { ok: true, status: response.status, text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), truncated };
-  } catch (error) {
-    return { ok: false, error: (error as Error).cause ? String((error as Error).cause) : String(error) };
-  }
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const client = url.startsWith('https:') ? https : http;
+  return new Promise((resolve) => {
+    const fail = (error: Error) => resolve({ ok: false, error: signal.aborted ? String(signal.reason) : String(error) });
+    const req = client.get(url, { signal, agent: false }, (response) => {
+      readCapped(response, options.capBytes).then(({ bytes, truncated }) => resolve({ ok: true, status: response.statusCode ?? 0, text: bytes.toString('utf8'), truncated }), fail);
+    });
+    req.on('error', fail);
+  });
 }
 
-async function readCapped(body: ReadableStream<Uint8Array> | null, capBytes: number): Promise<{ bytes: Uint8Array; truncated: boolean }> {
-  if (!body) return { bytes: new Uint8Array(), truncated: false };
-  const chunks: Uint8Array[] = [];
+async function readCapped(body: IncomingMessage, capBytes: number): Promise<{ bytes: Buffer; truncated: boolean }> {
+  const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
+  for await (const chunk of body as AsyncIterable<Buffer>) {
     chunks.push(chunk);
     size += chunk.byteLength;
     if (size > capBytes) {
-      await body.cancel().catch(() => undefined);
+      body.destroy();
       const kept = Buffer.concat(chunks).subarray(0, capBytes);
       return { bytes: kept.subarray(0, kept.lastIndexOf(0x0a) + 1), truncated: true };
     }

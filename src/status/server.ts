@@ -1,5 +1,6 @@
 import { chmod, rm } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { http } from '../shared/node-http.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
@@ -26,8 +27,8 @@ type Handler = (deps: StatusDeps, request: StatusRequest) => Promise<StatusRespo
  * request relayed from the pod network never looks local.
  */
 export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
-  const tcp = createServer((request, response) => void serve(handleStatus, options, request, response));
-  const hop = createServer((request, response) => void serve(handleReadinessHop, options, request, response));
+  const tcp = http.createServer((request, response) => void serve(handleStatus, options, request, response));
+  const hop = http.createServer((request, response) => void serve(handleReadinessHop, options, request, response));
   await listenTcp(tcp, options.port);
   await listenSocket(hop, options.readinessSocketPath).catch(async (error) => (await close(tcp), Promise.reject(error)));
   return {

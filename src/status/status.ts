@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '../metrics/index.ts';
 import type { Event, State } from '../agent/reconcile.ts';
 import { adminClient } from '../envoy/admin.ts';
 import { drainEnvoy } from '../envoy/drain.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import { KeptConfig } from './kept-config.ts';

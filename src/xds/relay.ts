@@ -1,6 +1,6 @@
 import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import type { Registry } from 'prom-client';
+import type { Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';

@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { UpstreamCredential } from './client-credential.ts';
 import { typeKey } from './type-urls.ts';
@@ -49,7 +49,7 @@ export interface RelayDebug {
 const shortType = (key: string) => key.slice(key.lastIndexOf('/') + 1);
 
 /**
- * The relay's counters, twice: prom-client metrics in the registry the
+ * The relay's counters, twice: metrics in the registry the
  * status server exposes, and a per-type view for `debug()`. Both are keyed
  * by known type URLs only (others count as `other`), so what Envoy's side
  * sends cannot grow either without bound.

@@ -34,7 +34,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
 
   after(() => rm(dir, { recursive: true, force: true }));
 
-  const cases: { name: string; args: () => string[]; env?: Record<string, string>; line: RegExp }[] = [
+  const cases: { name: string; args: () => string[]; env?: Record<string, string>; line: RegExp; envoyMayStart?: boolean }[] = [
     { name: 'unknown proxy type', args: () => ['gateway', ...ok], line: /argument 'type'.*sidecar, router, ingress/ },
     { name: 'malformed duration', args: () => ['sidecar', ...ok, '--drainDuration', '45'], line: /--drainDuration.*'45'.*not a Go duration/ },
     { name: 'count that is not a number', args: () => ['sidecar', ...ok, '--concurrency', 'two'], line: /--concurrency.*'two'.*not a non-negative integer/ },
@@ -50,7 +50,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'configPath under /proc/sys (mkdir -p spun there)', args: () => ['sidecar', ...ok, '--configPath', '/proc/sys/x'], line: /^pilot-agent: --configPath: \/proc\/sys\/x is not a writable directory \(ENOENT\)$/ },
     { name: 'a directory where the XDS socket goes', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'xds-taken')], line: /^pilot-agent: --configPath: .*xds-taken\/XDS exists and is not a socket \(a directory\); remove it$/ },
     { name: 'a binary proto custom bootstrap', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'custom.pb')], line: /^pilot-agent: --customConfigFile: .*custom\.pb: binary proto bootstraps are not supported/ },
-    { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/ },
+    { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/, envoyMayStart: true },
     { name: 'status port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--statusPort', '15000'], line: /^pilot-agent: --statusPort: 15000 is also --proxyAdminPort/ },
     { name: 'Prometheus port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--prometheusPort', '15000'], line: /^pilot-agent: --prometheusPort: 15000 is also --proxyAdminPort/ },
     { name: 'unknown Envoy log component', args: () => ['sidecar', ...ok, '--proxyComponentLogLevel', 'nosuch:verbose'], line: /--proxyComponentLogLevel.*'nosuch:verbose'.*"nosuch" is not an Envoy log component/ },
@@ -70,7 +70,8 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
       const lines = result.stderr.trim().split('\n');
       assert.equal(lines.length, 1, `one line on stderr, got:\n${result.stderr}`);
       assert.match(lines[0]!, testCase.line);
-      assert.doesNotMatch(result.stdout, /envoy started/);
+      // Epoch 0 starts beside its validation (envoy-proxy.ts): the rejection stops it.
+      if (!testCase.envoyMayStart) assert.doesNotMatch(result.stdout, /envoy started/);
     });
   }
 

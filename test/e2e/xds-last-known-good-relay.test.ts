@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
 import { KeptConfig } from '../../src/xds/kept-config.ts';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
+import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
 import type { KeepaliveOptions } from '../../src/xds/keepalive.ts';

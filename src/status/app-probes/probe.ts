@@ -1,8 +1,8 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import type { AppProbe, ProbeAction } from './config.ts';
 import { checkGrpcHealth } from './grpc-health.ts';
+import { http, https } from '../../shared/node-http.ts';
 import { followRedirects, type HopAnswer } from './redirects.ts';
 
 /** The verdict the kubelet sees: the app's own status for HTTP, 200 or 500 otherwise. */
@@ -44,7 +44,7 @@ async function httpProbe(action: Extract<ProbeAction, { kind: 'http' }>, signal:
 
 /** One GET with the configured headers; certificates are not checked (as the kubelet). */
 function httpGet(action: Extract<ProbeAction, { kind: 'http' }>, signal: AbortSignal): Promise<HopAnswer> {
-  const request = action.scheme === 'https' ? httpsRequest : httpRequest;
+  const request = action.scheme === 'https' ? https.request : http.request;
   const headers: Record<string, string> = { 'user-agent': 'kube-probe (pilot-agent)', accept: '*/*' };
   for (const [name, value] of action.headers) headers[name.toLowerCase()] = value;
   return new Promise((resolve, reject) => {

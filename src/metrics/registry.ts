@@ -1,0 +1,35 @@
+import { contentType, formatFamilies, formatFamily } from './exposition.ts';
+import type { Metric } from './metric.ts';
+
+/** The metrics one endpoint exposes, in registration order; names are unique. */
+export class Registry {
+  readonly contentType = contentType;
+  readonly #metrics = new Map<string, Metric<string>>();
+
+  register(metric: Metric<string>): void {
+    if (this.#metrics.has(metric.name)) throw new Error(`a metric named ${metric.name} is already registered`);
+    this.#metrics.set(metric.name, metric);
+  }
+
+  removeSingleMetric(name: string): void {
+    this.#metrics.delete(name);
+  }
+
+  getSingleMetric(name: string): Metric<string> | undefined {
+    return this.#metrics.get(name);
+  }
+
+  /** The exposition text of every metric, each collected first. */
+  async metrics(): Promise<string> {
+    return formatFamilies(await Promise.all([...this.#metrics.values()].map((metric) => metric.family())));
+  }
+
+  async getSingleMetricAsString(name: string): Promise<string> {
+    const metric = this.#metrics.get(name);
+    return metric ? formatFamily(await metric.family()) : '';
+  }
+
+  async getMetricsAsJSON(): Promise<Awaited<ReturnType<Metric<string>['get']>>[]> {
+    return Promise.all([...this.#metrics.values()].map((metric) => metric.get()));
+  }
+}
