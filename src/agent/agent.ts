@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import type { Proxy } from './proxy.ts';
+import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce, type Action, type Event, type RetryPolicy, type State } from './reconcile.ts';
 
 /** How the loop ended: the process exit code, and for a failure the line that says why. */
@@ -95,8 +95,8 @@ export class Agent {
     const controller = new AbortController();
     this.#epochs.set(epoch, controller);
     this.#options.logger.info({ epoch, config: config.slice(0, 12) }, 'starting epoch');
-    const onLive = () => {
-      this.#options.logger.info({ epoch }, 'epoch live');
+    const onLive = (details?: LiveDetails) => {
+      this.#options.logger.info({ epoch, ...details }, 'epoch live');
       this.dispatch({ type: 'epoch-live', epoch });
     };
     const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive }).then((exit) => {

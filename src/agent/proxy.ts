@@ -7,11 +7,15 @@ export interface ProxyExit {
   detail: string;
 }
 
+export interface LiveDetails {
+  envoyVersion?: string;
+}
+
 export interface RunOptions {
   /** Aborting stops this epoch (SIGTERM, then SIGKILL). */
   signal: AbortSignal;
-  /** Called once when the epoch is LIVE and serving. */
-  onLive: () => void;
+  /** Called once when the epoch is LIVE and serving, with the version it reports (Envoy's /server_info). */
+  onLive: (details?: LiveDetails) => void;
   /** Called once the process is spawned (status server: pid per epoch). */
   onStarted?: (info: { pid: number }) => void;
 }

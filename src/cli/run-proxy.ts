@@ -7,7 +7,6 @@ import { renderBootstrap } from '../bootstrap/render.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
-import { checkIsEnvoy } from '../envoy/version.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { startSds, type SdsRuntime } from '../sds/start.ts';
@@ -72,10 +71,9 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
     return 0;
   }
   await checkBinary(config.binaryPath);
-  const envoy = await checkIsEnvoy(config.binaryPath);
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
-  logger.info({ node: bootstrap.nodeId, version: agentVersion(), envoyVersion: envoy, ...startupPorts(config), config }, 'pilot-agent starting');
+  logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, { caSettings: ca, app }, logger);
 }
 

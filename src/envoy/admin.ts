@@ -38,6 +38,8 @@ export interface ServerInfo {
   epoch: number;
   /** The `-c` bootstrap this Envoy runs with: tells this agent's epochs from anyone else's. */
   configPath: string;
+  /** Envoy's build version, e.g. `<sha>/1.40.0/Clean/RELEASE/BoringSSL`. */
+  version: string;
 }
 
 /** The server state, restart epoch and bootstrap path from /server_info, or undefined when admin is not up. */
@@ -45,8 +47,8 @@ export async function serverInfo(admin: AdminClient, signal?: AbortSignal): Prom
   const result = await admin.get('/server_info', signal);
   if (!result.ok || result.status !== 200) return undefined;
   try {
-    const info = JSON.parse(result.body) as { state: ServerState; command_line_options: { restart_epoch?: number; config_path?: string } };
-    return { state: info.state, epoch: info.command_line_options.restart_epoch ?? 0, configPath: info.command_line_options.config_path ?? '' };
+    const info = JSON.parse(result.body) as { state: ServerState; version?: string; command_line_options: { restart_epoch?: number; config_path?: string } };
+    return { state: info.state, epoch: info.command_line_options.restart_epoch ?? 0, configPath: info.command_line_options.config_path ?? '', version: info.version ?? '' };
   } catch {
     return undefined;
   }

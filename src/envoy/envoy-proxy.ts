@@ -1,6 +1,6 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
+import type { LiveDetails, Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
@@ -73,7 +73,7 @@ export class EnvoyProxy implements Proxy {
     if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
-    const tookOver = () => ((this.#servingCerts = certs), onLive());
+    const tookOver = (details: LiveDetails) => ((this.#servingCerts = certs), onLive(details));
     return this.#spawn({ epoch, bootstrapPath, signal, verdict, onStarted, onLive: tookOver });
   }
 
@@ -82,7 +82,7 @@ export class EnvoyProxy implements Proxy {
    * stops Envoy and is what the epoch ends with; LIVE counts only once the
    * bootstrap passed.
    */
-  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; verdict: Promise<string | undefined> | undefined; onStarted: RunOptions['onStarted']; onLive: () => void }): Promise<ProxyExit> {
+  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; verdict: Promise<string | undefined> | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
     const { epoch, bootstrapPath, signal, verdict } = options;
     const { config, logger } = this.#options;
     const rejected = new AbortController();
@@ -97,8 +97,8 @@ export class EnvoyProxy implements Proxy {
     const recent = new RecentErrors();
     const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
     const stopWatching = new AbortController();
-    const onLive = async () => (await verdict) === undefined && options.onLive();
-    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), () => void onLive());
+    const onLive = async (details: LiveDetails) => (await verdict) === undefined && options.onLive(details);
+    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
     const result = await child.result;
     stopWatching.abort();
     await output;
@@ -166,11 +166,11 @@ export class EnvoyProxy implements Proxy {
    * on the admin port must prove it: its config path is this epoch's
    * bootstrap, which no other agent's Envoy, nor another epoch, runs with.
    */
-  async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: () => void): Promise<void> {
+  async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: (details: LiveDetails) => void): Promise<void> {
     while (!signal.aborted) {
       const info = await serverInfo(this.#admin, signal);
       if (info?.state === 'LIVE' && info.configPath === bootstrapPath) {
-        if (!signal.aborted) onLive();
+        if (!signal.aborted) onLive({ envoyVersion: info.version });
         return;
       }
       await this.#options.clock.sleep(100, signal).catch(() => undefined);

@@ -1,5 +1,6 @@
 import { startProcess } from '../process/start.ts';
 import { AgentError, badFlag } from '../shared/errors.ts';
+import { checkIsEnvoy } from './version.ts';
 
 /**
  * Asks Envoy itself whether a bootstrap is valid (`--mode validate`, ~0.1 s),
@@ -8,10 +9,13 @@ import { AgentError, badFlag } from '../shared/errors.ts';
  */
 export async function validateBootstrap(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<void> {
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
-  if (result.exitCode === 0) return;
+  if (result.exitCode === 0 && envoySaidOk(result.all)) return;
   if (result.code === 'ENOENT' || result.code === 'EACCES') {
     throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
   }
+  // Asked only when the verdict is not Envoy's plain OK, so `--version` stays off the path to ready.
+  await checkIsEnvoy(binaryPath);
+  if (result.exitCode === 0) return;
   const reason = rejectionReason(result.all);
   // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
   if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [])).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
@@ -43,6 +47,9 @@ export async function bootstrapRejection(binaryPath: string, bootstrapPath: stri
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
   return result.exitCode === 0 ? undefined : rejectionReason(result.all || (result.code ?? ''));
 }
+
+/** What Envoy prints when it accepts a bootstrap; `/bin/true` exits 0 without it. */
+const envoySaidOk = (output: string) => /^configuration '.*' OK$/m.test(output);
 
 /** The agent flags behind Envoy's `--component-log-level` and `--concurrency`. */
 function agentFlags(extraArgs: readonly string[]): string {

@@ -64,7 +64,7 @@ export class EpochTracker {
     const exit = await proxy.run(epoch, config, {
       ...options,
       onStarted: (info) => ((record.pid = info.pid), options.onStarted?.(info)),
-      onLive: () => ((record.live = true), options.onLive()),
+      onLive: (details) => ((record.live = true), options.onLive(details)),
     });
     this.#running.delete(epoch);
     this.#exits.push({ ...record, exitedAt: this.#isoNow(), kind: exit.kind, detail: exit.detail });

@@ -78,7 +78,6 @@ describe('status endpoints, request and wait with the real Envoy', () => {
       assert.ok(agent.log.find((entry) => entry.msg === 'status request' && entry.component === 'status'), 'status:debug applies');
       assert.equal(agent.log.find((entry) => entry.msg === 'starting epoch'), undefined, 'agent:warn applies');
       const startup = agent.log.find((entry) => entry.msg === 'pilot-agent starting')!;
-      assert.match(String(startup.envoyVersion), /\/1\.40\./);
       assert.deepEqual(startup.ports, { admin: agent.adminPort, status: statusPort, readiness: readinessPort, prometheus: 0 });
 
       const quit = await get(statusPort, '/quitquitquit', 'POST');

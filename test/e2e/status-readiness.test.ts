@@ -40,7 +40,8 @@ describe('status server readiness with the real Envoy', () => {
     const { agent, statusPort } = await startStatusAgent(peer.address, ['--retryInitialDelay', '10s']);
     try {
       await waitForStatus(statusPort, '/healthz/ready', (response) => response.status === 200, 30_000);
-      await agent.log.waitFor((entry) => entry.msg === 'epoch live', 5000, 'epoch 0 LIVE in the agent\'s eyes');
+      const live = await agent.log.waitFor((entry) => entry.msg === 'epoch live', 5000, 'epoch 0 LIVE in the agent\'s eyes');
+      assert.match(String(live.envoyVersion), /\/1\.40\./, 'the line says which Envoy went LIVE (from /server_info)');
       const [envoy] = agent.envoyPids();
       process.kill(envoy!, 'SIGKILL');
       const dead = await waitForStatus(statusPort, '/healthz/ready', (response) => response.status !== 200, 8000);
