@@ -1,4 +1,5 @@
-import { pino, type Logger, type Level } from 'pino';
+import { createRequire } from 'node:module';
+import { pino, type DestinationStream, type Logger, type Level } from 'pino';
 
 export type { Logger };
 
@@ -17,7 +18,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const filter = componentFilter(level, options.components ?? {});
   if (options.pretty) {
-    return pino({ ...filter, transport: { target: 'pino-pretty', options: { colorize: true } } });
+    // In process, not pino's worker transport (which needs pino's own files next to it, not a bundle); loaded only for terminals.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as (options: object) => DestinationStream;
+    return pino(filter, pretty({ colorize: true, destination: options.fd ?? 1, sync: true }));
   }
   // Synchronous writes: exit paths call process.exit and must not lose lines.
   return pino({ ...filter, base: { pid: process.pid } }, pino.destination({ dest: options.fd ?? 1, sync: true }));
