@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
 import { resolveProxyConfig } from '../settings/resolve-proxy-config.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
-import { checkResolvedConfig, xdsTransport, xdsUpstream } from './proxy-config.ts';
+import { checkResolvedConfig, xdsRootCaFile, xdsTransport, xdsUpstream } from './proxy-config.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
@@ -76,5 +76,21 @@ test('how the agent talks to the discovery server: plaintext, TLS with a token (
     assert.ok(typeof config !== 'string', String(config));
     assert.equal(xdsTransport(config), policy, args.join(' '));
     assert.equal(xdsUpstream(config).tokenFile, tokenFile, args.join(' '));
+  }
+});
+
+test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a root mounted in --certDir, then istiod\'s published root', () => {
+  const mounted = '/etc/certs/root-cert.pem';
+  const rows: [args: string[], mountedExists: boolean, root: string][] = [
+    [['--xdsRootCa', '/root.pem'], true, '/root.pem'],
+    [['--xdsRootCa', 'SYSTEM'], true, 'SYSTEM'],
+    [[], true, mounted],
+    [['--certDir', '/other'], true, '/var/run/secrets/istio/root-cert.pem'],
+    [[], false, '/var/run/secrets/istio/root-cert.pem'],
+  ];
+  for (const [args, mountedExists, root] of rows) {
+    const config = parse(['--discoveryAddress', 'istiod:15012', ...args]);
+    assert.ok(typeof config !== 'string', String(config));
+    assert.equal(xdsRootCaFile(config, (path) => mountedExists && path === mounted), root, `${args.join(' ')} (mounted root ${mountedExists ? 'present' : 'absent'})`);
   }
 });

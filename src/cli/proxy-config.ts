@@ -1,9 +1,10 @@
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { istioRootCertPath, istioTokenPath } from '../settings/ca-env.ts';
 import { badFlag } from '../shared/errors.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
-import { loadMaterial, type UpstreamOptions } from '../xds/upstream.ts';
+import { certFileNames, loadMaterial, type UpstreamOptions } from '../xds/upstream.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
 
 /**
@@ -30,11 +31,23 @@ export function xdsUpstream(config: ProxyConfig): UpstreamOptions {
   return {
     address: config.discoveryAddress,
     policy: xdsTransport(config),
-    rootCaFile: config.xdsRootCa ?? istioRootCertPath,
+    rootCaFile: xdsRootCaFile(config),
     certDir: config.certDir,
     serverName: config.xdsServerName,
     tokenFile: config.xdsTokenFile ?? (xdsTransport(config) === 'TLS' ? istioTokenPath : undefined),
   };
+}
+
+/**
+ * The root istiod's certificate must chain to, in Istio's order
+ * (FindRootCAForXDS): the flag or XDS_ROOT_CA (`SYSTEM`: the OS store), then
+ * a root mounted with the certificates (Istio 1.1's /etc/certs), then the
+ * root istiod publishes (its configmap, mounted at /var/run/secrets/istio).
+ */
+export function xdsRootCaFile(config: ProxyConfig, exists: (path: string) => boolean = existsSync): string {
+  if (config.xdsRootCa !== undefined) return config.xdsRootCa;
+  const mounted = join(config.certDir, certFileNames.root);
+  return exists(mounted) ? mounted : istioRootCertPath;
 }
 
 /**

@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { getCACertificates } from 'node:tls';
 import { makeCa, type TestCa } from '../../test/support/certs.ts';
 import type { HeldCertificate } from './client-credential.ts';
 import { loadMaterial, type UpstreamOptions } from './upstream.ts';
@@ -47,4 +48,11 @@ test('what a TLS connection to istiod carries: the token, and the held certifica
 
 test('without a certificate to speak for us, an unreadable token is still the error naming the flag', async () => {
   await assert.rejects(loadMaterial(tls('absent-token', undefined), now), /--xdsTokenFile.*absent-token/);
+});
+
+test('--xdsRootCa SYSTEM trusts the operating system\'s store, not a file', async () => {
+  const material = await loadMaterial({ ...tls('token', undefined), rootCaFile: 'SYSTEM' }, now);
+  const roots = material.tls?.ca;
+  assert.ok(Array.isArray(roots) && roots.length > 0, 'the system store\'s certificates');
+  assert.deepEqual(roots, getCACertificates('system'));
 });

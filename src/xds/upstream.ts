@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { getCACertificates, connect as tlsConnect } from 'node:tls';
 import { badFile, badFlag } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { HostPort } from '../shared/proxy-config.ts';
@@ -43,7 +43,7 @@ export const certFileNames = { chain: 'cert-chain.pem', key: 'key.pem', root: 'r
 
 export interface UpstreamMaterial {
   /** The root to trust, with our certificate and key for mutual TLS; absent for plaintext. */
-  tls: { cert?: Buffer; key?: Buffer; ca: Buffer } | undefined;
+  tls: { cert?: Buffer; key?: Buffer; ca: Buffer | string[] } | undefined;
   /** Extra request headers: the token, when there is one. */
   headers: OutgoingHttpHeaders;
   /** What this connection proves us with. */
@@ -93,8 +93,12 @@ async function readText(path: string, flag: string): Promise<string> {
   }
 }
 
+/** `--xdsRootCa SYSTEM`, as Istio spells it: the operating system's trust store instead of a file. */
+export const systemRoots = 'SYSTEM';
+
 /** The discovery server's root: a file that is not PEM would only fail at handshake time, far from the cause. */
-async function readRoot(path: string): Promise<Buffer> {
+async function readRoot(path: string): Promise<Buffer | string[]> {
+  if (path === systemRoots) return systemRootCertificates();
   let root: Buffer;
   try {
     root = await readFile(path);
@@ -107,6 +111,13 @@ async function readRoot(path: string): Promise<Buffer> {
     throw badFile(path, 'not a PEM certificate; the discovery server\'s TLS root (--xdsRootCa, XDS_ROOT_CA)', error);
   }
   return root;
+}
+
+/** The OS store (as Go's system pool Istio uses), not the Mozilla bundle Node carries. */
+function systemRootCertificates(): string[] {
+  const roots = getCACertificates('system');
+  if (roots.length === 0) throw badFlag('--xdsRootCa', 'SYSTEM asks for the system trust store, and it holds no certificates');
+  return roots;
 }
 
 async function readCert(path: string): Promise<Buffer> {

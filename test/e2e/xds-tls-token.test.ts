@@ -85,6 +85,13 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
     });
   });
 
+  it('XDS_ROOT_CA=SYSTEM trusts the OS store, as Istio does: a test CA\'s istiod is not trusted, and the line names SYSTEM', { timeout: 60_000 }, async () => {
+    await withAgent({ XDS_ROOT_CA: 'SYSTEM' }, ['--xdsTokenFile', files().token], async (agent) => {
+      const line = await streamEnded(agent, /^cannot reach the discovery server: TLS:/);
+      assert.match(String(line.details), /not trusted .*root SYSTEM/);
+    });
+  });
+
   it('the token file is read again for a new stream: a rotated token reaches a server that wants only the new one', { timeout: 90_000 }, async () => {
     const tokenFile = join(dir, 'rotating-token');
     await writeFile(tokenFile, 'token-one\n');
