@@ -27,15 +27,20 @@ function linesLogger() {
 
 /** Runs the drain, moving the fake clock 500 ms at a time; returns the fake time it took. */
 async function timeDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { admin: AdminClient }): Promise<number> {
+  return (await runDrain(options)).tookMs;
+}
+
+/** The same, with whether Envoy took the drain calls. */
+async function runDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { admin: AdminClient }): Promise<{ tookMs: number; started: boolean }> {
   const clock = new FakeClock();
   let done = false;
-  const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).then(() => (done = true));
+  const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).finally(() => (done = true));
   while (!done) {
     await flush();
     if (!done) clock.advance(500);
   }
-  await drained;
-  return clock.now();
+  const started = await drained;
+  return { tookMs: clock.now(), started };
 }
 
 describe('drainEnvoy', () => {
@@ -81,7 +86,7 @@ describe('drainEnvoy', () => {
     it(`logs an error naming what Envoy refused, not "draining listeners": ${name}`, async () => {
       const admin: AdminClient = { get: async () => ({ ok: true, status: 200, body: '' }), post: async (path) => answer(path) };
       const { lines, logger } = linesLogger();
-      await timeDrain({ admin, logger, durationMs: 1000 });
+      assert.equal((await runDrain({ admin, logger, durationMs: 1000 })).started, false, 'the caller hears that Envoy refused');
       assert.equal(lines.find((line) => line.msg === 'draining listeners'), undefined, 'no claim that Envoy drains');
       const errors = lines.filter((line) => line.level === 50);
       assert.equal(errors.length, 1, JSON.stringify(lines));
@@ -92,7 +97,7 @@ describe('drainEnvoy', () => {
   it('logs "draining listeners" once Envoy accepted both calls', async () => {
     const { admin } = fakeAdmin([]);
     const { lines, logger } = linesLogger();
-    await timeDrain({ admin, logger, durationMs: 1000 });
+    assert.equal((await runDrain({ admin, logger, durationMs: 1000 })).started, true);
     assert.equal(lines.filter((line) => line.msg === 'draining listeners').length, 1);
     assert.equal(lines.filter((line) => line.level >= 50).length, 0);
   });

@@ -25,16 +25,19 @@ export interface DrainOptions {
 
 /**
  * Graceful termination: fail health checks, drain listeners, then wait the
- * drain duration. Aborting the signal cuts the wait short.
+ * drain duration. Aborting the signal cuts the wait short. True when Envoy
+ * took the drain calls.
  */
-export async function drainEnvoy(options: DrainOptions): Promise<void> {
+export async function drainEnvoy(options: DrainOptions): Promise<boolean> {
   const { logger, signal } = options;
   // Already told to hurry (/quitquitquit, a second signal): stop without the admin calls.
-  if (signal.aborted) return;
+  if (signal.aborted) return false;
   // Envoy's refusal is logged by drainListeners; the wait still gives open connections their time.
-  if (await drainListeners(options)) logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
-  if (options.exitOnZeroActiveConnections) return waitForZeroConnections(options);
-  await options.clock.sleep(options.durationMs, signal).catch(() => undefined);
+  const started = await drainListeners(options);
+  if (started) logger.info({ durationMs: options.durationMs, exitOnZeroActiveConnections: Boolean(options.exitOnZeroActiveConnections) }, 'draining listeners');
+  if (options.exitOnZeroActiveConnections) await waitForZeroConnections(options);
+  else await options.clock.sleep(options.durationMs, signal).catch(() => undefined);
+  return started;
 }
 
 /**

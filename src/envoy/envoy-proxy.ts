@@ -177,9 +177,9 @@ export class EnvoyProxy implements Proxy {
     }
   }
 
-  drain(signal: AbortSignal): Promise<void> {
+  async drain(signal: AbortSignal): Promise<void> {
     const { config, clock, logger } = this.#options;
-    return drainEnvoy({
+    await drainEnvoy({
       admin: this.#admin, clock, logger, signal,
       durationMs: config.terminationDrainDurationMs,
       inboundOnly: config.proxyType === 'sidecar',

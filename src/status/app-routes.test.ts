@@ -9,7 +9,7 @@ const baseDeps: StatusDeps = {
   envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
   epochs: () => ({}),
   quit: () => undefined,
-  drain: async () => undefined,
+  drain: async () => true,
 };
 const get = (deps: StatusDeps, url: string, method = 'GET') => handleStatus(deps, { method, url, remoteAddress: '10.0.0.9' });
 

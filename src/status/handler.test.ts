@@ -17,7 +17,7 @@ function fakeDeps(overrides: Partial<StatusDeps> = {}): StatusDeps & { calls: Ca
     envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
     epochs: () => ({ live: [{ epoch: 0, pid: 42 }] }),
     quit: () => void calls.quit++,
-    drain: async () => void calls.drain++,
+    drain: async () => (calls.drain++, true),
     ...overrides,
   };
 }
@@ -66,6 +66,12 @@ describe('status handlers', () => {
     assert.equal((await handleStatus(deps, request('POST', '/drain', '::ffff:127.0.0.1'))).status, 200);
     assert.equal((await handleStatus(deps, request('POST', '/drain', '192.168.1.5'))).status, 403);
     assert.equal(deps.calls.drain, 1);
+  });
+
+  it('a drain Envoy refused is 502, not OK', async () => {
+    const refused = await handleStatus(fakeDeps({ drain: async () => false }), request('POST', '/drain'));
+    assert.equal(refused.status, 502);
+    assert.match(refused.body, /Envoy refused the drain calls/);
   });
 
   it('serves the debug JSON; /debug/xds is 404 without a relay', async () => {

@@ -36,7 +36,7 @@ export interface StatusDeps {
   /** Stop Envoy and exit 0, skipping the drain. */
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
-  drain: () => Promise<void>;
+  drain: () => Promise<boolean>;
   /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health path. */
   appHealth?: (path: string, signal?: AbortSignal) => Promise<{ status: number; reason: string }>;
   /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of /stats/prometheus. */
@@ -124,8 +124,9 @@ function quit(deps: StatusDeps): StatusResponse {
 }
 
 async function drain(deps: StatusDeps): Promise<StatusResponse> {
-  await deps.drain();
-  return text(200, 'OK\n');
+  // Readiness turns false either way; the caller learns whether Envoy is draining too.
+  if (await deps.drain()) return text(200, 'OK\n');
+  return text(502, 'Envoy refused the drain calls; see the agent\'s log\n');
 }
 
 function debugXds(deps: StatusDeps): StatusResponse {

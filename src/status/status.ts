@@ -70,7 +70,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     drain: async () => {
       logger.info('drain requested');
       drained = true;
-      await drainEnvoy({ admin, clock: options.clock, logger, signal: new AbortController().signal, durationMs: 0, inboundOnly: options.inboundOnly });
+      return drainEnvoy({ admin, clock: options.clock, logger, signal: new AbortController().signal, durationMs: 0, inboundOnly: options.inboundOnly });
     },
   };
 }
