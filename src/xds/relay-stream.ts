@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import type { UpstreamCredential } from './client-credential.ts';
 import { frame, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './grpc-status.ts';
 import type { KeptConfig } from './kept-config.ts';
@@ -64,6 +65,8 @@ export class RelayStream {
   readonly mode: XdsMode;
   readonly since = new Date();
   upstreamState: 'dialing' | 'open' | 'last-known-good' = 'dialing';
+  /** What the current upstream connection proves us with (/debug/xds). */
+  upstreamCredential: UpstreamCredential | undefined;
   readonly #options: RelayStreamOptions;
   #upstream: UpstreamStream | undefined;
   #ending: Ending | undefined;
@@ -109,6 +112,7 @@ export class RelayStream {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
       this.#upstream = upstream;
+      this.upstreamCredential = upstream.credential;
       stats.upstreamOpened();
       this.#options.reachable(true);
     } catch (error) {

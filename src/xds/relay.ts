@@ -209,7 +209,7 @@ export class XdsRelay {
       socket: this.#options.socketPath,
       upstream: formatHostPort(this.#options.upstream.address),
       servingLastKnownGoodSince: iso(this.servingKeptSince()),
-      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, lastKnownGoodSince: iso(stream.keptSince) })),
+      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, credential: stream.upstreamCredential, lastKnownGoodSince: iso(stream.keptSince) })),
       ...this.#stats.snapshot(),
       kept: this.kept.summary(),
     };

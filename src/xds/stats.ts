@@ -35,7 +35,7 @@ export interface TypeDebug {
 export interface RelayDebug {
   socket: string;
   upstream: string;
-  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; lastKnownGoodSince?: string }[];
+  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; credential?: UpstreamCredential; lastKnownGoodSince?: string }[];
   /** Set while some Envoy stream is served from the kept config. */
   servingLastKnownGoodSince?: string;
   /** What is kept, per stream kind and type. */

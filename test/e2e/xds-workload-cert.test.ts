@@ -29,6 +29,19 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
   const streamEnded = (rig: CaRig, pattern: RegExp) =>
     rig.agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && pattern.test(String(entry.details)), 30_000, `a stream ending with ${pattern}`);
 
+  /** /debug/xds names each stream's credential; connections are cut every 2 s, so one shows it soon. */
+  async function streamCredentialShown(rig: CaRig, credential: string): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    let seen = '';
+    while (Date.now() < deadline) {
+      const debug = (await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/xds`)).json()) as { streams: { credential?: string }[] };
+      seen = JSON.stringify(debug.streams);
+      if (debug.streams.some((stream) => stream.credential === credential)) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.fail(`no stream in /debug/xds with credential ${credential}: ${seen}`);
+  }
+
   it('connects with the token first, presents the certificate once held, and the renewed one on the next connection', { timeout: 120_000 }, async () => {
     // The CA refuses until the token-only connection is seen; then 8 s certificates renewed at 20% of their life.
     const options: CaRigOptions = { ttlSeconds: 8, env: { SECRET_GRACE_PERIOD_RATIO: '0.8' }, initialMode: { refuse: 'not yet' }, xdsTls: { clientCert: 'optional', maxConnectionAge: '2s' } };
@@ -38,6 +51,7 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
       await rig.ca.setMode({});
       const first = await handshake(rig, (entry) => entry.spiffe === identity, 'a handshake presenting the workload certificate');
       await connected(rig, 'certificate+token');
+      await streamCredentialShown(rig, 'certificate+token');
       await handshake(rig, (entry) => entry.spiffe === identity && entry.serial !== first.serial, 'a handshake presenting a renewed certificate');
       const presented = new Set(handshakes(rig).map((entry) => String(entry.serial)).filter(Boolean));
       assert.deepEqual([...presented].filter((serial) => !issuedSerials(rig).includes(serial)), [], 'only certificates the CA issued were presented');
