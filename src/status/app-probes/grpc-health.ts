@@ -1,5 +1,5 @@
-import { connect, constants } from 'node:http2';
-import { frame, prefixBytes } from '../../xds/grpc-frame.ts';
+import { connect } from 'node:http2';
+import { unaryCall } from '../../grpc/unary-call.ts';
 import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
 
@@ -12,46 +12,12 @@ const maxResponseBytes = 1024;
  * One unary grpc.health.v1.Health/Check on node:http2 (plaintext, as the
  * kubelet's gRPC probe). Resolves true when the app answers SERVING.
  */
-export function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const authority = `http://${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
-    const session = connect(authority);
-    const fail = (error: Error) => {
-      session.destroy();
-      reject(error);
-    };
-    const onAbort = () => fail(new Error('aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    session.once('error', fail);
-    session.once('close', () => signal.removeEventListener('abort', onAbort));
-    const stream = session.request({
-      [constants.HTTP2_HEADER_METHOD]: 'POST',
-      [constants.HTTP2_HEADER_PATH]: '/grpc.health.v1.Health/Check',
-      [constants.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
-      te: 'trailers',
-    });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let grpcStatus: string | undefined;
-    stream.on('response', (headers) => (grpcStatus = headerValue(headers['grpc-status']) ?? grpcStatus));
-    stream.on('trailers', (trailers) => (grpcStatus = headerValue(trailers['grpc-status']) ?? grpcStatus));
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxResponseBytes) return fail(new Error('health response too large'));
-      chunks.push(chunk);
-    });
-    stream.once('error', fail);
-    stream.once('end', () => {
-      session.close();
-      if (grpcStatus !== '0') return reject(new Error(`grpc-status ${grpcStatus ?? 'missing'}`));
-      resolve(servingStatus(Buffer.concat(chunks)) === serving);
-    });
-    stream.end(frame(encodeRequest(action.service)));
-  });
-}
-
-function headerValue(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+export async function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, signal: AbortSignal): Promise<boolean> {
+  const authority = `http://${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
+  const outcome = await unaryCall({ session: connect(authority), path: '/grpc.health.v1.Health/Check', request: encodeRequest(action.service), maxAnswerBytes: maxResponseBytes, signal });
+  if (outcome.kind === 'failed') throw outcome.error;
+  if (outcome.code !== 0) throw new Error(`grpc-status ${outcome.code}`);
+  return outcome.answers.length === 1 && servingStatus(outcome.answers[0]!) === serving;
 }
 
 /** HealthCheckRequest { string service = 1; } */
@@ -61,10 +27,8 @@ export function encodeRequest(service: string): Buffer {
   return Buffer.concat([Buffer.from([0x0a]), encodeVarint(bytes.length), bytes]);
 }
 
-/** HealthCheckResponse { ServingStatus status = 1; } out of one gRPC message; 0 (UNKNOWN) when absent. */
-export function servingStatus(message: Buffer): number {
-  if (message.length < prefixBytes || message[0] !== 0) return 0;
-  const body = message.subarray(prefixBytes, prefixBytes + message.readUInt32BE(1));
+/** HealthCheckResponse { ServingStatus status = 1; }; 0 (UNKNOWN) when absent. */
+export function servingStatus(body: Buffer): number {
   // status is the only field; an empty message is UNKNOWN
   return body[0] === 0x08 ? (decodeVarint(body, 1)?.[0] ?? 0) : 0;
 }
