@@ -7,24 +7,8 @@ import { startAgent } from '../support/agent.ts';
 import { makeCa, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { epochLive, servedSerial, waitForSerial } from './reconcile-support.ts';
-
-/** A gateway's HTTPS listener, its certificate read by Envoy from the ingress cert dir (a `filename` DataSource). */
-function gatewayService(options: { listenerPort: number; upstreamPort: number; ingressCertDir: string }): unknown[] {
-  const listener = httpListener('gateway_https', options.listenerPort, 'gateway_route') as { filter_chains: Record<string, unknown>[] };
-  listener.filter_chains[0]!.transport_socket = {
-    name: 'envoy.transport_sockets.tls',
-    typed_config: {
-      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
-      common_tls_context: {
-        tls_certificates: [{ certificate_chain: { filename: join(options.ingressCertDir, 'tls.crt') }, private_key: { filename: join(options.ingressCertDir, 'tls.key') } }],
-      },
-    },
-  };
-  return [listener, routeConfig('gateway_route', [{ prefix: '/', cluster: 'backend' }]), edsCluster('backend'), endpoints('backend', options.upstreamPort)];
-}
+import { epochLive, httpsService, servedSerial, waitForSerial } from './reconcile-support.ts';
 
 const writeIngressPair = (dir: string, pair: KeyPair) => writeSecretVolume(dir, { 'tls.crt': pair.cert, 'tls.key': pair.key });
 
@@ -41,7 +25,7 @@ describe('proxy ingress: the --ingressCertDir certificate rotates', () => {
       const upstream = await startUpstream('through the gateway');
       cleanup.push(() => upstream.close());
       const listenerPort = await freePort();
-      const peer = await startPeer(gatewayService({ listenerPort, upstreamPort: upstream.port, ingressCertDir }));
+      const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir: ingressCertDir, files: { chain: 'tls.crt', key: 'tls.key' } }));
       cleanup.push(() => peer.stop());
       const agent = await startAgent({ type: 'ingress', discoveryAddress: peer.address, args: ['--ingressCertDir', ingressCertDir, '--certDebounce', '100ms'] });
       cleanup.push(() => agent.stop('SIGTERM'));

@@ -10,15 +10,19 @@ import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 
-/** An HTTPS listener whose certificate Envoy reads from the watched cert dir at start. */
-export function httpsService(options: { listenerPort: number; upstreamPort: number; certDir: string }): unknown[] {
+/**
+ * An HTTPS listener whose certificate Envoy reads from the watched cert dir at
+ * start: cert-chain.pem and key.pem, or other names (a gateway's tls.crt/tls.key).
+ */
+export function httpsService(options: { listenerPort: number; upstreamPort: number; certDir: string; files?: { chain: string; key: string } }): unknown[] {
+  const files = options.files ?? { chain: 'cert-chain.pem', key: 'key.pem' };
   const listener = httpListener('https_0', options.listenerPort, 'local_route') as { filter_chains: Record<string, unknown>[] };
   listener.filter_chains[0]!.transport_socket = {
     name: 'envoy.transport_sockets.tls',
     typed_config: {
       '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
       common_tls_context: {
-        tls_certificates: [{ certificate_chain: { filename: join(options.certDir, 'cert-chain.pem') }, private_key: { filename: join(options.certDir, 'key.pem') } }],
+        tls_certificates: [{ certificate_chain: { filename: join(options.certDir, files.chain) }, private_key: { filename: join(options.certDir, files.key) } }],
       },
     },
   };
