@@ -1,18 +1,13 @@
-import { contentType, formatFamilies, formatFamily } from './exposition.ts';
+import { formatFamilies, formatFamily } from './exposition.ts';
 import type { Metric } from './metric.ts';
 
 /** The metrics one endpoint exposes, in registration order; names are unique. */
 export class Registry {
-  readonly contentType = contentType;
   readonly #metrics = new Map<string, Metric<string>>();
 
   register(metric: Metric<string>): void {
     if (this.#metrics.has(metric.name)) throw new Error(`a metric named ${metric.name} is already registered`);
     this.#metrics.set(metric.name, metric);
-  }
-
-  removeSingleMetric(name: string): void {
-    this.#metrics.delete(name);
   }
 
   getSingleMetric(name: string): Metric<string> | undefined {

@@ -1,3 +1,4 @@
+import { contentType as prometheusContentType } from '../metrics/exposition.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
 import { appHealthPrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
@@ -50,7 +51,6 @@ interface Route {
   handle: (deps: StatusDeps, request: StatusRequest) => Promise<StatusResponse> | StatusResponse;
 }
 
-export const prometheusContentType = 'text/plain; version=0.0.4; charset=utf-8';
 
 const routes: Record<string, Route> = {
   '/healthz/ready': { method: 'GET', handle: ready },
