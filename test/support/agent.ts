@@ -79,8 +79,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000, detached: true });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
-  const log = new LineLog<AgentLogEntry>(child.stdout!);
   let stderr = '';
+  const log = new LineLog<AgentLogEntry>(child.stdout!, () => `the agent's stdout closed (exit code ${child.exitCode ?? '?'}); stderr: ${stderr.trim() || '(empty)'}`);
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
   own(child, exited, `agent ${dir}`);
