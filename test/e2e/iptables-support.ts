@@ -118,11 +118,14 @@ export async function makePodPair(cleanup: Cleanup, label: string, families: { v
   return { appNs, peerNs, python };
 }
 
-/** Runs the real binary inside `ns`; `uid` runs it as that user (setpriv). */
+/** `ip` by its path, so a test can hand the agent a PATH without it. */
+const ipBin = (await execa('sh', ['-c', 'command -v ip'], { reject: false })).stdout.trim() || 'ip';
+
+/** Runs the real binary inside `ns`; `uid` runs it as that user (setpriv); `path` replaces PATH. */
 export function runIptables(ns: string, args: string[], options: { env?: Record<string, string>; uid?: number; path?: string } = {}) {
   const asUser = options.uid === undefined ? [] : ['setpriv', `--reuid=${options.uid}`, `--regid=${options.uid}`, '--clear-groups'];
   const env = { ...options.env, ...(options.path === undefined ? {} : { PATH: options.path }) };
-  return execa('ip', ['netns', 'exec', ns, ...asUser, nodeBin, agentBin, 'istio-iptables', ...args], { reject: false, timeout: 30_000, env, extendEnv: options.path === undefined });
+  return execa(ipBin, ['netns', 'exec', ns, ...asUser, nodeBin, agentBin, 'istio-iptables', ...args], { reject: false, timeout: 30_000, env, extendEnv: options.path === undefined });
 }
 
 /** The arguments of Istio's injection template with the chart's defaults. */
