@@ -173,3 +173,46 @@ export async function connectOne(pair: PodPair, ns: string, host: string, port: 
 export function hostPort(address: string, port: number): string {
   return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
 }
+
+/** UDP: a server answering every datagram with its label, or a client printing the answer ("timeout" if none). */
+const udpScript = `
+import encodings.idna, os, socket, sys
+mode = sys.argv[1]
+if mode == 'serve':
+    label, port = sys.argv[2], int(sys.argv[3])
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(('0.0.0.0', port))
+    print('ready', flush=True)
+    while True:
+        data, peer = sock.recvfrom(512)
+        sock.sendto(label.encode(), peer)
+else:
+    host, port, uid = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    if uid:
+        os.setgroups([]); os.setgid(uid); os.setuid(uid)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.settimeout(3)
+    sock.sendto(b'query', (host, port))
+    try:
+        print(sock.recvfrom(512)[0].decode())
+    except (socket.timeout, TimeoutError):
+        print('timeout')
+`;
+
+export async function startUdpServer(cleanup: Cleanup, pair: PodPair, ns: string, label: string, port: number): Promise<void> {
+  const child: ResultPromise = execa('ip', ['netns', 'exec', ns, pair.python, '-c', udpScript, 'serve', label, String(port)], { reject: false, timeout: 120_000 });
+  cleanup.defer(async () => {
+    child.kill('SIGKILL');
+    await child;
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve());
+    void child.then((result) => reject(new Error(`UDP server ${label} exited early (${result.exitCode}): ${result.stderr}`)));
+  });
+}
+
+/** Sends one datagram from `ns` as `uid`; the answering server's label, or "timeout". */
+export async function askUdp(pair: PodPair, ns: string, host: string, port: number, uid = 0): Promise<string> {
+  const result = await execa('ip', ['netns', 'exec', ns, pair.python, '-c', udpScript, 'ask', host, String(port), String(uid)], { timeout: 20_000 });
+  return result.stdout.trim();
+}
