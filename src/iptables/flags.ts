@@ -72,3 +72,16 @@ export const iptablesEnvOnly = {
 
 /** Flags given as text: `--x` alone is "true" for booleans. */
 export type FlagValues = Readonly<Record<string, string>>;
+
+/** The flag's row of the README's istio-iptables table. */
+export function renderIptablesFlagRow(flag: IptablesFlag): string {
+  const names = [flag.short ? `\`-${flag.short}\`` : '', `\`--${flag.long}\``].filter(Boolean).join(', ');
+  const env = [flag.env, flag.alsoEnv].filter((name) => name !== undefined).map((name) => `\`${name}\``).join(', ');
+  const fallback = flag.default === '' ? '' : `\`${flag.default}\``;
+  return `| ${names} | ${env} | ${fallback} | ${flag.help.replace(/\|/g, '\\|')} |`;
+}
+
+/** The README row of an env-only setting. */
+export function renderIptablesEnvRow(setting: { env: string; default: string; help: string }): string {
+  return `| | \`${setting.env}\` | ${setting.default === '' ? '' : `\`${setting.default}\``} | ${setting.help} |`;
+}

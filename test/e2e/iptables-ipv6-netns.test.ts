@@ -72,7 +72,7 @@ const rejectFilter6 = `*filter
 COMMIT`;
 
 for (const variant of [
-  { label: 'v6only', name: 'an IPv6-only pod (Istio: IPv6 rules)', families: { v4: false, v6: true }, env: {} },
+  { label: 'v6only', name: 'an IPv6-only pod (Istio: IPv6 rules)', families: { v4: false, v6: true }, env: {} as Record<string, string> },
   { label: 'dual', name: 'a dual-stack pod with ISTIO_DUAL_STACK=true (Istio: IPv6 rules)', families: { v4: true, v6: true }, env: { ISTIO_DUAL_STACK: 'true' } },
 ]) {
   describe(`istio-iptables in ${variant.name}`, { timeout: 120_000 }, () => {

@@ -79,7 +79,7 @@ async function succeeds(file: string, args: string[]): Promise<boolean> {
 /** Why this sandbox cannot run the tests, or undefined when it can. */
 export async function iptablesSkipReason(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'needs root to create network namespaces';
-  for (const tool of ['iptables-restore', 'ip6tables-restore']) {
+  for (const tool of ['iptables-restore', 'ip6tables-restore', 'setpriv']) {
     if (!(await succeeds(tool, ['--version']))) return `${tool} is missing (run scripts/setup-iptables.sh)`;
   }
   if (!(await succeeds('python3', ['-c', 'pass']))) return 'python3 is missing';
