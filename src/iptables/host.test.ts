@@ -27,3 +27,10 @@ describe('parseResolvConf', () => {
     assert.deepEqual(parseResolvConf(text), { v4: ['10.96.0.10'], v6: ['fd00::10', 'fe80::1'] });
   });
 });
+
+describe('decideIpv6: the validation\'s family', () => {
+  it('follows the first address, as Istio\'s HostIP', () => {
+    assert.equal(decideIpv6([...lo, v6, v4], true).firstIsIpv6, true);
+    assert.equal(decideIpv6([...lo, v4, v6], true).firstIsIpv6, false);
+  });
+});

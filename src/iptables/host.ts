@@ -27,6 +27,8 @@ export interface Ipv6Decision {
   mode: Ipv6Mode;
   /** The pod's first IPv6 address, when it has one. */
   address?: string;
+  /** The pod's first address is IPv6 (Istio's HostIP): the validation then probes over ::1 and ::6. */
+  firstIsIpv6: boolean;
 }
 
 /**
@@ -38,9 +40,9 @@ export interface Ipv6Decision {
 export function decideIpv6(addresses: readonly LocalAddress[], dualStack: boolean): Ipv6Decision {
   const pod = addresses.filter(isPodAddress);
   const firstV6 = pod.find((entry) => entry.family === 'IPv6');
-  if (!firstV6) return { mode: 'none' };
-  const capture = dualStack || pod[0]!.family === 'IPv6';
-  return { mode: capture ? 'capture' : 'reject', address: firstV6.address };
+  if (!firstV6) return { mode: 'none', firstIsIpv6: false };
+  const firstIsIpv6 = pod[0]!.family === 'IPv6';
+  return { mode: dualStack || firstIsIpv6 ? 'capture' : 'reject', address: firstV6.address, firstIsIpv6 };
 }
 
 /** The `nameserver` lines of resolv.conf, split by family (Istio's DNS servers). */

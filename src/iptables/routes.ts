@@ -2,12 +2,12 @@ import type { CaptureConfig } from './config.ts';
 import type { Exec } from './apply.ts';
 import { firstLine } from './apply.ts';
 
-/** `ip` says "File exists" when the address or route is there already: that is success. */
+/** `ip` says "File exists" (a route) or "address already assigned" (an address) on a rerun: that is success. */
 async function ipCommand(exec: Exec, args: string[]): Promise<void> {
   try {
     await exec('ip', args);
   } catch (error) {
-    if (/file exists/i.test(firstLine(error))) return;
+    if (/file exists|already assigned/i.test(firstLine(error))) return;
     throw new Error(`ip ${args.join(' ')} failed: ${firstLine(error)}`, { cause: error });
   }
 }

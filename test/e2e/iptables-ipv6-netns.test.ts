@@ -110,6 +110,19 @@ for (const variant of [
       assert.equal(await connectOne(pair, pair.appNs, v6.peer, 8080), `app 15001 [${v6.peer}]:8080`);
       assert.match(await connectOne(pair, pair.appNs, v6.peer, 8080, proxyUid), /^peer 8080 /);
     });
+
+    if (!variant.families.v4) {
+      it('passes the validation over ::1 and ::6, as Istio does for an IPv6 pod', { skip }, async () => {
+        // Our listeners hold 15001 and 15006 on every address; the validation gets its own pair of ports.
+        const result = await runIptables(pair.appNs, ['-p', '16001', '-z', '16006', '--run-validation', '--skip-rule-apply'], { uid: proxyUid });
+        assert.equal(result.exitCode, 126, 'nothing redirects to 16001/16006 here');
+        const applied = await runIptables(pair.appNs, ['-p', '16001', '-z', '16006', '-u', String(proxyUid), '-b', '*', '-i', '*', '--reconcile']);
+        assert.equal(applied.exitCode, 0, applied.stderr);
+        const validated = await runIptables(pair.appNs, ['-p', '16001', '-z', '16006', '--run-validation', '--skip-rule-apply'], { uid: proxyUid });
+        assert.equal(validated.exitCode, 0, validated.stderr);
+        assert.match(validated.stderr, /validation passed/);
+      });
+    }
   });
 }
 

@@ -114,7 +114,7 @@ export const validationExitCode = 126;
 async function validate(config: CaptureConfig, run: RunConfig, { ipv6, note, context }: Surroundings): Promise<void> {
   const { validateCapture } = await import('../../iptables/validation.ts');
   const passed = await validateCapture({
-    ipv6: ipv6.mode === 'capture' && !localAddresses().some((entry) => entry.family === 'IPv4' && !entry.internal && !entry.address.startsWith('169.254.')),
+    ipv6: ipv6.firstIsIpv6,
     outboundCapturePort: config.outboundCapturePort,
     inboundCapturePort: config.inboundCapturePort,
     probePort: run.probePort,
