@@ -77,12 +77,29 @@ describe('istio-iptables --redirect-dns: the app\'s DNS to the agent on 15053, n
   });
 });
 
+/** A transparent (IP_TRANSPARENT) listener, as Envoy's under TPROXY: it answers with the address the client dialled. */
+const transparentScript = `
+import socket, sys
+sock = socket.socket()
+sock.setsockopt(socket.SOL_IP, 19, 1)  # IP_TRANSPARENT
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(('0.0.0.0', int(sys.argv[1])))
+sock.listen(16)
+print('ready', flush=True)
+while True:
+    conn, _ = sock.accept()
+    with conn:
+        host, port = conn.getsockname()
+        conn.sendall(('tproxy %s:%d\\n' % (host, port)).encode())
+`;
+
 describe('istio-iptables -m TPROXY', { timeout: 120_000 }, () => {
   const cleanup = suiteCleanup();
+  let pair: PodPair;
 
   it('writes the mangle rules and routes marked packets to loopback; a rerun keeps them single', { skip }, async () => {
     assertBundleFresh();
-    const pair = await makePodPair(cleanup, 'tproxy', { v4: true, v6: false });
+    pair = await makePodPair(cleanup, 'tproxy', { v4: true, v6: false });
     const args = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'TPROXY', '-i', '*', '-b', '8080'];
     for (const round of [1, 2]) {
       const result = await runIptables(pair.appNs, args);
@@ -94,5 +111,19 @@ describe('istio-iptables -m TPROXY', { timeout: 120_000 }, () => {
     const rules = (await execa('ip', ['-n', pair.appNs, 'rule', 'show'])).stdout;
     assert.equal(rules.split('\n').filter((line) => /fwmark 0x539 lookup 133/.test(line)).length, 1, rules);
     assert.match((await execa('ip', ['-n', pair.appNs, 'route', 'show', 'table', '133', 'type', 'local'])).stdout, /local default dev lo/);
+  });
+
+  it('hands an inbound connection to the transparent listener on 15006 with its original address', { skip }, async () => {
+    const listener = execa('ip', ['netns', 'exec', pair.appNs, pair.python, '-c', transparentScript, '15006'], { reject: false, timeout: 60_000 });
+    cleanup.defer(async () => {
+      listener.kill('SIGKILL');
+      await listener;
+    });
+    await new Promise<void>((resolve, reject) => {
+      listener.stdout?.once('data', () => resolve());
+      void listener.then((result) => reject(new Error(`transparent listener exited (${result.exitCode}): ${result.stderr}`)));
+    });
+    await startListener(cleanup, pair, pair.appNs, 'app', [8080], false);
+    assert.equal(await connectOne(pair, pair.peerNs, v4.app, 8080), `tproxy ${v4.app}:8080`);
   });
 });
