@@ -1,5 +1,5 @@
 import { chainsOf, renderRestoreInput, tablesOf } from './render.ts';
-import type { Rule, Table } from './rules.ts';
+import type { Rule, Table } from './plan.ts';
 import { cleanupLines, hasResidue, isInPlace, parseSave, type SavedState } from './state.ts';
 
 /** Runs a program (with `input` on stdin); rejects when it fails, with its stderr. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIPv4, isIPv6 } from 'node:net';
 import { networkInterfaces } from 'node:os';
-import type { Ipv6Mode } from './rules.ts';
+import type { Ipv6Mode } from './plan.ts';
 
 /** One address of the pod, in the order the kernel lists them. */
 export interface LocalAddress {

@@ -1,4 +1,4 @@
-import type { Rule, Table } from './rules.ts';
+import type { Rule, Table } from './plan.ts';
 
 const builtInChains = new Set(['INPUT', 'OUTPUT', 'FORWARD', 'PREROUTING', 'POSTROUTING']);
 const builtInTargets = new Set(['ACCEPT', 'RETURN', 'DROP', 'REJECT', 'REDIRECT', 'TPROXY', 'MARK', 'CONNMARK', 'CT', 'LOG']);

@@ -1,93 +1,12 @@
 import type { CaptureConfig } from './config.ts';
+import { dnsPlan, dnsRules } from './dns-rules.ts';
+import { ipv6RejectRules } from './ipv6-reject.ts';
+import { Chain, PlanBuilder, type CapturePlan, type Family, type HostFacts, type Table } from './plan.ts';
 import type { CidrLists } from './ports.ts';
+import { tproxyTailRules } from './tproxy-rules.ts';
 
-export type Table = 'filter' | 'mangle' | 'nat' | 'raw';
-
-/** One rule: appended (`-A chain spec`) or inserted (`-I chain position spec`). */
-export interface Rule {
-  table: Table;
-  chain: string;
-  spec: readonly string[];
-  /** Set for `-I`: the 1-based position. */
-  insertAt?: number;
-}
-
-/** The rules of each family; v6 is empty when nothing is written with ip6tables. */
-export interface CapturePlan {
-  v4: readonly Rule[];
-  v6: readonly Rule[];
-}
-
-/**
- * What the pod's addresses ask of IPv6: `capture` as IPv4 is (Istio, for an
- * IPv6-only pod or with dual stack), `reject` new inbound IPv6 connections
- * on every port IPv4 captures (a dual-stack pod without dual stack, which
- * Istio leaves open), or `none` (no IPv6 address).
- */
-export type Ipv6Mode = 'capture' | 'reject' | 'none';
-
-/** What the host tells us beyond the flags. */
-export interface HostFacts {
-  ipv6: Ipv6Mode;
-  /** Name servers of /etc/resolv.conf, read only for DNS capture without --capture-all-dns. */
-  dnsServersV4: readonly string[];
-  dnsServersV6: readonly string[];
-}
-
-export const Chain = {
-  inbound: 'ISTIO_INBOUND',
-  inRedirect: 'ISTIO_IN_REDIRECT',
-  output: 'ISTIO_OUTPUT',
-  outputDns: 'ISTIO_OUTPUT_DNS',
-  redirect: 'ISTIO_REDIRECT',
-  divert: 'ISTIO_DIVERT',
-  tproxy: 'ISTIO_TPROXY',
-  drop: 'ISTIO_DROP',
-  /** Ours, not Istio's: where a dual-stack pod without dual stack refuses inbound IPv6. */
-  inboundReject: 'ISTIO_INBOUND_REJECT',
-} as const;
-
-/** The agent's DNS proxy port (Istio's IstioAgentDNSListenerPort). */
-export const dnsProxyPort = '15053';
-/** The mark Envoy's outbound traffic to its own inbound gets under TPROXY. */
-const outboundMark = '1338';
-
-type Family = 'v4' | 'v6';
-
-/** The family-specific addresses Istio writes in otherwise shared rules. */
-interface FamilyAddresses {
-  loopback: string;
-  inboundSource: string;
-  hostBits: number;
-}
-
-/**
- * Collects rules per family in the order Istio adds them, so our
- * iptables-save output can be read beside Istio's golden files line by line.
- */
-class PlanBuilder {
-  readonly v4: Rule[] = [];
-  readonly v6: Rule[] = [];
-  readonly addresses: Record<Family, FamilyAddresses>;
-  private readonly ipv6: boolean;
-
-  constructor(ipv6: boolean, addresses: Record<Family, FamilyAddresses>) {
-    this.ipv6 = ipv6;
-    this.addresses = addresses;
-  }
-
-  add(family: Family | 'both', table: Table, chain: string, spec: readonly string[], insertAt?: number): void {
-    const rule = insertAt === undefined ? { table, chain, spec } : { table, chain, spec, insertAt };
-    if (family !== 'v6') this.v4.push(rule);
-    if (family !== 'v4' && this.ipv6) this.v6.push(rule);
-  }
-
-  /** The same rule in both families with a family-specific address or range. */
-  versioned(table: Table, chain: string, spec: (address: FamilyAddresses) => string[]): void {
-    this.add('v4', table, chain, spec(this.addresses.v4));
-    this.add('v6', table, chain, spec(this.addresses.v6));
-  }
-}
+export { Chain, type CapturePlan, type HostFacts, type Ipv6Mode, type Rule, type Table } from './plan.ts';
+export { dnsPlan } from './dns-rules.ts';
 
 /**
  * Builds Istio's capture (tools/istio-iptables/pkg/capture): inbound TCP
@@ -143,11 +62,6 @@ function isLoopback(cidr: string): boolean {
   return cidr.startsWith('127.') || cidr === '::1/128';
 }
 
-/** Whether DNS capture is on: Istio turns it off when there is no server to capture. */
-export function dnsPlan(config: CaptureConfig, host: HostFacts): { enabled: boolean; captureAll: boolean } {
-  const servers = host.dnsServersV4.length + host.dnsServersV6.length;
-  return { enabled: config.redirectDns && (config.captureAllDns || servers > 0), captureAll: config.captureAllDns };
-}
 
 function excludedInterfaceRules(plan: PlanBuilder, config: CaptureConfig): void {
   const tables: Table[] = config.mode === 'TPROXY' ? ['nat', 'mangle'] : ['nat'];
@@ -231,47 +145,6 @@ function ownerGroupRules(plan: PlanBuilder, config: CaptureConfig): void {
   plan.add('both', 'nat', Chain.output, [...values.flatMap((group) => ['-m', 'owner', '!', '--gid-owner', group]), '-j', 'RETURN']);
 }
 
-/**
- * The app's DNS (UDP and TCP 53) goes to the agent on 15053: to every server
- * with --capture-all-dns, else to those of /etc/resolv.conf. The proxy's own
- * queries were returned above by UID/GID, so its upstream lookups never loop.
- * In raw, conntrack zones keep the two legs of a UDP exchange apart.
- */
-function dnsRules(plan: PlanBuilder, config: CaptureConfig, host: HostFacts, captureAll: boolean): void {
-  const { v4: v4Bits, v6: v6Bits } = { v4: plan.addresses.v4.hostBits, v6: plan.addresses.v6.hostBits };
-  plan.add('both', 'raw', 'OUTPUT', ['-j', Chain.outputDns]);
-  if (captureAll || host.dnsServersV4.length > 0) plan.add('v4', 'nat', Chain.output, ['-j', Chain.outputDns]);
-  if (captureAll || host.dnsServersV6.length > 0) plan.add('v6', 'nat', Chain.output, ['-j', Chain.outputDns]);
-  for (const protocol of ['tcp', 'udp'] as const) {
-    // Istio spells the target's option differently per protocol; kept so the rules read alike.
-    const to = protocol === 'tcp' ? '--to-ports' : '--to-port';
-    if (captureAll) {
-      plan.add('both', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-j', 'REDIRECT', to, dnsProxyPort]);
-      continue;
-    }
-    for (const server of host.dnsServersV4) plan.add('v4', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v4Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
-    for (const server of host.dnsServersV6) plan.add('v6', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v6Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
-  }
-  for (const [match, ids] of [['--uid-owner', config.proxyUids], ['--gid-owner', config.proxyGids]] as const) {
-    for (const id of ids) {
-      plan.add('both', 'raw', Chain.outputDns, ['-p', 'udp', '--dport', '53', '-m', 'owner', match, id, '-j', 'CT', '--zone', '1']);
-      plan.add('both', 'raw', Chain.outputDns, ['-p', 'udp', '--sport', dnsProxyPort, '-m', 'owner', match, id, '-j', 'CT', '--zone', '2']);
-    }
-  }
-  if (captureAll) {
-    plan.add('both', 'raw', 'PREROUTING', ['-j', Chain.inbound]);
-    plan.add('both', 'raw', Chain.outputDns, ['-p', 'udp', '--dport', '53', '-j', 'CT', '--zone', '2']);
-    plan.add('both', 'raw', Chain.inbound, ['-p', 'udp', '--sport', '53', '-j', 'CT', '--zone', '1']);
-    return;
-  }
-  for (const [family, servers, bits] of [['v4', host.dnsServersV4, v4Bits], ['v6', host.dnsServersV6, v6Bits]] as const) {
-    if (servers.length > 0) plan.add(family, 'raw', 'PREROUTING', ['-j', Chain.inbound]);
-    for (const server of servers) {
-      plan.add(family, 'raw', Chain.outputDns, ['-p', 'udp', '--dport', '53', '-d', `${server}/${bits}`, '-j', 'CT', '--zone', '2']);
-      plan.add(family, 'raw', Chain.inbound, ['-p', 'udp', '--sport', '53', '-s', `${server}/${bits}`, '-j', 'CT', '--zone', '1']);
-    }
-  }
-}
 
 /** '*' sends the rest to Envoy; a list sends only those ranges. -k interfaces' inbound counts as outbound. */
 function outboundIncludeRules(plan: PlanBuilder, config: CaptureConfig, family: Family): void {
@@ -288,44 +161,3 @@ function outboundIncludeRules(plan: PlanBuilder, config: CaptureConfig, family: 
   }
 }
 
-/** TPROXY's marks: Envoy's own connections to the app are neither diverted nor looped. */
-function tproxyTailRules(plan: PlanBuilder, config: CaptureConfig): void {
-  const mark = String(config.tproxyMark);
-  plan.add('both', 'mangle', 'PREROUTING', ['-p', 'tcp', '-m', 'mark', '--mark', mark, '-j', 'CONNMARK', '--save-mark']);
-  plan.add('both', 'mangle', 'OUTPUT', ['-p', 'tcp', '-o', 'lo', '-m', 'mark', '--mark', mark, '-j', 'RETURN']);
-  for (const [match, ids] of [['--uid-owner', config.proxyUids], ['--gid-owner', config.proxyGids]] as const) {
-    for (const id of ids) {
-      plan.versioned('mangle', 'OUTPUT', (family) => ['!', '-d', family.loopback, '-p', 'tcp', '-o', 'lo', '-m', 'owner', match, id, '-j', 'MARK', '--set-mark', outboundMark]);
-    }
-  }
-  plan.add('both', 'mangle', 'OUTPUT', ['-p', 'tcp', '-m', 'connmark', '--mark', mark, '-j', 'CONNMARK', '--restore-mark']);
-  plan.add('both', 'mangle', Chain.inbound, ['-p', 'tcp', '-m', 'mark', '--mark', mark, '-j', 'RETURN'], 1);
-  plan.add('v4', 'mangle', Chain.inbound, ['-p', 'tcp', '-s', '127.0.0.6/32', '-i', 'lo', '-j', 'RETURN'], 2);
-  plan.add('v6', 'mangle', Chain.inbound, ['-p', 'tcp', '-s', '::6/128', '-i', 'lo', '-j', 'RETURN'], 2);
-  plan.add('both', 'mangle', Chain.inbound, ['-p', 'tcp', '-i', 'lo', '-m', 'mark', '!', '--mark', outboundMark, '-j', 'RETURN'], 3);
-}
-
-/**
- * Beyond Istio: a dual-stack pod whose IPv6 Istio leaves uncaptured. New
- * inbound IPv6 connections to every port IPv4 would capture are reset, so
- * none reaches the app around the sidecar's mTLS. Replies to the app's own
- * outbound IPv6 connections are not new (`--syn`) and pass; outbound IPv6
- * stays as Istio leaves it.
- */
-export function ipv6RejectRules(config: CaptureConfig): Rule[] {
-  const { inboundPorts } = config;
-  if (inboundPorts !== '*' && inboundPorts.length === 0) return [];
-  const rules: Rule[] = [];
-  const add = (spec: string[], chain: string = Chain.inboundReject) => rules.push({ table: 'filter', chain, spec });
-  const reject = ['--syn', '-j', 'REJECT', '--reject-with', 'tcp-reset'];
-  add(['-p', 'tcp', '-j', Chain.inboundReject], 'INPUT');
-  for (const name of ['lo', ...config.excludedInterfaces, ...config.virtualInterfaces]) add(['-i', name, '-j', 'RETURN']);
-  add(['-p', 'tcp', '--dport', String(config.inboundTunnelPort), '-j', 'RETURN']);
-  if (inboundPorts === '*') {
-    for (const port of config.excludedInboundPorts) add(['-p', 'tcp', '--dport', String(port), '-j', 'RETURN']);
-    add(['-p', 'tcp', ...reject]);
-  } else {
-    for (const port of inboundPorts) add(['-p', 'tcp', '--dport', String(port), ...reject]);
-  }
-  return rules;
-}

@@ -1,5 +1,5 @@
 import { isOwnChain, jumpTarget, ruleLine } from './render.ts';
-import type { Rule, Table } from './rules.ts';
+import type { Rule, Table } from './plan.ts';
 
 /** What iptables-save shows: per table, each chain's rule lines (`-A chain …`). */
 export type SavedState = Map<string, Map<string, string[]>>;

@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { gatherFlags, resolveCaptureConfig, resolveRunConfig, type CaptureConfig, type RunConfig } from '../../iptables/config.ts';
 import { iptablesFlags } from '../../iptables/flags.ts';
 import { decideIpv6, localAddresses, lookupUid, parseResolvConf, type Ipv6Decision } from '../../iptables/host.ts';
-import type { HostFacts } from '../../iptables/rules.ts';
+import type { HostFacts } from '../../iptables/plan.ts';
 import { badFile, describe } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
 
