@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# Installs iptables and iproute2 for `pilot-agent istio-iptables` and its
-# network-namespace test. Idempotent; never fails the main setup: where we
-# cannot install (not root, no apt-get), the netns test skips with a reason.
+# Installs iptables (with ip6tables: IPv6 pods and dual-stack pods need
+# ip6tables-restore), iproute2 and setpriv (util-linux) for
+# `pilot-agent istio-iptables` and its network-namespace tests. Idempotent;
+# never fails the main setup: where we cannot install (not root, no
+# apt-get), the netns tests skip with a reason.
 set -euo pipefail
 
 say() { printf 'setup-iptables: %s\n' "$*" >&2; }
 
-if command -v iptables-restore >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
+present() {
+  for tool in iptables-restore iptables-save ip6tables-restore ip6tables-save ip setpriv; do
+    command -v "$tool" >/dev/null 2>&1 || return 1
+  done
+}
+
+if present; then
   exit 0
 fi
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  say "iptables-restore or ip missing and cannot apt-get install (need root + apt-get); the netns test will skip"
+  say "iptables/ip6tables, ip or setpriv missing and cannot apt-get install (need root + apt-get); the netns tests will skip"
   exit 0
 fi
-say "installing iptables and iproute2 from Debian's packages"
-if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables iproute2 >/dev/null; }; then
-  say "apt-get install failed; the netns test will skip"
+say "installing iptables (with ip6tables), iproute2 and util-linux from Debian's packages"
+if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables iproute2 util-linux >/dev/null; }; then
+  say "apt-get install failed; the netns tests will skip"
+elif ! present; then
+  say "installed, but ip6tables-restore or setpriv is still missing; the IPv6 netns tests will skip"
 fi
 exit 0

@@ -94,9 +94,10 @@ describe('pilot-agent istio-iptables --dry-run', () => {
   it("prints the iptables-restore input for the injector's flags", async () => {
     const result = await run(['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '8080', '-d', '15090,15021,15020', '--dry-run']);
     assert.equal(result.code, 0);
-    assert.match(result.stdout, /^\*nat\n:ISTIO_INBOUND - \[0:0\]\n/);
+    // One block per family; an IPv6 block follows when the host has an IPv6 address.
+    assert.match(result.stdout, /^# iptables-restore --noflush\n\*nat\n:ISTIO_INBOUND - \[0:0\]\n/);
     assert.match(result.stdout, /\n-A ISTIO_INBOUND -p tcp --dport 8080 -j ISTIO_IN_REDIRECT\n/);
-    assert.match(result.stdout, /\nCOMMIT\n$/);
+    assert.match(result.stdout, /\nCOMMIT\n(# ip6tables-restore --noflush\n|$)/);
   });
 
   it('rejects a port both in -b and -d, and a port out of range, with code 2', async () => {

@@ -1,69 +1,129 @@
-import { Command } from 'commander';
-import { resolveCaptureConfig, type CaptureFlags } from '../../iptables/config.ts';
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { gatherFlags, resolveCaptureConfig, resolveRunConfig, type CaptureConfig, type RunConfig } from '../../iptables/config.ts';
+import { iptablesFlags } from '../../iptables/flags.ts';
+import { decideIpv6, localAddresses, lookupUid, parseResolvConf, type Ipv6Decision } from '../../iptables/host.ts';
+import type { HostFacts } from '../../iptables/plan.ts';
+import { badFile, describe } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
-import { addIptablesCompatOptions, warnUnimplementedIptablesFlags } from './iptables-compat.ts';
-
-interface IstioIptablesOptions extends CaptureFlags {
-  dryRun: boolean;
-  iptablesRestore: string;
-}
 
 /**
- * `pilot-agent istio-iptables`: the traffic capture of Istio's proxy_init
- * (REDIRECT mode, IPv4, nat table). Flags keep Istio's short and long names.
+ * `pilot-agent istio-iptables`: the traffic capture of Istio's proxy_init.
+ * Every flag of Istio's is implemented under its short and long name and
+ * env var (src/iptables/flags.ts), or refused with exit 2 naming it.
  */
 export function istioIptablesCommand(context: CommandContext): Command {
-  const command = new Command('istio-iptables')
-    .description('Install the iptables rules that send pod traffic through the proxy')
-    .option('-p, --envoy-port <port>', 'outbound capture port', '15001')
-    .option('-z, --inbound-capture-port <port>', 'inbound capture port', '15006')
-    .option('-u, --proxy-uid <uid>', 'UID of the proxy, whose traffic is not captured', '1337')
-    .option('-g, --proxy-gid <gid>', 'GID of the proxy (default: the UID)')
-    .option('-m, --istio-inbound-interception-mode <mode>', 'inbound interception mode (REDIRECT)', 'REDIRECT')
-    .option('-b, --istio-inbound-ports <ports>', "inbound ports to capture, comma-separated, or '*'", '')
-    .option('-d, --istio-local-exclude-ports <ports>', "inbound ports not to capture (with -b '*')", '')
-    .option('-i, --istio-service-cidr <cidrs>', "outbound IPv4 ranges to capture, or '*'", '')
-    .option('-x, --istio-service-exclude-cidr <cidrs>', 'outbound IPv4 ranges not to capture', '')
-    .option('-o, --istio-local-outbound-ports-exclude <ports>', 'outbound ports not to capture', '')
-    .option('--iptables-restore <path>', 'iptables-restore binary', 'iptables-restore')
-    .option('-n, --dry-run', 'print the iptables-restore input instead of applying it', false)
-    .option('--skip-rule-apply', 'check the flags but apply nothing (Istio CNI applied the rules already)', false)
-    .action(async (_options: unknown, command: Command) => {
-      warnUnimplementedIptablesFlags(command, context);
-      const options = readOptions(command);
-      if (command.getOptionValue('skipRuleApply') === true) return void resolveCaptureConfig(options);
-      await runIstioIptables(options, context);
-    });
-  return addIptablesCompatOptions(command);
+  const command = new Command('istio-iptables').description('Install the iptables rules that send pod traffic through the proxy');
+  for (const flag of iptablesFlags) {
+    const names = `${flag.short ? `-${flag.short}, ` : ''}--${flag.long}`;
+    const env = flag.env ? ` (env ${[flag.env, flag.alsoEnv].filter(Boolean).join(', ')})` : '';
+    command.addOption(new Option(`${names} ${flag.kind === 'bool' ? '[bool]' : '<value>'}`, `${flag.help}${env}; default "${flag.default}"`));
+  }
+  // Logging style only: we log a few lines to stderr whatever they say.
+  command.addOption(new Option('--log_output_level <levels>').hideHelp());
+  command.addOption(new Option('--log_as_json [bool]').hideHelp());
+  command.action(async (_options: unknown, self: Command) => {
+    await runIstioIptables(cliValues(self), context);
+  });
+  return command;
 }
 
-function readOptions(command: Command): IstioIptablesOptions {
-  const raw = command.opts<Record<string, string | boolean | undefined>>();
-  const text = (key: string) => String(raw[key] ?? '');
-  return {
-    envoyPort: text('envoyPort'),
-    inboundCapturePort: text('inboundCapturePort'),
-    proxyUid: text('proxyUid'),
-    proxyGid: raw['proxyGid'] === undefined ? undefined : text('proxyGid'),
-    mode: text('istioInboundInterceptionMode'),
-    inboundPorts: text('istioInboundPorts'),
-    excludeInboundPorts: text('istioLocalExcludePorts'),
-    includeOutboundCidrs: text('istioServiceCidr'),
-    excludeOutboundCidrs: text('istioServiceExcludeCidr'),
-    excludeOutboundPorts: text('istioLocalOutboundPortsExclude'),
-    iptablesRestore: text('iptablesRestore'),
-    dryRun: raw['dryRun'] === true,
-  };
+/** The flags given on the command line, by long name; `--x` alone is "true". */
+function cliValues(command: Command): Record<string, string | undefined> {
+  const values: Record<string, string | undefined> = {};
+  for (const flag of iptablesFlags) {
+    const option = command.options.find((candidate) => candidate.long === `--${flag.long}`)!;
+    const value: unknown = command.getOptionValue(option.attributeName());
+    if (value !== undefined) values[flag.long] = value === true ? 'true' : String(value);
+  }
+  return values;
 }
 
 /** Checks every flag before touching the host; a dry run only prints. */
-export async function runIstioIptables(options: IstioIptablesOptions, context: CommandContext): Promise<void> {
+export async function runIstioIptables(cli: Readonly<Record<string, string | undefined>>, context: CommandContext): Promise<void> {
+  const note = (line: string) => context.stderr.write(`pilot-agent istio-iptables: ${line}\n`);
+  const given = gatherFlags(cli, context.env);
+  const run = resolveRunConfig(given);
+  const config = resolveCaptureConfig(given, context.env, (name) => lookupUid(name));
+  const ipv6 = decideIpv6(localAddresses(), config.dualStack);
+  if (!run.skipRuleApply) await capture(config, run, { ipv6, note, context });
+  if (run.runValidation) await validate(config, run, { ipv6, note, context });
+}
+
+interface Surroundings {
+  ipv6: Ipv6Decision;
+  note: (line: string) => void;
+  context: CommandContext;
+}
+
+async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, context }: Surroundings): Promise<void> {
   // Loaded on use, so the sidecar's `proxy` command never carries the rule builder.
-  const [{ buildCaptureRules }, { renderRestoreInput }, { applyCaptureRules }] = await Promise.all([import('../../iptables/rules.ts'), import('../../iptables/render.ts'), import('../../iptables/apply.ts')]);
-  const ruleSet = buildCaptureRules(resolveCaptureConfig(options));
-  if (options.dryRun) {
-    context.stdout.write(renderRestoreInput(ruleSet));
+  const { buildCapturePlan, dnsPlan } = await import('../../iptables/rules.ts');
+  const host: HostFacts = { ipv6: ipv6.mode, ...dnsServers(config) };
+  const plan = buildCapturePlan(config, host);
+  if (config.redirectDns && !dnsPlan(config, host).enabled) note('--redirect-dns is set, but /etc/resolv.conf names no server and --capture-all-dns is off: DNS is not captured');
+  if (ipv6.mode === 'reject' && plan.v6.length > 0) {
+    note(`the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`);
+  }
+  if (run.dryRun) {
+    const { renderRestoreInput } = await import('../../iptables/render.ts');
+    context.stdout.write(`# iptables-restore --noflush\n${renderRestoreInput(plan.v4)}`);
+    if (plan.v6.length > 0) context.stdout.write(`# ip6tables-restore --noflush\n${renderRestoreInput(plan.v6)}`);
     return;
   }
-  await applyCaptureRules(ruleSet, { restoreBinary: options.iptablesRestore });
+  const { applyRules, binariesFor, hasBinary, removeRules } = await import('../../iptables/apply.ts');
+  const { runProcess } = await import('../../process/start.ts');
+  const exec = (file: string, args: readonly string[], input?: string) => runProcess(file, args, input === undefined ? {} : { input });
+  const v4 = binariesFor('v4', run.binaryVariant);
+  const v6 = binariesFor('v6', run.binaryVariant);
+  if (!(await hasBinary(v4.restore, exec))) throw badFile(v4.restore, 'not found or does not run; it is needed to write the capture rules');
+  const v6Needed = plan.v6.length > 0;
+  if (v6Needed && !(await hasBinary(v6.restore, exec))) {
+    throw badFile(v6.restore, `not found or does not run; the pod's IPv6 address ${ipv6.address} needs IPv6 rules (install ip6tables)`);
+  }
+  const options = { exec, reconcile: run.reconcile, forceApply: run.forceApply };
+  if (run.cleanupOnly) {
+    note(`IPv4 rules: ${await removeRules(plan.v4, { ...options, binaries: v4 })}`);
+    if (v6Needed || (await hasBinary(v6.restore, exec))) note(`IPv6 rules: ${await removeRules(plan.v6, { ...options, binaries: v6 })}`);
+    return;
+  }
+  const outcomes = [`IPv4 rules: ${await applyRules(plan.v4, { ...options, binaries: v4 })}`];
+  if (v6Needed) outcomes.push(`IPv6 rules (${ipv6.mode}): ${await applyRules(plan.v6, { ...options, binaries: v6 })}`);
+  const { configureRoutes } = await import('../../iptables/routes.ts');
+  await configureRoutes(config, ipv6.mode === 'capture', exec);
+  note(outcomes.join('; '));
+}
+
+/** Istio reads the name servers only for DNS capture without --capture-all-dns. */
+function dnsServers(config: CaptureConfig): Pick<HostFacts, 'dnsServersV4' | 'dnsServersV6'> {
+  if (!config.redirectDns || config.captureAllDns) return { dnsServersV4: [], dnsServersV6: [] };
+  const path = '/etc/resolv.conf';
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw badFile(path, `cannot be read for --redirect-dns: ${describe(error)}`, error);
+  }
+  const { v4, v6 } = parseResolvConf(text);
+  return { dnsServersV4: v4, dnsServersV6: v6 };
+}
+
+/** Istio's validation exit code: the pod is not ready for the mesh. */
+export const validationExitCode = 126;
+
+async function validate(config: CaptureConfig, run: RunConfig, { ipv6, note, context }: Surroundings): Promise<void> {
+  const { validateCapture } = await import('../../iptables/validation.ts');
+  const passed = await validateCapture({
+    ipv6: ipv6.firstIsIpv6,
+    outboundCapturePort: config.outboundCapturePort,
+    inboundCapturePort: config.inboundCapturePort,
+    probePort: run.probePort,
+    timeoutMs: run.probeTimeoutMs,
+  });
+  if (passed) {
+    note('validation passed: connections are redirected to the proxy');
+    return;
+  }
+  note(`validation failed: a connection to 127.0.0.6:${run.probePort} did not reach the capture ports within ${run.probeTimeoutMs} ms; the pod is not ready for the mesh (with Istio CNI: the node's CNI agent has not set up this pod)`);
+  context.exitCode = validationExitCode;
 }

@@ -1,0 +1,129 @@
+/**
+ * The other modes of `pilot-agent istio-iptables`, in real namespaces:
+ * Istio CNI's validation (exit 126 when connections are not redirected),
+ * --cleanup-only, DNS capture (UDP and TCP 53 to the agent's 15053, the
+ * proxy's own queries straight out) and TPROXY. See iptables-support.ts.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { describe, it } from 'node:test';
+import { execa } from 'execa';
+import { assertBundleFresh } from '../support/bundle-fresh.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
+import { askUdp, connectOne, iptablesSkipReason, makePodPair, proxyUid, runIptables, savedRules, startListener, startUdpServer, templateArgs, v4, type PodPair } from './iptables-support.ts';
+
+const reason = await iptablesSkipReason();
+const skip = reason ?? false;
+
+describe('istio-iptables --run-validation (the istio-validation container of Istio CNI) and --cleanup-only', { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+  let pair: PodPair;
+  const validate = (timeout: string) => runIptables(pair.appNs, ['--run-validation', '--skip-rule-apply', '--probe-timeout', timeout], { uid: proxyUid });
+
+  it('passes, as the proxy user, once the rules redirect', { skip }, async () => {
+    assertBundleFresh();
+    pair = await makePodPair(cleanup, 'valid', { v4: true, v6: false });
+    const applied = await runIptables(pair.appNs, templateArgs);
+    assert.equal(applied.exitCode, 0, applied.stderr);
+    const result = await validate('5s');
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.match(result.stderr, /validation passed/);
+  });
+
+  it('--cleanup-only removes every rule and chain it added', { skip }, async () => {
+    const result = await runIptables(pair.appNs, [...templateArgs, '--cleanup-only']);
+    assert.equal(result.exitCode, 0, result.stderr);
+    const saved = await savedRules(pair.appNs, 'v4');
+    assert.doesNotMatch(saved, /ISTIO|^-A /m, saved);
+  });
+
+  it('fails with exit code 126 and one line saying why when nothing redirects', { skip }, async () => {
+    const result = await validate('1s');
+    assert.equal(result.exitCode, 126, result.stderr);
+    assert.match(result.stderr, /^pilot-agent istio-iptables: validation failed: .*127\.0\.0\.6:15002.*not ready/m);
+  });
+});
+
+describe('istio-iptables --redirect-dns: the app\'s DNS to the agent on 15053, never the proxy\'s own', { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+  let pair: PodPair;
+
+  it('with --capture-all-dns, redirects UDP and TCP 53 to every server', { skip }, async () => {
+    assertBundleFresh();
+    pair = await makePodPair(cleanup, 'dns', { v4: true, v6: false });
+    const applied = await runIptables(pair.appNs, [...templateArgs, '--redirect-dns', '--capture-all-dns']);
+    assert.equal(applied.exitCode, 0, applied.stderr);
+    await startUdpServer(cleanup, pair, pair.appNs, 'agent-dns', 15053);
+    await startUdpServer(cleanup, pair, pair.peerNs, 'upstream-dns', 53);
+    await startListener(cleanup, pair, pair.appNs, 'app', [15001, 15006, 15053], false);
+    await startListener(cleanup, pair, pair.peerNs, 'peer', [53], false);
+    assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53), 'agent-dns', "the app's UDP query");
+    assert.equal(await connectOne(pair, pair.appNs, v4.peer, 53), `app 15053 ${v4.peer}:53`, "the app's TCP query");
+    assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53, proxyUid), 'upstream-dns', "the agent's own upstream query is not looped");
+    assert.match(await connectOne(pair, pair.appNs, v4.peer, 53, proxyUid), /^peer 53 /);
+  });
+
+  it('without it, only the servers of /etc/resolv.conf (ISTIO_META_DNS_CAPTURE=true)', { skip }, async () => {
+    // `ip netns exec` mounts /etc/netns/<ns>/resolv.conf over /etc/resolv.conf.
+    const dir = `/etc/netns/${pair.appNs}`;
+    await mkdir(dir, { recursive: true });
+    cleanup.defer(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(`${dir}/resolv.conf`, `nameserver ${v4.peer}\n`);
+    const applied = await runIptables(pair.appNs, [...templateArgs, '--reconcile'], { env: { ISTIO_META_DNS_CAPTURE: 'true' } });
+    assert.equal(applied.exitCode, 0, applied.stderr);
+    assert.match(await savedRules(pair.appNs, 'v4', 'nat'), new RegExp(`-A ISTIO_OUTPUT_DNS -d ${v4.peer}/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053`));
+    assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53), 'agent-dns');
+    assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53, proxyUid), 'upstream-dns');
+  });
+});
+
+/** A transparent (IP_TRANSPARENT) listener, as Envoy's under TPROXY: it answers with the address the client dialled. */
+const transparentScript = `
+import socket, sys
+sock = socket.socket()
+sock.setsockopt(socket.SOL_IP, 19, 1)  # IP_TRANSPARENT
+sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+sock.bind(('0.0.0.0', int(sys.argv[1])))
+sock.listen(16)
+print('ready', flush=True)
+while True:
+    conn, _ = sock.accept()
+    with conn:
+        host, port = conn.getsockname()
+        conn.sendall(('tproxy %s:%d\\n' % (host, port)).encode())
+`;
+
+describe('istio-iptables -m TPROXY', { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+  let pair: PodPair;
+
+  it('writes the mangle rules and routes marked packets to loopback; a rerun keeps them single', { skip }, async () => {
+    assertBundleFresh();
+    pair = await makePodPair(cleanup, 'tproxy', { v4: true, v6: false });
+    const args = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'TPROXY', '-i', '*', '-b', '8080'];
+    for (const round of [1, 2]) {
+      const result = await runIptables(pair.appNs, args);
+      assert.equal(result.exitCode, 0, `round ${round}: ${result.stderr}`);
+    }
+    const mangle = await savedRules(pair.appNs, 'v4', 'mangle');
+    assert.match(mangle, /-A ISTIO_TPROXY ! -d 127\.0\.0\.1\/32 -p tcp -j TPROXY --on-port 15006 --on-ip 0\.0\.0\.0 --tproxy-mark 0x539\/0xffffffff/);
+    assert.match(mangle, /-A PREROUTING -p tcp -j ISTIO_INBOUND/);
+    const rules = (await execa('ip', ['-n', pair.appNs, 'rule', 'show'])).stdout;
+    assert.equal(rules.split('\n').filter((line) => /fwmark 0x539 lookup 133/.test(line)).length, 1, rules);
+    assert.match((await execa('ip', ['-n', pair.appNs, 'route', 'show', 'table', '133', 'type', 'local'])).stdout, /local default dev lo/);
+  });
+
+  it('hands an inbound connection to the transparent listener on 15006 with its original address', { skip }, async () => {
+    const listener = execa('ip', ['netns', 'exec', pair.appNs, pair.python, '-c', transparentScript, '15006'], { reject: false, timeout: 60_000 });
+    cleanup.defer(async () => {
+      listener.kill('SIGKILL');
+      await listener;
+    });
+    await new Promise<void>((resolve, reject) => {
+      listener.stdout?.once('data', () => resolve());
+      void listener.then((result) => reject(new Error(`transparent listener exited (${result.exitCode}): ${result.stderr}`)));
+    });
+    await startListener(cleanup, pair, pair.appNs, 'app', [8080], false);
+    assert.equal(await connectOne(pair, pair.peerNs, v4.app, 8080), `tproxy ${v4.app}:8080`);
+  });
+});
