@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Registry } from '../metrics/index.ts';
 import { Agent } from '../agent/agent.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
+import { customAdminPort } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
@@ -54,7 +55,8 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  * The proxy command end to end: role, bootstrap, validation, then the
  * reconcile loop until a signal or a permanent failure. Resolves the exit code.
  */
-export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
+export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions): Promise<number> {
+  let config = resolved;
   const levels = parseLogLevels(options.logLevel);
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
@@ -70,6 +72,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
   const bootstrap = await prepareBootstrap(config, options.context);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
+  if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
@@ -80,6 +83,17 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch }, logger);
+}
+
+/** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
+async function adoptCustomAdmin(config: ProxyConfig, path: string, text: string, logger: Logger): Promise<ProxyConfig> {
+  const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
+  if (port === undefined) {
+    logger.warn({ customConfigFile: path, adminPort: config.proxyAdminPort }, 'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there');
+    return config;
+  }
+  if (port !== config.proxyAdminPort) logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  return { ...config, proxyAdminPort: port };
 }
 
 /** The ports and paths an operator looks for first in the startup line. */

@@ -60,4 +60,6 @@ export type ProxyConfig = SettingValues<typeof proxySettings> & {
   proxyStatsMatcher?: StatsInclusion;
   /** ProxyConfig.extraStatTags: labels a stats extension puts in stat names, extracted as Istio does. */
   extraStatTags?: readonly string[];
+  /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
+  proxyAdminPortGiven?: boolean;
 };

@@ -28,9 +28,11 @@ export interface ResolveProxyConfigOptions {
 export function resolveProxyConfig(options: ResolveProxyConfigOptions): { config: ProxyConfig; applied: string[] } {
   const values = { ...options.commandLine.values };
   const applied = applyProxyConfig({ specs: proxySettings, flags: values, sourceOf: options.commandLine.sourceOf, merged: options.proxyConfig });
-  const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: options.commandLine.sourceOf('concurrency') === 'cli' || applied.includes('concurrency') });
+  // Set on the command line, by the flag's env var or by ProxyConfig (not the default).
+  const given = (field: string) => options.commandLine.sourceOf(field) === 'cli' || options.commandLine.sourceOf(field) === 'env' || applied.includes(field);
+  const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
-  const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig) };
+  const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
   return { config, applied };
 }
 
