@@ -18,6 +18,8 @@ export function readinessListener(readinessPort: number): unknown {
 export function agentStatusCluster(socketPath: string): unknown {
   return {
     name: 'agent',
+    // The `;` ends the cluster's name for the cluster_name stats tag (stats-tags.ts).
+    alt_stat_name: 'agent;',
     type: 'STATIC',
     connect_timeout: '0.250s',
     lb_policy: 'ROUND_ROBIN',

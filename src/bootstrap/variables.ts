@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
+import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
 import type { TemplateVariables } from './template.ts';
 
 /** What the bootstrap needs beyond the flags. */
@@ -37,6 +38,7 @@ export function bootstrapVariables(config: ProxyConfig, context: BootstrapContex
     config_path: config.configPath,
     cert_dir: config.certDir,
     sds_socket_path: config.sdsSocket,
+    stats_tags: statsTags({ proxyConfig: config.extraStatTags, annotation: stringOrUndefined(annotationsOf(context.metadata)[extraStatTagsAnnotation]) }),
     stats_matcher: statsMatcher({
       flags: { prefixes: config.statsInclusionPrefixes, suffixes: config.statsInclusionSuffixes, regexps: config.statsInclusionRegexps },
       annotations: annotationsOf(context.metadata),
@@ -53,8 +55,10 @@ function annotationsOf(metadata: Record<string, unknown>): Record<string, unknow
   return typeof annotations === 'object' && annotations !== null ? (annotations as Record<string, unknown>) : {};
 }
 
+const stringOrUndefined = (value: unknown) => (typeof value === 'string' ? value : undefined);
+
 /** INSTANCE_IPS as the metadata says, else the IP in the node id (`type~ip~id~domain`). */
-function instanceIps(context: BootstrapContext): string[] {
+export function instanceIps(context: Pick<BootstrapContext, 'nodeId' | 'metadata'>): string[] {
   const listed = context.metadata.INSTANCE_IPS;
   if (typeof listed === 'string' && listed !== '') return splitList(listed);
   const ip = context.nodeId.split('~')[1];
@@ -83,6 +87,7 @@ function statsdSink(address: HostPort): unknown {
 function zipkinCluster(address: HostPort, connectTimeoutMs: number): unknown {
   return {
     name: 'zipkin',
+    alt_stat_name: 'zipkin;',
     type: isIP(address.host) ? 'STATIC' : 'STRICT_DNS',
     connect_timeout: protoDuration(connectTimeoutMs),
     lb_policy: 'ROUND_ROBIN',

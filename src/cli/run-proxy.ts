@@ -3,8 +3,12 @@ import { join } from 'node:path';
 import { Registry } from '../metrics/index.ts';
 import { Agent } from '../agent/agent.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
+import { customAdminPort } from '../bootstrap/custom-admin.ts';
+import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
+import { instanceIps } from '../bootstrap/variables.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
+import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
@@ -51,7 +55,8 @@ export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.re
  * The proxy command end to end: role, bootstrap, validation, then the
  * reconcile loop until a signal or a permanent failure. Resolves the exit code.
  */
-export async function runProxy(config: ProxyConfig, options: RunProxyOptions): Promise<number> {
+export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions): Promise<number> {
+  let config = resolved;
   const levels = parseLogLevels(options.logLevel);
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
@@ -64,7 +69,10 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const { env } = options.context;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
   const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
+  const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
   const bootstrap = await prepareBootstrap(config, options.context);
+  const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
+  if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
@@ -74,7 +82,18 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, { caSettings: ca, app }, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch }, logger);
+}
+
+/** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
+async function adoptCustomAdmin(config: ProxyConfig, path: string, text: string, logger: Logger): Promise<ProxyConfig> {
+  const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
+  if (port === undefined) {
+    logger.warn({ customConfigFile: path, adminPort: config.proxyAdminPort }, 'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there');
+    return config;
+  }
+  if (port !== config.proxyAdminPort) logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  return { ...config, proxyAdminPort: port };
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -97,7 +116,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   const metadata = await nodeMetadata(config, role, context.env);
   const configDir = await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, text, configDir };
+  return { nodeId, metadata, text, configDir };
 }
 
 /** An existing --configPath keeps its mode; others entering it is worth a warning, not a chmod. */
@@ -109,7 +128,7 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app'] }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
   const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
@@ -129,6 +148,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     config,
     serviceNode: bootstrap.nodeId,
     bootstrap: bootstrap.text,
+    launch: inputs.launch,
     clock: systemClock,
     logger: logger.child({ component: 'envoy' }),
   });

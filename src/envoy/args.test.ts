@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildEnvoyArgs, type EnvoyArgsInput } from './args.ts';
+import { buildEnvoyArgs, localAddressIpVersion, validationArgs, type EnvoyArgsInput } from './args.ts';
 
 const input: EnvoyArgsInput = {
   bootstrapPath: '/etc/istio/proxy/envoy-rev0.json',
@@ -13,6 +13,9 @@ const input: EnvoyArgsInput = {
   logLevel: 'warning',
   componentLogLevel: '',
   concurrency: 0,
+  fileFlushIntervalMs: 1000,
+  skipDeprecatedLogs: true,
+  launch: { localAddressIpVersion: 'v4' },
 };
 
 const flagValue = (args: string[], flag: string) => args[args.indexOf(flag) + 1];
@@ -43,4 +46,36 @@ test('no flag removed from Envoy 1.40 is passed', () => {
     assert.ok(!args.includes(removed), removed);
   }
   assert.ok(args.includes('--allow-unknown-static-fields'));
+});
+
+test('access logs are flushed every fileFlushInterval (Istio: 1s, Envoy alone: 10s)', () => {
+  assert.equal(flagValue(buildEnvoyArgs(input), '--file-flush-interval-msec'), '1000');
+  assert.equal(flagValue(buildEnvoyArgs({ ...input, fileFlushIntervalMs: 250 }), '--file-flush-interval-msec'), '250');
+});
+
+test('deprecation log lines are skipped unless ENVOY_SKIP_DEPRECATED_LOGS=false', () => {
+  assert.ok(buildEnvoyArgs(input).includes('--skip-deprecated-logs'));
+  assert.ok(!buildEnvoyArgs({ ...input, skipDeprecatedLogs: false }).includes('--skip-deprecated-logs'));
+});
+
+test('local addresses are IPv6 only when every node IP is IPv6', () => {
+  const cases: [string[], 'v4' | 'v6'][] = [
+    [['10.1.2.3'], 'v4'],
+    [['fd00::1'], 'v6'],
+    [['fd00::1', '2001:db8::7'], 'v6'],
+    [['10.1.2.3', 'fd00::1'], 'v4'],
+    [['fd00::1', '10.1.2.3'], 'v4'],
+    [[], 'v4'],
+  ];
+  for (const [ips, want] of cases) assert.equal(localAddressIpVersion(ips), want, ips.join(','));
+  const args = buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v6' } });
+  assert.equal(flagValue(args, '--local-address-ip-version'), 'v6');
+});
+
+test('the bootstrap override reaches Envoy and its validation as --config-yaml', () => {
+  const configYaml = '{"stats_flush_interval":"7s"}';
+  const launch = { localAddressIpVersion: 'v4' as const, configYaml };
+  assert.equal(flagValue(buildEnvoyArgs({ ...input, launch }), '--config-yaml'), configYaml);
+  assert.equal(flagValue(validationArgs({ proxyComponentLogLevel: '', concurrency: 0 }, launch), '--config-yaml'), configYaml);
+  assert.ok(!buildEnvoyArgs(input).includes('--config-yaml'));
 });

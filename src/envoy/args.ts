@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import { toWholeSeconds } from '../shared/duration.ts';
 
 export interface EnvoyArgsInput {
@@ -14,6 +15,24 @@ export interface EnvoyArgsInput {
   logLevel: string;
   componentLogLevel: string;
   concurrency: number;
+  /** How often Envoy flushes access log files (ProxyConfig fileFlushInterval). */
+  fileFlushIntervalMs: number;
+  skipDeprecatedLogs: boolean;
+  /** What the agent works out at start, beyond its settings. */
+  launch: EnvoyLaunch;
+}
+
+/** Envoy flags that depend on the pod, worked out once before the first epoch. */
+export interface EnvoyLaunch {
+  /** v6 when every IP of the node is IPv6: Envoy's own upstream connections then bind IPv6. */
+  localAddressIpVersion: 'v4' | 'v6';
+  /** ISTIO_BOOTSTRAP_OVERRIDE as JSON, merged over the bootstrap by Envoy. */
+  configYaml?: string;
+}
+
+/** Istio's rule: an IPv6-only pod (every node IP is IPv6) makes Envoy's local addresses IPv6. */
+export function localAddressIpVersion(nodeIps: readonly string[]): 'v4' | 'v6' {
+  return nodeIps.length > 0 && nodeIps.every((ip) => isIPv6(ip)) ? 'v6' : 'v4';
 }
 
 /**
@@ -30,11 +49,14 @@ export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {
     '--drain-strategy', 'immediate',
     '--service-cluster', input.serviceCluster,
     '--service-node', input.serviceNode,
-    '--local-address-ip-version', 'v4',
+    '--local-address-ip-version', input.launch.localAddressIpVersion,
+    // Envoy's default is 10s: access logs would show up that late. Istio flushes every second.
+    '--file-flush-interval-msec', String(Math.max(1, Math.round(input.fileFlushIntervalMs))),
     '--allow-unknown-static-fields',
     '-l', envoyLogLevel(input.logLevel),
+    ...(input.skipDeprecatedLogs ? ['--skip-deprecated-logs'] : []),
   ];
-  return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency })];
+  return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency }, input.launch)];
 }
 
 function baseIdArgs(input: EnvoyArgsInput): string[] {
@@ -47,9 +69,13 @@ function envoyLogLevel(level: string): string {
   return level === 'warn' ? 'warning' : level;
 }
 
-/** The flags `--mode validate` must see too: an unknown log component fails there, before any start. */
-export function validationArgs(config: { proxyComponentLogLevel: string; concurrency: number }): string[] {
+/**
+ * The flags `--mode validate` must see too: an unknown log component fails
+ * there, before any start, and so does an override Envoy cannot merge.
+ */
+export function validationArgs(config: { proxyComponentLogLevel: string; concurrency: number }, launch?: EnvoyLaunch): string[] {
   const args: string[] = [];
+  if (launch?.configYaml !== undefined) args.push('--config-yaml', launch.configYaml);
   if (config.proxyComponentLogLevel) args.push('--component-log-level', config.proxyComponentLogLevel);
   if (config.concurrency > 0) args.push('--concurrency', String(config.concurrency));
   return args;

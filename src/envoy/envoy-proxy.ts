@@ -8,7 +8,7 @@ import { startProcess } from '../process/start.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
-import { buildEnvoyArgs, validationArgs } from './args.ts';
+import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
 import { classifyExit } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
@@ -26,6 +26,8 @@ export interface EnvoyProxyOptions {
   logger: Logger;
   /** How long SIGTERM may take before SIGKILL. */
   killAfterMs?: number;
+  /** Flags worked out at start (IPv6 local addresses, the bootstrap override); IPv4 and none when absent. */
+  launch?: EnvoyLaunch;
 }
 
 const baseIdWaitMs = 10_000;
@@ -65,8 +67,8 @@ export class EnvoyProxy implements Proxy {
     // validate.ts): it is validated first. Epoch 0 has no parent to protect,
     // so Envoy starts at once and `--mode validate` runs beside it, off the
     // path to ready; its verdict still decides (it is stricter than a start).
-    const verdict = epoch === 0 ? rejectionMessage(config.binaryPath, bootstrapPath, validationArgs(config)).catch(() => undefined) : undefined;
-    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config)) : undefined;
+    const verdict = epoch === 0 ? rejectionMessage(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)).catch(() => undefined) : undefined;
+    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)) : undefined;
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
     const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
@@ -120,6 +122,9 @@ export class EnvoyProxy implements Proxy {
       logLevel: config.proxyLogLevel,
       componentLogLevel: config.proxyComponentLogLevel,
       concurrency: config.concurrency,
+      fileFlushIntervalMs: config.fileFlushIntervalMs,
+      skipDeprecatedLogs: config.skipDeprecatedLogs,
+      launch: this.#options.launch ?? { localAddressIpVersion: 'v4' },
     });
   }
 

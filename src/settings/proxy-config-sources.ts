@@ -76,7 +76,7 @@ export async function parseProxyConfigText(source: string, text: string): Promis
 const looksLikeJson = (text: string) => text.trimStart().startsWith('{');
 
 /** The bundle hands a CommonJS build's exports over as `default`; tsc's output as named exports. */
-async function loadYaml(): Promise<typeof import('yaml')> {
+export async function loadYaml(): Promise<typeof import('yaml')> {
   const module = await import('yaml');
   return 'parse' in module && typeof module.parse === 'function' ? module : (module as unknown as { default: typeof import('yaml') }).default;
 }
@@ -131,4 +131,10 @@ export function proxyStatsMatcher(merged: MergedProxyConfig): StatsInclusion | u
     return value as string[];
   };
   return { prefixes: list('inclusionPrefixes'), suffixes: list('inclusionSuffixes'), regexps: list('inclusionRegexps') };
+}
+
+/** ProxyConfig.extraStatTags (checkProxyConfig made sure it is a list of strings). */
+export function extraStatTags(merged: MergedProxyConfig): string[] | undefined {
+  const tags = merged.value.extraStatTags ?? merged.value.extra_stat_tags;
+  return Array.isArray(tags) ? tags.filter((tag): tag is string => typeof tag === 'string') : undefined;
 }

@@ -22,9 +22,12 @@ export const proxySettings = declareSettings([
   { flag: 'statsdUdpAddress', proxyConfig: 'statsdUdpAddress', value: '<host:port>', default: '', settle: optionalHostPort, description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
   { flag: 'proxyAdminPort', proxyConfig: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
   { flag: 'controlPlaneAuthPolicy', proxyConfig: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
-  { flag: 'customConfigFile', proxyConfig: 'customConfigFile', value: '<file>', default: '', settle: emptyIsUnset, description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep)' },
+  { flag: 'customConfigFile', proxyConfig: 'customConfigFile', value: '<file>', default: '', settle: emptyIsUnset, description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep); the agent watches the admin port it names (a given --proxyAdminPort that differs is exit 2)' },
   { flag: 'templateFile', proxyConfig: 'proxyBootstrapTemplatePath', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', settle: emptyIsUnset, description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
-  { flag: 'concurrency', proxyConfig: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: Envoy decides)` },
+  { flag: 'concurrency', proxyConfig: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: one per core); when neither this nor ProxyConfig concurrency is set, ISTIO_CPU_LIMIT decides` },
+  { flag: 'fileFlushInterval', key: 'fileFlushIntervalMs', proxyConfig: 'fileFlushInterval', value: '<duration>', default: '1s', parse: durationIn({ minMs: 1 }), description: 'Envoy --file-flush-interval-msec: how often Envoy flushes access log files (Envoy\'s own default is 10s); at least 1ms' },
+  { flag: 'skipDeprecatedLogs', value: '[bool]', default: true, env: 'ENVOY_SKIP_DEPRECATED_LOGS', parse: bool, description: 'Envoy --skip-deprecated-logs: leave out Envoy\'s log lines about deprecated config, as Istio does unless set to false' },
+  { flag: 'bootstrapOverride', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP_OVERRIDE', settle: emptyIsUnset, description: 'YAML or JSON bootstrap that Envoy merges over the rendered one (--config-yaml); $(HOST_IP) in it becomes env HOST_IP' },
   { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: envoyLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },
   { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
   { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
@@ -55,4 +58,8 @@ export type ProxyConfig = SettingValues<typeof proxySettings> & {
   proxyType: ProxyType;
   /** ProxyConfig.proxyStatsMatcher: below the flags and the pod annotations, as in Istio. */
   proxyStatsMatcher?: StatsInclusion;
+  /** ProxyConfig.extraStatTags: labels a stats extension puts in stat names, extracted as Istio does. */
+  extraStatTags?: readonly string[];
+  /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
+  proxyAdminPortGiven?: boolean;
 };

@@ -1,6 +1,7 @@
 import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
-import { proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
+import { concurrencyFromCpuLimit } from './envoy-env.ts';
+import { extraStatTags, proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
 import { proxySettings, type ProxyConfig } from './proxy-settings.ts';
 import { attributeOf, keyOf, settleSetting } from './setting.ts';
 
@@ -15,6 +16,8 @@ export interface ResolveProxyConfigOptions {
   commandLine: CommandLineSource;
   /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged (readProxyConfigSources). */
   proxyConfig: MergedProxyConfig;
+  /** For the env-only settings (ISTIO_CPU_LIMIT); none read when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -25,7 +28,11 @@ export interface ResolveProxyConfigOptions {
 export function resolveProxyConfig(options: ResolveProxyConfigOptions): { config: ProxyConfig; applied: string[] } {
   const values = { ...options.commandLine.values };
   const applied = applyProxyConfig({ specs: proxySettings, flags: values, sourceOf: options.commandLine.sourceOf, merged: options.proxyConfig });
-  const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig) };
+  // Set on the command line, by the flag's env var or by ProxyConfig (not the default).
+  const given = (field: string) => options.commandLine.sourceOf(field) === 'cli' || options.commandLine.sourceOf(field) === 'env' || applied.includes(field);
+  const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
+  if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
+  const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
   return { config, applied };
 }
 

@@ -24,7 +24,7 @@ function settle(inputs: Inputs): ProxyConfig | string {
     command.parse(inputs.args ?? [], { from: 'user' });
     const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
     const proxyConfig = mergeProxyConfigs(inputs.proxyConfig ? [{ name: 'env PROXY_CONFIG', value: inputs.proxyConfig }] : []);
-    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig }).config);
+    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig, env: process.env }).config);
   } catch (error) {
     return (error as Error).message;
   } finally {
@@ -35,6 +35,24 @@ function settle(inputs: Inputs): ProxyConfig | string {
 type Row = Inputs & { name: string; field: keyof ProxyConfig; want: unknown };
 
 const rows: Row[] = [
+  { name: 'ISTIO_CPU_LIMIT: unset, Envoy decides', field: 'concurrency', want: 0 },
+  { name: 'ISTIO_CPU_LIMIT sets the workers', env: { ISTIO_CPU_LIMIT: '2' }, field: 'concurrency', want: 2 },
+  { name: 'ISTIO_CPU_LIMIT is rounded up', env: { ISTIO_CPU_LIMIT: '1.2' }, field: 'concurrency', want: 2 },
+  { name: 'ISTIO_CPU_LIMIT in millicores is rounded up', env: { ISTIO_CPU_LIMIT: '500m' }, field: 'concurrency', want: 1 },
+  { name: 'ISTIO_CPU_LIMIT past the most workers is clamped', env: { ISTIO_CPU_LIMIT: '4096' }, field: 'concurrency', want: 512 },
+  { name: 'ISTIO_CPU_LIMIT 0 is no limit', env: { ISTIO_CPU_LIMIT: '0' }, field: 'concurrency', want: 0 },
+  { name: 'ProxyConfig concurrency beats ISTIO_CPU_LIMIT', env: { ISTIO_CPU_LIMIT: '2' }, proxyConfig: { concurrency: 3 }, field: 'concurrency', want: 3 },
+  { name: 'ProxyConfig concurrency 0 also beats ISTIO_CPU_LIMIT', env: { ISTIO_CPU_LIMIT: '2' }, proxyConfig: { concurrency: 0 }, field: 'concurrency', want: 0 },
+  { name: 'the --concurrency flag beats ISTIO_CPU_LIMIT', args: ['--concurrency', '4'], env: { ISTIO_CPU_LIMIT: '2' }, field: 'concurrency', want: 4 },
+  { name: 'fileFlushInterval: the default 1s', field: 'fileFlushIntervalMs', want: 1000 },
+  { name: 'ProxyConfig fileFlushInterval', proxyConfig: { fileFlushInterval: '0.250s' }, field: 'fileFlushIntervalMs', want: 250 },
+  { name: 'ENVOY_SKIP_DEPRECATED_LOGS: on by default, as in Istio', field: 'skipDeprecatedLogs', want: true },
+  { name: 'ENVOY_SKIP_DEPRECATED_LOGS=false', env: { ENVOY_SKIP_DEPRECATED_LOGS: 'false' }, field: 'skipDeprecatedLogs', want: false },
+  { name: 'ISTIO_BOOTSTRAP_OVERRIDE: unset is none', field: 'bootstrapOverride', want: undefined },
+  { name: 'ISTIO_BOOTSTRAP_OVERRIDE names the file', env: { ISTIO_BOOTSTRAP_OVERRIDE: '/etc/istio/custom-bootstrap/custom_bootstrap.json' }, field: 'bootstrapOverride', want: '/etc/istio/custom-bootstrap/custom_bootstrap.json' },
+  { name: '--proxyAdminPort left at its default is not given', field: 'proxyAdminPortGiven', want: false },
+  { name: '--proxyAdminPort on the command line is given, even at the default value', args: ['--proxyAdminPort', '15000'], field: 'proxyAdminPortGiven', want: true },
+  { name: 'ProxyConfig proxyAdminPort is given', proxyConfig: { proxyAdminPort: 15000 }, field: 'proxyAdminPortGiven', want: true },
   { name: 'ISTIO_BOOTSTRAP: unset is no template', field: 'templateFile', want: undefined },
   { name: 'ISTIO_BOOTSTRAP sets the template', env: { ISTIO_BOOTSTRAP: '/env.json' }, field: 'templateFile', want: '/env.json' },
   { name: 'ISTIO_BOOTSTRAP: the flag beats it', args: ['--templateFile', '/flag.json'], env: { ISTIO_BOOTSTRAP: '/env.json' }, field: 'templateFile', want: '/flag.json' },
@@ -78,6 +96,8 @@ describe('a setting from the command line beats its env var, which beats ProxyCo
 });
 
 const refused: (Inputs & { name: string; line: RegExp })[] = [
+  { name: 'ISTIO_CPU_LIMIT that is no CPU count', env: { ISTIO_CPU_LIMIT: 'two' }, line: /^env ISTIO_CPU_LIMIT: "two" is not a CPU count/ },
+  { name: 'ENVOY_SKIP_DEPRECATED_LOGS that is no boolean', env: { ENVOY_SKIP_DEPRECATED_LOGS: 'maybe' }, line: /'maybe'.*env 'ENVOY_SKIP_DEPRECATED_LOGS'.*not a boolean/ },
   { name: 'TERMINATION_DRAIN_DURATION_SECONDS that is no number of seconds', env: { TERMINATION_DRAIN_DURATION_SECONDS: '1.5' }, line: /--terminationDrainDuration.*'1\.5'.*env 'TERMINATION_DRAIN_DURATION_SECONDS'.*not a Go duration/ },
   { name: 'TERMINATION_DRAIN_DURATION_SECONDS past the longest timer', env: { TERMINATION_DRAIN_DURATION_SECONDS: '3000000' }, line: /'3000000'.*env 'TERMINATION_DRAIN_DURATION_SECONDS'.*must be at most/ },
   { name: 'MINIMUM_DRAIN_DURATION without a unit', env: { MINIMUM_DRAIN_DURATION: '10' }, line: /--minimumDrainDuration.*'10'.*env 'MINIMUM_DRAIN_DURATION'.*not a Go duration/ },

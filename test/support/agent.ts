@@ -49,6 +49,8 @@ export interface AgentOptions {
   dir?: string;
   /** Another build's entry point (bench/cost.ts compares builds); default: this checkout's. */
   bin?: string;
+  /** Leave --proxyAdminPort out (a custom bootstrap names its own); `adminPort` is then this one. */
+  adminPortFromFile?: number;
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -59,13 +61,13 @@ function flagValues(args: readonly string[], flag: string): string[] {
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   if (!options.bin) assertBundleFresh();
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'pilot-agent-test-')));
-  const adminPort = await freePort();
+  const adminPort = options.adminPortFromFile ?? (await freePort());
   const args = [
     options.bin ?? agentBin, 'proxy', options.type ?? 'sidecar',
     '--serviceregistry', 'Other', '--ip', '127.0.0.1',
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),
     '--binaryPath', envoyBin, '--discoveryAddress', options.discoveryAddress,
-    '--proxyAdminPort', String(adminPort), '--statusPort', '0', '--prometheusPort', '0',
+    ...(options.adminPortFromFile === undefined ? ['--proxyAdminPort', String(adminPort)] : []), '--statusPort', '0', '--prometheusPort', '0',
     // Istio's 15021 would be shared by every agent of a parallel run (and is checked free at start).
     '--readinessPort', String(await freePort()),
     '--drainDuration', '1s', '--parentShutdownDuration', '3s', '--terminationDrainDuration', '1s',

@@ -15,7 +15,7 @@ export function proxyCommand(context: CommandContext): Command {
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
-    const { config, applied } = resolveProxyConfig({ proxyType: type, commandLine, proxyConfig });
+    const { config, applied } = resolveProxyConfig({ proxyType: type, commandLine, proxyConfig, env: context.env });
     checkResolvedConfig(config);
     // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
     const { runProxy } = await import('../run-proxy.ts');
