@@ -12,6 +12,7 @@
  */
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
+import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -273,10 +274,9 @@ export async function untilPodReady(pod: Pod, timeoutMs = 60_000, periodMs = 10)
 }
 
 /** One HTTPS request to the app port from outside the pod: capture sends it to Envoy, which presents the CA's certificate. */
-export async function requestThroughCapture(pod: { ip: string }, timeoutMs = 2000): Promise<boolean> {
-  const { request } = await import('node:https');
+export async function requestThroughCapture(pod: { ip: string }, timeoutMs = 2000, agent: HttpsAgent | false = false): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request({ host: pod.ip, port: appPort, path: '/', rejectUnauthorized: false, timeout: timeoutMs, agent: false }, (response) => {
+    const req = httpsRequest({ host: pod.ip, port: appPort, path: '/', rejectUnauthorized: false, timeout: timeoutMs, agent }, (response) => {
       response.resume();
       response.on('end', () => resolve(response.statusCode === 200));
     });
