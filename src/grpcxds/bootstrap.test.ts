@@ -14,6 +14,7 @@ test('the agent\'s socket is the only xDS server, insecure (local), xds_v3', () 
 test('the node is the proxy\'s, with GENERATOR=grpc whatever the metadata said', () => {
   const { node } = buildGrpcBootstrap(input);
   assert.equal(node.id, input.nodeId);
+  assert.deepEqual(node.locality, {}, 'gRPC refuses a bootstrap whose node has no locality');
   assert.deepEqual(node.metadata, { NAMESPACE: 'default', GENERATOR: 'grpc' });
 });
 

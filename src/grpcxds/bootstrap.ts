@@ -26,7 +26,7 @@ export interface GrpcBootstrapInput {
 
 export interface GrpcBootstrap {
   xds_servers: { server_uri: string; channel_creds: { type: string }[]; server_features: string[] }[];
-  node: { id: string; metadata: Record<string, unknown> };
+  node: { id: string; locality: Record<string, string>; metadata: Record<string, unknown> };
   certificate_providers?: Record<string, { plugin_name: string; config: Record<string, string> }>;
   server_listener_resource_name_template: string;
 }
@@ -35,7 +35,8 @@ export function buildGrpcBootstrap(input: GrpcBootstrapInput): GrpcBootstrap {
   const bootstrap: GrpcBootstrap = {
     // Local to the pod, owner-only socket: the relay dials istiod with the real credentials.
     xds_servers: [{ server_uri: `unix://${input.xdsSocketPath}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
-    node: { id: input.nodeId, metadata: { ...input.metadata, GENERATOR: 'grpc' } },
+    // gRPC refuses a node without a locality; an empty one is "unknown".
+    node: { id: input.nodeId, locality: {}, metadata: { ...input.metadata, GENERATOR: 'grpc' } },
     server_listener_resource_name_template: serverListenerNameTemplate,
   };
   if (input.certDir) {
