@@ -18,3 +18,11 @@ PATH="$(dirname "$(command -v "$node")"):$PATH" node_modules/.bin/esbuild src/cl
   --outdir=dist/bundle --entry-names=pilot-agent --chunk-names=chunk-[hash] --minify-whitespace --minify-syntax --legal-comments=none --external:pino-pretty \
   --banner:js="import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" \
   --log-level=warning
+# V8's compiled code for the bundle, read at start by bin/pilot-agent.js. Node
+# keeps it per uid: also warm it for 1337, the proxy's uid in a pod.
+rm -rf dist/compile-cache && mkdir -m 1777 dist/compile-cache
+"$node" scripts/warm-compile-cache.mjs
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  setpriv --reuid=1337 --regid=1337 --clear-groups -- "$node" scripts/warm-compile-cache.mjs || echo "build-agent: no compile cache for uid 1337" >&2
+fi
+chmod 0755 dist/compile-cache

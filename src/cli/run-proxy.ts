@@ -34,6 +34,11 @@ import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream, xdsUpstream } from './proxy-config.ts';
 import { parseLogLevels } from './log-levels.ts';
 import { nodeMetadata } from './node-metadata.ts';
+import type { NodeMetadata } from '../role/metadata.ts';
+import { superviseProxyless } from './run-proxyless.ts';
+import { readEnvSettings } from '../settings/env-settings.ts';
+import { proxylessEnv } from '../settings/proxyless-env.ts';
+import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
@@ -70,6 +75,7 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
   const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
+  const proxyless = readEnvSettings(env, proxylessEnv);
   const bootstrap = await prepareBootstrap(config, options.context);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
@@ -78,11 +84,17 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
+  const grpcBootstrapPath = proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
+  if (proxyless.disableEnvoy) {
+    await checkXdsUpstream(config);
+    logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
+    return superviseProxyless(config, { ...bootstrap, caSettings: ca, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
+  }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch }, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch, grpcBootstrapPath }, logger);
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
@@ -128,7 +140,7 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
   const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
@@ -142,6 +154,8 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
   const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept });
   await relay.start();
+  // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
+  if (inputs.grpcBootstrapPath) await writeGrpcBootstrap(inputs.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: xdsSocketPath(config), nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }));
   const metrics = registerAgentMetrics(registry, () => agent.state);
   const epochs = new EpochTracker({ clock: systemClock, metrics });
   const envoyProxy = new EnvoyProxy({

@@ -1,3 +1,4 @@
+import { Backoff, type BackoffPolicy, type RandomSource } from '../shared/backoff.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { KeptConfig } from './kept-config.ts';
@@ -16,9 +17,15 @@ export interface KeptSessionOptions {
   /** Writes one framed message to Envoy. */
   send(message: Buffer): void;
   dial(): Promise<UpstreamStream>;
-  /** The discovery server answers again: end Envoy's stream so it reconnects through the relay. */
-  handover(): void;
-  backoff: { initialMs: number; maxMs: number };
+  /**
+   * The discovery server answers again: end Envoy's stream so it reconnects
+   * through the relay, which gives the new stream this upstream call, so a
+   * recovering server pays one connection (one TLS handshake) per reconnect.
+   */
+  handover(upstream: UpstreamStream): void;
+  backoff: BackoffPolicy;
+  /** Jitter for the redials (Math.random when absent). */
+  random?: RandomSource;
   reachable(ok: boolean): void;
 }
 
@@ -66,18 +73,18 @@ export class KeptSession {
   }
 
   async #probe(): Promise<void> {
-    const { clock, backoff, logger } = this.#options;
+    const { clock, logger } = this.#options;
     const signal = this.#stopped.signal;
-    for (let delay = backoff.initialMs; !signal.aborted; delay = Math.min(delay * 2, backoff.maxMs)) {
-      const slept = await clock.sleep(delay, signal).then(() => true, () => false);
+    const backoff = new Backoff(this.#options.backoff, this.#options.random);
+    while (!signal.aborted) {
+      const slept = await clock.sleep(backoff.next(), signal).then(() => true, () => false);
       if (!slept || signal.aborted) return; // a clock that ignores the signal still stops here
       const upstream = await this.#options.dial().catch(() => undefined);
       this.#options.reachable(upstream !== undefined);
       if (!upstream) continue;
-      upstream.close();
-      if (signal.aborted) return;
+      if (signal.aborted) return upstream.close();
       logger.info({ stream: this.#options.id, servedForMs: clock.now() - this.since }, 'the discovery server answers again; handing the stream over');
-      return this.#options.handover();
+      return this.#options.handover(upstream);
     }
   }
 

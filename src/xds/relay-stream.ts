@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { BackoffPolicy, RandomSource } from '../shared/backoff.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { UpstreamCredential } from './client-credential.ts';
@@ -37,7 +38,10 @@ export interface RelayStreamOptions {
   kept: KeptConfig;
   clock: Clock;
   /** Redialling while serving from kept config. */
-  backoff: { initialMs: number; maxMs: number };
+  backoff: BackoffPolicy;
+  random?: RandomSource;
+  /** The redial that reached the server: the relay gives it to the next stream of this mode. */
+  keepForNextStream(upstream: UpstreamStream): void;
   /** Told every dial's outcome: whether the discovery server can be reached. */
   reachable(ok: boolean): void;
   /** True when the last dial (any stream's) failed. */
@@ -134,8 +138,10 @@ export class RelayStream {
     this.#keptSession = new KeptSession({
       ...this.#options,
       send: (message) => void downstream.write(frame(message)),
-      handover: () => this.#end({ reason: 'handed_over', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server answers again: reconnect through the relay' }),
-      backoff: this.#options.backoff,
+      handover: (upstream) => {
+        this.#options.keepForNextStream(upstream);
+        this.#end({ reason: 'handed_over', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server answers again: reconnect through the relay' });
+      },
     });
     this.upstreamState = 'last-known-good';
     if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });

@@ -1,7 +1,8 @@
 import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../metrics/index.ts';
-import type { Clock } from '../shared/clock.ts';
+import type { BackoffPolicy, RandomSource } from '../shared/backoff.ts';
+import type { Clock, Timer } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
@@ -10,7 +11,7 @@ import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
-import type { UpstreamOptions } from './upstream.ts';
+import type { UpstreamOptions, UpstreamStream } from './upstream.ts';
 import { dialWithCredentials, RefusedCertificate } from './upstream-dial.ts';
 import type { XdsMode } from './wire.ts';
 
@@ -28,8 +29,10 @@ export interface XdsRelayOptions {
   kept?: KeptConfig;
   /** False: keep nothing (the relay as it was before last-known-good, for the bench's baseline). */
   keepLastKnownGood?: boolean;
-  /** Redialling while a stream is served from kept config (default 500 ms doubling to 15 s). */
-  backoff?: { initialMs: number; maxMs: number };
+  /** Redialling while a stream is served from kept config (default: reconnectBackoff). */
+  backoff?: BackoffPolicy;
+  /** Jitter for those redials (Math.random when absent). */
+  random?: RandomSource;
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -42,7 +45,18 @@ const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [pat
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
 const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib, pendingBytes: 128 * mib };
-const defaultBackoff = { initialMs: 500, maxMs: 15_000 };
+/**
+ * Redials while the discovery server is down. The cap is low so that every
+ * agent is back within a few seconds of the server's return, whatever the
+ * outage's length; the ±40 % jitter spreads a fleet that lost the server at
+ * the same moment, so a 2.5 s cap spreads redials over 1.5–3.5 s.
+ */
+export const reconnectBackoff: BackoffPolicy = { initialMs: 1_000, multiplier: 1.6, jitter: 0.4, maxMs: 2_500 };
+/**
+ * How long a redial that reached the server waits for the Envoy stream it
+ * was made for. Envoy reconnects within its first backoff step (≤ 1 s).
+ */
+const spareTtlMs = 10_000;
 /**
  * Streams one Envoy connection may hold open at once. Envoy runs one ADS
  * stream (two briefly while it replaces one); every stream dials the
@@ -70,6 +84,8 @@ export class XdsRelay {
   readonly #streams = new Set<RelayStream>();
   readonly #sessions = new Set<Http2Session>();
   readonly #refused = new RefusedCertificate();
+  /** Per mode: an upstream call a redial opened, for the next Envoy stream. */
+  readonly #spares = new Map<XdsMode, { upstream: UpstreamStream; expiry: Timer }>();
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
@@ -135,14 +151,16 @@ export class XdsRelay {
       id,
       mode,
       downstream,
-      dial: () => dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
+      dial: () => this.#takeSpare(mode) ?? dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
       stats: this.#stats,
       logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
       limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       kept: this.kept,
       clock: this.#options.clock,
-      backoff: this.#options.backoff ?? defaultBackoff,
+      backoff: this.#options.backoff ?? reconnectBackoff,
+      random: this.#options.random,
+      keepForNextStream: (spare) => this.#keepSpare(mode, spare),
       reachable: (ok) => {
         this.#reachable = ok;
         this.#gateMayChange();
@@ -158,8 +176,35 @@ export class XdsRelay {
     });
   }
 
+  #keepSpare(mode: XdsMode, upstream: UpstreamStream): void {
+    this.#dropSpare(mode);
+    const expiry = this.#options.clock.setTimeout(() => this.#dropSpare(mode), spareTtlMs);
+    this.#spares.set(mode, { upstream, expiry });
+  }
+
+  /** The spare call for this mode while it is still open; one use only. */
+  #takeSpare(mode: XdsMode): Promise<UpstreamStream> | undefined {
+    const spare = this.#spares.get(mode);
+    if (!spare) return undefined;
+    this.#spares.delete(mode);
+    spare.expiry.cancel();
+    const { stream } = spare.upstream;
+    if (stream.closed || stream.destroyed) return void spare.upstream.close();
+    this.#options.logger.debug({ mode }, 'a new stream takes the connection the redial opened');
+    return Promise.resolve(spare.upstream);
+  }
+
+  #dropSpare(mode: XdsMode): void {
+    const spare = this.#spares.get(mode);
+    if (!spare) return;
+    this.#spares.delete(mode);
+    spare.expiry.cancel();
+    spare.upstream.close();
+  }
+
   /** Ends every stream and stops listening. */
   async stop(): Promise<void> {
+    for (const mode of [...this.#spares.keys()]) this.#dropSpare(mode);
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
     const server = this.#server;

@@ -71,7 +71,13 @@ describe('Dockerfile.proxy', () => {
   it('copies dist, bin and templates side by side, as bin/pilot-agent.js expects', () => {
     const copied = (keyword(stageInstructions(final), 'COPY') as Copy[]).filter((c) => c.getFromFlag()?.getValue() === 'build').map((c) => args(c)[0]);
     for (const path of ['/src/dist', '/src/bin', '/src/templates', '/src/node_modules', '/src/package.json']) assert.ok(copied.includes(path), path);
-    assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/bundle\/pilot-agent\.js'/);
+    assert.match(read('bin/pilot-agent.js'), /import\('\.\.\/dist\/bundle\/pilot-agent\.js'\)/);
+    assert.match(read('bin/pilot-agent.js'), /enableCompileCache\?\.\(new URL\('\.\.\/dist\/compile-cache\/'/);
+  });
+
+  it('warms the compile cache as UID 1337, the uid the agent runs as (Node keeps one per uid)', () => {
+    const run = keyword(stageInstructions(final), 'RUN').map((r) => r.getArgumentsContent() ?? '').join('\n');
+    assert.match(run, /setpriv --reuid=1337 --regid=1337 --clear-groups -- node scripts\/warm-compile-cache\.mjs/);
   });
 
   it('runs as UID 1337 with pilot-agent as entrypoint and `proxy sidecar` as default args', () => {

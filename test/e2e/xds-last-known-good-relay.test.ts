@@ -27,7 +27,7 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
     const kept = new KeptConfig();
     kept.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
     // A redial far away: every dial in these tests is one a stream made itself.
-    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, kept, backoff: { initialMs: 600_000, maxMs: 600_000 } });
+    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, kept, backoff: { initialMs: 600_000, multiplier: 1, jitter: 0, maxMs: 600_000 } });
     await relay.start();
     cleanup.defer(() => relay.stop());
     cleanup.defer(() => clients.forEach((client) => client.close()));

@@ -77,10 +77,13 @@ for (const mode of ['sotw', 'delta'] as const) {
       assert.match(metrics, /^pilot_agent_xds_last_known_good_streams 1$/m);
     });
 
-    it('the peer back with a changed config: the stream is handed over and the change reaches Envoy', async () => {
+    it('the peer back with a changed config: the stream is handed over on the redial\'s own connection, and the change reaches Envoy', async () => {
+      const from = agent.log.entries.length;
       peer = await startPeer(routedService(listenerPort, [route(second.port)]), { address: peerAddress });
       await waitForBody(listenerPort, '/', `b (${mode})`, 60_000);
       assert.ok(agent.log.find((entry) => entry.msg === 'the discovery server answers again; handing the stream over'));
+      const connected = agent.log.entries.slice(from).filter((entry) => entry.msg === 'connected to the discovery server');
+      assert.equal(connected.length, 1, 'one connection per reconnect: the dial that reached the server carries the stream');
       const ready = await getStatus(statusPort, '/healthz/ready');
       assert.equal(ready.body, 'ready\n');
     });

@@ -20,6 +20,7 @@ export interface CaMode {
 
 export interface CaPeer {
   address: string;
+  pid: number;
   log: LineLog<CaPeerEvent>;
   setMode(mode: CaMode): Promise<void>;
   stop(): Promise<void>;
@@ -48,6 +49,7 @@ export async function startCaPeer(options: CaPeerOptions): Promise<CaPeer> {
     const control = String(listening.control);
     return {
       address: String(listening.address),
+      pid: child.pid!,
       log,
       setMode: async (mode) => {
         const response = await fetch(`http://${control}/mode`, { method: 'POST', body: JSON.stringify(mode) });

@@ -19,6 +19,8 @@ export interface PeerEvent {
 
 export interface Peer {
   address: string;
+  /** The peer's process (a bench reads its CPU time). */
+  pid: number;
   port: number;
   log: LineLog<PeerEvent>;
   /** Replaces the served resources; the peer pushes a new snapshot. */
@@ -54,6 +56,7 @@ export async function startPeer(resources: unknown[], options: { address?: strin
   const address = String(listening.address);
   return {
     address,
+    pid: child.pid!,
     port: Number(address.split(':').at(-1)),
     log,
     setResources: async (next) => writeFile(file, JSON.stringify({ resources: next })),

@@ -1,0 +1,154 @@
+// A node full of pods and one discovery server (test/support/pods.ts): N pods
+// exec'd at once (a rollout), then steady state, then the discovery server
+// killed and started again after each outage (a restart storm) while every
+// pod serves requests through its capture. Run for this checkout and for
+// the previous build (a git ref, default main), one after the other, each
+// on a fresh mesh, so the figures read as ratios.
+// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60] [--baseline main] [--quick]
+import { Agent as HttpsAgent } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod } from '../test/support/pods.ts';
+import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { activity, memory } from './cost-proc.ts';
+import { median, percentile, ratio, round } from './figures.ts';
+
+const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' } } });
+const podCount = flags.quick ? 4 : Number(flags.pods);
+const outagesS = (flags.quick ? '5' : flags.outages).split(',').map(Number);
+const connectedLine = 'connected to the discovery server';
+
+interface Rollout { readyP50Ms: number; readyP90Ms: number; readyMaxMs: number; allReadyMs: number; agentCpuSToReady: number; serverCpuS: number }
+interface Steady { agentRssMb: number; agentAnonMb: number; envoyRssMb: number; envoyAnonMb: number }
+interface Storm { outageS: number; requests: number; failed: number; notReadyPolls: number; reconnectP50Ms: number; reconnectMaxMs: number; dialsPerAgent: number; handshakesPerAgent: number; most100msWindowShare: number }
+
+const cpuS = (pid: number) => activity(pid).cpuNs / 1e9;
+
+async function rollout(mesh: Mesh, build: Build, namespaces: { name: string; ip: string }[]): Promise<{ pods: Pod[]; figures: Rollout }> {
+  const serverBefore = cpuS(mesh.peer.pid) + cpuS(mesh.ca.pid);
+  const start = performance.now();
+  const pods = await Promise.all(namespaces.map((netns, index) => startPodAgent(mesh, netns, index, { bin: build.bin })));
+  const cpuAtReady: number[] = [];
+  const ready = await Promise.all(pods.map(async (pod) => {
+    const ms = await untilPodReady(pod, 120_000, 10);
+    cpuAtReady.push(cpuS(pod.agentPid));
+    return ms;
+  }));
+  const allReadyMs = performance.now() - start;
+  return {
+    pods,
+    figures: {
+      readyP50Ms: median(ready), readyP90Ms: percentile(ready, 90), readyMaxMs: Math.max(...ready), allReadyMs,
+      agentCpuSToReady: median(cpuAtReady), serverCpuS: cpuS(mesh.peer.pid) + cpuS(mesh.ca.pid) - serverBefore,
+    },
+  };
+}
+
+function steady(pods: Pod[]): Steady {
+  const agents = pods.map((pod) => memory(pod.agentPid));
+  const envoys = pods.flatMap((pod) => pod.envoys()).map(memory);
+  return {
+    agentRssMb: median(agents.map((m) => m.rssMb)), agentAnonMb: median(agents.map((m) => m.rssAnonMb)),
+    envoyRssMb: median(envoys.map((m) => m.rssMb)), envoyAnonMb: median(envoys.map((m) => m.rssAnonMb)),
+  };
+}
+
+/** Sum of the agent's upstream dial counter, read from its merged metrics on 15020. */
+async function dials(pod: Pod): Promise<number> {
+  const text = await fetch(`http://${pod.ip}:15020/stats/prometheus`, { signal: AbortSignal.timeout(2000) }).then((r) => r.text(), () => '');
+  return [...text.matchAll(/^\w*xds_proxy_upstream_dials_total\{[^}]*\} (\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+/** Requests through every pod's capture (2/s each) and readiness polls until stopped. */
+function traffic(pods: Pod[]) {
+  const counts = { requests: 0, failed: 0, notReadyPolls: 0 };
+  let running = true;
+  const loops = pods.map(async (pod) => {
+    const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+    for (let tick = 0; running; tick++) {
+      counts.requests++;
+      if (!(await requestThroughCapture(pod, 2000, agent))) counts.failed++;
+      if (tick % 2 === 0) {
+        const status = await fetch(`http://${pod.ip}:15021/healthz/ready`, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
+        if (status !== 200) counts.notReadyPolls++;
+      }
+      await sleep(500);
+    }
+    agent.destroy();
+  });
+  return { counts, stop: async () => { running = false; await Promise.all(loops); } };
+}
+
+async function storm(mesh: Mesh, pods: Pod[], outageS: number): Promise<Storm> {
+  const load = traffic(pods);
+  await sleep(2000);
+  const dialsBefore = await Promise.all(pods.map(dials));
+  await mesh.stopPeer();
+  await sleep(outageS * 1000);
+  const from = pods.map((pod) => pod.log.entries.length);
+  const returnedAt = Date.now();
+  await mesh.startPeerAgain();
+  const reconnected = await Promise.all(pods.map(async (pod, i) => {
+    const line = await pod.log.waitFor((entry) => entry.msg === connectedLine, 120_000, `${pod.name} to reconnect`, from[i]);
+    return line.time - returnedAt;
+  }));
+  await sleep(3000); // a second connection, if any, shows by now
+  await load.stop();
+  const dialsAfter = await Promise.all(pods.map(dials));
+  const handshakes = pods.map((pod, i) => pod.log.entries.slice(from[i]).filter((entry) => entry.msg === connectedLine).length);
+  return {
+    outageS, ...load.counts,
+    reconnectP50Ms: median(reconnected), reconnectMaxMs: Math.max(...reconnected),
+    dialsPerAgent: median(dialsAfter.map((after, i) => after - dialsBefore[i]!)),
+    handshakesPerAgent: median(handshakes),
+    most100msWindowShare: mostInWindow(reconnected, 100) / reconnected.length,
+  };
+}
+
+/** The most events inside any window of `ms`. */
+function mostInWindow(times: number[], ms: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  return Math.max(...sorted.map((start) => sorted.filter((at) => at >= start && at < start + ms).length));
+}
+
+async function scenario(build: Build) {
+  const mesh = await startMesh();
+  const namespaces: { name: string; ip: string; remove(): Promise<void> }[] = [];
+  let pods: Pod[] = [];
+  try {
+    for (let i = 0; i < podCount; i++) namespaces.push(await makePodNamespace(mesh, i));
+    const started = await rollout(mesh, build, namespaces);
+    pods = started.pods;
+    await sleep(5000);
+    const memoryFigures = steady(pods);
+    const storms: Storm[] = [];
+    for (const outage of outagesS) storms.push(await storm(mesh, pods, outage));
+    return { rollout: started.figures, steady: memoryFigures, storms };
+  } finally {
+    await Promise.all(pods.map((pod) => pod.stop()));
+    for (const netns of namespaces) await netns.remove();
+    await mesh.close();
+  }
+}
+
+const skip = await podSkipReason();
+if (skip) {
+  console.log(JSON.stringify({ skipped: skip }));
+  process.exit(0);
+}
+const builds = [currentBuild(), await buildRef(flags.baseline)];
+const results = [];
+try {
+  for (const build of builds) results.push(await scenario(build));
+} finally {
+  for (const build of builds) await build.remove();
+}
+const [now, before] = results;
+const rounded = (figures: object) => Object.fromEntries(Object.entries(figures).map(([key, value]) => [key, typeof value === 'number' ? round(value) : value]));
+const ratios = (a: object, b: object) => Object.fromEntries(Object.entries(a).filter(([key]) => key !== 'outageS').map(([key, value]) => [key, ratio(value as number, (b as Record<string, number>)[key]!)]));
+console.log(JSON.stringify({
+  pods: podCount,
+  [builds[0]!.label]: { rollout: rounded(now!.rollout), steady: rounded(now!.steady), storms: now!.storms.map(rounded) },
+  [builds[1]!.label]: { rollout: rounded(before!.rollout), steady: rounded(before!.steady), storms: before!.storms.map(rounded) },
+  ratios: { rollout: ratios(now!.rollout, before!.rollout), steady: ratios(now!.steady, before!.steady), storms: now!.storms.map((storm, i) => ({ outageS: storm.outageS, ...ratios(storm, before!.storms[i]!) })) },
+}, null, 2));

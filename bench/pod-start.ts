@@ -1,0 +1,91 @@
+// A pod's start, as today's Istio sets a pod up: a network namespace with the
+// agent's own capture, the agent as uid 1337 with the injection template's
+// env, its certificate from the CA peer, the discovery peer with TLS and a
+// required token (test/support/pods.ts). Measured from the agent's exec to
+// readiness 200 on 15021 over the pod network, and to the first request
+// through the capture; then phase by phase from the agent's own log.
+// Beside it, in the same run and alternating: the previous build (a git ref,
+// default main), so a change reads as a ratio. Medians of --runs (default 5).
+// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main]
+import { parseArgs } from 'node:util';
+import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
+import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { median, ratio, round } from './figures.ts';
+
+const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' } } });
+const runs = flags.quick ? 1 : Number(flags.runs);
+
+/** Log lines that close each phase, in the order a start goes through them. */
+export const phases = [
+  ['first log line', () => true],
+  ['CA asked', (msg: string) => msg === 'asking the CA for the workload certificate'],
+  ['epoch 0 started', (msg: string) => msg === 'starting epoch'],
+  ['certificate issued', (msg: string) => msg === 'workload certificate issued by the CA'],
+  ['Envoy spawned', (msg: string) => msg === 'envoy started'],
+  ["Envoy's xDS stream open", (msg: string) => msg === 'Envoy opened an xDS stream'],
+  ['upstream connected', (msg: string) => msg === 'connected to the discovery server'],
+  ['SDS pushed', (msg: string) => msg === 'pushed secrets'],
+  ['epoch live', (msg: string) => msg === 'epoch live'],
+] as const;
+
+/** ms from exec to the first log line matching each phase. */
+export function phaseTimes(pod: Pod): Record<string, number | undefined> {
+  return Object.fromEntries(phases.map(([name, match]) => {
+    const entry = pod.log.entries.find((line) => match(line.msg));
+    return [name, entry ? entry.time - pod.execWallMs : undefined];
+  }));
+}
+
+interface Sample { readyMs: number; firstRequestMs: number; phases: Record<string, number | undefined> }
+
+async function onePod(build: Build, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
+  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin });
+  try {
+    const readyMs = await untilPodReady(pod, 30_000, 5);
+    while (!(await requestThroughCapture(pod, 1000))) {
+      if (performance.now() - pod.execAt > 30_000) throw new Error(`${build.label}: no request through the capture in 30 s`);
+    }
+    const firstRequestMs = performance.now() - pod.execAt;
+    await pod.log.waitFor((entry) => entry.msg === 'epoch live', 10_000, 'epoch live').catch(() => undefined);
+    return { readyMs, firstRequestMs, phases: phaseTimes(pod) };
+  } finally {
+    await pod.stop();
+  }
+}
+
+const skip = await podSkipReason();
+if (skip) {
+  console.log(JSON.stringify({ skipped: skip }));
+  process.exit(0);
+}
+const builds = [currentBuild(), await buildRef(flags.baseline)];
+const samples: Sample[][] = builds.map(() => []);
+const mesh = await startMesh();
+try {
+  const netns = await makePodNamespace(mesh, 0);
+  try {
+    for (let run = 0; run < runs; run++) {
+      // Alternate, so neither build always starts on a warmer machine.
+      for (const index of run % 2 ? [1, 0] : [0, 1]) samples[index]!.push(await onePod(builds[index]!, mesh, netns));
+    }
+  } finally {
+    await netns.remove();
+  }
+} finally {
+  await mesh.close();
+  for (const build of builds) await build.remove();
+}
+
+const summary = (list: Sample[]) => ({
+  execToReadyMs: round(median(list.map((s) => s.readyMs))),
+  execToFirstRequestMs: round(median(list.map((s) => s.firstRequestMs))),
+  phasesMs: Object.fromEntries(phases.map(([name]) => [name, round(median(list.map((s) => s.phases[name] ?? Number.NaN)))])),
+});
+const [current, previous] = samples.map(summary);
+console.log(JSON.stringify({
+  runs,
+  [builds[0]!.label]: current,
+  [builds[1]!.label]: previous,
+  readyVsPrevious: ratio(current!.execToReadyMs, previous!.execToReadyMs),
+  firstRequestVsPrevious: ratio(current!.execToFirstRequestMs, previous!.execToFirstRequestMs),
+}, null, 2));
