@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { caEnv } from '../settings/ca-env.ts';
 import { envoyEnv } from '../settings/envoy-env.ts';
+import { proxylessEnv } from '../settings/proxyless-env.ts';
 import type { EnvSetting } from '../settings/env-settings.ts';
 import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
@@ -37,7 +38,7 @@ describe('README says what the settings\' rows say', () => {
     for (const spec of visible.filter((flag) => flag.env)) {
       assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from README's env table, or not next to --${spec.flag}`);
     }
-    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv)]) {
+    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(proxylessEnv)]) {
       for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from README's env table`);
     }
   });
