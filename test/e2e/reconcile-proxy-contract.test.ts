@@ -25,6 +25,7 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
     // Far longer than the contract waits: a drain that ignores its signal fails the test.
     terminationDrainDurationMs: 60_000,
     proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1, certDir: join(dir, 'certs'),
+    fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
   } as ProxyConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'contract', bootstrap: bootstrap(adminPort), clock: systemClock, logger: silentLogger });
   return {
