@@ -22,6 +22,8 @@ type mode struct {
 	DelayMs int64 `json:"delayMs"`
 	// TTLSeconds caps the lifetime of issued certificates.
 	TTLSeconds int64 `json:"ttlSeconds"`
+	// Hostile, when set, answers with a chain the agent must refuse (see hostileModes).
+	Hostile string `json:"hostile"`
 }
 
 type service struct {
@@ -83,7 +85,7 @@ func (s *service) answer(ctx context.Context, req *pb.IstioCertificateRequest, m
 	if asked := time.Duration(req.GetValidityDuration()) * time.Second; asked > 0 && asked < lifetime {
 		lifetime = asked
 	}
-	out, err := s.signer.sign(csr, lifetime)
+	out, err := s.signer.sign(csr, lifetime, m.Hostile)
 	if err != nil {
 		return nil, identity, status.Error(codes.Internal, err.Error())
 	}
@@ -113,6 +115,10 @@ func (s *service) controlHandler() http.Handler {
 			var next mode
 			if err := json.NewDecoder(r.Body).Decode(&next); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if _, ok := hostileModes[next.Hostile]; !ok {
+				http.Error(w, "unknown hostile mode "+next.Hostile, http.StatusBadRequest)
 				return
 			}
 			s.mu.Lock()
