@@ -54,6 +54,9 @@ func (s *service) CreateCertificate(ctx context.Context, req *pb.IstioCertificat
 	}
 	resp, identity, err := s.answer(ctx, req, m)
 	event := map[string]any{"event": "request", "identity": identity, "validity": req.GetValidityDuration()}
+	for key, value := range describeRequest(ctx, req) {
+		event[key] = value
+	}
 	if err != nil {
 		event["error"] = err.Error()
 	} else {
@@ -132,4 +135,28 @@ func (s *service) controlHandler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.current())
 	})
 	return mux
+}
+
+// describeRequest says what the agent sent beyond the identity, as istiod would
+// read it: the CSR's key, subject and SAN criticality, the CertSigner metadata,
+// and the call's metadata other than gRPC's own.
+func describeRequest(ctx context.Context, req *pb.IstioCertificateRequest) map[string]any {
+	out := map[string]any{}
+	if signer := req.GetMetadata().GetFields()["CertSigner"]; signer != nil {
+		out["certSigner"] = signer.GetStringValue()
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	headers := map[string]string{}
+	for key, values := range md {
+		if key != "authorization" && !strings.HasPrefix(key, ":") && !strings.HasPrefix(key, "grpc-") && key != "content-type" && key != "user-agent" && key != "te" {
+			headers[key] = strings.Join(values, ",")
+		}
+	}
+	out["headers"] = headers
+	if facts, err := csrFacts(req.GetCsr()); err == nil {
+		for key, value := range facts {
+			out[key] = value
+		}
+	}
+	return out
 }

@@ -5,8 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -166,4 +168,26 @@ func (s *signer) sign(csr *x509.CertificateRequest, lifetime time.Duration, host
 		chain = []string{leaf, leaf}
 	}
 	return &issued{chain: chain, serial: strings.ToUpper(serial.Text(16)), notAfter: template.NotAfter}, nil
+}
+
+// csrFacts: the CSR's key type and size, its subject, and whether its SAN
+// extension is marked critical.
+func csrFacts(text string) (map[string]any, error) {
+	csr, _, err := parseCSR(text)
+	if err != nil {
+		return nil, err
+	}
+	facts := map[string]any{"subject": csr.Subject.String(), "sanCritical": false}
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(asn1.ObjectIdentifier{2, 5, 29, 17}) {
+			facts["sanCritical"] = ext.Critical
+		}
+	}
+	switch key := csr.PublicKey.(type) {
+	case *rsa.PublicKey:
+		facts["key"] = fmt.Sprintf("RSA-%d", key.N.BitLen())
+	case *ecdsa.PublicKey:
+		facts["key"] = "EC-" + key.Curve.Params().Name
+	}
+	return facts, nil
 }
