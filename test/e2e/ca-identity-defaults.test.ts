@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { startCaPeer, type CaPeerEvent } from '../support/ca-peer.ts';
@@ -13,20 +13,24 @@ const firstRequest = (log: { waitFor: (match: (entry: CaPeerEvent) => boolean, m
   log.waitFor((entry) => entry.event === 'request', 20_000, 'a CSR at the CA');
 
 describe('identity defaults as Istio\'s agent: what the CA receives', () => {
-  it('no CA_ADDR: the CSR goes to the discovery address, RSA-2048, empty subject, critical SAN', { timeout: 60_000 }, async () => {
+  it('no CA_ADDR, no paths given: the CSR goes to the discovery address with Istio\'s token and root read against the working directory, RSA-2048, empty subject, critical SAN', { timeout: 60_000 }, async () => {
     const signer = await makeCsrSigner();
     const dir = await mkdtemp(join(tmpdir(), 'ca-defaults-'));
     try {
-      const [tokenFile, rootFile] = [join(dir, 'istio-token'), join(dir, 'root-cert.pem')];
+      // A container run as Istio's: ./var/run/secrets/... under the working directory (/ in a pod).
+      const [tokenFile, rootFile] = [join(dir, 'var/run/secrets/tokens/istio-token'), join(dir, 'var/run/secrets/istio/root-cert.pem')];
+      await mkdir(dirname(tokenFile), { recursive: true });
+      await mkdir(dirname(rootFile), { recursive: true });
       await writeFile(tokenFile, token);
       await writeFile(rootFile, signer.root);
       const ca = await startCaPeer({ ca: signer.files, tls: await issueServerPair(signer, istiodName), token, identity });
       try {
         // istiod serves xDS and the CA on one port: here the discovery address is the CA peer, which answers xDS with nothing.
-        const agent = await startAgent({ discoveryAddress: ca.address, env: { POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', CA_ROOT_CA: rootFile, ISTIOD_SAN: istiodName }, args: ['--xdsTokenFile', tokenFile] });
+        const agent = await startAgent({ discoveryAddress: ca.address, env: { POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ISTIOD_SAN: istiodName }, cwd: dir });
         try {
           const request = await firstRequest(ca.log);
           assert.equal(request.identity, identity);
+          assert.ok(request.serial, `the token and root were found: ${request.error}`);
           assert.deepEqual([request.key, request.subject, request.sanCritical, request.certSigner, request.error], ['RSA-2048', '', true, undefined, undefined]);
         } finally {
           await agent.stop('SIGTERM');
