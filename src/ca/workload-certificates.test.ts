@@ -28,14 +28,14 @@ function scriptedCa(answers: ((csr: string) => Promise<CaResult>)[]) {
 const issues = (uri?: string) => async (csr: string): Promise<CaResult> => ({ ok: true, chain: [await signer.sign(csr, { uri }), signer.root] });
 const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, code, message: 'scripted refusal' });
 
-function rig(ca: ReturnType<typeof scriptedCa>, startOffsetMs = 0, extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined> } = {}) {
+function rig(ca: ReturnType<typeof scriptedCa>, startOffsetMs = 0, extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number } = {}) {
   const clock = new FakeClock(Date.now() + startOffsetMs);
   const published: IssuedCertificate[] = [];
   const problems: (string | undefined)[] = [];
   let settle: () => void = () => undefined;
   const certs = new WorkloadCertificates({
     clock, logger: pino({ level: 'silent' }), identity, key: { algorithm: 'ECDSA' },
-    sign: ca.sign, graceRatio: 0.5, jitterRatio: 0, random: () => 0.5, trustedRoots: extra.trustedRoots ?? (async () => signer.root),
+    sign: ca.sign, graceRatio: 0.5, jitterRatio: 0, random: extra.random ?? (() => 0.5), trustedRoots: extra.trustedRoots ?? (async () => signer.root),
     publish: (certificate) => (extra.publish?.(certificate), published.push(certificate)),
     reportProblem: (reason) => problems.push(reason),
     onResult: () => settle(),
@@ -220,4 +220,20 @@ test('readiness turns at the certificate\'s expiry while the CA keeps failing, n
   assert.match(certs.problem()!, /^the workload certificate expired at .* and no new one was issued/);
   release({ ok: false, code: 'UNAVAILABLE', message: 'late' });
   certs.stop();
+});
+
+test('retries after failures take their jitter from the injected random source: agents that failed together retry apart', async () => {
+  const delays = async (draw: number) => {
+    const ca = scriptedCa([refuses('UNAVAILABLE')]);
+    const { certs, clock, tick } = rig(ca, 0, { random: () => draw });
+    const seen: number[] = [];
+    const schedule = clock.setTimeout.bind(clock);
+    clock.setTimeout = (callback, ms) => (seen.push(ms), schedule(callback, ms));
+    await certs.start();
+    for (let second = 0; second < 4; second++) await tick();
+    certs.stop();
+    return seen.slice(0, 3);
+  };
+  assert.deepEqual(await delays(0), [800, 1280, 2048], 'gRPC backoff, jitter at its low end');
+  assert.deepEqual(await delays(0.999_999), [1200, 1920, 3072], 'and at its high end');
 });
