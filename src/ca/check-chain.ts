@@ -38,7 +38,7 @@ export function checkChain(input: ChainCheckInput): CheckedChain | string {
     return checkParts(input);
   } catch (error) {
     // node:crypto on input nobody foresaw: still a refusal, never a crash.
-    return `the CA's answer cannot be checked: ${(error as Error).message}`;
+    return `the CA's answer cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
   }
 }
 

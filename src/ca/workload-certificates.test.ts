@@ -191,6 +191,10 @@ test('nothing that goes wrong with an answer escapes as a rejection: a throwing 
     await advance(1000);
     await advance(1600);
     assert.equal(published.length, 1);
+    const bare = rig(scriptedCa([async () => { throw undefined; }]));
+    await bare.certs.start();
+    assert.match(bare.certs.problem()!, /INTERNAL: undefined/, 'even a thrown undefined');
+    bare.certs.stop();
     const failing = scriptedCa([async () => { throw new Error('the transport threw'); }]);
     const second = rig(failing, 0, { trustedRoots: async () => { throw new Error('root file vanished'); } });
     await second.certs.start();

@@ -96,7 +96,7 @@ export class WorkloadCertificates {
 
   async #renew(): Promise<void> {
     try {
-      const outcome = await this.#request().catch((error: Error): Outcome => ({ ok: false, code: 'INTERNAL', message: error.message }));
+      const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: reasonOf(error) }));
       if (this.#stopped) return;
       this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
       if (outcome.ok) return this.#accept(outcome.certificate);
@@ -104,7 +104,7 @@ export class WorkloadCertificates {
     } catch (error) {
       // Publishing or logging threw: the answer passed every check, so this is ours to fix, and still no reason to die.
       if (this.#stopped) return;
-      this.#options.logger.error({ error: (error as Error).message }, 'handling the CA\'s answer failed; retrying');
+      this.#options.logger.error({ error: reasonOf(error) }, 'handling the CA\'s answer failed; retrying');
       this.#schedule(this.#nextRetryDelay());
     }
   }
@@ -165,6 +165,9 @@ export class WorkloadCertificates {
     this.#timer = this.#options.clock.setTimeout(() => void this.#renew(), delay);
   }
 }
+
+/** A thrown value's reason, whatever was thrown (undefined, a string, an Error). */
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export interface IssuedCheckInput {
   chain: readonly string[];
