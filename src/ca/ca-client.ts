@@ -13,6 +13,8 @@ export interface CaEndpoint {
   /** TLS towards the CA; absent for a plaintext CA (tests, a local CA). */
   tls?: { roots: Buffer; serverName: string; cert?: Buffer; key?: Buffer };
   clusterId?: string;
+  /** CA_HEADER_*: extra metadata on every call (lower-case names, checked at start). */
+  headers?: Record<string, string>;
 }
 
 export interface CaCall {
@@ -49,6 +51,7 @@ function openSession(endpoint: CaEndpoint): ClientHttp2Session {
 
 function callHeaders(call: CaCall) {
   return {
+    ...call.endpoint.headers,
     'grpc-timeout': `${call.timeoutMs}m`,
     ...(call.token ? { authorization: `Bearer ${call.token}` } : {}),
     ...(call.endpoint.clusterId ? { clusterid: call.endpoint.clusterId } : {}),

@@ -10,7 +10,10 @@ const definition = protoLoader.fromJSON({
   nested: {
     auth: {
       nested: {
-        IstioCertificateRequest: { fields: { csr: { type: 'string', id: 1 }, validityDuration: { type: 'int64', id: 3 } } },
+        IstioCertificateRequest: { fields: { csr: { type: 'string', id: 1 }, validityDuration: { type: 'int64', id: 3 }, metadata: { type: 'Struct', id: 4 } } },
+        // A map field, as protobufjs's JSON descriptors write one.
+        Struct: { fields: { fields: { keyType: 'string', type: 'Value', id: 1 } as { type: string; id: number } } },
+        Value: { oneofs: { kind: { oneof: ['stringValue'] } }, fields: { stringValue: { type: 'string', id: 3 } } },
         IstioCertificateResponse: { fields: { certChain: { rule: 'repeated', type: 'string', id: 1 }, extra: { type: 'int64', id: 7 }, note: { type: 'string', id: 9 } } },
         IstioCertificateService: { methods: { CreateCertificate: { requestType: 'IstioCertificateRequest', responseType: 'IstioCertificateResponse', comment: '' } } },
       },
@@ -22,6 +25,13 @@ const method = (definition['auth.IstioCertificateService'] as Record<string, pro
 test('the request encodes as protobufjs reads it', () => {
   const decoded = method.requestDeserialize(encodeCertificateRequest({ csr: 'PEM…', validitySeconds: 86_400 }));
   assert.deepEqual({ ...decoded }, { csr: 'PEM…', validityDuration: 86_400 });
+});
+
+test('ISTIO_META_CERT_SIGNER travels as Istio sends it: metadata.fields.CertSigner, a string Value', () => {
+  const decoded = method.requestDeserialize(encodeCertificateRequest({ csr: 'PEM', validitySeconds: 60, certSigner: 'istio-system/clusterissuer' })) as { metadata?: { fields: Record<string, { stringValue: string }> } };
+  assert.deepEqual(JSON.parse(JSON.stringify(decoded.metadata)), { fields: { CertSigner: { stringValue: 'istio-system/clusterissuer' } } });
+  const plain = method.requestDeserialize(encodeCertificateRequest({ csr: 'PEM', validitySeconds: 60 })) as { metadata?: unknown };
+  assert.equal(plain.metadata, undefined, 'no signer, no metadata');
 });
 
 test('the response decodes what protobufjs encodes, unknown fields skipped', () => {

@@ -8,16 +8,28 @@ import { decodeVarint, encodeVarint, lenField } from '../xds/wire.ts';
 export interface CertificateRequest {
   csr: string;
   validitySeconds: number;
+  /** ISTIO_META_CERT_SIGNER: sent as Istio sends it, `metadata.fields["CertSigner"]` (a google.protobuf.Struct). */
+  certSigner?: string;
 }
 
-const field = { csr: 1, validity: 3, certChain: 1 } as const;
+const field = { csr: 1, validity: 3, metadata: 4, certChain: 1 } as const;
+/** google.protobuf.Struct.fields (a map: entries of key 1, value 2) and Value.string_value. */
+const struct = { fields: 1, entryKey: 1, entryValue: 2, stringValue: 3 } as const;
 const wireVarint = 0;
 const wireLen = 2;
 
 const key = (number: number, wireType: number) => encodeVarint((number << 3) | wireType);
 
 export function encodeCertificateRequest(request: CertificateRequest): Buffer {
-  return Buffer.concat([lenField(field.csr, request.csr), key(field.validity, wireVarint), encodeVarint(request.validitySeconds)]);
+  const parts = [lenField(field.csr, request.csr), key(field.validity, wireVarint), encodeVarint(request.validitySeconds)];
+  if (request.certSigner) parts.push(lenField(field.metadata, stringStruct('CertSigner', request.certSigner)));
+  return Buffer.concat(parts);
+}
+
+/** A Struct with one string field. */
+function stringStruct(name: string, value: string): Buffer {
+  const entry = Buffer.concat([lenField(struct.entryKey, name), lenField(struct.entryValue, lenField(struct.stringValue, value))]);
+  return lenField(struct.fields, entry);
 }
 
 /** The PEM strings of `cert_chain` (leaf first, root last); other fields are skipped. */

@@ -3,11 +3,15 @@ import { test } from 'node:test';
 import { caSettingsFromEnv } from './ca-settings.ts';
 
 const base = { CA_ADDR: 'istiod.istio-system.svc:15012', POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' };
-const settings = (env: NodeJS.ProcessEnv, extra: { tokenFile?: string; certFilesMounted?: boolean } = {}) =>
-  caSettingsFromEnv({ env, tokenFile: extra.tokenFile, certFilesMounted: extra.certFilesMounted ?? false });
+const discoveryAddress = 'istiod.istio-system.svc:15012';
+const settings = (env: NodeJS.ProcessEnv, extra: { tokenFile?: string; certFilesMounted?: boolean; discoveryAddress?: string } = {}) =>
+  caSettingsFromEnv({ env, tokenFile: extra.tokenFile, certFilesMounted: extra.certFilesMounted ?? false, discoveryAddress: 'discoveryAddress' in extra ? extra.discoveryAddress : discoveryAddress });
 
 test('when the agent asks a CA', () => {
-  assert.equal(settings({}), undefined, 'no CA_ADDR: no CA');
+  assert.equal(settings({}), undefined, 'no CA_ADDR and no identity: no CA');
+  assert.equal(settings({ POD_NAMESPACE: 'shop' }), undefined, 'no CA_ADDR and half an identity: no CA');
+  assert.equal(settings({ POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' }, { discoveryAddress: undefined }), undefined);
+  assert.equal(settings({ POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' })?.address, discoveryAddress, 'CA_ADDR defaults to the discovery address, as Istio');
   assert.equal(settings(base, { certFilesMounted: true }), undefined, 'mounted files win');
   assert.equal(settings({ ...base, FILE_MOUNTED_CERTS: 'true' }), undefined);
   assert.ok(settings(base));
@@ -15,13 +19,34 @@ test('when the agent asks a CA', () => {
 
 test('Istio\'s defaults and names', () => {
   assert.deepEqual(settings(base), {
-    address: 'istiod.istio-system.svc:15012', rootsPath: '/var/run/secrets/istio/root-cert.pem', serverName: 'istiod.istio-system.svc',
-    tokenPath: '/var/run/secrets/tokens/istio-token', identity: 'spiffe://cluster.local/ns/shop/sa/cart', trustDomain: 'cluster.local',
-    keyAlgorithm: 'ECDSA', ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
+    address: 'istiod.istio-system.svc:15012', rootsPath: './var/run/secrets/istio/root-cert.pem', serverName: 'istiod.istio-system.svc',
+    tokenPath: './var/run/secrets/tokens/istio-token', identity: 'spiffe://cluster.local/ns/shop/sa/cart', trustDomain: 'cluster.local',
+    key: { algorithm: 'RSA', rsaBits: 2048 }, pkcs8Key: false, certSigner: undefined, headers: {}, plaintext: false, rootsExplicit: false,
+    ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
   });
-  const custom = settings({ ...base, TRUST_DOMAIN: 'corp.example', ISTIOD_SAN: 'istiod.corp', CA_ROOT_CA: '/r.pem', SECRET_TTL: '12h', SECRET_GRACE_PERIOD_RATIO: '0.25', WORKLOAD_KEY_ALGORITHM: 'RSA', OUTPUT_CERTS: '/out', ISTIO_META_CLUSTER_ID: 'c1' }, { tokenFile: '/t' })!;
+  const custom = settings({ ...base, TRUST_DOMAIN: 'corp.example', ISTIOD_SAN: 'istiod.corp', CA_ROOT_CA: '/r.pem', SECRET_TTL: '12h', SECRET_GRACE_PERIOD_RATIO: '0.25', ECC_SIGNATURE_ALGORITHM: 'ECDSA', OUTPUT_CERTS: '/out', ISTIO_META_CLUSTER_ID: 'c1' }, { tokenFile: '/t' })!;
   assert.equal(custom.identity, 'spiffe://corp.example/ns/shop/sa/cart');
-  assert.deepEqual([custom.serverName, custom.rootsPath, custom.tokenPath, custom.ttlSeconds, custom.graceRatio, custom.keyAlgorithm, custom.outputDir, custom.clusterId], ['istiod.corp', '/r.pem', '/t', 43_200, 0.25, 'RSA', '/out', 'c1']);
+  assert.deepEqual([custom.serverName, custom.rootsPath, custom.rootsExplicit, custom.tokenPath, custom.ttlSeconds, custom.graceRatio, custom.key, custom.outputDir, custom.clusterId], ['istiod.corp', '/r.pem', true, '/t', 43_200, 0.25, { algorithm: 'ECDSA', curve: 'P256' }, '/out', 'c1']);
+});
+
+test('the workload key as Istio picks it: RSA-2048 unless ECC_SIGNATURE_ALGORITHM=ECDSA', () => {
+  const cases: [NodeJS.ProcessEnv, object][] = [
+    [{}, { algorithm: 'RSA', rsaBits: 2048 }],
+    [{ WORKLOAD_RSA_KEY_SIZE: '4096' }, { algorithm: 'RSA', rsaBits: 4096 }],
+    [{ ECC_SIGNATURE_ALGORITHM: 'ECDSA' }, { algorithm: 'ECDSA', curve: 'P256' }],
+    [{ ECC_SIGNATURE_ALGORITHM: 'ECDSA', ECC_CURVE: 'P384' }, { algorithm: 'ECDSA', curve: 'P384' }],
+    [{ ECC_CURVE: 'P384' }, { algorithm: 'RSA', rsaBits: 2048 }],
+    [{ WORKLOAD_KEY_ALGORITHM: 'ECDSA' }, { algorithm: 'ECDSA', curve: 'P256' }],
+    [{ ECC_SIGNATURE_ALGORITHM: 'ECDSA', WORKLOAD_KEY_ALGORITHM: 'RSA' }, { algorithm: 'RSA', rsaBits: 2048 }],
+  ];
+  for (const [env, key] of cases) assert.deepEqual(settings({ ...base, ...env })!.key, key, JSON.stringify(env));
+});
+
+test('PKCS8_KEY, ISTIO_META_CERT_SIGNER, CA_HEADER_* and a plaintext CA on 15010', () => {
+  const got = settings({ ...base, PKCS8_KEY: 'True', ISTIO_META_CERT_SIGNER: 'clusterissuer', CA_HEADER_X_Tenant: 'blue', CA_HEADER_Trace: 'a=b' })!;
+  assert.deepEqual([got.pkcs8Key, got.certSigner, got.headers], [true, 'clusterissuer', { x_tenant: 'blue', trace: 'a=b' }]);
+  assert.equal(settings({ ...base, CA_ADDR: 'istiod.istio-system.svc:15010' })!.plaintext, true);
+  assert.equal(settings({ POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' }, { discoveryAddress: 'istiod:15010' })!.plaintext, true);
 });
 
 test('wrong values are bad input naming the variable', () => {
@@ -35,6 +60,15 @@ test('wrong values are bad input naming the variable', () => {
     [{ ...base, SECRET_GRACE_PERIOD_RATIO_JITTER: '-0.1' }, /^env SECRET_GRACE_PERIOD_RATIO_JITTER: /],
     [{ ...base, WORKLOAD_KEY_ALGORITHM: 'DSA' }, /^env WORKLOAD_KEY_ALGORITHM: "DSA" is not ECDSA or RSA/],
     [{ ...base, ECC_SIGNATURE_ALGORITHM: 'ED25519' }, /^env ECC_SIGNATURE_ALGORITHM: "ED25519" is not ECDSA/],
+    [{ ...base, ECC_CURVE: 'P521' }, /^env ECC_CURVE: "P521" is not P256 or P384/],
+    [{ ...base, WORKLOAD_RSA_KEY_SIZE: '1024' }, /^env WORKLOAD_RSA_KEY_SIZE: "1024" is not a key size from 2048 to 8192 bits/],
+    [{ ...base, WORKLOAD_RSA_KEY_SIZE: '2k' }, /^env WORKLOAD_RSA_KEY_SIZE: /],
+    [{ ...base, PKCS8_KEY: 'yes' }, /^env PKCS8_KEY: "yes" is not true or false/],
+    [{ ...base, CA_HEADER_Authorization: 'Bearer x' }, /^env CA_HEADER_Authorization: "authorization" is a header the CA call sets itself/],
+    [{ ...base, 'CA_HEADER_grpc-timeout': '1S' }, /^env CA_HEADER_grpc-timeout: /],
+    [{ ...base, 'CA_HEADER_a b': 'x' }, /^env CA_HEADER_a b: "a b" is not a header name/],
+    [{ ...base, CA_HEADER_X: 'a\nb' }, /^env CA_HEADER_X: a header value cannot hold a line break/],
+    [{ POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart', WORKLOAD_RSA_KEY_SIZE: '1' }, /^env WORKLOAD_RSA_KEY_SIZE: /],
   ];
   for (const [env, message] of cases) assert.throws(() => settings(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
 });
@@ -47,8 +81,7 @@ test('the other CA variables are read only when the agent asks a CA', () => {
 
 test('empty is unset, and the cluster ID has two names', () => {
   const empty = settings({ ...base, TRUST_DOMAIN: '', WORKLOAD_KEY_ALGORITHM: '', SECRET_TTL: '', CA_ROOT_CA: '', ISTIOD_SAN: '', ECC_SIGNATURE_ALGORITHM: '', FILE_MOUNTED_CERTS: '' })!;
-  assert.deepEqual([empty.trustDomain, empty.keyAlgorithm, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', 'ECDSA', 86_400, '/var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
-  assert.equal(settings({ ...base, ECC_SIGNATURE_ALGORITHM: 'ECDSA' })!.keyAlgorithm, 'ECDSA');
+  assert.deepEqual([empty.trustDomain, empty.key, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', { algorithm: 'RSA', rsaBits: 2048 }, 86_400, './var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2' })!.clusterId, 'c2');
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2', ISTIO_META_CLUSTER_ID: 'c1' })!.clusterId, 'c1');
 });

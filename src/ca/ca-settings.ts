@@ -1,14 +1,25 @@
 import { join } from 'node:path';
-import { caEnv, istioTokenPath } from '../settings/ca-env.ts';
+import { caEnv, caHeadersFromEnv, istioTokenPath } from '../settings/ca-env.ts';
 import { isEnvSet, readEnvSetting, readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import type { HostPort } from '../shared/proxy-config.ts';
+import type { WorkloadKeyOptions } from './csr.ts';
 
 /**
  * The CA client's settings: its env rows as read (CA_ADDR, CA_ROOT_CA,
  * OUTPUT_CERTS…), plus what is made of several of them or of the flags.
  */
-export type CaSettings = Omit<EnvValues<typeof caEnv>, 'namespace' | 'serviceAccount' | 'eccSignatureAlgorithm' | 'fileMountedCerts'> & {
+export type CaSettings = Omit<EnvValues<typeof caEnv>, 'address' | 'namespace' | 'serviceAccount' | 'eccSignatureAlgorithm' | 'eccCurve' | 'rsaKeySize' | 'keyAlgorithmOverride' | 'fileMountedCerts'> & {
+  /** CA_ADDR, else the discovery address. */
+  address: string;
+  /** Istio speaks plaintext to a CA on 15010 (istiod's plaintext port, on a network secure by itself). */
+  plaintext: boolean;
+  /** The workload key: RSA (WORKLOAD_RSA_KEY_SIZE) unless ECC_SIGNATURE_ALGORITHM=ECDSA (ECC_CURVE). */
+  key: WorkloadKeyOptions;
+  /** CA_HEADER_* as metadata on the CA call, names lower-cased. */
+  headers: Record<string, string>;
+  /** CA_ROOT_CA was set: the chain's root must then be in it even when the call is plaintext. */
+  rootsExplicit: boolean;
   /** ISTIOD_SAN, else the host of CA_ADDR. */
   serverName: string;
   tokenPath: string;
@@ -22,21 +33,34 @@ export interface CaSettingsInput {
   tokenFile: string | undefined;
   /** True when --certDir holds a certificate: files win, as Istio's FILE_MOUNTED_CERTS. */
   certFilesMounted: boolean;
+  /** The CA when CA_ADDR is unset, as Istio's agent defaults it. */
+  discoveryAddress?: string;
 }
 
 /**
  * The CA client's settings from Istio's env names (the rows of
  * settings/ca-env.ts), or undefined when the agent does not ask a CA:
- * CA_ADDR unset, or certificates mounted as files. Only then are the other
- * variables read; values that are set but wrong are bad input, naming the variable.
+ * certificates mounted as files, or CA_ADDR unset and no identity to ask
+ * for (POD_NAMESPACE and SERVICE_ACCOUNT not both set; Istio's template
+ * always sets them). Only then are the other variables read; values that
+ * are set but wrong are bad input, naming the variable.
  */
 export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefined {
   const { env } = input;
-  if (!isEnvSet(env, caEnv.address) || input.certFilesMounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
-  const { namespace, serviceAccount, eccSignatureAlgorithm, fileMountedCerts, ...values } = readEnvSettings(env, caEnv);
+  if (input.certFilesMounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
+  const explicit = isEnvSet(env, caEnv.address);
+  if (!explicit && !(input.discoveryAddress && isEnvSet(env, caEnv.namespace) && isEnvSet(env, caEnv.serviceAccount))) return undefined;
+  const { namespace, serviceAccount, eccSignatureAlgorithm, eccCurve, rsaKeySize, keyAlgorithmOverride, fileMountedCerts, address, ...values } = readEnvSettings(env, caEnv);
+  const caAddress = address ?? input.discoveryAddress!;
+  const algorithm = keyAlgorithmOverride ?? (eccSignatureAlgorithm === 'ECDSA' ? 'ECDSA' : 'RSA');
   return {
     ...values,
-    serverName: values.serverName ?? hostOf(values.address),
+    address: caAddress,
+    plaintext: caAddress.endsWith(':15010'),
+    key: algorithm === 'RSA' ? { algorithm, rsaBits: rsaKeySize } : { algorithm, curve: eccCurve },
+    headers: caHeadersFromEnv(env),
+    rootsExplicit: isEnvSet(env, caEnv.rootsPath),
+    serverName: values.serverName ?? hostOf(caAddress),
     tokenPath: input.tokenFile || istioTokenPath,
     identity: `spiffe://${values.trustDomain}/ns/${namespace}/sa/${serviceAccount}`,
   };

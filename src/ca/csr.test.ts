@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { execa } from 'execa';
-import { buildCsr, generateWorkloadKey, type KeyAlgorithm } from './csr.ts';
+import { buildCsr, exportWorkloadKey, generateWorkloadKey, type KeyAlgorithm, type WorkloadKeyOptions } from './csr.ts';
 
 const uri = 'spiffe://cluster.local/ns/default/sa/reviews';
 
@@ -32,8 +32,32 @@ for (const [algorithm, keyText] of [['ECDSA', 'prime256v1'], ['RSA', '2048 bit']
   });
 }
 
-test('a request without an organization has an empty subject', async () => {
+test('a request without an organization has an empty subject and a critical SAN (RFC 5280 4.2.1.6), as Istio sends it', async () => {
   const key = await generateWorkloadKey('ECDSA');
   const text = await opensslReads(buildCsr({ key, uri }));
   assert.match(text, /Subject:\s*\n/);
+  assert.match(text, /X509v3 Subject Alternative Name: critical\s*\n\s*URI:spiffe:\/\/cluster\.local\/ns\/default\/sa\/reviews\s*\n/);
+  const named = await opensslReads(buildCsr({ key, uri, organization: 'cluster.local' }));
+  assert.match(named, /X509v3 Subject Alternative Name:\s*\n/, 'with a subject, the SAN is not critical');
+});
+
+const keyCases: [WorkloadKeyOptions, RegExp, RegExp][] = [
+  [{ algorithm: 'ECDSA', curve: 'P384' }, /secp384r1/, /ecdsa-with-SHA384/],
+  [{ algorithm: 'ECDSA' }, /prime256v1/, /ecdsa-with-SHA256/],
+  [{ algorithm: 'RSA', rsaBits: 3072 }, /3072 bit/, /sha256WithRSAEncryption/],
+];
+for (const [options, keyText, signatureText] of keyCases) {
+  test(`key ${JSON.stringify(options)}: the request verifies with the key and signature asked for`, async () => {
+    const text = await opensslReads(buildCsr({ key: await generateWorkloadKey(options), uri }));
+    assert.match(text, keyText);
+    assert.match(text, signatureText);
+  });
+}
+
+test('PKCS8_KEY: PKCS#8 on request, else SEC 1 for EC and PKCS#1 for RSA, as Istio writes keys', async () => {
+  const [ec, rsa] = [await generateWorkloadKey('ECDSA'), await generateWorkloadKey('RSA')];
+  assert.match(exportWorkloadKey(ec, false), /^-----BEGIN EC PRIVATE KEY-----/);
+  assert.match(exportWorkloadKey(rsa, false), /^-----BEGIN RSA PRIVATE KEY-----/);
+  assert.match(exportWorkloadKey(ec, true), /^-----BEGIN PRIVATE KEY-----/);
+  assert.match(exportWorkloadKey(rsa, true), /^-----BEGIN PRIVATE KEY-----/);
 });

@@ -38,3 +38,5 @@ function base128(value: number): number[] {
   for (let rest = Math.floor(value / 128); rest > 0; rest = Math.floor(rest / 128)) out.unshift((rest % 128) | 0x80);
   return out;
 }
+/** BOOLEAN (DER: TRUE is 0xff). */
+export const boolean = (value: boolean) => tlv(0x01, Buffer.from([value ? 0xff : 0x00]));

@@ -24,6 +24,28 @@ test('the grace ratio is clamped to [0, 1]', () => {
   assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 0, jitterRatio: 0.5, random: 0 }), day);
 });
 
-test('retries back off from 1 s to at most 30 s', () => {
-  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 50].map(retryDelayMs), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000]);
+test('retries back off as gRPC\'s connection backoff: ×1.6 from 1 s, ±20 % jitter, at most 30 s', () => {
+  const cases = [
+    { attempt: 0, random: 0.5, want: 1000 },
+    { attempt: 1, random: 0.5, want: 1600 },
+    { attempt: 2, random: 0.5, want: 2560 },
+    { attempt: 5, random: 0.5, want: 10_486 },
+    { attempt: 8, random: 0.5, want: 30_000 },
+    { attempt: 500, random: 0.5, want: 30_000 },
+    { attempt: 0, random: 0, want: 800 },
+    { attempt: 0, random: 0.999_999, want: 1200 },
+    { attempt: 50, random: 0, want: 24_000 },
+    { attempt: 50, random: 0.999_999, want: 36_000 },
+  ];
+  for (const c of cases) assert.equal(retryDelayMs(c.attempt, c.random), c.want, `attempt ${c.attempt}, random ${c.random}`);
+});
+
+test('a fleet failing together spreads its retries: no two agents with different draws retry at the same moment', () => {
+  const draws = [0.05, 0.2, 0.35, 0.5, 0.65, 0.8, 0.95];
+  for (const attempt of [0, 3, 10]) {
+    const delays = draws.map((random) => retryDelayMs(attempt, random));
+    assert.equal(new Set(delays).size, draws.length, `attempt ${attempt}: ${delays.join(', ')}`);
+    const spread = Math.max(...delays) - Math.min(...delays);
+    assert.ok(spread >= 0.3 * retryDelayMs(attempt, 0.5), `attempt ${attempt}: spread ${spread} ms`);
+  }
 });

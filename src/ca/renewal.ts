@@ -24,7 +24,25 @@ export function renewalDelayMs(input: RenewalInput): number {
   return Math.max(minRenewalDelayMs, input.expiresAt - grace - input.now);
 }
 
-/** Delay before retry n (0-based) after a failed call: 1 s doubling, at most 30 s. */
-export function retryDelayMs(attempt: number): number {
-  return Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+/**
+ * Backoff after failed CA calls, in the shape of gRPC's connection-backoff
+ * spec (base, multiplier, jitter, cap): a fleet that fails together must not
+ * retry together, and a CA that keeps refusing must never see a loop.
+ */
+export interface RetryPolicy {
+  baseMs: number;
+  multiplier: number;
+  /** Each delay moves by up to ±this part of itself. */
+  jitter: number;
+  capMs: number;
+}
+
+/** gRPC's base, multiplier and jitter; the cap stays the CA client's 30 s (gRPC's 120 s is for a channel). */
+export const caRetryPolicy: RetryPolicy = { baseMs: 1000, multiplier: 1.6, jitter: 0.2, capMs: 30_000 };
+
+/** Delay before retry n (0-based) after a failed call; `random` is in [0, 1) (Math.random in production). */
+export function retryDelayMs(attempt: number, random: number, policy: RetryPolicy = caRetryPolicy): number {
+  // Capped before the exponent overflows: 1.6^40 is already far past any cap.
+  const backoff = Math.min(policy.capMs, policy.baseMs * policy.multiplier ** Math.min(Math.max(0, attempt), 40));
+  return Math.round(backoff * (1 + policy.jitter * (2 * random - 1)));
 }

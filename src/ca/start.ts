@@ -38,25 +38,25 @@ export interface StartCaOptions {
 export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   const { settings, store, logger } = options;
   const metrics = registerCaMetrics(options.registry);
-  let problem: string | undefined = 'no workload certificate yet: the first CA request is under way';
   const certificates = new WorkloadCertificates({
-    clock: options.clock, logger, identity: settings.identity, trustDomain: settings.trustDomain, keyAlgorithm: settings.keyAlgorithm,
+    clock: options.clock, logger, identity: settings.identity, key: settings.key, pkcs8Key: settings.pkcs8Key,
     graceRatio: settings.graceRatio, jitterRatio: settings.jitterRatio,
     sign: (csr) => signWithToken(settings, csr, () => metrics.tokenFailures.inc(), logger),
+    trustedRoots: () => readTrustedRoots(settings),
     publish: (certificate) => publish(store, certificate, settings, logger),
-    reportProblem: (reason) => (problem = reason),
+    reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires
     onResult: (result) => metrics.requests.inc({ result: result.ok ? 'ok' : result.code }),
   });
-  logger.info({ ca: settings.address, identity: settings.identity, keyAlgorithm: settings.keyAlgorithm }, 'asking the CA for the workload certificate');
-  void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`
+  logger.info({ ca: settings.address, plaintext: settings.plaintext || undefined, identity: settings.identity, key: settings.key, certSigner: settings.certSigner, caHeaders: Object.keys(settings.headers) }, 'asking the CA for the workload certificate');
+  void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.
   return {
-    problem: () => problem,
+    problem: () => certificates.problem(),
     roots: () => (certificates.current ? Buffer.from(certificates.current.root) : undefined),
     workloadCertificate: () => {
       const current = certificates.current;
       return current && { chain: Buffer.from(current.chain.join('')), key: Buffer.from(current.key), expiresAt: current.expiresAt };
     },
-    debug: () => caDebug(settings, certificates.current, problem),
+    debug: () => caDebug(settings, certificates.current, certificates.problem()),
     stop: () => certificates.stop(),
   };
 }
@@ -64,25 +64,42 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
 /** The token is read for every call: a projected token rotates under us. */
 async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () => void, logger: Logger): Promise<CaResult> {
   let token: string;
-  let roots: Buffer;
+  let roots: Buffer | undefined;
   try {
     token = (await readFile(settings.tokenPath, 'utf8')).trim();
   } catch (error) {
     tokenFailed();
     return { ok: false, code: 'TOKEN', message: `cannot read the token file ${settings.tokenPath}: ${(error as Error).message}` };
   }
-  try {
-    roots = await readFile(settings.rootsPath);
-  } catch (error) {
-    return { ok: false, code: 'TLS', message: `cannot read the CA's root ${settings.rootsPath}: ${(error as Error).message}` };
+  if (!settings.plaintext) {
+    try {
+      roots = await readFile(settings.rootsPath);
+    } catch (error) {
+      return { ok: false, code: 'TLS', message: `cannot read the CA's root ${settings.rootsPath}: ${(error as Error).message}` };
+    }
   }
   logger.debug({ ca: settings.address }, 'CreateCertificate');
   return createCertificate({
-    endpoint: { address: settings.address, tls: { roots, serverName: settings.serverName }, clusterId: settings.clusterId },
-    request: { csr, validitySeconds: settings.ttlSeconds },
+    endpoint: { address: settings.address, tls: settings.plaintext ? undefined : { roots: roots!, serverName: settings.serverName }, clusterId: settings.clusterId, headers: settings.headers },
+    request: { csr, validitySeconds: settings.ttlSeconds, certSigner: settings.certSigner },
     token,
     timeoutMs: callTimeoutMs,
   });
+}
+
+/**
+ * The roots the CA's chain must end in: CA_ROOT_CA, the same file the CA's
+ * TLS is checked against (Istio's mesh root). Absent by default on a
+ * plaintext CA: nothing configured, nothing to check; set but unreadable: the
+ * answer is not taken (the read error is the failure).
+ */
+async function readTrustedRoots(settings: CaSettings): Promise<string | undefined> {
+  try {
+    return await readFile(settings.rootsPath, 'utf8');
+  } catch (error) {
+    if (settings.plaintext && !settings.rootsExplicit && (error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new Error(`cannot read the trusted root ${settings.rootsPath} to check the CA's chain: ${(error as Error).message}`);
+  }
 }
 
 function publish(store: SecretStore, certificate: IssuedCertificate, settings: CaSettings, logger: Logger): void {

@@ -1,15 +1,16 @@
-import { X509Certificate, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { CaResult } from './ca-client.ts';
-import { buildCsr, generateWorkloadKey, type KeyAlgorithm } from './csr.ts';
+import { checkChain, oneLine } from './check-chain.ts';
+import { buildCsr, exportWorkloadKey, generateWorkloadKey, type WorkloadKeyOptions } from './csr.ts';
 import { renewalDelayMs, retryDelayMs } from './renewal.ts';
 
 /** A certificate the CA issued, checked against the key and identity asked for. */
 export interface IssuedCertificate {
   /** Leaf first, root last, as the CA sent it (Istio serves the whole chain). */
   chain: string[];
-  /** PKCS#8 PEM of the in-memory key: handed to the secret store, never logged or written. */
+  /** PEM of the in-memory key (PKCS#8 with PKCS8_KEY): handed to the secret store, never logged. */
   key: string;
   serial: string;
   issuer: string;
@@ -25,10 +26,14 @@ export interface WorkloadCertificatesOptions {
   logger: Logger;
   /** spiffe://<trust domain>/ns/<namespace>/sa/<service account> */
   identity: string;
-  trustDomain: string;
-  keyAlgorithm: KeyAlgorithm;
+  /** The workload key asked for: algorithm, RSA size, curve. */
+  key: WorkloadKeyOptions;
+  /** PKCS8_KEY: the key PEM as PKCS#8 rather than SEC 1 / PKCS#1. */
+  pkcs8Key?: boolean;
   /** Asks the CA to sign a CSR (the token is read by the caller, per call). */
   sign(csr: string): Promise<CaResult>;
+  /** The roots the CA's chain must end in (CA_ROOT_CA), read per answer; undefined: none configured. */
+  trustedRoots?(): Promise<string | undefined>;
   /** Where a checked certificate goes (the SDS secret store). */
   publish(certificate: IssuedCertificate): void;
   /** Why there is no usable certificate right now, for readiness and /debug/sds. */
@@ -36,13 +41,17 @@ export interface WorkloadCertificatesOptions {
   onResult?(result: { ok: true } | { ok: false; code: string }): void;
   graceRatio: number;
   jitterRatio: number;
+  /** In [0, 1): the renewal and retry jitter's source (Math.random in production). */
   random?: () => number;
 }
 
+type Outcome = { ok: true; certificate: IssuedCertificate } | { ok: false; code: string; message: string };
+
 /**
  * Keeps a workload certificate from the CA: a new key and CSR each time,
- * renewal at Istio's grace point, and retries with backoff while the CA
- * fails; the current certificate keeps serving until it expires.
+ * renewal at Istio's grace point, and retries with jittered backoff while
+ * the CA fails or sends what must be refused; the current certificate keeps
+ * serving until it expires. Nothing the CA sends can throw out of here.
  */
 export class WorkloadCertificates {
   readonly #options: WorkloadCertificatesOptions;
@@ -50,6 +59,9 @@ export class WorkloadCertificates {
   #timer: Timer | undefined;
   #failures = 0;
   #stopped = false;
+  /** Why there is no certificate, as last reported; undefined once one is held. */
+  #problem: string | undefined = 'no workload certificate yet: the first CA request is under way';
+  #lastFailure: string | undefined;
 
   constructor(options: WorkloadCertificatesOptions) {
     this.#options = options;
@@ -59,7 +71,7 @@ export class WorkloadCertificates {
     return this.#current;
   }
 
-  /** Runs the first request now; later ones are scheduled. Never throws. */
+  /** Runs the first request now; later ones are scheduled. Never throws, never rejects. */
   start(): Promise<void> {
     return this.#renew();
   }
@@ -69,44 +81,83 @@ export class WorkloadCertificates {
     this.#timer?.cancel();
   }
 
-  async #renew(): Promise<void> {
-    const outcome = await this.#request().catch((error: Error) => ({ ok: false as const, code: 'INTERNAL', message: error.message }));
-    if (this.#stopped) return;
-    this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
-    if (outcome.ok) return this.#accept(outcome.certificate);
-    this.#fail(outcome.code, outcome.message);
+  /**
+   * Why the pod cannot serve with a workload certificate now, for readiness:
+   * asked at every probe, so a certificate that expires while the CA keeps
+   * failing turns readiness at its expiry, not at the next failed retry.
+   */
+  problem(): string | undefined {
+    const current = this.#current;
+    if (current && current.expiresAt <= this.#options.clock.now()) {
+      return `the workload certificate expired at ${new Date(current.expiresAt).toISOString()} and no new one was issued${this.#lastFailure ? ` (last: ${this.#lastFailure})` : ''}`;
+    }
+    return this.#problem;
   }
 
-  async #request(): Promise<{ ok: true; certificate: IssuedCertificate } | { ok: false; code: string; message: string }> {
-    const key = await generateWorkloadKey(this.#options.keyAlgorithm);
-    const result = await this.#options.sign(buildCsr({ key, uri: this.#options.identity, organization: this.#options.trustDomain }));
+  async #renew(): Promise<void> {
+    try {
+      const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: reasonOf(error) }));
+      if (this.#stopped) return;
+      this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
+      if (outcome.ok) return this.#accept(outcome.certificate);
+      this.#fail(outcome.code, outcome.message);
+    } catch (error) {
+      // Publishing or logging threw: the answer passed every check, so this is ours to fix, and still no reason to die.
+      if (this.#stopped) return;
+      this.#options.logger.error({ error: reasonOf(error) }, 'handling the CA\'s answer failed; retrying');
+      this.#schedule(this.#nextRetryDelay());
+    }
+  }
+
+  async #request(): Promise<Outcome> {
+    const { identity, clock } = this.#options;
+    const key = await generateWorkloadKey(this.#options.key);
+    const result = await this.#options.sign(buildCsr({ key, uri: identity }));
     if (!result.ok) return result;
-    const checked = checkIssued(result.chain, key, this.#options.identity);
+    const trustedRoots = await this.#options.trustedRoots?.();
+    const checked = checkIssued({ chain: result.chain, key, identity, now: clock.now(), trustedRoots, pkcs8Key: this.#options.pkcs8Key ?? false });
     return typeof checked === 'string' ? { ok: false, code: 'BAD_CERTIFICATE', message: checked } : { ok: true, certificate: checked };
   }
 
   #accept(certificate: IssuedCertificate): void {
     const { clock, logger, graceRatio, jitterRatio } = this.#options;
+    this.#options.publish(certificate);
     this.#current = certificate;
     this.#failures = 0;
-    this.#options.publish(certificate);
+    this.#problem = undefined;
+    this.#lastFailure = undefined;
     this.#options.reportProblem(undefined);
     // The lifetime counts from receipt, as Istio's agent counts it: CAs backdate notBefore (ours by a minute), which
     // for a short-lived certificate would put the grace point in the past and renew in a loop.
     const now = clock.now();
-    const delay = renewalDelayMs({ issuedAt: now, expiresAt: certificate.expiresAt, now, graceRatio, jitterRatio, random: (this.#options.random ?? Math.random)() });
+    const delay = renewalDelayMs({ issuedAt: now, expiresAt: certificate.expiresAt, now, graceRatio, jitterRatio, random: this.#random() });
     logger.info({ serial: certificate.serial, expiresAt: new Date(certificate.expiresAt).toISOString(), renewInMs: delay }, 'workload certificate issued by the CA');
     this.#schedule(delay);
   }
 
+  /** One log line per failed or refused answer; a refused answer is never served. */
   #fail(code: string, message: string): void {
     const { clock, logger } = this.#options;
-    const delay = retryDelayMs(this.#failures++);
+    const delay = this.#nextRetryDelay();
     const valid = this.#current !== undefined && this.#current.expiresAt > clock.now();
-    const reason = `CA request failed (${code}: ${message})`;
+    const what = code === 'BAD_CERTIFICATE' ? 'refused the CA\'s answer' : 'CA request failed';
+    const reason = `${what} (${code}: ${message})`;
+    this.#lastFailure = reason;
     logger.warn({ code, reason: message, retryInMs: delay, currentCertificate: valid ? this.#current!.serial : 'none' }, valid ? 'certificate renewal failed; the current certificate keeps serving' : 'no workload certificate: the CA request failed');
-    if (!valid) this.#options.reportProblem(reason);
+    if (!valid) {
+      this.#problem = reason;
+      this.#options.reportProblem(reason);
+    }
     this.#schedule(delay);
+  }
+
+  /** Refusals and failures share one backoff: an answer refused at once must not mean a request a second. */
+  #nextRetryDelay(): number {
+    return retryDelayMs(this.#failures++, this.#random());
+  }
+
+  #random(): number {
+    return (this.#options.random ?? Math.random)();
   }
 
   #schedule(delay: number): void {
@@ -115,26 +166,31 @@ export class WorkloadCertificates {
   }
 }
 
-/** The leaf must hold our key and our identity; anything else is refused, never served. */
-export function checkIssued(chain: string[], key: KeyObject, identity: string): IssuedCertificate | string {
-  if (chain.length < 2) return `the CA sent ${chain.length} certificate(s); a leaf and a root are needed`;
-  let leaf: X509Certificate;
-  try {
-    leaf = new X509Certificate(chain[0]!);
-  } catch (error) {
-    return `the CA's leaf certificate does not parse: ${(error as Error).message}`;
-  }
-  if (!leaf.checkPrivateKey(key)) return 'the CA\'s certificate is not for the key the CSR carried';
-  const uris = (leaf.subjectAltName ?? '').split(', ').filter((name) => name.startsWith('URI:')).map((name) => name.slice(4));
-  if (!uris.includes(identity)) return `the CA's certificate names ${uris.join(', ') || 'no URI'}, not ${identity}`;
+/** A thrown value's reason, whatever was thrown (undefined, a string, an Error). */
+const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+export interface IssuedCheckInput {
+  chain: readonly string[];
+  key: KeyObject;
+  identity: string;
+  now: number;
+  trustedRoots: string | undefined;
+  pkcs8Key: boolean;
+}
+
+/** The CA's answer as served, or why it is refused (check-chain.ts says what is checked). */
+export function checkIssued(input: IssuedCheckInput): IssuedCertificate | string {
+  const checked = checkChain(input);
+  if (typeof checked === 'string') return checked;
+  const { leaf, pems, uris } = checked;
   return {
-    chain,
-    key: key.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    chain: pems,
+    key: exportWorkloadKey(input.key, input.pkcs8Key),
     serial: leaf.serialNumber.toUpperCase(),
-    issuer: leaf.issuer.replaceAll('\n', ', '),
+    issuer: oneLine(leaf.issuer),
     san: uris,
     issuedAt: Date.parse(leaf.validFrom),
     expiresAt: Date.parse(leaf.validTo),
-    root: chain.at(-1)!,
+    root: pems.at(-1)!,
   };
 }

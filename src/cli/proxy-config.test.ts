@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
@@ -66,9 +67,9 @@ test('flags within range are accepted', () => {
 test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012), or mutual TLS', () => {
   const rows: [args: string[], policy: string, tokenFile: string | undefined][] = [
     [['--discoveryAddress', 'istiod:15010'], 'NONE', undefined],
-    [['--discoveryAddress', 'istiod:15012'], 'TLS', '/var/run/secrets/tokens/istio-token'],
+    [['--discoveryAddress', 'istiod:15012'], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--discoveryAddress', 'istiod:15012', '--xdsTokenFile', '/t'], 'TLS', '/t'],
-    [['--discoveryAddress', 'xds:9000', '--xdsRootCa', '/root.pem'], 'TLS', '/var/run/secrets/tokens/istio-token'],
+    [['--discoveryAddress', 'xds:9000', '--xdsRootCa', '/root.pem'], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', undefined],
   ];
   for (const [args, policy, tokenFile] of rows) {
@@ -80,13 +81,13 @@ test('how the agent talks to the discovery server: plaintext, TLS with a token (
 });
 
 test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a root mounted in --certDir, then istiod\'s published root', () => {
-  const mounted = '/etc/certs/root-cert.pem';
+  const mounted = resolve('etc/certs/root-cert.pem'); // Istio's ./etc/certs, against the working directory
   const rows: [args: string[], mountedExists: boolean, root: string][] = [
     [['--xdsRootCa', '/root.pem'], true, '/root.pem'],
     [['--xdsRootCa', 'SYSTEM'], true, 'SYSTEM'],
     [[], true, mounted],
-    [['--certDir', '/other'], true, '/var/run/secrets/istio/root-cert.pem'],
-    [[], false, '/var/run/secrets/istio/root-cert.pem'],
+    [['--certDir', '/other'], true, './var/run/secrets/istio/root-cert.pem'],
+    [[], false, './var/run/secrets/istio/root-cert.pem'],
   ];
   for (const [args, mountedExists, root] of rows) {
     const config = parse(['--discoveryAddress', 'istiod:15012', ...args]);

@@ -1,23 +1,32 @@
 import { parseDuration } from '../shared/duration.ts';
 import { parseHostPort } from '../shared/host-port.ts';
+import { badEnv } from '../shared/errors.ts';
 import { declareEnvSettings } from './env-settings.ts';
 
-/** Istio's mounts for istiod's root (the CA's and the 15012 port's) and the projected service-account token. */
-export const istioRootCertPath = '/var/run/secrets/istio/root-cert.pem';
-export const istioTokenPath = '/var/run/secrets/tokens/istio-token';
+/**
+ * Istio's mounts for istiod's root (the CA's and the 15012 port's) and the
+ * projected service-account token, relative as Istio names them: read against
+ * the working directory (/ in a pod).
+ */
+export const istioRootCertPath = './var/run/secrets/istio/root-cert.pem';
+export const istioTokenPath = './var/run/secrets/tokens/istio-token';
 
 const identityReason = 'must be set to ask the CA (CA_ADDR) for a certificate: the identity is spiffe://<trust domain>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT>';
 
 /** The CA client's settings, under Istio's env names, one row each. */
 export const caEnv = declareEnvSettings({
-  address: { env: 'CA_ADDR', required: 'must be set to ask a CA', parse: (text) => checkHostPort(text), description: 'host:port of the CA; unset: no CA, certificates come from --certDir' },
+  address: { env: 'CA_ADDR', parse: (text) => checkHostPort(text), description: 'host:port of the CA; unset: the discovery address, as Istio, when POD_NAMESPACE and SERVICE_ACCOUNT are both set (else no CA: certificates come from --certDir); port 15010 is plaintext, as Istio' },
   rootsPath: { env: 'CA_ROOT_CA', default: istioRootCertPath, description: 'Root the CA\'s TLS certificate must chain to' },
   serverName: { env: 'ISTIOD_SAN', description: 'Name the CA\'s TLS certificate must carry; the host of CA_ADDR when unset (also --xdsServerName\'s env)' },
   trustDomain: { env: 'TRUST_DOMAIN', default: 'cluster.local', description: 'Trust domain of the SPIFFE identity asked for' },
   namespace: { env: 'POD_NAMESPACE', required: identityReason, parse: (text) => pathSegment(text), description: 'Namespace of the SPIFFE identity' },
   serviceAccount: { env: 'SERVICE_ACCOUNT', required: identityReason, parse: (text) => pathSegment(text), description: 'Service account of the SPIFFE identity' },
-  eccSignatureAlgorithm: { env: 'ECC_SIGNATURE_ALGORITHM', parse: (text) => istioEcc(text), description: 'Istio\'s way to ask for an EC key: ECDSA, the default here anyway' },
-  keyAlgorithm: { env: 'WORKLOAD_KEY_ALGORITHM', default: 'ECDSA', parse: (text) => keyAlgorithm(text), description: 'Key of the workload certificate: ECDSA (P-256) or RSA (2048)' },
+  eccSignatureAlgorithm: { env: 'ECC_SIGNATURE_ALGORITHM', parse: (text) => istioEcc(text), description: 'ECDSA: an EC workload key (ECC_CURVE); unset: RSA (WORKLOAD_RSA_KEY_SIZE), as Istio' },
+  eccCurve: { env: 'ECC_CURVE', default: 'P256', parse: (text) => eccCurve(text), description: 'Curve of an EC workload key: P256 or P384' },
+  rsaKeySize: { env: 'WORKLOAD_RSA_KEY_SIZE', default: '2048', parse: (text) => rsaKeySize(text), description: 'Bits of an RSA workload key: 2048 (Istio\'s minimum) to 8192' },
+  keyAlgorithmOverride: { env: 'WORKLOAD_KEY_ALGORITHM', parse: (text) => keyAlgorithm(text), description: 'This agent\'s own switch: ECDSA or RSA, whatever ECC_SIGNATURE_ALGORITHM says' },
+  pkcs8Key: { env: 'PKCS8_KEY', default: 'false', parse: (text) => goBool(text), description: 'true: the workload key in PKCS#8 (SDS, OUTPUT_CERTS); else SEC 1 (EC) or PKCS#1 (RSA), as Istio' },
+  certSigner: { env: 'ISTIO_META_CERT_SIGNER', description: 'Signer name sent with the CSR (metadata CertSigner), for istiod\'s per-signer CAs' },
   ttlSeconds: { env: 'SECRET_TTL', default: '24h', parse: (text) => minuteDurationSeconds(text), description: 'Lifetime asked of the CA, at least 1m' },
   graceRatio: { env: 'SECRET_GRACE_PERIOD_RATIO', default: '0.5', parse: (text) => ratio(text), description: 'Renew when this part of the lifetime is left' },
   jitterRatio: { env: 'SECRET_GRACE_PERIOD_RATIO_JITTER', default: '0.01', parse: (text) => ratio(text), description: 'Random spread of the renewal, so a fleet does not renew at once' },
@@ -25,6 +34,27 @@ export const caEnv = declareEnvSettings({
   clusterId: { env: 'ISTIO_META_CLUSTER_ID', alsoEnv: 'CLUSTER_ID', description: 'Cluster ID sent with the CSR' },
   fileMountedCerts: { env: 'FILE_MOUNTED_CERTS', default: 'false', parse: (text) => /^true$/i.test(text), description: 'true: certificates are mounted files, never asked of a CA' },
 });
+
+/**
+ * CA_HEADER_<NAME>=<value>: extra metadata on every CA call, as Istio sends
+ * it (lower-cased, as gRPC metadata is). A name gRPC or HTTP/2 reserves, or
+ * one that is not a header token, is bad input naming the variable.
+ */
+export const caHeaderPrefix = 'CA_HEADER_';
+const reservedHeaders = /^(authorization|clusterid|content-type|te|user-agent|host|connection|grpc-.*|:.*)$/;
+
+export function caHeadersFromEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [variable, value] of Object.entries(env)) {
+    if (!variable.startsWith(caHeaderPrefix) || value === undefined) continue;
+    const name = variable.slice(caHeaderPrefix.length).toLowerCase();
+    if (!/^[a-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) throw badEnv(variable, `"${name}" is not a header name`);
+    if (reservedHeaders.test(name)) throw badEnv(variable, `"${name}" is a header the CA call sets itself`);
+    if (/[\r\n\0]/.test(value)) throw badEnv(variable, 'a header value cannot hold a line break or NUL');
+    headers[name] = value;
+  }
+  return headers;
+}
 
 function checkHostPort(text: string): string {
   const parsed = parseHostPort(text);
@@ -37,10 +67,28 @@ function pathSegment(text: string): string {
   return text;
 }
 
-/** Ours defaults to ECDSA; Istio's ECC_SIGNATURE_ALGORITHM=ECDSA (its way to ask for EC) is accepted and means the same. */
+/** Istio fails its CSR for any other value; here that is bad input at start instead. */
 function istioEcc(text: string): 'ECDSA' {
   if (text !== 'ECDSA') throw new Error(`"${text}" is not ECDSA (the only algorithm Istio names there)`);
   return text;
+}
+
+function eccCurve(text: string): 'P256' | 'P384' {
+  if (text === 'P256' || text === 'P384') return text;
+  throw new Error(`"${text}" is not P256 or P384`);
+}
+
+function rsaKeySize(text: string): number {
+  const bits = Number(text);
+  if (!/^\d+$/.test(text) || bits < 2048 || bits > 8192) throw new Error(`"${text}" is not a key size from 2048 to 8192 bits`);
+  return bits;
+}
+
+/** Go's strconv.ParseBool, which Istio's env bools use. */
+function goBool(text: string): boolean {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
+  throw new Error(`"${text}" is not true or false`);
 }
 
 function keyAlgorithm(text: string): 'ECDSA' | 'RSA' {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
 import { checkResolvedConfig } from '../cli/proxy-config.ts';
@@ -58,7 +59,8 @@ const rows: Row[] = [
   { name: 'ISTIO_BOOTSTRAP: the flag beats it', args: ['--templateFile', '/flag.json'], env: { ISTIO_BOOTSTRAP: '/env.json' }, field: 'templateFile', want: '/flag.json' },
   { name: 'ISTIO_BOOTSTRAP beats ProxyConfig', env: { ISTIO_BOOTSTRAP: '/env.json' }, proxyConfig: { proxyBootstrapTemplatePath: '/pc.json' }, field: 'templateFile', want: '/env.json' },
   { name: 'ProxyConfig proxyBootstrapTemplatePath beats the default', proxyConfig: { proxyBootstrapTemplatePath: '/pc.json' }, field: 'templateFile', want: '/pc.json' },
-  { name: 'CERT_DIR: the default', field: 'certDir', want: '/etc/certs' },
+  { name: 'CERT_DIR: the default, Istio ./etc/certs, against the working directory', field: 'certDir', want: resolve('etc/certs') },
+  { name: 'a relative CERT_DIR resolves against the working directory too', env: { CERT_DIR: 'certs' }, field: 'certDir', want: resolve('certs') },
   { name: 'CERT_DIR sets it', env: { CERT_DIR: '/env/certs' }, field: 'certDir', want: '/env/certs' },
   { name: 'CERT_DIR: the flag beats it', args: ['--certDir', '/flag/certs'], env: { CERT_DIR: '/env/certs' }, field: 'certDir', want: '/flag/certs' },
   { name: 'TERMINATION_DRAIN_DURATION_SECONDS: the default 5s', field: 'terminationDrainDurationMs', want: 5000 },

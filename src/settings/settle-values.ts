@@ -1,4 +1,4 @@
-import { isAbsolute } from 'node:path';
+import { resolve } from 'node:path';
 import { splitList } from '../bootstrap/stats-matcher.ts';
 import { badFlag } from '../shared/errors.ts';
 import { parseHostPort } from '../shared/host-port.ts';
@@ -16,11 +16,13 @@ export const emptyIsUnset = (text: string | undefined) => text || undefined;
 /** An empty list is unset: the pod annotations or ProxyConfig decide. */
 export const optionalList = (text: string | undefined) => (text ? splitList(text) : undefined);
 
-/** Envoy's bootstrap and the agent must agree on one path, whatever their working directories. */
-export function absolutePath(path: string, flag: string): string {
-  if (!isAbsolute(path)) throw badFlag(`--${flag}`, `${path} is not an absolute path`);
-  return path;
-}
+/**
+ * A path as Istio's agent reads it, against the working directory (its
+ * defaults are ./etc/istio/proxy, ./var/run/secrets/...; in a pod that is /),
+ * made absolute once at start: Envoy's bootstrap and the agent then agree on
+ * one path whatever their working directories.
+ */
+export const workingDirPath = (path: string) => resolve(path);
 
 export function hostPort(text: string, flag: string): HostPort {
   const parsed = parseHostPort(text);

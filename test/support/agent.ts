@@ -51,6 +51,8 @@ export interface AgentOptions {
   bin?: string;
   /** Leave --proxyAdminPort out (a custom bootstrap names its own); `adminPort` is then this one. */
   adminPortFromFile?: number;
+  /** The agent's working directory, against which Istio's relative default paths resolve. */
+  cwd?: string;
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -78,7 +80,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
   // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
-  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000, detached: true });
+  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';

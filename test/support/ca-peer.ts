@@ -16,7 +16,11 @@ export interface CaMode {
   refuse?: string;
   delayMs?: number;
   ttlSeconds?: number;
+  /** A chain the agent must refuse (test/peers/ca-server signer.go hostileModes). */
+  hostile?: HostileMode;
 }
+
+export type HostileMode = 'non-certificate' | 'expired' | 'not-yet-valid' | 'wrong-root' | 'self-root';
 
 export interface CaPeer {
   address: string;

@@ -22,6 +22,8 @@ type mode struct {
 	DelayMs int64 `json:"delayMs"`
 	// TTLSeconds caps the lifetime of issued certificates.
 	TTLSeconds int64 `json:"ttlSeconds"`
+	// Hostile, when set, answers with a chain the agent must refuse (see hostileModes).
+	Hostile string `json:"hostile"`
 }
 
 type service struct {
@@ -52,6 +54,9 @@ func (s *service) CreateCertificate(ctx context.Context, req *pb.IstioCertificat
 	}
 	resp, identity, err := s.answer(ctx, req, m)
 	event := map[string]any{"event": "request", "identity": identity, "validity": req.GetValidityDuration()}
+	for key, value := range describeRequest(ctx, req) {
+		event[key] = value
+	}
 	if err != nil {
 		event["error"] = err.Error()
 	} else {
@@ -83,7 +88,7 @@ func (s *service) answer(ctx context.Context, req *pb.IstioCertificateRequest, m
 	if asked := time.Duration(req.GetValidityDuration()) * time.Second; asked > 0 && asked < lifetime {
 		lifetime = asked
 	}
-	out, err := s.signer.sign(csr, lifetime)
+	out, err := s.signer.sign(csr, lifetime, m.Hostile)
 	if err != nil {
 		return nil, identity, status.Error(codes.Internal, err.Error())
 	}
@@ -115,6 +120,10 @@ func (s *service) controlHandler() http.Handler {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
+			if _, ok := hostileModes[next.Hostile]; !ok {
+				http.Error(w, "unknown hostile mode "+next.Hostile, http.StatusBadRequest)
+				return
+			}
 			s.mu.Lock()
 			if next.TTLSeconds == 0 {
 				next.TTLSeconds = s.mode.TTLSeconds
@@ -126,4 +135,28 @@ func (s *service) controlHandler() http.Handler {
 		_ = json.NewEncoder(w).Encode(s.current())
 	})
 	return mux
+}
+
+// describeRequest says what the agent sent beyond the identity, as istiod would
+// read it: the CSR's key, subject and SAN criticality, the CertSigner metadata,
+// and the call's metadata other than gRPC's own.
+func describeRequest(ctx context.Context, req *pb.IstioCertificateRequest) map[string]any {
+	out := map[string]any{}
+	if signer := req.GetMetadata().GetFields()["CertSigner"]; signer != nil {
+		out["certSigner"] = signer.GetStringValue()
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	headers := map[string]string{}
+	for key, values := range md {
+		if key != "authorization" && !strings.HasPrefix(key, ":") && !strings.HasPrefix(key, "grpc-") && key != "content-type" && key != "user-agent" && key != "te" {
+			headers[key] = strings.Join(values, ",")
+		}
+	}
+	out["headers"] = headers
+	if facts, err := csrFacts(req.GetCsr()); err == nil {
+		for key, value := range facts {
+			out[key] = value
+		}
+	}
+	return out
 }

@@ -2,8 +2,13 @@ package main
 
 import (
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -17,6 +22,18 @@ type signer struct {
 	cert    *x509.Certificate
 	certPEM string
 	key     crypto.Signer
+	// other is a second CA nobody trusts, for the wrong-root answer.
+	other *signer
+}
+
+// hostileModes are the answers a misbehaving CA gives; "" is an honest one.
+var hostileModes = map[string]string{
+	"":                "an honest chain: leaf, root",
+	"non-certificate": "a valid leaf followed by an element that is not a certificate",
+	"expired":         "a leaf that expired an hour ago",
+	"not-yet-valid":   "a leaf valid from an hour from now",
+	"wrong-root":      "a leaf signed by another CA, with that CA as root",
+	"self-root":       "the leaf sent as its own root",
 }
 
 type issued struct {
@@ -50,7 +67,33 @@ func loadSigner(certFile, keyFile string) (*signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signer{cert: cert, certPEM: string(certPEM), key: key}, nil
+	other, err := newThrowawayCA()
+	if err != nil {
+		return nil, err
+	}
+	return &signer{cert: cert, certPEM: string(certPEM), key: key, other: other}, nil
+}
+
+// newThrowawayCA makes a self-signed CA in memory, named like the real one.
+func newThrowawayCA() (*signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	template := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{Organization: []string{"cluster.local"}, CommonName: "test-root"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &signer{cert: cert, certPEM: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), key: key}, nil
 }
 
 func parseKey(der []byte) (crypto.Signer, error) {
@@ -87,24 +130,64 @@ func parseCSR(text string) (*x509.CertificateRequest, string, error) {
 	return csr, csr.URIs[0].String(), nil
 }
 
-func (s *signer) sign(csr *x509.CertificateRequest, lifetime time.Duration) (*issued, error) {
+func (s *signer) sign(csr *x509.CertificateRequest, lifetime time.Duration, hostile string) (*issued, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
 	if err != nil {
 		return nil, err
 	}
 	now := time.Now()
+	notBefore, notAfter := now.Add(-time.Minute), now.Add(lifetime)
+	switch hostile {
+	case "expired":
+		notBefore, notAfter = now.Add(-2*time.Hour), now.Add(-time.Hour)
+	case "not-yet-valid":
+		notBefore, notAfter = now.Add(time.Hour), now.Add(time.Hour+lifetime)
+	}
+	issuer := s
+	if hostile == "wrong-root" {
+		issuer = s.other
+	}
 	template := &x509.Certificate{
 		SerialNumber: serial,
-		NotBefore:    now.Add(-time.Minute),
-		NotAfter:     now.Add(lifetime),
+		NotBefore:    notBefore,
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		URIs:         csr.URIs,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, template, s.cert, csr.PublicKey, s.key)
+	der, err := x509.CreateCertificate(rand.Reader, template, issuer.cert, csr.PublicKey, issuer.key)
 	if err != nil {
 		return nil, err
 	}
 	leaf := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return &issued{chain: []string{leaf, s.certPEM}, serial: strings.ToUpper(serial.Text(16)), notAfter: template.NotAfter}, nil
+	chain := []string{leaf, issuer.certPEM}
+	switch hostile {
+	case "non-certificate":
+		chain = []string{leaf, "this is not a certificate"}
+	case "self-root":
+		chain = []string{leaf, leaf}
+	}
+	return &issued{chain: chain, serial: strings.ToUpper(serial.Text(16)), notAfter: template.NotAfter}, nil
+}
+
+// csrFacts: the CSR's key type and size, its subject, and whether its SAN
+// extension is marked critical.
+func csrFacts(text string) (map[string]any, error) {
+	csr, _, err := parseCSR(text)
+	if err != nil {
+		return nil, err
+	}
+	facts := map[string]any{"subject": csr.Subject.String(), "sanCritical": false}
+	for _, ext := range csr.Extensions {
+		if ext.Id.Equal(asn1.ObjectIdentifier{2, 5, 29, 17}) {
+			facts["sanCritical"] = ext.Critical
+		}
+	}
+	switch key := csr.PublicKey.(type) {
+	case *rsa.PublicKey:
+		facts["key"] = fmt.Sprintf("RSA-%d", key.N.BitLen())
+	case *ecdsa.PublicKey:
+		facts["key"] = "EC-" + key.Curve.Params().Name
+	}
+	return facts, nil
 }
