@@ -1,7 +1,7 @@
 import type { Registry } from '../metrics/index.ts';
 import type { Event, State } from '../agent/reconcile.ts';
 import { adminClient } from '../envoy/admin.ts';
-import { drainEnvoy } from '../envoy/drain.ts';
+import { drainListeners } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
@@ -18,6 +18,7 @@ export interface StatusAgent {
   readonly state: State;
   dispatch(event: Event): void;
   hurry(): void;
+  drainedEarly(): void;
 }
 
 export interface StartStatusOptions {
@@ -67,10 +68,12 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
       agent.hurry();
       agent.dispatch({ type: 'shutdown' });
     },
+    // Native sidecars' preStop: drain now and for good (skip_exit), so the SIGTERM that follows stops at once.
     drain: async () => {
-      logger.info('drain requested');
+      logger.info('drain requested: draining listeners; the next SIGTERM stops without draining again');
       drained = true;
-      return drainEnvoy({ admin, clock: options.clock, logger, signal: new AbortController().signal, durationMs: 0, inboundOnly: options.inboundOnly });
+      agent.drainedEarly();
+      return drainListeners({ admin, logger, signal: new AbortController().signal, inboundOnly: options.inboundOnly, skipExit: true });
     },
   };
 }
