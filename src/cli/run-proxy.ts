@@ -22,6 +22,9 @@ import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
 import { parseAppMetricsTarget } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
+import { probeNetwork } from '../status/app-probes/probe-target.ts';
+import { readEnvSettings } from '../settings/env-settings.ts';
+import { statusEnv } from '../settings/status-env.ts';
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
@@ -63,7 +66,12 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   // Every env value is checked before --configPath is made: bad input leaves nothing behind.
   const { env } = options.context;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
-  const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
+  const statusSettings = readEnvSettings(env, statusEnv);
+  const probeTarget = probeNetwork({ podIp: env.INSTANCE_IP || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
+  const app = {
+    probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
+    metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort),
+  };
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {

@@ -1,6 +1,6 @@
 import { contentType as prometheusContentType } from '../metrics/exposition.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
-import { appHealthPrefix } from './app-probes/app-health.ts';
+import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
 import { debugSds } from './debug-sds.ts';
@@ -38,7 +38,7 @@ export interface StatusDeps {
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
   drain: () => Promise<boolean>;
-  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health path. */
+  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health or /app-lifecycle path. */
   appHealth?: (path: string, signal?: AbortSignal) => Promise<{ status: number; reason: string }>;
   /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of /stats/prometheus. */
   appMetrics?: (signal?: AbortSignal) => Promise<string>;
@@ -78,7 +78,7 @@ export function handleReadinessHop(deps: StatusDeps, request: StatusRequest): Pr
 async function dispatch(table: Record<string, Route>, deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const path = canonicalPath(request.url);
   if (path === undefined) return text(404, 'not a canonical path: no dot segments, escapes, doubled slashes or backslashes\n');
-  const route = Object.hasOwn(table, path) ? table[path] : table === routes && path.startsWith(appHealthPrefix) && deps.appHealth ? appHealthRoute : undefined;
+  const route = Object.hasOwn(table, path) ? table[path] : table === routes && isAppProbePath(path) && deps.appHealth ? appHealthRoute : undefined;
   if (!route) return text(404, `unknown path ${path}\n`);
   if (request.method !== route.method && !(route.method === 'GET' && request.method === 'HEAD')) {
     return text(405, `${path} takes ${route.method}\n`);
@@ -90,6 +90,8 @@ async function dispatch(table: Record<string, Route>, deps: StatusDeps, request:
     return text(500, `${path} failed: ${(error as Error).message}\n`);
   }
 }
+
+const isAppProbePath = (path: string) => path.startsWith(appHealthPrefix) || path.startsWith(appLifecyclePrefix);
 
 const appHealthRoute: Route = { method: 'GET', handle: async (deps, request) => {
   const verdict = await deps.appHealth!(new URL(request.url, 'http://status').pathname, request.signal);

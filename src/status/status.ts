@@ -7,6 +7,7 @@ import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
 import { appHealth } from './app-probes/app-health.ts';
 import type { AppProbe } from './app-probes/config.ts';
+import type { ProbeNetwork } from './app-probes/probe-target.ts';
 import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
@@ -35,8 +36,8 @@ export interface StartStatusOptions {
   sds?: StatusDeps['sds'];
   /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
   certificateProblem?: () => string | undefined;
-  /** From ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS. */
-  app?: { probes: ReadonlyMap<string, AppProbe>; metrics?: AppMetricsTarget };
+  /** From ISTIO_KUBE_APP_PROBERS (and how probes reach the app), ISTIO_PROMETHEUS_ANNOTATIONS, PILOT_AGENT_MERGE_ENVOY_STATS. */
+  app?: { probes: ReadonlyMap<string, AppProbe>; probeNetwork: ProbeNetwork; metrics?: AppMetricsTarget; mergeEnvoyStats?: boolean };
   clock: Clock;
   logger: Logger;
 }
@@ -61,7 +62,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
-    appHealth: options.app?.probes.size ? appHealth(options.app.probes, logger) : undefined,
+    appHealth: options.app?.probes.size ? appHealth(options.app.probes, options.app.probeNetwork, logger) : undefined,
     appMetrics: options.app?.metrics ? appMetricsPart(options.app.metrics, registry, logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
