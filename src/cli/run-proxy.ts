@@ -20,7 +20,7 @@ import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
-import { parseAppMetricsTarget } from '../status/app-metrics.ts';
+import { parseAppMetricsTargets } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
 import { probeNetwork } from '../status/app-probes/probe-target.ts';
 import { readEnvSettings } from '../settings/env-settings.ts';
@@ -70,7 +70,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const probeTarget = probeNetwork({ podIp: env.INSTANCE_IP || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
   const app = {
     probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
-    metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort),
+    metrics: parseAppMetricsTargets(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
   };
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);

@@ -42,7 +42,7 @@ describe('KeptSession: redials with backoff and hands over', () => {
   it('dials after 0.5 s, doubling to the cap, until the server answers; then closes the probe and hands over', async () => {
     const { clock, dials, events, session, registry } = rig(6000);
     session.start('refused');
-    assert.match(await registry.getSingleMetricAsString('pilot_agent_xds_last_known_good_streams'), / 1$/m);
+    assert.match(await registry.getSingleMetricAsString('istio_agent_xds_last_known_good_streams'), / 1$/m);
     await advance(clock, 10_000);
     assert.deepEqual(dials, [500, 1500, 3500, 5500, 7500]);
     assert.deepEqual(events.slice(-3), ['reachable', 'probe closed', 'handover']);
@@ -57,6 +57,6 @@ describe('KeptSession: redials with backoff and hands over', () => {
     await advance(clock, 10_000);
     assert.deepEqual(dials, [500]);
     assert.equal(events.includes('handover'), false);
-    assert.match(await registry.getSingleMetricAsString('pilot_agent_xds_last_known_good_streams'), / 0$/m);
+    assert.match(await registry.getSingleMetricAsString('istio_agent_xds_last_known_good_streams'), / 0$/m);
   });
 });
