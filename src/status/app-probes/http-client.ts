@@ -94,16 +94,22 @@ function httpOne(hop: HttpAction, signal: AbortSignal, options: OneOptions): Pro
 
 function http2One(session: ClientHttp2Session, hop: HttpAction, signal: AbortSignal, closeAfter: boolean): Promise<HopAnswer> {
   const { host, ...headers } = probeHeaders(hop);
+  let onSessionError: (error: Error) => void = () => undefined;
   return new Promise<HopAnswer>((resolve, reject) => {
+    onSessionError = reject;
+    // A kept session serves many probes: its listener goes when this GET is over.
+    session.once('error', onSessionError);
     const stream = session.request({ ':method': 'GET', ':scheme': 'https', ':authority': host ?? authority(hop), ':path': hop.path, ...headers }, { signal });
     stream.once('response', (answer) => {
       stream.resume();
       stream.once('end', () => resolve({ status: Number(answer[':status'] ?? 500), location: answer.location as string | undefined }));
     });
     stream.once('error', reject);
-    session.once('error', reject);
     stream.end();
-  }).finally(() => closeAfter && session.destroy());
+  }).finally(() => {
+    session.off('error', onSessionError);
+    if (closeAfter) session.destroy();
+  });
 }
 
 /** A TLS connection offering h2 and HTTP/1.1, from the probe source; aborting destroys it. */
