@@ -24,7 +24,7 @@ function envoyText(): string {
   return parts.join('');
 }
 
-const agentText = '# HELP pilot_agent_epochs_started_total Envoy epochs started\n# TYPE pilot_agent_epochs_started_total counter\npilot_agent_epochs_started_total 1\n';
+const agentText = '# HELP istio_agent_epochs_started_total Envoy epochs started\n# TYPE istio_agent_epochs_started_total counter\nistio_agent_epochs_started_total 1\n';
 
 /** Median milliseconds of `rounds` runs after one warm-up. */
 async function median(run: () => unknown): Promise<number> {

@@ -84,7 +84,7 @@ function demoRequests(): Try[] {
     { what: 'Through Envoy, as the app\'s traffic goes', method: 'GET', port: listenerPort, path: '/', expect: 200 },
     { what: 'Readiness as the kubelet probes it, through Envoy\'s readiness listener', method: 'GET', port: readiness, path: '/healthz/ready', expect: 200, flags: '-i' },
     { what: 'Readiness on the status port (503 with the reason when not ready)', method: 'GET', port: status, path: '/healthz/ready', expect: 200, flags: '-i' },
-    { what: 'Metrics: the agent\'s (pilot_agent_*) then Envoy\'s, merged', method: 'GET', port: status, path: '/stats/prometheus', expect: 200, flags: '-s' },
+    { what: 'Metrics: the agent\'s (istio_agent_*) then Envoy\'s, merged', method: 'GET', port: status, path: '/stats/prometheus', expect: 200, flags: '-s' },
     { what: 'Envoy\'s metrics on its Prometheus listener', method: 'GET', port: prometheus, path: '/stats/prometheus', expect: 200, flags: '-s' },
     { what: 'Debug (loopback only): Envoy epochs, pids, recent exits', method: 'GET', port: status, path: '/debug/epochs', expect: 200, flags: '-s' },
     { what: 'Debug (loopback only): the xDS relay per type', method: 'GET', port: status, path: '/debug/xds', expect: 200, flags: '-s' },

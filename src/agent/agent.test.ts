@@ -91,6 +91,17 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.deepEqual(proxy.running, []);
   });
 
+  it('after an early drain (POST /drain) the shutdown stops every epoch without draining again', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
+    agent.drainedEarly();
+    agent.dispatch({ type: 'shutdown' });
+    assert.equal(proxy.drains, 0, 'no second drain');
+    assert.equal((await agent.exited).code, 0);
+    assert.deepEqual(proxy.running, []);
+  });
+
   it('an epoch that takes over during the drain is told to drain its listeners', async () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });

@@ -34,6 +34,8 @@ export class Agent {
   readonly #timers = new Set<Timer>();
   #retryTimer: Timer | undefined;
   #drainController = new AbortController();
+  /** POST /drain already drained Envoy (native sidecars' preStop): the SIGTERM that follows stops at once. */
+  #drainedEarly = false;
   #resolveExit!: (result: AgentExit) => void;
   readonly #exited: Promise<AgentExit>;
   readonly #listeners = new Set<(event: Event, state: State) => void>();
@@ -118,10 +120,22 @@ export class Agent {
   }
 
   #drain(): void {
+    if (this.#drainedEarly) {
+      this.#options.logger.info('already drained by /drain; stopping without a second drain');
+      return this.dispatch({ type: 'drained' });
+    }
     void this.#options.proxy
       .drain(this.#drainController.signal)
       .catch((err: unknown) => this.#options.logger.warn({ err }, 'drain failed; stopping anyway'))
       .then(() => this.dispatch({ type: 'drained' }));
+  }
+
+  /**
+   * Envoy was told to drain ahead of the shutdown (POST /drain): the
+   * shutdown that follows skips its drain and the wait, as Istio's agent.
+   */
+  drainedEarly(): void {
+    this.#drainedEarly = true;
   }
 
   /** Cuts a drain short (a second SIGTERM): stop every epoch now. */

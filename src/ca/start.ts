@@ -45,7 +45,11 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
     trustedRoots: () => readTrustedRoots(settings),
     publish: (certificate) => publish(store, certificate, settings, logger),
     reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires
-    onResult: (result) => metrics.requests.inc({ result: result.ok ? 'ok' : result.code }),
+    onResult: (result) => {
+      metrics.requests.inc({ result: result.ok ? 'ok' : result.code });
+      metrics.outgoing.inc({ request_type: 'csr' });
+      if (!result.ok) metrics.failedOutgoing.inc({ request_type: 'csr' });
+    },
   });
   logger.info({ ca: settings.address, plaintext: settings.plaintext || undefined, identity: settings.identity, key: settings.key, certSigner: settings.certSigner, caHeaders: Object.keys(settings.headers) }, 'asking the CA for the workload certificate');
   void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.
@@ -122,8 +126,11 @@ async function writeOutput(dir: string, certificate: IssuedCertificate): Promise
 function registerCaMetrics(registry: Registry) {
   const registers = [registry];
   return {
-    requests: new Counter({ name: 'pilot_agent_ca_requests_total', help: 'CreateCertificate calls to the CA, by result: ok, or the failure (gRPC status name, CONNECT, TLS, TOKEN, BAD_CERTIFICATE)', labelNames: ['result'], registers }),
-    tokenFailures: new Counter({ name: 'pilot_agent_ca_token_read_failures_total', help: 'Times the service-account token file could not be read for a CA call', registers }),
+    requests: new Counter({ name: 'istio_agent_ca_requests_total', help: 'CreateCertificate calls to the CA, by result: ok, or the failure (gRPC status name, CONNECT, TLS, TOKEN, BAD_CERTIFICATE)', labelNames: ['result'], registers }),
+    tokenFailures: new Counter({ name: 'istio_agent_ca_token_read_failures_total', help: 'Times the service-account token file could not be read for a CA call', registers }),
+    // Istio's names for the same calls, which its dashboards query.
+    outgoing: new Counter({ name: 'istio_agent_num_outgoing_requests', help: 'Requests to the CA, by request_type (csr)', labelNames: ['request_type'], registers }),
+    failedOutgoing: new Counter({ name: 'istio_agent_num_failed_outgoing_requests', help: 'Requests to the CA that failed, by request_type (csr)', labelNames: ['request_type'], registers }),
   };
 }
 

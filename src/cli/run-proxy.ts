@@ -24,8 +24,11 @@ import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
-import { parseAppMetricsTarget } from '../status/app-metrics.ts';
+import { parseAppMetricsTargets } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
+import { probeNetwork } from '../status/app-probes/probe-target.ts';
+import { readEnvSettings } from '../settings/env-settings.ts';
+import { statusEnv } from '../settings/status-env.ts';
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
@@ -36,7 +39,6 @@ import { parseLogLevels } from './log-levels.ts';
 import { nodeMetadata } from './node-metadata.ts';
 import type { NodeMetadata } from '../role/metadata.ts';
 import { superviseProxyless } from './run-proxyless.ts';
-import { readEnvSettings } from '../settings/env-settings.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 
@@ -73,7 +75,12 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
   // Every env value is checked before --configPath is made: bad input leaves nothing behind.
   const { env } = options.context;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
-  const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
+  const statusSettings = readEnvSettings(env, statusEnv);
+  const probeTarget = probeNetwork({ podIp: env.INSTANCE_IP || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
+  const app = {
+    probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
+    metrics: parseAppMetricsTargets(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
+  };
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
   const proxyless = readEnvSettings(env, proxylessEnv);
   const bootstrap = await prepareBootstrap(config, options.context);

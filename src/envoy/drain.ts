@@ -45,8 +45,9 @@ export async function drainEnvoy(options: DrainOptions): Promise<boolean> {
  * Envoy holds admin; no wait. False (and one error line naming what Envoy
  * refused) when either call did not answer 200: Envoy is then not draining.
  */
-export async function drainListeners(options: Pick<DrainOptions, 'admin' | 'logger' | 'signal' | 'inboundOnly'>): Promise<boolean> {
-  const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}`;
+export async function drainListeners(options: Pick<DrainOptions, 'admin' | 'logger' | 'signal' | 'inboundOnly'> & { skipExit?: boolean }): Promise<boolean> {
+  // skip_exit: the listeners stay open after Envoy's drain time (POST /drain: the app still runs and may call out).
+  const drainPath = `/drain_listeners?graceful${options.inboundOnly ? '&inboundonly' : ''}${options.skipExit ? '&skip_exit' : ''}`;
   const refused: { path: string; answer: string }[] = [];
   for (const path of ['/healthcheck/fail', drainPath]) {
     const result = await options.admin.post(path, options.signal);

@@ -73,7 +73,7 @@ test('SdsStream: a NACK of the latest response is counted; a wrong type is refus
   stream.request(request(['default']));
   stream.request(request(['default'], { nonce: last().nonce, error: 'bad key' }));
   stream.request(request(['default'], { nonce: 'stale', error: 'old news' }));
-  assert.match(await registry.metrics(), /pilot_agent_sds_errors_total\{reason="nack"\} 1/);
+  assert.match(await registry.metrics(), /istio_agent_sds_errors_total\{reason="nack"\} 1/);
   assert.throws(() => stream.request(request(['default'], { typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster' })), /is not/);
 });
 

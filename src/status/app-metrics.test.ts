@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentError } from '../shared/errors.ts';
-import { parseAppMetricsTarget, scrapeApp } from './app-metrics.ts';
+import { parseAppMetricsTargets, scrapeApp } from './app-metrics.ts';
 import type { CappedBody } from './prometheus.ts';
 
-describe('parseAppMetricsTarget', () => {
-  const accepted: [string, string | undefined, string | undefined][] = [
+describe('parseAppMetricsTargets', () => {
+  const accepted: [string, string | undefined, string | string[] | undefined][] = [
     ['Istio\'s shape', '{"scrape":"true","port":"9100","path":"/stats"}', 'http://127.0.0.1:9100/stats'],
     ['the default path', '{"scrape":"true","port":"9100"}', 'http://127.0.0.1:9100/metrics'],
     ['an https scheme', '{"scrape":"true","port":"443","path":"/m","scheme":"https"}', 'https://127.0.0.1:443/m'],
@@ -15,9 +15,13 @@ describe('parseAppMetricsTarget', () => {
     ['any scrape but "false", as Istio\'s agent', '{"scrape":"yes","port":"9100"}', 'http://127.0.0.1:9100/metrics'],
     ['unset', undefined, undefined],
     ['blank', '', undefined],
+    ['several targets (prometheus.istio.io/scrape-targets), in order, path defaulting to /metrics', '{"scrape":"true","targets":[{"port":"9100","path":"/a"},{"port":"9200"},{"port":"9300","path":""}]}',
+      ['http://127.0.0.1:9100/a', 'http://127.0.0.1:9200/metrics', 'http://127.0.0.1:9300/metrics']],
+    ['targets over the legacy port and path', '{"scrape":"true","port":"8080","path":"/old","targets":[{"port":"9100","path":"/new"}]}', 'http://127.0.0.1:9100/new'],
   ];
   for (const [name, value, url] of accepted) {
-    it(`accepts ${name}`, () => assert.equal(parseAppMetricsTarget(value)?.url, url));
+    const urls = url === undefined ? [] : [url].flat();
+    it(`accepts ${name}`, () => assert.deepEqual(parseAppMetricsTargets(value).map((target) => target.url), urls));
   }
 
   const rejected: [string, string, RegExp][] = [
@@ -32,10 +36,14 @@ describe('parseAppMetricsTarget', () => {
     ['a path without /', '{"port":"1","path":"metrics"}', /path "metrics"/],
     ['a path with a space', '{"port":"1","path":"/a b"}', /path/],
     ['scheme ftp', '{"port":"1","scheme":"ftp"}', /scheme "ftp"/],
+    ['targets that are not a list', '{"targets":{"port":"1"}}', /targets must be a non-empty list/],
+    ['a target without a port', '{"targets":[{"path":"/m"}]}', /has no port/],
+    ['a target on the status port', '{"targets":[{"port":"9100"},{"port":"15020"}]}', /port 15020 is the agent's status port/],
+    ['a target on a reserved port', '{"targets":[{"port":"15090"}]}', /port 15090 is reserved/],
   ];
   for (const [name, value, says] of rejected) {
     it(`rejects ${name}, naming the variable`, () => {
-      assert.throws(() => parseAppMetricsTarget(value), (error: unknown) => {
+      assert.throws(() => parseAppMetricsTargets(value), (error: unknown) => {
         assert.ok(error instanceof AgentError && error.exitCode === 2);
         assert.match(error.message, /^env ISTIO_PROMETHEUS_ANNOTATIONS: /);
         assert.match(error.message, says);
@@ -52,6 +60,7 @@ describe('scrapeApp', () => {
     ['passes the app\'s text through', { ok: true, status: 200, text: 'app_x 1\n', truncated: false }, /^app_x 1\n$/, false],
     ['turns a down app into a comment', { ok: false, error: 'connect ECONNREFUSED\n127.0.0.1:1' }, /^# app metrics unavailable: connect ECONNREFUSED 127\.0\.0\.1:1\n$/, true],
     ['turns an HTTP error into a comment', { ok: true, status: 500, text: 'oops', truncated: false }, /^# app metrics unavailable: HTTP 500\n$/, true],
+    ['drops an OpenMetrics # EOF, as more parts follow', { ok: true, status: 200, text: 'app_x 1\n# EOF\n', truncated: false }, /^app_x 1\n$/, false],
     ['notes a truncated body', { ok: true, status: 200, text: 'app_x 1\n', truncated: true }, /^app_x 1\n# app metrics truncated at the size cap\n$/, true],
   ];
   for (const [name, body, text, failed] of cases) {

@@ -1,4 +1,3 @@
-import { Counter, type Registry } from '../metrics/index.ts';
 import { badEnv } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { fetchCapped, type CappedBody } from './prometheus.ts';
@@ -29,21 +28,38 @@ const reservedPorts: Record<number, string> = {
  * Parses the injector's copy of the app's prometheus.io/{scrape,port,path}
  * (and an optional scheme), all strings as Istio writes them; the injector
  * writes "" for an annotation the pod lacks. As Istio's agent: scrape unless
- * scrape is "false", port "" is 80, path "" is /metrics. Undefined when unset
- * or off. Throws BAD_ENV naming the variable, also for the status port or a
- * port Istio reserves (a scrape of those would recurse or read the proxy).
+ * scrape is "false", port "" is 80, path "" is /metrics; `targets` (Istio's
+ * prometheus.istio.io/scrape-targets: [{port, path}, …]) replaces port and
+ * path with several endpoints, each scraped. Empty when unset or off. Throws
+ * BAD_ENV naming the variable, also for the status port or a port Istio
+ * reserves (a scrape of those would recurse or read the proxy).
  */
-export function parseAppMetricsTarget(value: string | undefined, statusPort = 15020): AppMetricsTarget | undefined {
-  if (value === undefined || value.trim() === '') return undefined;
+export function parseAppMetricsTargets(value: string | undefined, statusPort = 15020): AppMetricsTarget[] {
+  if (value === undefined || value.trim() === '') return [];
   const fields = parseObject(value);
-  const { scrape = '', port = '', path = '', scheme = 'http' } = fields;
+  const { scrape = '', port = '', path = '', scheme = 'http', targets } = fields;
   if (typeof scrape !== 'string') throw badEnv(annotationsEnv, `scrape ${JSON.stringify(scrape)} is not a string`);
-  if (scrape === 'false') return undefined;
-  const number = appPort(port, statusPort);
+  if (scrape === 'false') return [];
+  if (scheme !== 'http' && scheme !== 'https') throw badEnv(annotationsEnv, `scheme ${JSON.stringify(scheme)} is not http or https`);
+  const endpoints = targets === undefined || targets === null ? [{ port, path }] : targetList(targets);
+  return endpoints.map((endpoint) => ({ url: `${scheme}://127.0.0.1:${appPort(endpoint.port, statusPort)}${appPath(endpoint.path)}` }));
+}
+
+function targetList(targets: unknown): { port: unknown; path: unknown }[] {
+  if (!Array.isArray(targets) || targets.length === 0) throw badEnv(annotationsEnv, 'targets must be a non-empty list of {port, path}');
+  return targets.map((target: unknown) => {
+    if (typeof target !== 'object' || target === null || Array.isArray(target)) throw badEnv(annotationsEnv, `target ${JSON.stringify(target)} is not a {port, path} object`);
+    const { port, path = '' } = target as Record<string, unknown>;
+    // An empty port would silently be 80 here; Istio refuses it in a target.
+    if (port === '' || port === undefined) throw badEnv(annotationsEnv, `target ${JSON.stringify(target)} has no port`);
+    return { port, path };
+  });
+}
+
+function appPath(path: unknown): string {
   const absolute = path === '' ? '/metrics' : path;
   if (typeof absolute !== 'string' || !absolute.startsWith('/') || /[\s#]/.test(absolute)) throw badEnv(annotationsEnv, `path ${JSON.stringify(path)} must start with / and hold no spaces`);
-  if (scheme !== 'http' && scheme !== 'https') throw badEnv(annotationsEnv, `scheme ${JSON.stringify(scheme)} is not http or https`);
-  return { url: `${scheme}://127.0.0.1:${number}${absolute}` };
+  return absolute;
 }
 
 function parseObject(value: string): Record<string, unknown> {
@@ -71,13 +87,14 @@ function appPort(port: unknown, statusPort: number): number {
 /**
  * The app's metrics as a part of the merged scrape. Down, slow, failing or
  * oversized costs this part only: it becomes a comment line, and `failed`
- * lets the caller count it.
+ * lets the caller count it. An OpenMetrics `# EOF` is dropped: more may follow.
  */
 export async function scrapeApp(target: AppMetricsTarget, fetch: typeof fetchCapped, signal?: AbortSignal): Promise<{ text: string; failed?: string }> {
   const body: CappedBody = await fetch(target.url, { capBytes: appMetricsCapBytes, timeoutMs: appMetricsTimeoutMs, signal });
   if (!body.ok) return unavailable(body.error);
   if (body.status !== 200) return unavailable(`HTTP ${body.status}`);
-  return body.truncated ? { text: `${body.text}# app metrics truncated at the size cap\n`, failed: 'truncated' } : { text: body.text };
+  const text = body.text.replace(/(^|\n)# EOF\s*$/, '$1');
+  return body.truncated ? { text: `${text}# app metrics truncated at the size cap\n`, failed: 'truncated' } : { text };
 }
 
 function unavailable(reason: string) {
@@ -85,15 +102,21 @@ function unavailable(reason: string) {
   return { text: `# app metrics unavailable: ${line}\n`, failed: line };
 }
 
-/** The app's part as the status handler wants it: failures are counted and logged, never thrown. */
-export function appMetricsPart(target: AppMetricsTarget, registry: Registry, logger: Logger): (signal?: AbortSignal) => Promise<string> {
-  const failures = new Counter({ name: 'pilot_agent_app_metrics_scrape_failures_total', help: 'Scrapes of the app\'s metrics (ISTIO_PROMETHEUS_ANNOTATIONS) that failed, timed out or were truncated', registers: [registry] });
+/**
+ * The app's part as the status handler wants it: every target at once, in
+ * their order; each failure is counted (Istio's scrape_failures_total
+ * {type="application"}) and logged, never thrown.
+ */
+export function appMetricsPart(targets: readonly AppMetricsTarget[], onFailure: () => void, logger: Logger): (signal?: AbortSignal) => Promise<string> {
   return async (signal) => {
-    const part = await scrapeApp(target, fetchCapped, signal);
-    if (part.failed) {
-      failures.inc();
-      logger.warn({ url: target.url, reason: part.failed }, 'app metrics scrape failed');
-    }
-    return part.text;
+    const parts = await Promise.all(targets.map(async (target) => {
+      const part = await scrapeApp(target, fetchCapped, signal);
+      if (part.failed) {
+        onFailure();
+        logger.warn({ url: target.url, reason: part.failed }, 'app metrics scrape failed');
+      }
+      return part.text.endsWith('\n') || part.text === '' ? part.text : `${part.text}\n`;
+    }));
+    return parts.join('');
   };
 }

@@ -5,7 +5,7 @@ import { handleStatus, type StatusDeps } from './handler.ts';
 
 const baseDeps: StatusDeps = {
   readiness: { check: async () => ({ ready: true }) },
-  agentMetrics: async () => '# TYPE pilot_agent_up gauge\npilot_agent_up 1\n',
+  agentMetrics: async () => '# TYPE istio_agent_up gauge\nistio_agent_up 1\n',
   envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
   epochs: () => ({}),
   quit: () => undefined,

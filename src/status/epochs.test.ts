@@ -52,9 +52,9 @@ describe('EpochTracker', () => {
     assert.equal(recentExits[0]!.pid, 1001);
 
     const text = await registry.metrics();
-    assert.match(text, /^pilot_agent_epochs_started_total 2$/m);
-    assert.match(text, /^pilot_agent_epoch_exits_total\{kind="failed"\} 1$/m);
-    assert.match(text, /^pilot_agent_retry_budget 10$/m);
+    assert.match(text, /^istio_agent_epochs_started_total 2$/m);
+    assert.match(text, /^istio_agent_epoch_exits_total\{kind="failed"\} 1$/m);
+    assert.match(text, /^istio_agent_retry_budget 10$/m);
     assert.equal(live, 0);
   });
 
@@ -93,8 +93,8 @@ describe('countAgentEvents', () => {
       observe(event, state);
     }
     const text = await registry.metrics();
-    assert.match(text, /^pilot_agent_cert_reloads_total 1$/m);
-    assert.match(text, /^pilot_agent_retries_total 1$/m);
+    assert.match(text, /^istio_agent_cert_reloads_total 1$/m);
+    assert.match(text, /^istio_agent_retries_total 1$/m);
   });
 
   it('says why no epoch is LIVE: none running, one starting, and how the last one ended', async () => {

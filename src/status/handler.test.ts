@@ -13,7 +13,7 @@ function fakeDeps(overrides: Partial<StatusDeps> = {}): StatusDeps & { calls: Ca
   return {
     calls,
     readiness: { check: async () => ({ ready: false, reason: 'config not received from the discovery server' }) },
-    agentMetrics: async () => '# HELP pilot_agent_up up\n# TYPE pilot_agent_up gauge\npilot_agent_up 1\n',
+    agentMetrics: async () => '# HELP istio_agent_up up\n# TYPE istio_agent_up gauge\nistio_agent_up 1\n',
     envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
     epochs: () => ({ live: [{ epoch: 0, pid: 42 }] }),
     quit: () => void calls.quit++,
@@ -38,8 +38,22 @@ describe('status handlers', () => {
     const response = await handleStatus(fakeDeps(), request('GET', '/stats/prometheus'));
     assert.equal(response.status, 200);
     assert.match(response.contentType, /^text\/plain; version=0\.0\.4/);
-    assert.ok(response.body.indexOf('pilot_agent_up') < response.body.indexOf('envoy_server_live'));
-    assert.deepEqual([...parsePrometheus(response.body).keys()], ['pilot_agent_up', 'envoy_server_live']);
+    assert.ok(response.body.indexOf('istio_agent_up') < response.body.indexOf('envoy_server_live'));
+    assert.deepEqual([...parsePrometheus(response.body).keys()], ['istio_agent_up', 'envoy_server_live']);
+  });
+
+  it('serves the same merged metrics on /metrics, counting each scrape and each failed part', async () => {
+    const counted: string[] = [];
+    const deps = fakeDeps({ scrapes: { scraped: () => counted.push('scrape'), failed: (type) => counted.push(type) }, envoyMetrics: async () => ({ ok: false, error: 'down' }) });
+    const response = await handleStatus(deps, request('GET', '/metrics', '10.0.0.1'));
+    assert.equal(response.status, 200);
+    assert.deepEqual([...parsePrometheus(response.body).keys()], ['istio_agent_up']);
+    assert.deepEqual(counted, ['scrape', 'envoy']);
+  });
+
+  it('leaves Envoy\'s stats out when told to (PILOT_AGENT_MERGE_ENVOY_STATS=false: no envoyMetrics)', async () => {
+    const response = await handleStatus(fakeDeps({ envoyMetrics: undefined }), request('GET', '/stats/prometheus'));
+    assert.equal(response.body, '# HELP istio_agent_up up\n# TYPE istio_agent_up gauge\nistio_agent_up 1\n');
   });
 
   it('still serves the agent part when Envoy admin is down', async () => {
@@ -47,7 +61,7 @@ describe('status handlers', () => {
     const response = await handleStatus(deps, request('GET', '/stats/prometheus'));
     assert.equal(response.status, 200);
     assert.match(response.body, /^# Envoy metrics unavailable: TypeError: fetch failed ECONNREFUSED$/m);
-    assert.deepEqual([...parsePrometheus(response.body).keys()], ['pilot_agent_up']);
+    assert.deepEqual([...parsePrometheus(response.body).keys()], ['istio_agent_up']);
   });
 
   it('quits only after answering, and only for local POSTs', async () => {

@@ -1,6 +1,6 @@
 import { contentType as prometheusContentType } from '../metrics/exposition.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
-import { appHealthPrefix } from './app-probes/app-health.ts';
+import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
 import { debugSds } from './debug-sds.ts';
@@ -28,7 +28,10 @@ export interface StatusResponse {
 export interface StatusDeps {
   readiness: { check(signal?: AbortSignal): Promise<Readiness> };
   agentMetrics: () => Promise<string>;
-  envoyMetrics: (signal?: AbortSignal) => Promise<CappedBody>;
+  /** Envoy's stats; undefined with PILOT_AGENT_MERGE_ENVOY_STATS=false (Prometheus scrapes Envoy's own port). */
+  envoyMetrics?: (signal?: AbortSignal) => Promise<CappedBody>;
+  /** Istio's scrape counters (istio_agent_scrapes_total, istio_agent_scrape_failures_total{type}). */
+  scrapes?: { scraped(): void; failed(type: 'envoy' | 'application' | 'agent'): void };
   epochs: () => unknown;
   /** The xDS relay, when it runs; `servingKeptSince` (ms) while it serves last-known-good config. */
   xds?: { debug(): unknown; servingKeptSince?(): number | undefined };
@@ -38,9 +41,9 @@ export interface StatusDeps {
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
   drain: () => Promise<boolean>;
-  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health path. */
+  /** ISTIO_KUBE_APP_PROBERS: the verdict of the probe configured for an /app-health or /app-lifecycle path. */
   appHealth?: (path: string, signal?: AbortSignal) => Promise<{ status: number; reason: string }>;
-  /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of /stats/prometheus. */
+  /** ISTIO_PROMETHEUS_ANNOTATIONS: the app's part of the merged metrics (its failures counted by it). */
   appMetrics?: (signal?: AbortSignal) => Promise<string>;
 }
 
@@ -55,6 +58,8 @@ interface Route {
 const routes: Record<string, Route> = {
   '/healthz/ready': { method: 'GET', handle: ready },
   '/stats/prometheus': { method: 'GET', handle: metrics },
+  // Prometheus's default path: the same merged metrics, as Istio's status port serves both.
+  '/metrics': { method: 'GET', handle: metrics },
   '/quitquitquit': { method: 'POST', localOnly: true, handle: quit },
   '/drain': { method: 'POST', localOnly: true, handle: drain },
   '/debug/epochs': { method: 'GET', localOnly: true, handle: (deps) => json(200, deps.epochs()) },
@@ -78,7 +83,7 @@ export function handleReadinessHop(deps: StatusDeps, request: StatusRequest): Pr
 async function dispatch(table: Record<string, Route>, deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   const path = canonicalPath(request.url);
   if (path === undefined) return text(404, 'not a canonical path: no dot segments, escapes, doubled slashes or backslashes\n');
-  const route = Object.hasOwn(table, path) ? table[path] : table === routes && path.startsWith(appHealthPrefix) && deps.appHealth ? appHealthRoute : undefined;
+  const route = Object.hasOwn(table, path) ? table[path] : table === routes && isAppProbePath(path) && deps.appHealth ? appHealthRoute : undefined;
   if (!route) return text(404, `unknown path ${path}\n`);
   if (request.method !== route.method && !(route.method === 'GET' && request.method === 'HEAD')) {
     return text(405, `${path} takes ${route.method}\n`);
@@ -90,6 +95,8 @@ async function dispatch(table: Record<string, Route>, deps: StatusDeps, request:
     return text(500, `${path} failed: ${(error as Error).message}\n`);
   }
 }
+
+const isAppProbePath = (path: string) => path.startsWith(appHealthPrefix) || path.startsWith(appLifecyclePrefix);
 
 const appHealthRoute: Route = { method: 'GET', handle: async (deps, request) => {
   const verdict = await deps.appHealth!(new URL(request.url, 'http://status').pathname, request.signal);
@@ -108,15 +115,27 @@ function lastKnownGood(deps: StatusDeps): string {
   return since === undefined ? '' : `serving last-known-good config since ${new Date(since).toISOString()}: the discovery server cannot be reached\n`;
 }
 
-/** The agent's part always; Envoy's when admin answers, with a comment saying why not otherwise; then the app's. */
+/**
+ * The agent's part, then Envoy's (a comment saying why when admin does not
+ * answer), then the app's: one failing part never costs the others.
+ */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
-  const [agent, envoy, app] = await Promise.all([deps.agentMetrics(), deps.envoyMetrics(request.signal), deps.appMetrics?.(request.signal) ?? '']);
+  deps.scrapes?.scraped();
+  const [agent, envoy, app] = await Promise.all([
+    deps.agentMetrics().catch((error: unknown) => (deps.scrapes?.failed('agent'), `# agent metrics unavailable: ${oneLine((error as Error).message)}\n`)),
+    deps.envoyMetrics ? envoyPart(deps, deps.envoyMetrics, request.signal) : '',
+    deps.appMetrics?.(request.signal) ?? '',
+  ]);
+  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy), app) };
+}
+
+async function envoyPart(deps: StatusDeps, fetchEnvoy: NonNullable<StatusDeps['envoyMetrics']>, signal?: AbortSignal): Promise<string> {
+  const envoy = await fetchEnvoy(signal);
   if (!envoy.ok || envoy.status !== 200) {
-    const reason = envoy.ok ? `HTTP ${envoy.status}` : envoy.error;
-    return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, `# Envoy metrics unavailable: ${oneLine(reason)}\n`), app) };
+    deps.scrapes?.failed('envoy');
+    return `# Envoy metrics unavailable: ${oneLine(envoy.ok ? `HTTP ${envoy.status}` : envoy.error)}\n`;
   }
-  const note = envoy.truncated ? '# Envoy metrics truncated at the size cap\n' : '';
-  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy.text) + note, app) };
+  return envoy.truncated ? `${envoy.text}# Envoy metrics truncated at the size cap\n` : envoy.text;
 }
 
 function quit(deps: StatusDeps): StatusResponse {

@@ -16,14 +16,14 @@ export interface AgentMetrics {
  */
 export function registerAgentMetrics(registry: Registry, state: () => State): AgentMetrics {
   const registers = [registry];
-  registerRuntimeMetrics(registry, 'pilot_agent_');
-  new Gauge({ name: 'pilot_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
-  new Gauge({ name: 'pilot_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
+  registerRuntimeMetrics(registry, 'istio_agent_');
+  new Gauge({ name: 'istio_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
+  new Gauge({ name: 'istio_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
   return {
-    epochsStarted: new Counter({ name: 'pilot_agent_epochs_started_total', help: 'Envoy epochs started (the first start, hot restarts and retries)', registers }),
-    epochExits: new Counter({ name: 'pilot_agent_epoch_exits_total', help: 'Envoy epochs that ended, by how they ended', labelNames: ['kind'], registers }),
-    retries: new Counter({ name: 'pilot_agent_retries_total', help: 'Retries of the desired config after an Envoy failure', registers }),
-    certReloads: new Counter({ name: 'pilot_agent_cert_reloads_total', help: 'Changes of the watched certificate files after the first', registers }),
+    epochsStarted: new Counter({ name: 'istio_agent_epochs_started_total', help: 'Envoy epochs started (the first start, hot restarts and retries)', registers }),
+    epochExits: new Counter({ name: 'istio_agent_epoch_exits_total', help: 'Envoy epochs that ended, by how they ended', labelNames: ['kind'], registers }),
+    retries: new Counter({ name: 'istio_agent_retries_total', help: 'Retries of the desired config after an Envoy failure', registers }),
+    certReloads: new Counter({ name: 'istio_agent_cert_reloads_total', help: 'Changes of the watched certificate files after the first', registers }),
   };
 }
 
@@ -36,5 +36,15 @@ export function countAgentEvents(metrics: AgentMetrics): (event: Event, state: S
       if (desired !== undefined) metrics.certReloads.inc();
       desired = state.desired;
     }
+  };
+}
+
+/** Istio's counters of the merged-metrics endpoint, and its startup gauge, under Istio's names. */
+export function registerScrapeMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    total: new Counter({ name: 'istio_agent_scrapes_total', help: 'Scrapes of the merged metrics (/stats/prometheus, /metrics)', registers }),
+    failures: new Counter({ name: 'istio_agent_scrape_failures_total', help: 'Parts of a merged scrape that failed, by type: envoy, application (one per app target), agent', labelNames: ['type'], registers }),
+    startup: new Gauge({ name: 'istio_agent_startup_duration_seconds', help: 'Seconds from the agent\'s start until readiness first passed', registers }),
   };
 }

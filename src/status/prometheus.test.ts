@@ -5,13 +5,13 @@ import { freePort } from '../../test/support/ports.ts';
 import { parsePrometheus } from '../../test/support/prometheus.ts';
 import { fetchCapped, mergePrometheus } from './prometheus.ts';
 
-const agent = '# HELP pilot_agent_x An agent counter\n# TYPE pilot_agent_x counter\npilot_agent_x 3\n';
+const agent = '# HELP istio_agent_x An agent counter\n# TYPE istio_agent_x counter\nistio_agent_x 3\n';
 const envoy = [
   '# TYPE envoy_cluster_upstream_cx_total counter',
   'envoy_cluster_upstream_cx_total{envoy_cluster_name="a"} 1',
   'envoy_cluster_upstream_cx_total{envoy_cluster_name="b"} 2',
-  '# TYPE pilot_agent_x counter',
-  '# HELP pilot_agent_x repeated by Envoy',
+  '# TYPE istio_agent_x counter',
+  '# HELP istio_agent_x repeated by Envoy',
   '# TYPE envoy_server_live gauge',
   'envoy_server_live 1',
   '# TYPE envoy_cluster_upstream_cx_total counter',
@@ -22,8 +22,8 @@ describe('mergePrometheus', () => {
   it('puts the agent first and drops repeated HELP and TYPE lines', () => {
     const merged = mergePrometheus(agent, envoy);
     assert.ok(merged.startsWith(agent));
-    assert.equal(merged.match(/^# TYPE pilot_agent_x /gm)?.length, 1);
-    assert.equal(merged.match(/^# HELP pilot_agent_x /gm)?.length, 1);
+    assert.equal(merged.match(/^# TYPE istio_agent_x /gm)?.length, 1);
+    assert.equal(merged.match(/^# HELP istio_agent_x /gm)?.length, 1);
     assert.equal(merged.match(/^# TYPE envoy_cluster_upstream_cx_total /gm)?.length, 1);
     const families = parsePrometheus(merged);
     assert.equal(families.get('envoy_cluster_upstream_cx_total')?.metrics.length, 2);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { Gauge, Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import { handleStatus } from './handler.ts';
@@ -27,10 +28,12 @@ function endlessAdmin() {
 
 /** The status deps as run-proxy wires them, with Envoy's admin on `adminPort` and nothing else behind them. */
 function wiredDeps(adminPort: number) {
+  const registry = new Registry();
+  new Gauge({ name: 'istio_agent_up', help: 'up', registers: [registry] }).set(1);
   const options = {
     port: 0, readinessSocketPath: '', adminPort, inboundOnly: true,
     agent: { state: {}, dispatch: () => undefined, hurry: () => undefined },
-    epochs: {}, registry: { metrics: async () => '# TYPE pilot_agent_up gauge\npilot_agent_up 1\n' },
+    epochs: {}, registry,
     clock: new FakeClock(), logger: silentLogger,
   } as unknown as StartStatusOptions;
   return statusDeps(options);
@@ -46,7 +49,7 @@ describe('/stats/prometheus as wired: Envoy\'s part is capped at 32 MiB', () => 
     const response = await handleStatus(wiredDeps(port), { method: 'GET', url: '/stats/prometheus', remoteAddress: '10.0.0.1' });
     assert.equal(response.status, 200);
     const body = String(response.body);
-    assert.ok(body.startsWith('# TYPE pilot_agent_up gauge\npilot_agent_up 1\n'), 'the agent\'s part first, whole');
+    assert.ok(body.startsWith('# HELP istio_agent_up up\n# TYPE istio_agent_up gauge\nistio_agent_up 1\n'), 'the agent\'s part first, whole');
     const envoyPart = body.slice(body.indexOf('envoy_cluster_upstream_rq'), body.lastIndexOf('# Envoy metrics truncated'));
     assert.ok(envoyPart.length <= envoyMetricsCapBytes && envoyPart.length > envoyMetricsCapBytes - 1000, `Envoy's part is ${envoyPart.length} bytes`);
     assert.equal(envoyMetricsCapBytes, 32 * 1024 * 1024, 'the cap the README states');

@@ -1,16 +1,18 @@
 import type { Registry } from '../metrics/index.ts';
 import type { Event, State } from '../agent/reconcile.ts';
 import { adminClient } from '../envoy/admin.ts';
-import { drainEnvoy } from '../envoy/drain.ts';
+import { drainListeners } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
 import { appHealth } from './app-probes/app-health.ts';
 import type { AppProbe } from './app-probes/config.ts';
+import type { ProbeNetwork } from './app-probes/probe-target.ts';
 import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
-import { ReadinessProbe } from './readiness.ts';
+import { registerScrapeMetrics } from './metrics.ts';
+import { ReadinessProbe, type Readiness } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
 
 /** The agent as the status server sees it. */
@@ -18,6 +20,7 @@ export interface StatusAgent {
   readonly state: State;
   dispatch(event: Event): void;
   hurry(): void;
+  drainedEarly(): void;
 }
 
 export interface StartStatusOptions {
@@ -34,8 +37,8 @@ export interface StartStatusOptions {
   sds?: StatusDeps['sds'];
   /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
   certificateProblem?: () => string | undefined;
-  /** From ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS. */
-  app?: { probes: ReadonlyMap<string, AppProbe>; metrics?: AppMetricsTarget };
+  /** From ISTIO_KUBE_APP_PROBERS (and how probes reach the app), ISTIO_PROMETHEUS_ANNOTATIONS, PILOT_AGENT_MERGE_ENVOY_STATS. */
+  app?: { probes: ReadonlyMap<string, AppProbe>; probeNetwork: ProbeNetwork; metrics?: readonly AppMetricsTarget[]; mergeEnvoyStats?: boolean };
   clock: Clock;
   logger: Logger;
 }
@@ -53,24 +56,50 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
   const admin = adminClient(options.adminPort);
   let drained = false;
+  const scrapes = registerScrapeMetrics(registry);
+  const readiness = new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
+  const appTargets = options.app?.metrics ?? [];
   return {
-    readiness: new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem }),
+    readiness: recordStartup(readiness, scrapes.startup, logger),
     agentMetrics: () => registry.metrics(),
-    envoyMetrics: (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
+    envoyMetrics: options.app?.mergeEnvoyStats === false ? undefined
+      : (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
+    scrapes: { scraped: () => scrapes.total.inc(), failed: (type) => scrapes.failures.inc({ type: type }) },
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
-    appHealth: options.app?.probes.size ? appHealth(options.app.probes, logger) : undefined,
-    appMetrics: options.app?.metrics ? appMetricsPart(options.app.metrics, registry, logger) : undefined,
+    appHealth: options.app?.probes.size ? appHealth(options.app.probes, options.app.probeNetwork, logger) : undefined,
+    appMetrics: appTargets.length > 0 ? appMetricsPart(appTargets, () => scrapes.failures.inc({ type: 'application' }), logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
       agent.hurry();
       agent.dispatch({ type: 'shutdown' });
     },
+    // Native sidecars' preStop: drain now and for good (skip_exit), so the SIGTERM that follows stops at once.
     drain: async () => {
-      logger.info('drain requested');
+      logger.info('drain requested: draining listeners; the next SIGTERM stops without draining again');
       drained = true;
-      return drainEnvoy({ admin, clock: options.clock, logger, signal: new AbortController().signal, durationMs: 0, inboundOnly: options.inboundOnly });
+      agent.drainedEarly();
+      return drainListeners({ admin, logger, signal: new AbortController().signal, inboundOnly: options.inboundOnly, skipExit: true });
+    },
+  };
+}
+
+/**
+ * Istio's istio_agent_startup_duration_seconds: the process's age when
+ * readiness first passed (as Istio's, as often as the kubelet asks).
+ */
+function recordStartup(probe: ReadinessProbe, gauge: { set(value: number): void }, logger: Logger) {
+  let recorded = false;
+  return {
+    check: async (signal?: AbortSignal): Promise<Readiness> => {
+      const readiness = await probe.check(signal);
+      if (readiness.ready && !recorded) {
+        recorded = true;
+        gauge.set(process.uptime());
+        logger.info({ seconds: Math.round(process.uptime() * 1000) / 1000 }, 'ready for the first time');
+      }
+      return readiness;
     },
   };
 }

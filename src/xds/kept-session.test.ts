@@ -46,7 +46,7 @@ describe('KeptSession: redials with jittered backoff and hands over', () => {
   it('dials at the policy\'s delays up to the cap, until the server answers; then hands that same call over, unclosed', async () => {
     const { clock, dials, events, handedOver, session, registry } = rig(8000);
     session.start('refused');
-    assert.match(await registry.getSingleMetricAsString('pilot_agent_xds_last_known_good_streams'), / 1$/m);
+    assert.match(await registry.getSingleMetricAsString('istio_agent_xds_last_known_good_streams'), / 1$/m);
     await advance(clock, 12_000);
     // 1000, +1600, +2500, +2500, +2500 (the random source at its middle: no jitter)
     assert.deepEqual(dials, [1000, 2600, 5100, 7600, 10_100]);
@@ -88,6 +88,6 @@ describe('KeptSession: redials with jittered backoff and hands over', () => {
     await advance(clock, 10_000);
     assert.deepEqual(dials, [1000]);
     assert.equal(events.includes('handover'), false);
-    assert.match(await registry.getSingleMetricAsString('pilot_agent_xds_last_known_good_streams'), / 0$/m);
+    assert.match(await registry.getSingleMetricAsString('istio_agent_xds_last_known_good_streams'), / 0$/m);
   });
 });

@@ -15,6 +15,15 @@ export type TerminationReason =
   | 'relay_stopped'
   | 'handed_over';
 
+/** How Istio's istiod_/envoy_connection_terminations count a stream's end; the agent's own ends are neither. */
+const istioTermination: Partial<Record<TerminationReason, { side: 'istiod' | 'envoy'; type: 'cancelled' | 'error' }>> = {
+  upstream_closed: { side: 'istiod', type: 'cancelled' },
+  upstream_error: { side: 'istiod', type: 'error' },
+  bad_upstream_frame: { side: 'istiod', type: 'error' },
+  envoy_closed: { side: 'envoy', type: 'cancelled' },
+  bad_envoy_frame: { side: 'envoy', type: 'error' },
+};
+
 /** What the agent knows of one resource type, for the status server's JSON. */
 export interface TypeDebug {
   /** Last response relayed to Envoy. */
@@ -66,18 +75,22 @@ export class XdsStats {
     this.#clock = clock;
     const registers = [registry];
     this.#metrics = {
-      requests: new Counter({ name: 'pilot_agent_xds_proxy_requests_total', help: 'xDS requests relayed from Envoy to the discovery server', labelNames: ['type'], registers }),
-      responses: new Counter({ name: 'pilot_agent_xds_proxy_responses_total', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
-      bytes: new Counter({ name: 'pilot_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
-      nacks: new Counter({ name: 'pilot_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
-      dials: new Counter({ name: 'pilot_agent_xds_proxy_upstream_dials_total', help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)', labelNames: ['credential', 'result'], registers }),
-      upstreamFailures: new Counter({ name: 'pilot_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
-      terminations: new Counter({ name: 'pilot_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
-      streams: new Gauge({ name: 'pilot_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
-      upstreams: new Gauge({ name: 'pilot_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
-      keptStreams: new Gauge({ name: 'pilot_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
+      requests: new Counter({ name: 'istio_agent_xds_proxy_requests', help: 'xDS requests relayed from Envoy to the discovery server', labelNames: ['type'], registers }),
+      responses: new Counter({ name: 'istio_agent_xds_proxy_responses', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
+      bytes: new Counter({ name: 'istio_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
+      nacks: new Counter({ name: 'istio_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
+      dials: new Counter({ name: 'istio_agent_xds_proxy_upstream_dials_total', help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)', labelNames: ['credential', 'result'], registers }),
+      upstreamFailures: new Counter({ name: 'istio_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
+      terminations: new Counter({ name: 'istio_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
+      // Istio's own names for the same events, which its dashboards and alerts query.
+      istiodFailures: new Counter({ name: 'istio_agent_istiod_connection_failures', help: 'Connections to the discovery server that failed', registers }),
+      istiodTerminations: new Counter({ name: 'istio_agent_istiod_connection_terminations', help: 'Upstream xDS streams ended by the discovery server: cancelled (closed), error', labelNames: ['type'], registers }),
+      envoyTerminations: new Counter({ name: 'istio_agent_envoy_connection_terminations', help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)', labelNames: ['type'], registers }),
+      streams: new Gauge({ name: 'istio_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
+      upstreams: new Gauge({ name: 'istio_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
+      keptStreams: new Gauge({ name: 'istio_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
       keptSince: new Gauge({
-        name: 'pilot_agent_xds_last_known_good_since_seconds',
+        name: 'istio_agent_xds_last_known_good_since_seconds',
         help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
         registers,
         collect() {
@@ -85,8 +98,8 @@ export class XdsStats {
           this.set(since === undefined ? 0 : since / 1000);
         },
       }),
-      keptResponses: new Counter({ name: 'pilot_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
-      keptNacks: new Counter({ name: 'pilot_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
+      keptResponses: new Counter({ name: 'istio_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
+      keptNacks: new Counter({ name: 'istio_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
     };
   }
 
@@ -138,6 +151,7 @@ export class XdsStats {
   /** A dial of the discovery server: which credential it carried and how it went. */
   upstreamDial(credential: UpstreamCredential, result: 'connected' | 'certificate_refused' | 'failed'): void {
     this.#metrics.dials.inc({ credential, result });
+    if (result !== 'connected') this.#metrics.istiodFailures.inc();
   }
 
   upstreamFailure(code: string): void {
@@ -179,6 +193,8 @@ export class XdsStats {
   streamEnded(reason: TerminationReason): void {
     this.#terminations[reason] = (this.#terminations[reason] ?? 0) + 1;
     this.#metrics.terminations.inc({ reason });
+    const istio = istioTermination[reason];
+    if (istio) this.#metrics[istio.side === 'istiod' ? 'istiodTerminations' : 'envoyTerminations'].inc({ type: istio.type });
     this.#metrics.streams.dec();
   }
 

@@ -82,6 +82,12 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
       assert.match(notReady.body, /CA request failed \(UNAVAILABLE: CA not up yet\)/);
       await rig.ca.setMode({});
       await waitFor('readiness 200', async () => (await readiness(rig)).status === 200, 30_000);
+      // Istio's names for the CSRs, which its dashboards query: every call, and the refused ones.
+      const metrics = await (await fetch(`http://127.0.0.1:${rig.statusPort}/stats/prometheus`)).text();
+      const count = (name: string) => Number(new RegExp(`^${name}\\{request_type="csr"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
+      const failed = count('istio_agent_num_failed_outgoing_requests');
+      assert.ok(failed >= 1, `failed CSRs counted: ${failed}`);
+      assert.ok(count('istio_agent_num_outgoing_requests') > failed, 'the CSR that succeeded counted too');
     } finally {
       await rig.close();
       await assertGone(rig.agent.envoyPids());

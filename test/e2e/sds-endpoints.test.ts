@@ -54,8 +54,8 @@ describe('the SDS server: debug, metrics and bad input', () => {
       assert.ok(Date.parse(held[0]!.expiresAt) > Date.now());
       assert.doesNotMatch(body, /PRIVATE KEY|BEGIN/, 'no PEM in debug output');
       const metrics = await get(rig.statusPort, '/stats/prometheus');
-      assert.match(metrics, /^pilot_agent_sds_pushes_total\{resource="default"\} [1-9]/m);
-      const expiry = Number(/^pilot_agent_sds_cert_expiry_seconds\{resource="default"\} (\d+)/m.exec(metrics)?.[1]);
+      assert.match(metrics, /^istio_agent_sds_pushes_total\{resource="default"\} [1-9]/m);
+      const expiry = Number(/^istio_agent_cert_expiry_seconds\{resource_name="default"\} (\d+)/m.exec(metrics)?.[1]);
       assert.ok(expiry > 3600 && expiry <= 2 * 86400, `seconds to expiry: ${expiry}`);
       assert.doesNotMatch(await get(rig.statusPort, '/stats/prometheus'), /PRIVATE KEY/);
     } finally {
@@ -99,8 +99,8 @@ describe('the SDS server: debug, metrics and bad input', () => {
     const system = client(['file-root:system']);
     assert.equal((await system.waitFor((response) => response.secrets.length > 0)).secrets[0]!.kind, 'validation-context');
     const metrics = await get(rig.statusPort, '/stats/prometheus');
-    assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="unknown_resource"\} [1-9]/m);
-    assert.match(metrics, /^pilot_agent_sds_errors_total\{reason="bad_files"\} [1-9]/m);
+    assert.match(metrics, /^istio_agent_sds_errors_total\{reason="unknown_resource"\} [1-9]/m);
+    assert.match(metrics, /^istio_agent_sds_errors_total\{reason="bad_files"\} [1-9]/m);
     assert.equal(await servedSerial(rig.listenerPort), serial, 'Envoy is unaffected');
   });
 

@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { request as httpRequest } from 'node:http';
 import { connect, type TLSSocket } from 'node:tls';
-import { assertGone, isAlive } from '../support/agent.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { assertGone, isAlive, startAgent } from '../support/agent.ts';
+import { deferStop } from '../support/cleanup.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
+import { startPeer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
+import { startUpstream } from '../support/upstream.ts';
+import { waitForStatus } from './status-support.ts';
 import { epochLive, parentPid, startTlsRig, type TlsRig } from './reconcile-support.ts';
 
 /** A keep-alive HTTPS connection that made one request and now sits idle. */
@@ -12,6 +22,19 @@ function idleConnection(port: number): Promise<TLSSocket> {
     });
     socket.once('data', () => resolve(socket));
     socket.once('error', reject);
+  });
+}
+
+/** One GET on a new connection (fetch would reuse a pooled one): the status, or the error. */
+function freshGet(port: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const outgoing = httpRequest({ host: '127.0.0.1', port, path: '/', agent: false, timeout: 5000 }, (response) => {
+      response.resume();
+      response.once('end', () => resolve(response.statusCode ?? 0));
+    });
+    outgoing.once('timeout', () => outgoing.destroy(new Error('timeout')));
+    outgoing.once('error', (error) => resolve(error.message));
+    outgoing.end();
   });
 }
 
@@ -84,4 +107,39 @@ describe('signals', () => {
     await rig.agent.log.waitFor((entry) => entry.msg === 'no active downstream connections; stopping', 10_000, 'the drain to end');
     assert.equal((await stopping).exitCode, 0);
   }));
+
+  it('native sidecar: preStop\'s `request --debug-port=<status> POST drain` drains for good (skip_exit), and the SIGTERM that follows stops at once', async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
+    const listenerPort = await freePort();
+    // An inbound listener: a sidecar drains inbound listeners only.
+    const inbound = { ...(httpListener('inbound_0', listenerPort, 'local_route') as object), traffic_direction: 'INBOUND' };
+    const peer = await startPeer([inbound, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', upstream.port)]);
+    cleanup.defer(() => peer.stop());
+    const statusPort = await freePort();
+    // Envoy's own drain time (--drain-time-s) is 1 s; the agent's termination drain 120 s.
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--statusPort', String(statusPort), '--drainDuration', '1s', '--terminationDrainDuration', '120s'] });
+    deferStop(cleanup, agent);
+    await epochLive(agent, 0);
+    await waitForStatus(listenerPort, '/', (answer) => answer.status === 200 && answer.body === 'hello');
+
+    const request = await execa(nodeBin, [agentBin, 'request', `--debug-port=${statusPort}`, 'POST', 'drain'], { reject: false, timeout: 15_000 });
+    assert.equal(request.exitCode, 0, request.stderr);
+    assert.equal(request.stdout, 'OK');
+    const info = (await (await fetch(`http://127.0.0.1:${agent.adminPort}/server_info`)).json()) as { state: string };
+    assert.equal(info.state, 'DRAINING', 'Envoy itself reports DRAINING');
+    // Past Envoy's drain time the inbound listener still serves: skip_exit keeps it (the app may still be called until it stops).
+    await sleep(3000);
+    const late = await freshGet(listenerPort);
+    assert.equal(late, 200, `a new connection to the inbound listener after Envoy's drain time: ${late}`);
+
+    const signalled = Date.now();
+    const result = await agent.stop('SIGTERM');
+    const tookMs = Date.now() - signalled;
+    assert.equal(result.exitCode, 0, agent.stderr());
+    assert.ok(tookMs < 15_000, `SIGTERM after /drain stopped in ${tookMs} ms, not after the 120 s termination drain`);
+    assert.ok(agent.log.find((entry) => entry.msg === 'already drained by /drain; stopping without a second drain'));
+    assert.equal(agent.log.find((entry) => entry.msg === 'draining listeners'), undefined, 'no second drain');
+  });
 });

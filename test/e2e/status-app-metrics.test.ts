@@ -15,12 +15,20 @@ const appText = [
   '# HELP app_requests_total Requests the app served',
   '# TYPE app_requests_total counter',
   'app_requests_total{code="200"} 7',
-  '# HELP pilot_agent_retry_budget The app reusing an agent family name',
-  '# TYPE pilot_agent_retry_budget gauge',
+  '# HELP istio_agent_retry_budget The app reusing an agent family name',
+  '# TYPE istio_agent_retry_budget gauge',
   '',
 ].join('\n');
 
 type Mode = 'ok' | 'slow' | 'error' | 'endless';
+
+type Families = ReturnType<typeof parsePrometheus>;
+
+/** Istio's istio_agent_scrape_failures_total{type} series, 0 until its first failure. */
+function scrapeFailures(families: Families, type: string): string {
+  const series = families.get('istio_agent_scrape_failures_total')?.metrics as { labels?: Record<string, string>; value: string }[] | undefined;
+  return series?.find((metric) => metric.labels?.type === type)?.value ?? '0';
+}
 
 /** Metric lines without end, written as fast as the reader takes them, until it hangs up. */
 function streamEndlessly(response: ServerResponse, app: { endlessBytes: number; endlessClosed: boolean }): void {
@@ -86,7 +94,7 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     const answer = await get(statusPort, '/stats/prometheus');
     assert.equal(answer.status, 200);
     const families = parsePrometheus(answer.body);
-    assert.equal(families.get('pilot_agent_epochs_started_total')?.metrics[0]?.value, '1', 'the agent\'s part');
+    assert.equal(families.get('istio_agent_epochs_started_total')?.metrics[0]?.value, '1', 'the agent\'s part');
     assert.ok(families.has('envoy_server_live'), 'Envoy\'s part');
     return { text: answer.body, families };
   }
@@ -95,7 +103,22 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     const { text, families } = await scrape();
     assert.equal(families.get('app_requests_total')?.metrics[0]?.value, '7');
     assert.ok(text.indexOf('envoy_server_live') < text.indexOf('app_requests_total'), 'app last');
-    assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '0');
+    assert.equal(scrapeFailures(families, 'application'), '0');
+  });
+
+  it('serves the same merged metrics on /metrics, Prometheus\'s default path, as Istio\'s status port', async () => {
+    const answer = await get(statusPort, '/metrics');
+    assert.equal(answer.status, 200);
+    const families = parsePrometheus(answer.body);
+    for (const name of ['istio_agent_epochs_started_total', 'envoy_server_live', 'app_requests_total']) assert.ok(families.has(name), name);
+    assert.ok(Number(families.get('istio_agent_scrapes_total')?.metrics[0]?.value) >= 2, 'istio_agent_scrapes_total counts every scrape');
+  });
+
+  it('records istio_agent_startup_duration_seconds once readiness first passes', async () => {
+    await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+    const { families } = await scrape();
+    const seconds = Number(families.get('istio_agent_startup_duration_seconds')?.metrics[0]?.value);
+    assert.ok(seconds > 0 && seconds < 120, `startup took ${seconds} s`);
   });
 
   it('an app whose metrics never end is cut at the 8 MiB cap on a whole line; the agent hangs up and stays ready', async () => {
@@ -113,12 +136,12 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(metricsApp.app.endlessBytes, sent, 'nothing more is sent once the agent hung up');
     assert.ok(sent < 64 * 1024 * 1024, `the agent stopped reading near the cap (the app wrote ${sent} bytes)`);
-    assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '0', 'the truncation counts from the next scrape');
+    assert.equal(scrapeFailures(families, 'application'), '0', 'the truncation counts from the next scrape');
     assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed' && entry.reason === 'truncated'));
     metricsApp.app.mode = 'ok';
     const again = await scrape();
     assert.equal(again.families.get('app_requests_total')?.metrics[0]?.value, '7', 'the next scrape is whole');
-    assert.equal(again.families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, '1');
+    assert.equal(scrapeFailures(again.families, 'application'), '1');
     assert.equal((await get(statusPort, '/healthz/ready')).status, 200, 'the agent stays ready');
   });
 
@@ -136,9 +159,53 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
       const { text, families } = await scrape();
       assert.match(text, comment);
       assert.ok(!families.has('app_requests_total'));
-      assert.equal(families.get('pilot_agent_app_metrics_scrape_failures_total')?.metrics[0]?.value, String(failedBefore));
+      assert.equal(scrapeFailures(families, 'application'), String(failedBefore));
       failedBefore++;
       assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed'));
     });
   }
+});
+
+describe('several app targets (Istio\'s `targets`) with PILOT_AGENT_MERGE_ENVOY_STATS=false', () => {
+  const cleanup = suiteCleanup();
+  let statusPort: number;
+
+  before(async () => {
+    const upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
+    const peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
+    const first = await startMetricsApp();
+    cleanup.defer(() => first.close());
+    const second = createServer((request, response) => void (request.url === '/b' ? response.end('# TYPE app_b_up gauge\napp_b_up 1\n# EOF\n') : response.writeHead(404).end()));
+    await new Promise<void>((resolve) => second.listen(0, '127.0.0.1', resolve));
+    cleanup.defer(() => new Promise<void>((resolve) => (second.closeAllConnections(), second.close(() => resolve()))));
+    const downPort = await freePort();
+    statusPort = await freePort();
+    const targets = [{ port: String(first.port), path: '/custom/metrics' }, { port: String((second.address() as { port: number }).port), path: '/b' }, { port: String(downPort), path: '' }];
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+      env: { ISTIO_PROMETHEUS_ANNOTATIONS: JSON.stringify({ scrape: 'true', port: '', path: '', targets }), PILOT_AGENT_MERGE_ENVOY_STATS: 'false' },
+    });
+    deferStop(cleanup, agent);
+    await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+  });
+
+  it('merges every target in order, one failing target costing only its part, and leaves Envoy\'s stats out', async () => {
+    const answer = await get(statusPort, '/stats/prometheus');
+    assert.equal(answer.status, 200);
+    const families = parsePrometheus(answer.body);
+    assert.equal(families.get('app_requests_total')?.metrics[0]?.value, '7', 'the first target');
+    assert.equal(families.get('app_b_up')?.metrics[0]?.value, '1', 'the second target');
+    assert.ok(answer.body.indexOf('app_requests_total') < answer.body.indexOf('app_b_up'), 'in the order of the targets');
+    assert.doesNotMatch(answer.body, /^# EOF/m, 'an OpenMetrics EOF would end the exposition early');
+    assert.match(answer.body, /# app metrics unavailable: .*ECONNREFUSED/, 'the third target is down');
+    assert.ok(families.has('istio_agent_epochs_started_total'), 'the agent\'s part');
+    assert.deepEqual([...families.keys()].filter((name) => name.startsWith('envoy_')), [], 'no Envoy stats');
+    assert.doesNotMatch(answer.body, /Envoy metrics/, 'not even a note: they are left out on purpose');
+    const again = parsePrometheus((await get(statusPort, '/metrics')).body);
+    assert.equal(scrapeFailures(again, 'application'), '1', 'the down target counted once per scrape');
+    assert.equal(scrapeFailures(again, 'envoy'), '0');
+  });
 });

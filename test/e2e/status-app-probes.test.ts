@@ -8,7 +8,9 @@ import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { startGrpcApp, startHttpApp, startTcpApp, type ProbeApp } from '../support/probe-apps.ts';
+import { makeCa } from '../support/certs.ts';
+import { makeNetns, netnsSkipReason } from '../support/netns.ts';
+import { startGrpcApp, startHttpApp, startRecordingHttpApp, startRecordingTcpApp, startTcpApp, type ProbeApp, type RecordingApp, type SeenRequest } from '../support/probe-apps.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 import { get } from './status-support.ts';
@@ -94,10 +96,129 @@ describe('/app-health probes the app as the injector configured, with the real E
   });
 
   it('answers 404 for an unknown container or probe and takes no target from the request', async () => {
-    for (const path of ['/app-health/nope/livez', '/app-health/web/readyz', '/app-health/web/livez/x', `/app-health/127.0.0.1:${http.port}/livez`]) {
+    for (const path of ['/app-health/nope/livez', '/app-health/web/readyz', '/app-health/web/livez/x', `/app-health/127.0.0.1:${http.port}/livez`, '/app-lifecycle/web/livez']) {
       assert.equal((await get(statusPort, path)).status, 404, path);
     }
     assert.equal((await get(statusPort, '/app-health/web/livez', 'POST')).status, 405);
+  });
+});
+
+const netnsSkip = await netnsSkipReason();
+
+/** What `app` saw while `probe` ran. */
+async function seenDuring(app: RecordingApp, probe: () => Promise<unknown>): Promise<SeenRequest[]> {
+  const from = app.seen.length;
+  await probe();
+  return app.seen.slice(from);
+}
+
+describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our end of a veth to a network namespace)', { skip: netnsSkip }, () => {
+  let podIp: string;
+  let localOnly: RecordingApp;
+  let pod: RecordingApp;
+  let podTcp: RecordingApp;
+  let localTcp: RecordingApp;
+  let secure: RecordingApp;
+  let secureHttp1: RecordingApp;
+  /** Defaults: pod IP, HTTP/2 probing on, no keep-alive. */
+  let statusA: number;
+  /** REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION, ISTIO_ENABLE_HTTP2_PROBING=false, ENABLE_PROBE_KEEPALIVE_CONNECTIONS. */
+  let statusB: number;
+
+  const cleanup = suiteCleanup();
+
+  before(async () => {
+    const upstream = await startUpstream('hello');
+    cleanup.defer(() => upstream.close());
+    const peer = await startPeer(simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
+    const netns = await makeNetns('probes');
+    cleanup.defer(() => netns.remove());
+    podIp = netns.hostIp;
+    const ca = await makeCa();
+    cleanup.defer(() => ca.close());
+    const tls = await ca.issue('localhost');
+    const apps = await Promise.all([
+      startRecordingHttpApp('127.0.0.1'), startRecordingHttpApp(podIp), startRecordingTcpApp(podIp), startRecordingTcpApp('127.0.0.1'),
+      startRecordingHttpApp('0.0.0.0', tls), startRecordingHttpApp('0.0.0.0', { ...tls, http1Only: true }),
+    ]);
+    for (const app of apps) cleanup.defer(() => app.close());
+    [localOnly, pod, podTcp, localTcp, secure, secureHttp1] = apps;
+    const probers = JSON.stringify({
+      '/app-health/local/livez': { httpGet: { path: '/local', port: localOnly.port } },
+      '/app-health/pod/livez': { httpGet: { path: '/live', port: pod.port } },
+      '/app-health/localtcp/readyz': { tcpSocket: { port: localTcp.port } },
+      '/app-lifecycle/pod/prestopz': { httpGet: { path: '/prestop', port: pod.port } },
+      '/app-lifecycle/pod/poststartz': { tcpSocket: { port: podTcp.port } },
+      '/app-health/secure/livez': { httpGet: { path: '/secure', port: secure.port, scheme: 'HTTPS' } },
+      '/app-health/secure1/livez': { httpGet: { path: '/secure1', port: secureHttp1.port, scheme: 'HTTPS' } },
+    });
+    const start = async (env: Record<string, string>) => {
+      const statusPort = await freePort();
+      const agent = await startAgent({
+        discoveryAddress: peer.address,
+        args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+        env: { INSTANCE_IP: podIp, ISTIO_KUBE_APP_PROBERS: probers, ...env },
+      });
+      deferStop(cleanup, agent);
+      await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server');
+      return statusPort;
+    };
+    [statusA, statusB] = await Promise.all([
+      start({}),
+      start({ REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION: 'true', ISTIO_ENABLE_HTTP2_PROBING: 'false', ENABLE_PROBE_KEEPALIVE_CONNECTIONS: 'true' }),
+    ]);
+  });
+
+  it('a localhost-only app is not reachable by a probe (as for the kubelet); a pod-IP app is, and sees source 127.0.0.6', async () => {
+    const local = await seenDuring(localOnly, async () => assert.equal((await get(statusA, '/app-health/local/livez')).status, 500));
+    assert.deepEqual(local, [], 'the localhost-only app was never reached');
+    assert.equal((await get(statusA, '/app-health/localtcp/readyz')).status, 500, 'nor over TCP');
+    const seen = await seenDuring(pod, async () => assert.equal((await get(statusA, '/app-health/pod/livez')).status, 200));
+    assert.deepEqual(seen.map(({ address, path }) => [address, path]), [['127.0.0.6', '/live']]);
+  });
+
+  it('/app-lifecycle/<container>/{prestopz,poststartz} run the hooks the injector moved (ISTIO_KUBE_APP_PROBERS)', async () => {
+    const prestop = await seenDuring(pod, async () => assert.equal((await get(statusA, '/app-lifecycle/pod/prestopz')).status, 200));
+    assert.deepEqual(prestop.map(({ address, path }) => [address, path]), [['127.0.0.6', '/prestop']]);
+    const poststart = await seenDuring(podTcp, async () => assert.equal((await get(statusA, '/app-lifecycle/pod/poststartz')).status, 200));
+    assert.deepEqual(poststart.map(({ address }) => address), ['127.0.0.6']);
+    assert.equal((await get(statusA, '/app-lifecycle/other/prestopz')).status, 404);
+  });
+
+  it('by default HTTPS probes speak HTTP/2 where the app offers it (ISTIO_ENABLE_HTTP2_PROBING), HTTP/1.1 where not, one connection per probe', async () => {
+    const seen = await seenDuring(secure, async () => {
+      for (let i = 0; i < 2; i++) {
+        const answer = await get(statusA, '/app-health/secure/livez');
+        assert.equal(answer.status, 200, answer.body);
+      }
+    });
+    assert.deepEqual(seen.map(({ httpVersion, address }) => [httpVersion, address]), [['2.0', '127.0.0.6'], ['2.0', '127.0.0.6']]);
+    assert.notEqual(seen[0]!.port, seen[1]!.port, 'a new connection for each probe');
+    const http1 = await seenDuring(secureHttp1, async () => assert.equal((await get(statusA, '/app-health/secure1/livez')).status, 200));
+    assert.deepEqual(http1.map(({ httpVersion }) => httpVersion), ['1.1']);
+    const plain = await seenDuring(pod, async () => {
+      for (let i = 0; i < 2; i++) assert.equal((await get(statusA, '/app-health/pod/livez')).status, 200);
+    });
+    assert.notEqual(plain[0]!.port, plain[1]!.port, 'plain HTTP too');
+  });
+
+  it('REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION=true probes localhost (still from 127.0.0.6), and the pod-IP app is then out of reach', async () => {
+    const seen = await seenDuring(localOnly, async () => assert.equal((await get(statusB, '/app-health/local/livez')).status, 200));
+    assert.deepEqual(seen.map(({ address }) => address), ['127.0.0.6']);
+    assert.equal((await get(statusB, '/app-health/pod/livez')).status, 500);
+  });
+
+  it('ISTIO_ENABLE_HTTP2_PROBING=false keeps HTTPS probes on HTTP/1.1; ENABLE_PROBE_KEEPALIVE_CONNECTIONS=true reuses a probe\'s connection', async () => {
+    const seen = await seenDuring(secure, async () => {
+      for (let i = 0; i < 2; i++) assert.equal((await get(statusB, '/app-health/secure/livez')).status, 200);
+    });
+    assert.deepEqual(seen.map(({ httpVersion }) => httpVersion), ['1.1', '1.1']);
+    assert.equal(seen[0]!.port, seen[1]!.port, 'the second probe came on the first one\'s connection');
+    const plain = await seenDuring(localOnly, async () => {
+      for (let i = 0; i < 2; i++) assert.equal((await get(statusB, '/app-health/local/livez')).status, 200);
+    });
+    assert.equal(plain[0]!.port, plain[1]!.port, 'plain HTTP too');
   });
 });
 
@@ -118,6 +239,12 @@ describe('malformed app env values exit 2 naming the variable, before --configPa
   for (const name of ['ISTIO_KUBE_APP_PROBERS', 'ISTIO_PROMETHEUS_ANNOTATIONS']) {
     it(name, async () => {
       assert.match(await runWithBadEnv({ [name]: '{not json' }), new RegExp(`env ${name}: not JSON`));
+    });
+  }
+
+  for (const name of ['REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION', 'ISTIO_ENABLE_HTTP2_PROBING', 'ENABLE_PROBE_KEEPALIVE_CONNECTIONS']) {
+    it(`${name} that is no boolean`, async () => {
+      assert.match(await runWithBadEnv({ [name]: 'maybe' }), new RegExp(`env ${name}: "maybe" is not a boolean`));
     });
   }
 

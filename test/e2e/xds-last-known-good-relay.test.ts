@@ -12,7 +12,7 @@ import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { freePort } from '../support/ports.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
-const failures = async (registry: Registry) => Number(/ (\d+)$/m.exec(await registry.getSingleMetricAsString('pilot_agent_xds_proxy_upstream_failures_total'))?.[1] ?? 0);
+const failures = async (registry: Registry) => Number(/ (\d+)$/m.exec(await registry.getSingleMetricAsString('istio_agent_xds_proxy_upstream_failures_total'))?.[1] ?? 0);
 
 describe('last-known-good in the relay: a grpc-js ADS client, nothing listening upstream', () => {
   let dir: string;

@@ -67,12 +67,12 @@ for (const mode of ['sotw', 'delta'] as const) {
       await writeSecretVolume(certDir, sidecarFiles(ca, next));
       const held = await agent.log.waitFor((entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config', 20_000, 'the held restart');
       assert.match(String(held.reason), /cannot be reached/);
-      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 1$/m);
+      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^istio_agent_restart_held 1$/m);
       assert.equal(agent.envoyPids().length, 1, 'no new epoch while held');
       peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }), { address: peerAddress });
       await agent.log.waitFor((entry) => entry.msg === 'hot restart released', 60_000, 'the released restart');
       await waitForSerial(listenerPort, next.serial, 30_000);
-      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^pilot_agent_restart_held 0$/m);
+      assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^istio_agent_restart_held 0$/m);
     });
   });
 }

@@ -73,8 +73,8 @@ for (const mode of ['sotw', 'delta'] as const) {
       assert.equal(debug.servingLastKnownGoodSince, since);
       assert.ok(debug.streams.some((stream) => stream.upstream === 'last-known-good'));
       const metrics = (await getStatus(statusPort, '/stats/prometheus')).body;
-      assert.match(metrics, new RegExp(`^pilot_agent_xds_last_known_good_since_seconds ${Date.parse(since) / 1000}$`, 'm'));
-      assert.match(metrics, /^pilot_agent_xds_last_known_good_streams 1$/m);
+      assert.match(metrics, new RegExp(`^istio_agent_xds_last_known_good_since_seconds ${Date.parse(since) / 1000}$`, 'm'));
+      assert.match(metrics, /^istio_agent_xds_last_known_good_streams 1$/m);
     });
 
     it('the peer back with a changed config: the stream is handed over on the redial\'s own connection, and the change reaches Envoy', async () => {

@@ -41,13 +41,13 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
       assert.equal(type.nack?.error, 'boom: bad cluster');
       assert.equal(type.nacks, 1);
       assert.equal(type.responses, 1);
-      assert.match(await registry.metrics(), /pilot_agent_xds_proxy_nacks_total\{type="envoy.config.cluster.v3.Cluster"\} 1/);
-      assert.match(await registry.metrics(), /^pilot_agent_xds_proxy_upstreams_connected 1$/m);
+      assert.match(await registry.metrics(), /istio_agent_xds_proxy_nacks_total\{type="envoy.config.cluster.v3.Cluster"\} 1/);
+      assert.match(await registry.metrics(), /^istio_agent_xds_proxy_upstreams_connected 1$/m);
     } finally {
       client.close();
       await relay.stop();
     }
-    assert.match(await registry.metrics(), /^pilot_agent_xds_proxy_upstreams_connected 0$/m);
+    assert.match(await registry.metrics(), /^istio_agent_xds_proxy_upstreams_connected 0$/m);
   });
 
   it('ends a stream that sends garbage, logs why, and keeps serving others', async () => {

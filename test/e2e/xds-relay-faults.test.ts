@@ -83,7 +83,7 @@ describe('xDS relay faults (scripted discovery server)', () => {
     const error = await streamEnd(client);
     assert.equal(error?.code, status.UNAVAILABLE);
     assert.match(String(error?.details), /UNAUTHENTICATED bad token/);
-    assert.match(await registry.metrics(), /pilot_agent_xds_proxy_upstream_failures_total\{code="UNAUTHENTICATED"\} 1/);
+    assert.match(await registry.metrics(), /istio_agent_xds_proxy_upstream_failures_total\{code="UNAUTHENTICATED"\} 1/);
   });
 });
 

@@ -57,8 +57,8 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
       assert.deepEqual([...presented].filter((serial) => !issuedSerials(rig).includes(serial)), [], 'only certificates the CA issued were presented');
       assert.ok(!rig.peer.log.entries.some((entry) => entry.event === 'token_refused'), 'the token went along every time');
       const metrics = await (await fetch(`http://127.0.0.1:${rig.statusPort}/stats/prometheus`)).text();
-      assert.match(metrics, /pilot_agent_xds_proxy_upstream_dials_total\{credential="token",result="connected"\} [1-9]/);
-      assert.match(metrics, /pilot_agent_xds_proxy_upstream_dials_total\{credential="certificate\+token",result="connected"\} [1-9]/);
+      assert.match(metrics, /istio_agent_xds_proxy_upstream_dials_total\{credential="token",result="connected"\} [1-9]/);
+      assert.match(metrics, /istio_agent_xds_proxy_upstream_dials_total\{credential="certificate\+token",result="connected"\} [1-9]/);
       assert.ok(!rig.agent.log.entries.some((entry) => /PRIVATE KEY/.test(JSON.stringify(entry))), 'no key in the log');
     });
   });
@@ -82,7 +82,7 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
       await rig.agent.log.waitFor((entry) => entry.msg === 'connected to the discovery server' && entry.credential === 'token', 30_000, 'a token-only connection after the refusal', refusedAt);
       await handshake(rig, (entry) => entry.spiffe === '', 'a token-only handshake');
       const metrics = await (await fetch(`http://127.0.0.1:${rig.statusPort}/stats/prometheus`)).text();
-      assert.match(metrics, /pilot_agent_xds_proxy_upstream_dials_total\{credential="certificate\+token",result="certificate_refused"\} [1-9]/);
+      assert.match(metrics, /istio_agent_xds_proxy_upstream_dials_total\{credential="certificate\+token",result="certificate_refused"\} [1-9]/);
     });
   });
 

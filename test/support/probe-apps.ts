@@ -1,5 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http';
+import { createSecureServer as createSecureHttp2Server } from 'node:http2';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
 
 /** An app whose health the test flips; every app listens on 127.0.0.1 only. */
@@ -75,4 +77,54 @@ export async function startGrpcApp(): Promise<ProbeApp & { services: string[] }>
     setHealthy: async (healthy) => void (app.healthy = healthy),
     close: () => new Promise((resolve) => server.tryShutdown(() => resolve())),
   };
+}
+
+/** What one request to a recording app came with. */
+export interface SeenRequest {
+  address: string;
+  port: number;
+  path: string;
+  httpVersion: string;
+}
+
+/** An app that answers 200 to anything and records who asked (tcp: connections, path ''). */
+export interface RecordingApp {
+  port: number;
+  seen: SeenRequest[];
+  close(): Promise<void>;
+}
+
+/** HTTP/1.1 on `host`; with `tls`, HTTPS that also speaks h2 (ALPN) unless `http1Only`. */
+export async function startRecordingHttpApp(host: string, tls?: { cert: string; key: string; http1Only?: boolean }): Promise<RecordingApp> {
+  const seen: SeenRequest[] = [];
+  const handle = (request: { socket: { remoteAddress?: string; remotePort?: number }; url?: string; httpVersion: string }, response: { writeHead(status: number): { end(body: string): void } }) => {
+    seen.push({ address: request.socket.remoteAddress ?? '', port: request.socket.remotePort ?? 0, path: request.url ?? '', httpVersion: request.httpVersion });
+    response.writeHead(200).end('ok');
+  };
+  const server = !tls ? createHttpServer(handle)
+    : tls.http1Only ? createHttpsServer({ cert: tls.cert, key: tls.key }, handle)
+      : createSecureHttp2Server({ cert: tls.cert, key: tls.key, allowHTTP1: true }, handle);
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const sockets = new Set<import('node:net').Socket>();
+  server.on('connection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))));
+  server.on('secureConnection', (socket) => (sockets.add(socket), socket.once('close', () => sockets.delete(socket))));
+  return {
+    port: (server.address() as { port: number }).port,
+    seen,
+    close: () => {
+      for (const socket of sockets) socket.destroy();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** TCP on `host`: accepts and closes, recording each connection's source. */
+export async function startRecordingTcpApp(host: string): Promise<RecordingApp> {
+  const seen: SeenRequest[] = [];
+  const server = createTcpServer((socket) => {
+    seen.push({ address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0, path: '', httpVersion: '' });
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return { port: (server.address() as { port: number }).port, seen, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }

@@ -9,16 +9,16 @@ const parse = (value: unknown) => parseAppProbers(typeof value === 'string' ? va
 describe('parseAppProbers', () => {
   const accepted: { name: string; value: unknown; path: string; probe: AppProbe }[] = [
     {
-      name: 'httpGet with everything the injector passes',
+      name: 'httpGet with everything the injector passes, to the pod IP',
       value: { '/app-health/web/livez': { httpGet: { path: '/healthz', port: 8080, scheme: 'HTTPS', httpHeaders: [{ name: 'X-Probe', value: 'yes' }] }, timeoutSeconds: 3 } },
       path: '/app-health/web/livez',
-      probe: { action: { kind: 'http', scheme: 'https', host: '127.0.0.1', port: 8080, path: '/healthz', headers: [['X-Probe', 'yes']] }, timeoutMs: 3000 },
+      probe: { action: { kind: 'http', scheme: 'https', host: podIp, port: 8080, path: '/healthz', headers: [['X-Probe', 'yes']] }, timeoutMs: 3000 },
     },
     {
       name: 'httpGet defaults: scheme HTTP, path /, timeout 1 s',
       value: { '/app-health/web/readyz': { httpGet: { port: 80 } } },
       path: '/app-health/web/readyz',
-      probe: { action: { kind: 'http', scheme: 'http', host: '127.0.0.1', port: 80, path: '/', headers: [] }, timeoutMs: 1000 },
+      probe: { action: { kind: 'http', scheme: 'http', host: podIp, port: 80, path: '/', headers: [] }, timeoutMs: 1000 },
     },
     {
       name: 'tcpSocket on the pod IP',
@@ -30,18 +30,30 @@ describe('parseAppProbers', () => {
       name: 'grpc with a service, port as a numeric string',
       value: { '/app-health/api/livez': { grpc: { port: '9090', service: 'api' }, timeoutSeconds: 2 } },
       path: '/app-health/api/livez',
-      probe: { action: { kind: 'grpc', host: '127.0.0.1', port: 9090, service: 'api' }, timeoutMs: 2000 },
+      probe: { action: { kind: 'grpc', host: podIp, port: 9090, service: 'api' }, timeoutMs: 2000 },
+    },
+    {
+      name: 'a preStop hook under /app-lifecycle, its localhost host still the pod IP',
+      value: { '/app-lifecycle/web/prestopz': { httpGet: { host: 'localhost', path: '/shutdown', port: 8080 } } },
+      path: '/app-lifecycle/web/prestopz',
+      probe: { action: { kind: 'http', scheme: 'http', host: podIp, port: 8080, path: '/shutdown', headers: [] }, timeoutMs: 1000 },
+    },
+    {
+      name: 'a postStart tcpSocket hook',
+      value: { '/app-lifecycle/web/poststartz': { tcpSocket: { port: 93 } } },
+      path: '/app-lifecycle/web/poststartz',
+      probe: { action: { kind: 'tcp', host: podIp, port: 93 }, timeoutMs: 1000 },
     },
   ];
   for (const { name, value, path, probe } of accepted) {
     it(`accepts ${name}`, () => assert.deepEqual(parse(value).get(path), probe));
   }
 
-  it('probes loopback, with a warning, when the host is neither loopback nor the pod IP (as Istio)', () => {
+  it('probes the destination, with a warning, whatever other host the probe names (as Istio)', () => {
     const warnings: string[] = [];
     const probes = parseAppProbers(JSON.stringify({ '/app-health/a/livez': { httpGet: { host: '169.254.169.254', port: 80, path: 'ready' } } }), podIp, (message) => warnings.push(message));
-    assert.deepEqual(probes.get('/app-health/a/livez')?.action, { kind: 'http', scheme: 'http', host: '127.0.0.1', port: 80, path: '/ready', headers: [] });
-    assert.deepEqual(warnings, ['/app-health/a/livez: host "169.254.169.254" is neither loopback nor the pod IP (INSTANCE_IP); probing 127.0.0.1']);
+    assert.deepEqual(probes.get('/app-health/a/livez')?.action, { kind: 'http', scheme: 'http', host: podIp, port: 80, path: '/ready', headers: [] });
+    assert.deepEqual(warnings, [`/app-health/a/livez: host "169.254.169.254" is ignored: the agent probes its own pod, at ${podIp}`]);
   });
 
   it('is empty when unset or blank', () => {
@@ -54,6 +66,7 @@ describe('parseAppProbers', () => {
     { name: 'a JSON list', value: [], says: /JSON object/ },
     { name: 'a key outside /app-health', value: { '/metrics': { tcpSocket: { port: 1 } } }, says: /"\/metrics" is not \/app-health/ },
     { name: 'an unknown probe kind in the path', value: { '/app-health/a/healthz': { tcpSocket: { port: 1 } } }, says: /is not \/app-health/ },
+    { name: 'an unknown prefix', value: { '/app-hooks/a/prestopz': { tcpSocket: { port: 1 } } }, says: /or \/app-lifecycle/ },
     { name: 'no action', value: { '/app-health/a/livez': { timeoutSeconds: 1 } }, says: /exactly one of/ },
     { name: 'two actions', value: { '/app-health/a/livez': { tcpSocket: { port: 1 }, grpc: { port: 1 } } }, says: /exactly one of/ },
     { name: 'a named port', value: { '/app-health/a/livez': { tcpSocket: { port: 'http' } } }, says: /port "http"/ },

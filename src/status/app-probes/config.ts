@@ -15,17 +15,20 @@ export interface AppProbe {
 
 /** The kubelet's default probe timeout, used when the injector passes none. */
 const defaultTimeoutSeconds = 1;
-const probePath = /^\/app-health\/[^/]+\/(livez|readyz|startupz)$/;
+/** Istio's keys: probes under /app-health, lifecycle hooks (preStop, postStart) under /app-lifecycle. */
+const probePath = /^\/(app-health|app-lifecycle)\/[^/]+\/(livez|readyz|startupz|prestopz|poststartz)$/;
+const pathShape = '/app-health/<container>/<livez|readyz|startupz> or /app-lifecycle/<container>/<prestopz|poststartz>';
 
 type Json = Record<string, unknown>;
 
 /**
- * Parses the injector's probes, keyed by the /app-health path that replaces
- * each. The agent probes its own pod only: a host other than loopback or the
- * pod's IP is probed on loopback instead (as Istio does), with a warning.
- * Throws BAD_ENV naming the variable.
+ * Parses the injector's probes, keyed by the /app-health (or /app-lifecycle)
+ * path that replaces each. Every probe goes to `destination` (the pod IP, as
+ * the kubelet's would; see probe-target.ts), whatever host the probe names:
+ * the agent probes its own pod only, as Istio's. A probe that names another
+ * host gets a warning. Throws BAD_ENV naming the variable.
  */
-export function parseAppProbers(value: string | undefined, podIp?: string, warn: (message: string) => void = () => undefined): Map<string, AppProbe> {
+export function parseAppProbers(value: string | undefined, destination = '127.0.0.1', warn: (message: string) => void = () => undefined): Map<string, AppProbe> {
   const probes = new Map<string, AppProbe>();
   if (value === undefined || value.trim() === '') return probes;
   const fail = (reason: string) => badEnv(probersEnv, reason);
@@ -35,15 +38,15 @@ export function parseAppProbers(value: string | undefined, podIp?: string, warn:
   } catch (error) {
     throw badEnv(probersEnv, `not JSON (${(error as Error).message})`, error);
   }
-  if (!isObject(parsed)) throw fail('must be a JSON object keyed by /app-health/<container>/<livez|readyz|startupz>');
+  if (!isObject(parsed)) throw fail(`must be a JSON object keyed by ${pathShape}`);
   for (const [path, prober] of Object.entries(parsed)) {
-    if (!probePath.test(path)) throw fail(`key ${JSON.stringify(path)} is not /app-health/<container>/<livez|readyz|startupz>`);
-    probes.set(path, parseProbe(prober, { fail: (reason) => fail(`${path}: ${reason}`), warn: (message) => warn(`${path}: ${message}`), podIp }));
+    if (!probePath.test(path)) throw fail(`key ${JSON.stringify(path)} is not ${pathShape}`);
+    probes.set(path, parseProbe(prober, { fail: (reason) => fail(`${path}: ${reason}`), warn: (message) => warn(`${path}: ${message}`), destination }));
   }
   return probes;
 }
 
-function parseProbe(prober: unknown, { fail, warn, podIp }: Context): AppProbe {
+function parseProbe(prober: unknown, { fail, warn, destination }: Context): AppProbe {
   if (!isObject(prober)) throw fail('must be an object');
   const kinds = (['httpGet', 'tcpSocket', 'grpc'] as const).filter((kind) => prober[kind] !== undefined && prober[kind] !== null);
   if (kinds.length !== 1) throw fail('needs exactly one of httpGet, tcpSocket, grpc');
@@ -52,7 +55,7 @@ function parseProbe(prober: unknown, { fail, warn, podIp }: Context): AppProbe {
   const kind = kinds[0]!;
   const body = prober[kind];
   if (!isObject(body)) throw fail(`${kind} must be an object`);
-  const context = { fail: (reason: string) => fail(`${kind}: ${reason}`), warn, podIp };
+  const context = { fail: (reason: string) => fail(`${kind}: ${reason}`), warn, destination };
   const action = kind === 'httpGet' ? httpAction(body, context) : kind === 'tcpSocket' ? tcpAction(body, context) : grpcAction(body, context);
   return { action, timeoutMs: (timeout || defaultTimeoutSeconds) * 1000 };
 }
@@ -60,7 +63,7 @@ function parseProbe(prober: unknown, { fail, warn, podIp }: Context): AppProbe {
 interface Context {
   fail: (reason: string) => Error;
   warn: (message: string) => void;
-  podIp?: string;
+  destination: string;
 }
 
 function httpAction(body: Json, context: Context): ProbeAction {
@@ -89,14 +92,13 @@ function port(body: Json, context: Context): number {
   return value;
 }
 
+/** The probe's own host is not a target: the pod's address is (a different one is worth a warning). */
 function host(body: Json, context: Context): string {
   const value = body.host ?? '';
-  if (value === '' || value === 'localhost' || value === '127.0.0.1') return '127.0.0.1';
-  if (value === '::1') return '::1';
-  if (typeof value === 'string' && value === context.podIp && isIP(value)) return value;
   if (typeof value !== 'string') throw context.fail(`host ${JSON.stringify(value)} is not a string`);
-  context.warn(`host ${JSON.stringify(value)} is neither loopback nor the pod IP (INSTANCE_IP); probing 127.0.0.1`);
-  return '127.0.0.1';
+  const samePod = value === '' || value === context.destination || value === 'localhost' || (isIP(value) !== 0 && /^(127\.|::1$)/.test(value));
+  if (!samePod) context.warn(`host ${JSON.stringify(value)} is ignored: the agent probes its own pod, at ${context.destination}`);
+  return context.destination;
 }
 
 function headers(value: unknown, context: Context): [string, string][] {

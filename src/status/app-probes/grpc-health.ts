@@ -1,4 +1,5 @@
 import { connect } from 'node:http2';
+import { connect as netConnect } from 'node:net';
 import { unaryCall } from '../../grpc/unary-call.ts';
 import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
@@ -12,9 +13,9 @@ const maxResponseBytes = 1024;
  * One unary grpc.health.v1.Health/Check on node:http2 (plaintext, as the
  * kubelet's gRPC probe). Resolves true when the app answers SERVING.
  */
-export async function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, signal: AbortSignal): Promise<boolean> {
+export async function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, localAddress: string, signal: AbortSignal): Promise<boolean> {
   const authority = `http://${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
-  const outcome = await unaryCall({ session: connect(authority), path: '/grpc.health.v1.Health/Check', request: encodeRequest(action.service), maxAnswerBytes: maxResponseBytes, signal });
+  const outcome = await unaryCall({ session: connect(authority, { createConnection: () => netConnect({ host: action.host, port: action.port, localAddress }) }), path: '/grpc.health.v1.Health/Check', request: encodeRequest(action.service), maxAnswerBytes: maxResponseBytes, signal });
   if (outcome.kind === 'failed') throw outcome.error;
   if (outcome.code !== 0) throw new Error(`grpc-status ${outcome.code}`);
   return outcome.answers.length === 1 && servingStatus(outcome.answers[0]!) === serving;
