@@ -1,7 +1,7 @@
 import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../metrics/index.ts';
-import type { Clock } from '../shared/clock.ts';
+import { boundedTimer, type Clock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
@@ -167,9 +167,9 @@ export class XdsRelay {
     if (server) {
       const closed = new Promise((resolve) => server.close(resolve));
       for (const session of this.#sessions) session.close();
-      const grace = setTimeout(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
+      const grace = boundedTimer(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
       await closed;
-      clearTimeout(grace);
+      grace.cancel();
     }
     await rm(this.#options.socketPath, { force: true });
   }

@@ -10,6 +10,7 @@ import type { HostPort } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
+import { boundedTimer } from '../shared/clock.ts';
 
 /** How the agent reaches the discovery server. */
 export interface UpstreamOptions {
@@ -203,7 +204,7 @@ export async function dialUpstream(options: UpstreamOptions, dial: DialOptions):
       if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
       session.close();
       // A peer that never answers the GOAWAY does not keep the socket.
-      setTimeout(() => session.destroy(), 1_000).unref();
+      boundedTimer(() => session.destroy(), 1_000, { unref: true });
     },
   };
 }
@@ -239,12 +240,12 @@ async function openSession(options: UpstreamOptions, material: UpstreamMaterial)
   const accepted = material.tls ? 'remoteSettings' : 'connect';
   await new Promise<void>((resolve, reject) => {
     // Rejected here too: a session whose socket already died ignores destroy() and emits nothing.
-    const timer = setTimeout(() => (session.destroy(), reject(new Error(`no connection within ${connectTimeoutMs} ms`))), connectTimeoutMs);
-    session.once(accepted, () => (clearTimeout(timer), resolve()));
-    session.once('error', (error) => (clearTimeout(timer), reject(error)));
+    const timer = boundedTimer(() => (session.destroy(), reject(new Error(`no connection within ${connectTimeoutMs} ms`))), connectTimeoutMs);
+    session.once(accepted, () => (timer.cancel(), resolve()));
+    session.once('error', (error) => (timer.cancel(), reject(error)));
     // An alert after the handshake (our certificate refused) reaches the socket, not always the session.
-    socketFailed = (error) => (clearTimeout(timer), session.destroy(), reject(error));
-    session.once('close', () => (clearTimeout(timer), reject(new Error('the discovery server closed the connection before answering'))));
+    socketFailed = (error) => (timer.cancel(), session.destroy(), reject(error));
+    session.once('close', () => (timer.cancel(), reject(new Error('the discovery server closed the connection before answering'))));
   });
   session.setLocalWindowSize(upstreamWindowBytes);
   return session;

@@ -4,6 +4,7 @@ import type { AppProbe, ProbeAction } from './config.ts';
 import { checkGrpcHealth } from './grpc-health.ts';
 import { http, https } from '../../shared/node-http.ts';
 import { followRedirects, type HopAnswer } from './redirects.ts';
+import { timeoutSignal } from '../../shared/clock.ts';
 
 /** The verdict the kubelet sees: the app's own status for HTTP, 200 or 500 otherwise. */
 export interface ProbeVerdict {
@@ -16,7 +17,7 @@ export interface ProbeVerdict {
  * the kubelet's request (`signal`). Never throws: a failure is a 500.
  */
 export async function runProbe(probe: AppProbe, signal?: AbortSignal): Promise<ProbeVerdict> {
-  const timeout = AbortSignal.timeout(probe.timeoutMs);
+  const timeout = timeoutSignal(probe.timeoutMs);
   const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
   try {
     return await runAction(probe.action, bounded);
