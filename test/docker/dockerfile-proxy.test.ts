@@ -72,6 +72,8 @@ describe('Dockerfile.proxy', () => {
     const copied = (keyword(stageInstructions(final), 'COPY') as Copy[]).filter((c) => c.getFromFlag()?.getValue() === 'build').map((c) => args(c)[0]);
     for (const path of ['/src/dist', '/src/bin', '/src/templates', '/src/node_modules', '/src/package.json']) assert.ok(copied.includes(path), path);
     assert.match(read('bin/pilot-agent.js'), /from '\.\.\/dist\/bundle\/pilot-agent\.js'/);
+    // The image's ENTRYPOINT goes through this shebang: SIGUSR1 must never open the inspector.
+    assert.match(read('bin/pilot-agent.js').split('\n')[0]!, /^#!\/usr\/bin\/env -S node --disable-sigusr1$/);
   });
 
   it('runs as UID 1337 with pilot-agent as entrypoint and `proxy sidecar` as default args', () => {
