@@ -102,7 +102,7 @@ describe('reading the three sources', () => {
       execFileSync('mkfifo', [join(big, 'fifo')]);
       const rows: [string, Parameters<typeof readProxyConfigSources>[0], RegExp][] = [
         ['mesh file', { env: {}, meshConfigPath: join(big, 'mesh'), podInfoDir: dir }, new RegExp(`^--meshConfig ${join(big, 'mesh')}: is \\d+ bytes, more than the 1048576 allowed$`)],
-        ['annotations', { env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: big }, new RegExp(`^--podInfoDir ${join(big, 'annotations')}: is \\d+ bytes, more than the 262144 allowed$`)],
+        ['annotations', { env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: big }, new RegExp(`^--podInfoDir ${join(big, 'annotations')}: is \\d+ bytes, more than the 1048576 allowed$`)],
         ['PROXY_CONFIG', { env: { PROXY_CONFIG: `{"a":"${'x'.repeat(proxyConfigCaps.envBytes)}"}` }, meshConfigPath: join(dir, 'absent'), podInfoDir: dir }, /^env PROXY_CONFIG: is \d+ bytes, more than the 262144 allowed$/],
         ['FIFO', { env: {}, meshConfigPath: join(big, 'fifo'), podInfoDir: dir }, new RegExp(`^--meshConfig ${join(big, 'fifo')}: is not a regular file \\(a FIFO\\)$`)],
       ];

@@ -35,10 +35,12 @@ export interface ProxyConfigInputs {
 /**
  * Size caps, so a huge value is one line and exit 2 rather than gigabytes
  * of parser memory. Each is what Kubernetes itself lets through: a
- * ConfigMap (the mesh config) holds at most 1 MiB, and all annotations of
- * a pod together at most 256 KiB, as PROXY_CONFIG's node metadata is capped.
+ * ConfigMap (the mesh config) holds at most 1 MiB; all annotations of a pod
+ * together at most 256 KiB, which the downward-API file carries escaped (so
+ * up to about twice that: 1 MiB, as node-metadata.ts reads it), and
+ * PROXY_CONFIG as its node metadata is capped.
  */
-export const proxyConfigCaps = { meshConfigBytes: 1024 * 1024, annotationsBytes: 256 * 1024, envBytes: 256 * 1024 } as const;
+export const proxyConfigCaps = { meshConfigBytes: 1024 * 1024, annotationsBytes: 1024 * 1024, envBytes: 256 * 1024 } as const;
 
 const badSource = (source: string, reason: string, cause?: unknown) => new AgentError('BAD_ENV', `${source}: ${reason}`, { cause });
 

@@ -59,6 +59,15 @@ describe('ProxyConfig sources under the flags', () => {
     }
   });
 
+  it('a FIFO as the downward-API labels file exits 2 naming it, instead of hanging the start', { timeout: 30_000 }, async () => {
+    const podInfo = join(dir, 'pod-info-fifo');
+    await execa('mkdir', ['-p', podInfo]);
+    await execa('mkfifo', [join(podInfo, 'labels')]);
+    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--podInfoDir', podInfo, '--print-bootstrap'], { reject: false, timeout: 20_000 });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr.trim(), `pilot-agent: ${join(podInfo, 'labels')}: is not a regular file (a FIFO)`);
+  });
+
   it('Envoy runs with what ProxyConfig set, and the agent says which fields it took and which it ignored', { timeout: 60_000 }, async () => {
     const agent = await startAgent({ discoveryAddress: peer.address, args: ['--meshConfig', join(dir, 'mesh'), '--podInfoDir', dir] });
     try {
