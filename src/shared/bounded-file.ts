@@ -1,4 +1,4 @@
-import { constants, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 /** A file refused for what it is (kind, size, owner, mode), never for what it says: the reason holds no content. */
@@ -25,15 +25,9 @@ export interface BoundedReadOptions {
  * refused symlink, EACCES) come back as thrown; refusals as FileRefused.
  */
 export async function readBoundedFile(path: string, options: BoundedReadOptions): Promise<Buffer> {
-  const flags = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (options.noFollow ? constants.O_NOFOLLOW : 0);
-  const handle = await open(path, flags);
+  const handle = await open(path, openFlags(options));
   try {
-    const info = await handle.stat();
-    if (!info.isFile()) throw new FileRefused(`is not a regular file (${kindOf(info)})`);
-    if (info.size > options.maxBytes) throw new FileRefused(`is ${info.size} bytes, more than the ${options.maxBytes} allowed`);
-    const problem = options.check?.(info);
-    if (problem !== undefined) throw new FileRefused(problem);
-    const buffer = Buffer.alloc(Math.min(info.size, options.maxBytes) + 1);
+    const buffer = bufferFor(await handle.stat(), options);
     let filled = 0;
     for (;;) {
       const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, null);
@@ -41,12 +35,44 @@ export async function readBoundedFile(path: string, options: BoundedReadOptions)
       filled += bytesRead;
       if (filled === buffer.length) break;
     }
-    // One byte more than fstat said: it is being written to; its content is not one version.
-    if (filled === buffer.length) throw new FileRefused('grew while read');
-    return buffer.subarray(0, filled);
+    return filledPart(buffer, filled);
   } finally {
     await handle.close();
   }
+}
+
+/** readBoundedFile for callers that must stay synchronous: the same checks, and it cannot block on a FIFO either. */
+export function readBoundedFileSync(path: string, options: BoundedReadOptions): Buffer {
+  const fd = openSync(path, openFlags(options));
+  try {
+    const buffer = bufferFor(fstatSync(fd), options);
+    let filled = 0;
+    while (filled < buffer.length) {
+      const read = readSync(fd, buffer, filled, buffer.length - filled, null);
+      if (read === 0) break;
+      filled += read;
+    }
+    return filledPart(buffer, filled);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const openFlags = (options: BoundedReadOptions) => constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (options.noFollow ? constants.O_NOFOLLOW : 0);
+
+/** Checks what was opened; a buffer one byte larger than the file, to notice it growing. */
+function bufferFor(info: Stats, options: BoundedReadOptions): Buffer {
+  if (!info.isFile()) throw new FileRefused(`is not a regular file (${kindOf(info)})`);
+  if (info.size > options.maxBytes) throw new FileRefused(`is ${info.size} bytes, more than the ${options.maxBytes} allowed`);
+  const problem = options.check?.(info);
+  if (problem !== undefined) throw new FileRefused(problem);
+  return Buffer.alloc(Math.min(info.size, options.maxBytes) + 1);
+}
+
+function filledPart(buffer: Buffer, filled: number): Buffer {
+  // One byte more than fstat said: it is being written to; its content is not one version.
+  if (filled === buffer.length) throw new FileRefused('grew while read');
+  return buffer.subarray(0, filled);
 }
 
 /** What a refused non-file is, for the error line. */
