@@ -6,6 +6,12 @@ export class FileRefused extends Error {
   override name = 'FileRefused';
 }
 
+/** Why a read failed, for an error line: the refusal, or the errno code. */
+export function readFailure(error: unknown): string {
+  if (error instanceof FileRefused) return error.message;
+  return (error as NodeJS.ErrnoException).code ?? String(error);
+}
+
 export interface BoundedReadOptions {
   /** More than this many bytes is refused, also when the file grows while read. */
   maxBytes: number;

@@ -1,5 +1,4 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
@@ -11,6 +10,8 @@ import { agentVersion } from '../shared/version.ts';
 import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
 import { boundedTimer } from '../shared/clock.ts';
+import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
+import { certFileMaxBytes } from '../watch/cert-set.ts';
 
 /** How the agent reaches the discovery server. */
 export interface UpstreamOptions {
@@ -86,11 +87,14 @@ export async function loadMaterial(options: UpstreamOptions, now = Date.now()): 
   return { tls: { cert: files.chain, key: files.key, ca: files.root }, ...base };
 }
 
+/** A service-account token is a few KiB; past this it is not one. A FIFO or device is refused, not waited on. */
+const tokenFileMaxBytes = 1024 * 1024;
+
 async function readText(path: string, flag: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return (await readBoundedFile(path, { maxBytes: tokenFileMaxBytes })).toString('utf8');
   } catch (error) {
-    throw badFlag(flag, `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? error})`, error);
+    throw badFlag(flag, `cannot read ${path} (${readFailure(error)})`, error);
   }
 }
 
@@ -102,9 +106,9 @@ async function readRoot(path: string): Promise<Buffer | string[]> {
   if (path === systemRoots) return systemRootCertificates();
   let root: Buffer;
   try {
-    root = await readFile(path);
+    root = await readBoundedFile(path, { maxBytes: certFileMaxBytes });
   } catch (error) {
-    throw badFile(path, `cannot read (${(error as NodeJS.ErrnoException).code ?? error}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
+    throw badFile(path, `cannot read (${readFailure(error)}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
   }
   try {
     new X509Certificate(root);
@@ -123,9 +127,9 @@ function systemRootCertificates(): string[] {
 
 async function readCert(path: string): Promise<Buffer> {
   try {
-    return await readFile(path);
+    return await readBoundedFile(path, { maxBytes: certFileMaxBytes });
   } catch (error) {
-    throw badFile(path, `cannot read (${(error as NodeJS.ErrnoException).code ?? error}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
+    throw badFile(path, `cannot read (${readFailure(error)}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
   }
 }
 
