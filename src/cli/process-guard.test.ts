@@ -73,3 +73,16 @@ test('SIGUSR1 and SIGUSR2 are ignored with a line each (listened to, so Node nei
   assert.deepEqual(lines.map((line) => line.fields.signal), ['SIGUSR1', 'SIGUSR2']);
   for (const signal of ['SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGINT', 'SIGHUP', 'unhandledRejection', 'uncaughtException']) assert.equal(target.listenerCount(signal), 1, signal);
 });
+
+test('a fault whose line cannot be written (stdout gone) still stops the proxy and exits 1', async () => {
+  const target = new EventEmitter();
+  const exits: number[] = [];
+  const guard = new ProcessGuard({ target, report: () => { throw new Error('EPIPE'); }, exit: (code) => void exits.push(code), stopWithinMs: 15_000, timer: () => ({ cancel: () => undefined }) });
+  guard.install();
+  let stopped = false;
+  guard.whileRunning(async () => void (stopped = true));
+  target.emit('uncaughtException', new Error('write EPIPE'));
+  await turn();
+  assert.ok(stopped);
+  assert.deepEqual(exits, [1]);
+});

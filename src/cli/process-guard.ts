@@ -63,7 +63,7 @@ export class ProcessGuard {
       ['unhandledRejection', (reason: unknown) => void this.#fault('unhandled promise rejection', reason)],
       ['uncaughtException', (error: unknown) => void this.#fault('uncaught exception', error)],
       ...terminatingSignals.map((signal): [string, () => void] => [signal, () => this.#onTerminate(signal)]),
-      ...ignoredSignals.map((signal): [string, () => void] => [signal, () => this.#report('warn', { signal }, 'signal ignored: it has no meaning to the agent (the inspector stays closed)')]),
+      ...ignoredSignals.map((signal): [string, () => void] => [signal, () => this.#line('warn', { signal }, 'signal ignored: it has no meaning to the agent (the inspector stays closed)')]),
     ];
     for (const [event, listener] of listeners) target.on(event, listener);
     this.#uninstall = () => listeners.forEach(([event, listener]) => target.off(event, listener));
@@ -72,6 +72,15 @@ export class ProcessGuard {
   uninstall(): void {
     this.#uninstall?.();
     this.#uninstall = undefined;
+  }
+
+  /** A line that cannot be written (stdout gone: EPIPE) must not become a fault inside the fault handler. */
+  #line(...args: Parameters<Report>): void {
+    try {
+      this.#report(...args);
+    } catch {
+      // Nowhere left to say it; the exit code still does.
+    }
   }
 
   /** Lines go to `report` from now on (the proxy's logger); returns the undo. */
@@ -96,14 +105,14 @@ export class ProcessGuard {
     const handler = this.#terminate.at(-1);
     if (handler) return handler(signal);
     // Nothing runs yet (or any more) that a drain would help: exit as the default action would, but say so.
-    this.#report('info', { signal }, 'signal received; exiting');
+    this.#line('info', { signal }, 'signal received; exiting');
     this.#options.exit(128 + signalNumbers[signal]);
   }
 
   async #fault(kind: string, error: unknown): Promise<void> {
-    if (this.#faulted) return this.#report('error', { fault: kind, error: oneLine(describe(error)) }, 'another fault while stopping; ignored');
+    if (this.#faulted) return this.#line('error', { fault: kind, error: oneLine(describe(error)) }, 'another fault while stopping; ignored');
     this.#faulted = true;
-    this.#report('error', { fault: kind, error: oneLine(describe(error)) }, `${kind}: stopping Envoy and exiting 1`);
+    this.#line('error', { fault: kind, error: oneLine(describe(error)) }, `${kind}: stopping Envoy and exiting 1`);
     const timer = this.#options.timer ?? boundedTimer;
     let expired!: () => void;
     const deadline = new Promise<void>((resolve) => (expired = resolve));
