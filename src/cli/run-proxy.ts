@@ -151,13 +151,20 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
     agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), app: inputs.app, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
-  // SIGTERM, SIGINT and SIGHUP drain; a fault stops Envoy at once (the drain is hurried) before exiting 1.
-  const unguard = [processGuard.onTerminate(stop), processGuard.whileRunning(async () => (agent.hurry(), agent.dispatch({ type: 'shutdown' }), void (await agent.exited)))];
+  // SIGTERM, SIGINT and SIGHUP drain; a fault stops Envoy at once (the drain is hurried) and waits for
+  // the closes below (sockets removed, the kept config written) before the process exits 1.
+  let allClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (allClosed = resolve));
+  const unguard = [processGuard.onTerminate(stop), processGuard.whileRunning(async () => (agent.hurry(), agent.dispatch({ type: 'shutdown' }), await closed))];
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const exit = await agent.exited;
   gate.stop();
   for (const undo of unguard) undo();
-  for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+  try {
+    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+  } finally {
+    allClosed();
+  }
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');

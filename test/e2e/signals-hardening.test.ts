@@ -67,7 +67,7 @@ describe('signals and faults on a real agent with a real Envoy', () => {
     assert.equal((await agent.stop('SIGTERM')).exitCode, 0);
   });
 
-  it('an unhandled rejection in the running agent: one error line, Envoy stopped (no orphan, shared memory gone), exit 1', { timeout: 90_000 }, async () => {
+  it('an unhandled rejection in the running agent: one error line, Envoy stopped (no orphan, shared memory gone), listeners closed, exit 1', { timeout: 90_000 }, async () => {
     const dir = await tempDir(cleanup, 'pilot-agent-fault-');
     // A preload that rejects a promise nobody handles once the test touches a file: a fault from inside the product's process.
     const trigger = join(dir, 'fault-now');
@@ -87,5 +87,6 @@ describe('signals and faults on a real agent with a real Envoy', () => {
     assert.equal(faults[0]!.error, 'injected fault');
     await assertGone(envoys, 1000);
     assert.equal(await exists(sharedMemory), false, `${sharedMemory} left behind`);
+    assert.equal(await exists(join(agent.dir, 'config', 'XDS')), false, 'the agent closed its listeners (the XDS socket is gone) before exiting');
   });
 });
