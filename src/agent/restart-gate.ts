@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { Gauge, type Registry } from '../metrics/index.ts';
+import { readBoundedFileSync } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
+import { certFileMaxBytes } from '../watch/cert-set.ts';
 import type { Event, State } from './reconcile.ts';
 
 /** What the gate asks the xDS relay. */
@@ -98,7 +99,8 @@ export class RestartGate {
 /** notAfter of the first certificate in a PEM chain file; undefined when it cannot be read. */
 export function readCertNotAfter(path: string): number | undefined {
   try {
-    return Date.parse(new X509Certificate(readFileSync(path)).validTo);
+    // Synchronous: a FIFO or device here would otherwise stall the whole agent.
+    return Date.parse(new X509Certificate(readBoundedFileSync(path, { maxBytes: certFileMaxBytes })).validTo);
   } catch {
     return undefined;
   }

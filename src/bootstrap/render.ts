@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
 import { fileURLToPath } from 'node:url';
 import { AgentError, badFile, badFlag } from '../shared/errors.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
@@ -29,10 +29,14 @@ async function readCustomBootstrap(path: string): Promise<string> {
   return readTemplateFile(path);
 }
 
+/** Bootstraps are tens of KiB; 16 MiB leaves room for any inline data a custom one carries. */
+const templateFileMaxBytes = 16 * 1024 * 1024;
+
 async function readTemplateFile(path: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    // Only a regular file within the cap: a FIFO or device would hang the start or read without end.
+    return (await readBoundedFile(path, { maxBytes: templateFileMaxBytes })).toString('utf8');
   } catch (error) {
-    throw badFile(path, `cannot read bootstrap template (${(error as NodeJS.ErrnoException).code ?? error})`, error);
+    throw badFile(path, `cannot read bootstrap template (${readFailure(error)})`, error);
   }
 }

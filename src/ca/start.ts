@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { Counter, type Registry } from '../metrics/index.ts';
 import { pemSecret } from '../sds/pem-secret.ts';
 import { rootSecretName, workloadSecretName } from '../sds/resource-names.ts';
@@ -6,7 +6,8 @@ import type { SecretStore } from '../sds/secret-store.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { createCertificate, type CaResult } from './ca-client.ts';
-import { outputFiles, type CaSettings } from './ca-settings.ts';
+import type { CaSettings } from './ca-settings.ts';
+import { writeOutputCerts } from './output-certs.ts';
 import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
 
 const callTimeoutMs = 10_000;
@@ -113,15 +114,8 @@ function publish(store: SecretStore, certificate: IssuedCertificate, settings: C
   if (settings.outputDir) void writeOutput(settings.outputDir, certificate).catch((error: Error) => logger.warn({ dir: settings.outputDir, error: error.message }, 'cannot write OUTPUT_CERTS'));
 }
 
-/** OUTPUT_CERTS: written 0600 and swapped in by rename, so a reader never sees half a key. */
-async function writeOutput(dir: string, certificate: IssuedCertificate): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const files = outputFiles(dir);
-  for (const [path, content] of [[files.key, certificate.key], [files.chain, certificate.chain.join('')], [files.root, certificate.root]] as const) {
-    await writeFile(`${path}.tmp`, content, { mode: 0o600 });
-    await rename(`${path}.tmp`, path);
-  }
-}
+/** OUTPUT_CERTS: key, chain and root swapped in together (output-certs.ts). */
+const writeOutput = (dir: string, certificate: IssuedCertificate) => writeOutputCerts(dir, { key: certificate.key, chain: certificate.chain.join(''), root: certificate.root });
 
 function registerCaMetrics(registry: Registry) {
   const registers = [registry];

@@ -7,6 +7,7 @@ import { requestCommand } from './commands/request.ts';
 import { versionCommand } from './commands/version.ts';
 import { waitCommand } from './commands/wait.ts';
 import type { CommandContext } from './context.ts';
+import { processGuard } from './process-guard.ts';
 
 /** Builds the whole command tree. Each subcommand lives in `commands/<name>.ts`. */
 export function buildProgram(context: CommandContext): Command {
@@ -50,6 +51,8 @@ function reportFailure(error: unknown, context: CommandContext): number {
 
 /** The process entry point: the only place that calls process.exit. */
 export async function main(): Promise<never> {
+  // First: no fault and no signal may end the process without a line (and without stopping Envoy).
+  processGuard.install();
   const context: CommandContext = {
     stdout: process.stdout,
     stderr: process.stderr,
@@ -57,6 +60,8 @@ export async function main(): Promise<never> {
     debug: wantsDebug(process.argv),
   };
   const code = await runCli(process.argv.slice(2), context);
+  // A fault already decided the exit (1) and is stopping Envoy: its exit, not this one.
+  if (processGuard.exitCode !== undefined) return new Promise<never>(() => undefined);
   process.exit(code);
 }
 

@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { protoDuration } from '../bootstrap/variables.ts';
@@ -57,20 +57,14 @@ async function readDownwardApiFile(path: string): Promise<Record<string, string>
   return parsed.entries;
 }
 
+/** A regular file (symlinks followed: the downward API mounts through ..data) within the cap; a FIFO or device is refused, not waited on. */
 async function readBounded(path: string): Promise<string | undefined> {
-  const handle = await open(path, 'r').catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'ENOENT') return undefined;
-    throw badFile(path, `cannot read pod info (${error.code ?? error.message})`, error);
-  });
-  if (!handle) return undefined;
   try {
-    const buffer = Buffer.alloc(maxPodInfoBytes + 1);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0).catch((error: NodeJS.ErrnoException) => {
-      throw badFile(path, `cannot read pod info (${error.code ?? error.message})`, error);
-    });
-    if (bytesRead > maxPodInfoBytes) throw badFile(path, `is larger than ${maxPodInfoBytes} bytes`);
-    return buffer.subarray(0, bytesRead).toString('utf8');
-  } finally {
-    await handle.close();
+    return (await readBoundedFile(path, { maxBytes: maxPodInfoBytes })).toString('utf8');
+  } catch (error) {
+    if (error instanceof FileRefused) throw badFile(path, error.message, error);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    throw badFile(path, `cannot read pod info (${code ?? (error as Error).message})`, error);
   }
 }

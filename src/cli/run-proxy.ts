@@ -41,6 +41,7 @@ import type { NodeMetadata } from '../role/metadata.ts';
 import { superviseProxyless } from './run-proxyless.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
+import { processGuard } from './process-guard.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
@@ -67,6 +68,7 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
   const levels = parseLogLevels(options.logLevel);
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
+  processGuard.useReport((level, fields, message) => logger[level](fields, message));
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
@@ -190,12 +192,20 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
     agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), app: inputs.app, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
-  process.on('SIGTERM', stop).on('SIGINT', stop);
+  // SIGTERM, SIGINT and SIGHUP drain; a fault stops Envoy at once (the drain is hurried) and waits for
+  // the closes below (sockets removed, the kept config written) before the process exits 1.
+  let allClosed!: () => void;
+  const closed = new Promise<void>((resolve) => (allClosed = resolve));
+  const unguard = [processGuard.onTerminate(stop), processGuard.whileRunning(async () => (agent.hurry(), agent.dispatch({ type: 'shutdown' }), await closed))];
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const exit = await agent.exited;
   gate.stop();
-  process.off('SIGTERM', stop).off('SIGINT', stop);
-  for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+  for (const undo of unguard) undo();
+  try {
+    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+  } finally {
+    allClosed();
+  }
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');

@@ -19,6 +19,7 @@ import type { Readiness } from '../status/readiness.ts';
 import { startStatusServer } from '../status/server.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
+import { processGuard } from './process-guard.ts';
 import { xdsUpstream } from './proxy-config.ts';
 
 export interface ProxylessInputs {
@@ -54,9 +55,10 @@ export async function superviseProxyless(config: ProxyConfig, inputs: ProxylessI
     const status = await startStatusServer({ port: config.statusPort, readinessSocketPath: inputs.readinessSocketPath, deps, logger: logger.child({ component: 'status' }) });
     stack.defer(() => status.close());
   }
+  // SIGTERM, SIGINT and SIGHUP end the run; a fault waits for the closes above (the socket removed, the kept config written).
   const onSignal = (signal: NodeJS.Signals) => (logger.info({ signal }, 'signal received'), stop());
-  process.on('SIGTERM', onSignal).on('SIGINT', onSignal);
-  stack.defer(() => void process.off('SIGTERM', onSignal).off('SIGINT', onSignal));
+  stack.defer(processGuard.onTerminate(onSignal));
+  stack.defer(processGuard.whileRunning(async () => stop()));
   await stopped;
   return 0;
 }

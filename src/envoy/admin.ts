@@ -1,4 +1,5 @@
 import { http } from '../shared/node-http.ts';
+import { timeoutSignal } from '../shared/clock.ts';
 
 /** A small client for Envoy's admin API on 127.0.0.1. Failures are values, not throws. */
 export type AdminResult = { ok: true; status: number; body: string } | { ok: false; error: string };
@@ -16,7 +17,7 @@ export interface AdminClient {
 export function adminClient(port: number, timeoutMs = 1000): AdminClient {
   const call = (method: string, path: string, signal?: AbortSignal): Promise<AdminResult> =>
     new Promise((resolve) => {
-      const timeout = AbortSignal.timeout(timeoutMs);
+      const timeout = timeoutSignal(timeoutMs);
       const req = http.request({ host: '127.0.0.1', port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout }, (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { boundedInterval, boundedTimer } from '../shared/clock.ts';
 
 export interface ValidationOptions {
   /** The pod's first address is IPv6: check over ::1 and ::6, as Istio does. */
@@ -51,13 +52,13 @@ export async function validateCapture(options: ValidationOptions): Promise<boole
     });
   };
   probe();
-  const interval = setInterval(probe, options.intervalMs ?? 1000);
-  const timeout = setTimeout(() => done(false), options.timeoutMs);
+  const interval = boundedInterval(probe, options.intervalMs ?? 1000);
+  const timeout = boundedTimer(() => done(false), options.timeoutMs);
   try {
     return await result;
   } finally {
-    clearInterval(interval);
-    clearTimeout(timeout);
+    interval.cancel();
+    timeout.cancel();
     for (const socket of sockets) socket.destroy();
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   }

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { OutputCapture } from './capture.ts';
 import { killOnExit } from './exit-cleanup.ts';
 import { ProcessError, type ProcessResult } from './result.ts';
+import { boundedTimer, type Timer } from '../shared/clock.ts';
 
 export interface StartOptions {
   /** Aborting it stops the child (SIGTERM, then SIGKILL); the result says `isCanceled`. */
@@ -70,24 +71,24 @@ function writeInput(child: ChildProcess, input: string | undefined): void {
 function watch(child: ChildProcess, options: StartOptions, capture: OutputCapture): Promise<ProcessResult> {
   let reason: StopReason | undefined;
   let forced = false;
-  let killTimer: NodeJS.Timeout | undefined;
+  let killTimer: Timer | undefined;
   let spawnError: (Error & { code?: string }) | undefined;
   const stop = (why: StopReason) => {
     if (reason !== undefined || child.exitCode !== null || child.signalCode !== null) return;
     reason = why;
     child.kill('SIGTERM');
-    killTimer = setTimeout(() => ((forced = child.kill('SIGKILL')), undefined), options.killAfterMs ?? 5000);
+    killTimer = boundedTimer(() => void (forced = child.kill('SIGKILL')), options.killAfterMs ?? 5000);
   };
   const onAbort = () => stop('canceled');
   if (options.signal?.aborted) queueMicrotask(onAbort);
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  const timeout = options.timeoutMs === undefined ? undefined : setTimeout(() => stop('timedOut'), options.timeoutMs);
+  const timeout = options.timeoutMs === undefined ? undefined : boundedTimer(() => stop('timedOut'), options.timeoutMs);
   const forget = options.detached ? () => false : killOnExit(child);
   child.on('error', (error) => (spawnError ??= error));
   return new Promise((resolve) => {
     child.once('close', (exitCode: number | null, signal: NodeJS.Signals | null) => {
-      clearTimeout(timeout);
-      clearTimeout(killTimer);
+      timeout?.cancel();
+      killTimer?.cancel();
       options.signal?.removeEventListener('abort', onAbort);
       forget();
       resolve({

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { Command } from 'commander';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 import { applyProxyConfig } from './apply-proxy-config.ts';
-import { mergeProxyConfigs, parseProxyConfigText, proxyStatsMatcher, readProxyConfigSources } from './proxy-config-sources.ts';
+import { mergeProxyConfigs, parseProxyConfigText, proxyConfigCaps, proxyStatsMatcher, readProxyConfigSources } from './proxy-config-sources.ts';
 
 /** Parses a command line with the real flag table, then lays ProxyConfig under it as the CLI does. */
 function settle(args: string[], env: Record<string, string>, sources: { name: string; value: Record<string, unknown> }[]) {
@@ -91,5 +92,25 @@ describe('reading the three sources', () => {
 
   it('missing files are no source at all', async () => {
     assert.deepEqual((await readProxyConfigSources({ env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: join(dir, 'absent') })).value, {});
+  });
+
+  it('a mesh file, an annotations file or PROXY_CONFIG over its cap, or a mesh file that is a FIFO, is exit 2 naming it, unparsed', { timeout: 10_000 }, async () => {
+    const big = await mkdtemp(join(tmpdir(), 'proxy-config-cap-'));
+    try {
+      await writeFile(join(big, 'mesh'), `defaultConfig: {}\n#${'x'.repeat(proxyConfigCaps.meshConfigBytes)}`);
+      await writeFile(join(big, 'annotations'), `proxy.istio.io/config="${'x'.repeat(proxyConfigCaps.annotationsBytes)}"\n`);
+      execFileSync('mkfifo', [join(big, 'fifo')]);
+      const rows: [string, Parameters<typeof readProxyConfigSources>[0], RegExp][] = [
+        ['mesh file', { env: {}, meshConfigPath: join(big, 'mesh'), podInfoDir: dir }, new RegExp(`^--meshConfig ${join(big, 'mesh')}: is \\d+ bytes, more than the 1048576 allowed$`)],
+        ['annotations', { env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: big }, new RegExp(`^--podInfoDir ${join(big, 'annotations')}: is \\d+ bytes, more than the 1048576 allowed$`)],
+        ['PROXY_CONFIG', { env: { PROXY_CONFIG: `{"a":"${'x'.repeat(proxyConfigCaps.envBytes)}"}` }, meshConfigPath: join(dir, 'absent'), podInfoDir: dir }, /^env PROXY_CONFIG: is \d+ bytes, more than the 262144 allowed$/],
+        ['FIFO', { env: {}, meshConfigPath: join(big, 'fifo'), podInfoDir: dir }, new RegExp(`^--meshConfig ${join(big, 'fifo')}: is not a regular file \\(a FIFO\\)$`)],
+      ];
+      for (const [name, inputs, message] of rows) {
+        await assert.rejects(readProxyConfigSources(inputs), (error: Error & { exitCode?: number }) => (assert.match(error.message, message, name), error.exitCode === 2));
+      }
+    } finally {
+      await rm(big, { recursive: true, force: true });
+    }
   });
 });

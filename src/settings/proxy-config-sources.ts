@@ -1,8 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseDownwardApi } from '../role/downward-api.ts';
 import { checkProxyConfig, isProxyConfigField } from '../role/proxy-config-types.ts';
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
+import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { AgentError } from '../shared/errors.ts';
 
 /** The pod annotation that carries a per-pod ProxyConfig (Istio's `proxy.istio.io/config`). */
@@ -31,6 +31,16 @@ export interface ProxyConfigInputs {
   /** --podInfoDir: its `annotations` file may carry proxy.istio.io/config. */
   podInfoDir: string;
 }
+
+/**
+ * Size caps, so a huge value is one line and exit 2 rather than gigabytes
+ * of parser memory. Each is what Kubernetes itself lets through: a
+ * ConfigMap (the mesh config) holds at most 1 MiB; all annotations of a pod
+ * together at most 256 KiB, which the downward-API file carries escaped (so
+ * up to about twice that: 1 MiB, as node-metadata.ts reads it), and
+ * PROXY_CONFIG as its node metadata is capped.
+ */
+export const proxyConfigCaps = { meshConfigBytes: 1024 * 1024, annotationsBytes: 1024 * 1024, envBytes: 256 * 1024 } as const;
 
 const badSource = (source: string, reason: string, cause?: unknown) => new AgentError('BAD_ENV', `${source}: ${reason}`, { cause });
 
@@ -83,11 +93,13 @@ export async function loadYaml(): Promise<typeof import('yaml')> {
 
 async function envProxyConfig(env: NodeJS.ProcessEnv): Promise<ProxyConfigSource | undefined> {
   if (!env.PROXY_CONFIG) return undefined;
+  const bytes = Buffer.byteLength(env.PROXY_CONFIG);
+  if (bytes > proxyConfigCaps.envBytes) throw badSource('env PROXY_CONFIG', `is ${bytes} bytes, more than the ${proxyConfigCaps.envBytes} allowed`);
   return { name: 'env PROXY_CONFIG', value: await parseProxyConfigText('env PROXY_CONFIG', env.PROXY_CONFIG) };
 }
 
 async function meshDefaultConfig(path: string): Promise<ProxyConfigSource | undefined> {
-  const text = await readOptional(path, '--meshConfig');
+  const text = await readOptional(path, '--meshConfig', proxyConfigCaps.meshConfigBytes);
   if (text === undefined) return undefined;
   const name = `mesh config ${path}`;
   const mesh = await parseProxyConfigText(name, text);
@@ -99,7 +111,7 @@ async function meshDefaultConfig(path: string): Promise<ProxyConfigSource | unde
 
 async function annotationProxyConfig(podInfoDir: string): Promise<ProxyConfigSource | undefined> {
   const path = join(podInfoDir, 'annotations');
-  const text = await readOptional(path, '--podInfoDir');
+  const text = await readOptional(path, '--podInfoDir', proxyConfigCaps.annotationsBytes);
   if (text === undefined) return undefined;
   const parsed = parseDownwardApi(text);
   if (!parsed.ok) throw badSource(path, `line ${parsed.line}: ${parsed.reason}`);
@@ -109,11 +121,16 @@ async function annotationProxyConfig(podInfoDir: string): Promise<ProxyConfigSou
   return { name, value: await parseProxyConfigText(name, value) };
 }
 
-/** The file's text, or undefined when there is none: every source is optional. */
-async function readOptional(path: string, flag: string): Promise<string | undefined> {
+/**
+ * The file's text, or undefined when there is none: every source is
+ * optional. Symlinks are followed (a mounted ConfigMap is one), but only a
+ * regular file within `maxBytes` is read: not a FIFO, not a device.
+ */
+async function readOptional(path: string, flag: string, maxBytes: number): Promise<string | undefined> {
   try {
-    return await readFile(path, 'utf8');
+    return (await readBoundedFile(path, { maxBytes })).toString('utf8');
   } catch (error) {
+    if (error instanceof FileRefused) throw new AgentError('BAD_FILE', `${flag} ${path}: ${error.message}`, { cause: error });
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     throw new AgentError('BAD_FILE', `${flag} ${path}: cannot read (${code ?? error})`, { cause: error });

@@ -1,3 +1,5 @@
+import { maxTimerMs } from './duration.ts';
+
 /** Time as the agent sees it; tests inject a FakeClock to avoid real sleeps. */
 export interface Clock {
   now(): number;
@@ -9,26 +11,96 @@ export interface Timer {
   cancel(): void;
 }
 
+/**
+ * Node runs a timer asked for more than 2^31-1 ms (24.8 days) after 1 ms,
+ * with only a warning: a wait re-armed from a year-long certificate then
+ * spins. Every timer of the product goes through this file, which waits in
+ * chunks no longer than this and re-arms until the whole delay has passed.
+ */
+export const maxTimerChunkMs = maxTimerMs;
+
+/** The host timers the bounded ones are built on; tests pass fakes. */
+export interface TimerHost {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+  /** Monotonic milliseconds: chunks are counted on it, so a wall-clock jump neither ends nor stretches a wait. */
+  monotonicNow(): number;
+  unref?(handle: unknown): void;
+}
+
+const nodeHost: TimerHost = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  monotonicNow: () => performance.now(),
+  unref: (handle) => void (handle as NodeJS.Timeout).unref(),
+};
+
+/** A delay Node can take: NaN and negatives run at once, as Node does; Infinity waits forever (in chunks). */
+function sanitize(ms: number): number {
+  return Number.isNaN(ms) || ms < 0 ? 0 : ms;
+}
+
+/**
+ * Runs `callback` once after `ms`, however long: a delay past what Node
+ * can arm is waited for in chunks. `unref`: the wait does not keep the
+ * process alive.
+ */
+export function boundedTimer(callback: () => void, ms: number, options: { unref?: boolean; host?: TimerHost } = {}): Timer {
+  const host = options.host ?? nodeHost;
+  const deadline = host.monotonicNow() + sanitize(ms);
+  let handle: unknown;
+  let cancelled = false;
+  const arm = () => {
+    const left = Math.max(0, deadline - host.monotonicNow());
+    handle = host.setTimeout(left > maxTimerChunkMs ? arm : fire, Math.min(left, maxTimerChunkMs));
+    if (options.unref) host.unref?.(handle);
+  };
+  const fire = () => {
+    if (!cancelled) callback();
+  };
+  arm();
+  return { cancel: () => ((cancelled = true), host.clearTimeout(handle)) };
+}
+
+/** Runs `callback` every `ms` (bounded as boundedTimer) until cancelled. */
+export function boundedInterval(callback: () => void, ms: number, options: { unref?: boolean; host?: TimerHost } = {}): Timer {
+  let current: Timer | undefined;
+  let cancelled = false;
+  const next = () => {
+    current = boundedTimer(() => {
+      if (cancelled) return;
+      next();
+      callback();
+    }, ms, options);
+  };
+  next();
+  return { cancel: () => ((cancelled = true), current?.cancel()) };
+}
+
+/** AbortSignal.timeout with the bound: aborts with a TimeoutError after `ms`, and never keeps the process alive. */
+export function timeoutSignal(ms: number): AbortSignal {
+  const controller = new AbortController();
+  boundedTimer(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms, { unref: true });
+  return controller.signal;
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(done, ms);
+      const timer = boundedTimer(done, ms);
       function done() {
         signal?.removeEventListener('abort', onAbort);
         resolve();
       }
       function onAbort() {
-        clearTimeout(timer);
+        timer.cancel();
         reject(signal!.reason);
       }
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
-  setTimeout: (callback, ms) => {
-    const timer = setTimeout(callback, ms);
-    return { cancel: () => clearTimeout(timer) };
-  },
+  setTimeout: (callback, ms) => boundedTimer(callback, ms),
 };
 
 /** A clock that moves only when told to, for table tests. */

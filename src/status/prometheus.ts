@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { http, https } from '../shared/node-http.ts';
+import { timeoutSignal } from '../shared/clock.ts';
 
 /** Envoy's part of /stats/prometheus is capped so one scrape cannot eat the agent's memory. */
 export const envoyMetricsCapBytes = 32 * 1024 * 1024;
@@ -18,7 +19,7 @@ export interface FetchCappedOptions {
  * not fetch: fetch loads undici into the agent (see shared/node-http.ts).
  */
 export function fetchCapped(url: string, options: FetchCappedOptions): Promise<CappedBody> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const timeout = timeoutSignal(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve) => {

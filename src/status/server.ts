@@ -1,8 +1,10 @@
 import { chmod, rm } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../shared/node-http.ts';
+import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
+import { isLoopbackPeer } from './access.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
 
 export interface StatusServer {
@@ -21,20 +23,50 @@ export interface StatusServerOptions {
 type Handler = (deps: StatusDeps, request: StatusRequest) => Promise<StatusResponse>;
 
 /**
+ * The status port faces the pod network. Node's http server holds a
+ * connection that sends nothing, or headers a byte at a time, for as long
+ * as the peer likes: enough of them exhaust the agent's file descriptors,
+ * and readiness, SDS and certificate reads then fail. So: headers within
+ * 10 s, a whole request within 20 s (checked every second), keep-alive idle
+ * 5 s, and a cap on connections at once.
+ */
+export const statusServerTimeouts = { headersTimeout: 10_000, requestTimeout: 20_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 } as const;
+/**
+ * 128 connections from the pod network (kubelet, Prometheus), and 32 more
+ * only loopback peers may take (the agent's own container and the app's);
+ * an idle one is closed to make room before a new one is refused.
+ */
+export const statusConnectionLimits = { max: 128, reservedForTrusted: 32, idleMs: 30_000 } as const;
+/** Envoy's readiness hop: its one cluster's connections, however many requests reach port 15021. */
+export const readinessHopLimits = { max: 64, reservedForTrusted: 0, idleMs: 30_000 } as const;
+
+/**
  * The agent's status server on every interface, as Istio's: the kubelet
  * and Prometheus reach it from outside; quit, drain and debug check for a
  * loopback peer. Envoy's readiness hop comes in on its own socket, so a
  * request relayed from the pod network never looks local.
  */
 export async function startStatusServer(options: StatusServerOptions): Promise<StatusServer> {
-  const tcp = http.createServer((request, response) => void serve(handleStatus, options, request, response));
-  const hop = http.createServer((request, response) => void serve(handleReadinessHop, options, request, response));
+  const log = (fields: Record<string, unknown>, message: string) => options.logger.warn(fields, message);
+  const tcpCap = new ConnectionCap({ ...statusConnectionLimits, trusted: (socket) => isLoopbackPeer(socket.remoteAddress), onShed: shedLog(log, 'status') });
+  const hopCap = new ConnectionCap({ ...readinessHopLimits, trusted: () => false, onShed: shedLog(log, 'readiness socket') });
+  const tcp = http.createServer(statusServerTimeouts, (request, response) => void serve(handleStatus, options, tracked(tcpCap, request, response), response));
+  const hop = http.createServer(statusServerTimeouts, (request, response) => void serve(handleReadinessHop, options, tracked(hopCap, request, response), response));
+  tcpCap.attach(tcp);
+  hopCap.attach(hop);
   await listenTcp(tcp, options.port);
   await listenSocket(hop, options.readinessSocketPath).catch(async (error) => (await close(tcp), Promise.reject(error)));
   return {
     port: (tcp.address() as { port: number }).port,
     close: async () => void (await Promise.all([close(tcp), close(hop)])),
   };
+}
+
+/** The request's connection counts as busy until its response is done. */
+function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): IncomingMessage {
+  cap.busy(request.socket);
+  response.once('close', () => cap.idle(request.socket));
+  return request;
 }
 
 function close(server: Server): Promise<void> {

@@ -1,4 +1,4 @@
-import type { Clock } from '../shared/clock.ts';
+import { timeoutSignal, type Clock } from '../shared/clock.ts';
 
 export interface WaitReadyOptions {
   /** One probe: undefined when ready, else why not. */
@@ -27,7 +27,7 @@ export async function waitReady(options: WaitReadyOptions): Promise<WaitResult> 
 export function urlCheck(url: string, requestTimeoutMs: number): () => Promise<string | undefined> {
   return async () => {
     try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(requestTimeoutMs) });
+      const response = await fetch(url, { signal: timeoutSignal(requestTimeoutMs) });
       const body = (await response.text()).trim();
       return response.status === 200 ? undefined : `HTTP ${response.status}${body ? `: ${body}` : ''}`;
     } catch (error) {

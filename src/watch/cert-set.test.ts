@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeCa, type KeyPair, type TestCa } from '../../test/support/certs.ts';
 import { watchedCertFiles, watchedCertGroups } from './cert-files.ts';
+import { readCertNotAfter } from '../agent/restart-gate.ts';
 import { checkCertFiles, hashCertFiles, readCertFiles, type FileRead } from './cert-set.ts';
 
 const groups = watchedCertGroups('/certs', 'sidecar');
@@ -99,8 +101,24 @@ describe('cert set: hash and read', () => {
     const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
     try {
       const [entry] = await readCertFiles([dir]);
-      assert.equal(entry?.error, 'EISDIR');
-      assert.equal(checkCertFiles([{ cert: dir }], [entry!])?.reason, 'cannot read (EISDIR)');
+      assert.equal(entry?.error, 'is not a regular file (a directory)');
+      assert.equal(checkCertFiles([{ cert: dir }], [entry!])?.reason, 'cannot read (is not a regular file (a directory))');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a FIFO or a device at a watched path is unreadable at once, not a read that never ends; a symlinked file (a secret volume) reads', { timeout: 5000 }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+    try {
+      execFileSync('mkfifo', [join(dir, 'fifo')]);
+      await symlink('/dev/zero', join(dir, 'device'));
+      await writeFile(join(dir, 'real'), 'PEM');
+      await symlink(join(dir, 'real'), join(dir, 'linked'));
+      const entries = await readCertFiles([join(dir, 'fifo'), join(dir, 'device'), join(dir, 'linked')]);
+      assert.deepEqual(entries.map((entry) => entry.error), ['is not a regular file (a FIFO)', 'is not a regular file (a device)', undefined]);
+      assert.equal(entries[2]!.content?.toString(), 'PEM');
+      assert.equal(readCertNotAfter(join(dir, 'fifo')), undefined, 'the restart gate reads it synchronously: refused, never blocking');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

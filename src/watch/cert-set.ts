@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { groupPaths, type CertGroup } from './cert-files.ts';
 
 /** One watched file as read: content, absent, or unreadable (with the error code). */
@@ -16,12 +16,21 @@ export interface CertProblem {
   reason: string;
 }
 
-/** Reads every file once, so the check and the hash see the same bytes. */
+/** A certificate file, a chain or a CA bundle (the OS's is ~200 KiB): past this it is not one. */
+export const certFileMaxBytes = 4 * 1024 * 1024;
+
+/**
+ * Reads every file once, so the check and the hash see the same bytes.
+ * Only regular files within the cap (symlinks followed, as a secret volume
+ * mounts them): a FIFO or a device at a watched path is unreadable, not a
+ * read that never ends.
+ */
 export function readCertFiles(paths: readonly string[]): Promise<FileRead[]> {
   return Promise.all(paths.map(async (path): Promise<FileRead> => {
     try {
-      return { path, content: await readFile(path) };
+      return { path, content: await readBoundedFile(path, { maxBytes: certFileMaxBytes }) };
     } catch (error) {
+      if (error instanceof FileRefused) return { path, error: error.message };
       const code = (error as NodeJS.ErrnoException).code ?? String(error);
       return code === 'ENOENT' || code === 'ENOTDIR' ? { path } : { path, error: code };
     }

@@ -1,4 +1,5 @@
 import type { Http2Session } from 'node:http2';
+import { boundedInterval, boundedTimer, type Timer } from '../shared/clock.ts';
 
 export interface KeepaliveOptions {
   intervalMs: number;
@@ -14,17 +15,17 @@ export const keepaliveDefaults: KeepaliveOptions = { intervalMs: 30_000, timeout
  * connection (a frozen VM, a dropped route) is then noticed in seconds.
  */
 export function keepAlive(session: Http2Session, options: KeepaliveOptions): void {
-  let deadline: NodeJS.Timeout | undefined;
-  const interval = setInterval(() => {
+  let deadline: Timer | undefined;
+  const interval = boundedInterval(() => {
     if (session.destroyed || session.closed || deadline) return;
-    deadline = setTimeout(() => session.destroy(new Error(`keepalive: no answer to a ping within ${options.timeoutMs} ms`)), options.timeoutMs).unref();
+    deadline = boundedTimer(() => session.destroy(new Error(`keepalive: no answer to a ping within ${options.timeoutMs} ms`)), options.timeoutMs, { unref: true });
     session.ping(() => {
-      clearTimeout(deadline);
+      deadline?.cancel();
       deadline = undefined;
     });
-  }, options.intervalMs).unref();
+  }, options.intervalMs, { unref: true });
   session.once('close', () => {
-    clearInterval(interval);
-    clearTimeout(deadline);
+    interval.cancel();
+    deadline?.cancel();
   });
 }

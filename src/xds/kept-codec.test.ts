@@ -31,19 +31,21 @@ describe('kept file codec', () => {
   });
 
   const text = encodeKept(sample(), expect.node, expect.now);
-  const rows: { name: string; input: string; now?: number; reason: RegExp }[] = [
+  const rows: { name: string; input: string; now?: number; reason: RegExp; secret?: string }[] = [
     { name: 'garbage', input: 'not json', reason: /not a kept-config file/ },
+    { name: 'another file (its first bytes never in the reason)', input: 'root:x:0:0:SECRET-LINE', reason: /not a kept-config file/, secret: 'SECRET' },
     { name: 'truncated', input: text.slice(0, 40), reason: /not a kept-config file/ },
     { name: 'another format', input: JSON.stringify({ format: 'x', types: [], writtenAt: 0 }), reason: /not a pilot-agent\/last-known-good\/v1 file/ },
-    { name: 'another node id', input: text.replace(expect.node, 'router~2~c~d'), reason: /another node \(router~2~c~d\)/ },
+    { name: 'another node id', input: text.replace(expect.node, 'router~2~c~d'), reason: /another node$/, secret: 'router~2~c~d' },
     { name: 'older than the limit', input: text, now: expect.now + 24 * hour + 1, reason: /more than the 1440 allowed/ },
-    { name: 'a malformed entry', input: text.replace('"mode":"sotw"', '"mode":"rest"'), reason: /malformed entry \(unknown stream kind rest\)/ },
+    { name: 'a malformed entry', input: text.replace('"mode":"sotw"', '"mode":"rest"'), reason: /malformed entry \(unknown stream kind\)/, secret: 'rest' },
   ];
   for (const row of rows) {
     it(`ignores ${row.name}`, () => {
       const decoded = decodeKept(row.input, { ...expect, now: row.now ?? expect.now });
       assert.equal(decoded.ok, false);
       assert.match((decoded as { reason: string }).reason, row.reason);
+      if (row.secret) assert.ok(!(decoded as { reason: string }).reason.includes(row.secret), 'no content of the file in the reason');
     });
   }
 });

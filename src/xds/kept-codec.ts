@@ -45,28 +45,32 @@ export function decodeKept(text: string, expect: { node: string; now: number; ma
   try {
     body = JSON.parse(text) as KeptFileBody;
   } catch (error) {
-    return { ok: false, reason: `not a kept-config file (${(error as Error).message})` };
+    // JSON.parse's message quotes the text: a reason never carries the file's content.
+    return { ok: false, reason: `not a kept-config file (not JSON: ${(error as Error).name})` };
   }
   if (body?.format !== keptFormat || !Array.isArray(body.types) || typeof body.writtenAt !== 'number') return { ok: false, reason: `not a ${keptFormat} file` };
-  if (body.node !== expect.node) return { ok: false, reason: `written for another node (${String(body.node)})` };
+  if (body.node !== expect.node) return { ok: false, reason: 'written for another node' };
   const age = expect.now - body.writtenAt;
   if (age > expect.maxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${expect.maxAgeMs / 60_000} allowed` };
   try {
     return { ok: true, types: body.types.filter((type) => type.typeUrl !== secretType).map(decodeType), writtenAt: body.writtenAt };
   } catch (error) {
-    return { ok: false, reason: `malformed entry (${(error as Error).message})` };
+    return { ok: false, reason: `malformed entry (${error instanceof KeptEntryError ? error.message : 'bad value'})` };
   }
 }
 
+/** A malformed entry, said in words of our own (none of the file's). */
+class KeptEntryError extends Error {}
+
 function decodeType(type: FileType): { mode: XdsMode; entry: KeptType } {
-  if (type.mode !== 'sotw' && type.mode !== 'delta') throw new Error(`unknown stream kind ${String(type.mode)}`);
-  if (typeof type.typeUrl !== 'string' || typeof type.version !== 'string' || !Array.isArray(type.names)) throw new Error('type without typeUrl, version or names');
+  if (type.mode !== 'sotw' && type.mode !== 'delta') throw new KeptEntryError('unknown stream kind');
+  if (typeof type.typeUrl !== 'string' || typeof type.version !== 'string' || !Array.isArray(type.names)) throw new KeptEntryError('type without typeUrl, version or names');
   const base = { typeUrl: type.typeUrl, version: type.version, ackedAt: Number(type.ackedAt), names: type.names.map(String) };
   if (type.mode === 'sotw') {
-    if (typeof type.response !== 'string') throw new Error(`${type.typeUrl} has no response`);
+    if (typeof type.response !== 'string') throw new KeptEntryError('a state-of-the-world type has no response');
     return { mode: 'sotw', entry: { ...base, response: [Buffer.from(type.response, 'base64')] } };
   }
-  if (!Array.isArray(type.resources)) throw new Error(`${type.typeUrl} has no resources`);
+  if (!Array.isArray(type.resources)) throw new KeptEntryError('a delta type has no resources');
   const resources = new Map(type.resources.map((resource) => [String(resource.name), { name: String(resource.name), version: String(resource.version), bytes: Buffer.from(String(resource.bytes), 'base64') }]));
   return { mode: 'delta', entry: { ...base, resources } };
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, chown, mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -83,4 +84,29 @@ describe('KeptFile', () => {
     assert.deepEqual(lines.map((line) => line.msg), ['ignoring the kept last-known-good config file']);
     assert.match(lines[0]!.reason!, /11 bytes, more than the 10 allowed/);
   });
+
+  /** Real files of each kind a tampered config dir could hold at the kept file's path. */
+  const hostile: { name: string; make: (path: string, dir: string) => Promise<void>; reason: RegExp }[] = [
+    { name: 'a FIFO (would hang a blocking open)', make: async (path) => void execFileSync('mkfifo', [path]), reason: /not a regular file \(a FIFO\)/ },
+    { name: 'a symlink to a device (would stream without end)', make: (path) => symlink('/dev/zero', path), reason: /symlink/ },
+    { name: 'a symlink to another file (whose bytes would reach the log)', make: async (path, dir) => (await writeFile(join(dir, 'other'), 'SECRET-CONTENT', { mode: 0o600 }), symlink(join(dir, 'other'), path)), reason: /symlink/ },
+    { name: 'a file of another owner', make: async (path) => (await writeFile(path, 'SECRET-CONTENT', { mode: 0o600 }), chown(path, 4242, 4242)), reason: /owned by uid 4242/ },
+    { name: 'a world-writable file', make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o666)), reason: /writable by group or others \(mode 0666\)/ },
+    { name: 'a group-writable file', make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o620)), reason: /writable by group or others/ },
+    { name: 'a directory', make: (path) => mkdir(path), reason: /not a regular file \(a directory\)/ },
+    { name: 'our own file of garbage', make: (path) => writeFile(path, 'SECRET-CONTENT', { mode: 0o600 }), reason: /not a kept-config file/ },
+  ];
+  for (const row of hostile) {
+    it(`refuses ${row.name}: one line saying why, never its content, and nothing restored`, { timeout: 5000 }, async () => {
+      const { dir, lines, file } = await rig();
+      await row.make(file.path, dir);
+      const kept = new KeptConfig();
+      await file.load(kept);
+      assert.equal(kept.has('sotw'), false);
+      assert.deepEqual(lines.map((line) => line.msg), ['ignoring the kept last-known-good config file']);
+      assert.match(lines[0]!.reason!, row.reason);
+      assert.ok(!JSON.stringify(lines).includes('SECRET'), 'no content in the log');
+    });
+  }
 });
+

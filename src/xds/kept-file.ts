@@ -1,5 +1,7 @@
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { decodeKept, encodeKept } from './kept-codec.ts';
@@ -60,13 +62,19 @@ export class KeptFile {
     logger.info({ file: this.path, types: decoded.types.length, writtenAt: new Date(decoded.writtenAt).toISOString() }, 'restored the last-known-good config');
   }
 
+  /**
+   * The file as this agent wrote it, or nothing: not through a symlink, not
+   * a FIFO or device, owned by us and writable by no one else, within the
+   * cap. Whatever it is otherwise, the line says why, never what it holds.
+   */
   async #read(): Promise<string | undefined> {
     try {
-      const size = (await stat(this.path)).size;
-      if (size > this.#maxBytes) throw new Error(`${size} bytes, more than the ${this.#maxBytes} allowed`);
-      return await readFile(this.path, 'utf8');
+      return (await readBoundedFile(this.path, { maxBytes: this.#maxBytes, noFollow: true, check: ownedByUs })).toString('utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.#options.logger.warn({ file: this.path, reason: (error as Error).message }, 'ignoring the kept last-known-good config file');
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return undefined;
+      const reason = error instanceof FileRefused ? error.message : code === 'ELOOP' ? 'is a symlink' : `cannot be read (${code ?? 'error'})`;
+      this.#options.logger.warn({ file: this.path, reason }, 'ignoring the kept last-known-good config file');
       return undefined;
     }
   }
@@ -122,6 +130,14 @@ export class KeptFile {
     else await this.#writing;
     this.#kept = undefined;
   }
+}
+
+/** Only what this agent's uid wrote, and no one else could have changed, is config Envoy may get. */
+function ownedByUs(info: Stats): string | undefined {
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid) return `is owned by uid ${info.uid}, not the agent's ${uid}`;
+  if ((info.mode & 0o022) !== 0) return `is writable by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')})`;
+  return undefined;
 }
 
 /** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */

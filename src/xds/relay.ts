@@ -2,7 +2,8 @@ import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../metrics/index.ts';
 import type { BackoffPolicy, RandomSource } from '../shared/backoff.ts';
-import type { Clock, Timer } from '../shared/clock.ts';
+import { boundedTimer, type Clock, type Timer } from '../shared/clock.ts';
+import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { AgentError } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
@@ -64,6 +65,14 @@ const spareTtlMs = 10_000;
  * upstream streams without limit.
  */
 export const maxStreamsPerConnection = 16;
+/**
+ * Connections to the socket at once. Envoy holds one (two across a hot
+ * restart); the socket is 0600 in a 0700 dir, so anything else is our own
+ * uid. A connection with no stream open for a minute (it sent no preface,
+ * or Envoy backs off) is closed, and an idle one makes room for a new one
+ * before the new one is refused: Envoy's ADS connection always has its stream.
+ */
+export const xdsConnectionLimits = { max: 16, reservedForTrusted: 0, idleMs: 60_000 } as const;
 /** How long a stopping relay waits for Envoy's connections to take their last frames. */
 const closeGraceMs = 1_000;
 
@@ -109,8 +118,15 @@ export class XdsRelay {
     await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
     const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
-    server.on('session', (session) => this.#track(session));
-    server.on('stream', (stream, headers) => this.#route(stream, headers));
+    const cap = new ConnectionCap<Http2Session>({ ...xdsConnectionLimits, trusted: () => false, onShed: shedLog((fields, message) => logger.warn(fields, message), 'xds socket') });
+    cap.attach(server, false);
+    server.on('session', (session) => cap.admit(session) && this.#track(session));
+    server.on('stream', (stream, headers) => {
+      const session = stream.session!;
+      cap.busy(session);
+      stream.once('close', () => cap.idle(session));
+      this.#route(stream, headers);
+    });
     server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -212,9 +228,9 @@ export class XdsRelay {
     if (server) {
       const closed = new Promise((resolve) => server.close(resolve));
       for (const session of this.#sessions) session.close();
-      const grace = setTimeout(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
+      const grace = boundedTimer(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
       await closed;
-      clearTimeout(grace);
+      grace.cancel();
     }
     await rm(this.#options.socketPath, { force: true });
   }

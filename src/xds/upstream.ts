@@ -1,5 +1,4 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
@@ -10,6 +9,9 @@ import type { HostPort } from '../shared/proxy-config.ts';
 import { agentVersion } from '../shared/version.ts';
 import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
+import { boundedTimer } from '../shared/clock.ts';
+import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
+import { certFileMaxBytes } from '../watch/cert-set.ts';
 
 /** How the agent reaches the discovery server. */
 export interface UpstreamOptions {
@@ -85,11 +87,14 @@ export async function loadMaterial(options: UpstreamOptions, now = Date.now()): 
   return { tls: { cert: files.chain, key: files.key, ca: files.root }, ...base };
 }
 
+/** A service-account token is a few KiB; past this it is not one. A FIFO or device is refused, not waited on. */
+const tokenFileMaxBytes = 1024 * 1024;
+
 async function readText(path: string, flag: string): Promise<string> {
   try {
-    return await readFile(path, 'utf8');
+    return (await readBoundedFile(path, { maxBytes: tokenFileMaxBytes })).toString('utf8');
   } catch (error) {
-    throw badFlag(flag, `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? error})`, error);
+    throw badFlag(flag, `cannot read ${path} (${readFailure(error)})`, error);
   }
 }
 
@@ -101,9 +106,9 @@ async function readRoot(path: string): Promise<Buffer | string[]> {
   if (path === systemRoots) return systemRootCertificates();
   let root: Buffer;
   try {
-    root = await readFile(path);
+    root = await readBoundedFile(path, { maxBytes: certFileMaxBytes });
   } catch (error) {
-    throw badFile(path, `cannot read (${(error as NodeJS.ErrnoException).code ?? error}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
+    throw badFile(path, `cannot read (${readFailure(error)}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
   }
   try {
     new X509Certificate(root);
@@ -122,9 +127,9 @@ function systemRootCertificates(): string[] {
 
 async function readCert(path: string): Promise<Buffer> {
   try {
-    return await readFile(path);
+    return await readBoundedFile(path, { maxBytes: certFileMaxBytes });
   } catch (error) {
-    throw badFile(path, `cannot read (${(error as NodeJS.ErrnoException).code ?? error}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
+    throw badFile(path, `cannot read (${readFailure(error)}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
   }
 }
 
@@ -203,7 +208,7 @@ export async function dialUpstream(options: UpstreamOptions, dial: DialOptions):
       if (!stream.closed) stream.close(constants.NGHTTP2_CANCEL);
       session.close();
       // A peer that never answers the GOAWAY does not keep the socket.
-      setTimeout(() => session.destroy(), 1_000).unref();
+      boundedTimer(() => session.destroy(), 1_000, { unref: true });
     },
   };
 }
@@ -239,12 +244,12 @@ async function openSession(options: UpstreamOptions, material: UpstreamMaterial)
   const accepted = material.tls ? 'remoteSettings' : 'connect';
   await new Promise<void>((resolve, reject) => {
     // Rejected here too: a session whose socket already died ignores destroy() and emits nothing.
-    const timer = setTimeout(() => (session.destroy(), reject(new Error(`no connection within ${connectTimeoutMs} ms`))), connectTimeoutMs);
-    session.once(accepted, () => (clearTimeout(timer), resolve()));
-    session.once('error', (error) => (clearTimeout(timer), reject(error)));
+    const timer = boundedTimer(() => (session.destroy(), reject(new Error(`no connection within ${connectTimeoutMs} ms`))), connectTimeoutMs);
+    session.once(accepted, () => (timer.cancel(), resolve()));
+    session.once('error', (error) => (timer.cancel(), reject(error)));
     // An alert after the handshake (our certificate refused) reaches the socket, not always the session.
-    socketFailed = (error) => (clearTimeout(timer), session.destroy(), reject(error));
-    session.once('close', () => (clearTimeout(timer), reject(new Error('the discovery server closed the connection before answering'))));
+    socketFailed = (error) => (timer.cancel(), session.destroy(), reject(error));
+    session.once('close', () => (timer.cancel(), reject(new Error('the discovery server closed the connection before answering'))));
   });
   session.setLocalWindowSize(upstreamWindowBytes);
   return session;

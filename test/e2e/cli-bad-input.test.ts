@@ -25,6 +25,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     await writeFile(join(dir, 'unknown-var.json'), '{"node":{"id":"{{ node_id }}","cluster":"{{ no_such_variable }}"}}');
     await writeFile(join(dir, 'rejected.json'), JSON.stringify({ static_resources: { clusters: [{ name: 'c', type: 'NOT_A_TYPE' }] } }));
     await writeFile(join(dir, 'a-file'), '');
+    await execa('mkfifo', [join(dir, 'fifo.json')]);
     await mkdir(join(dir, 'xds-taken', 'XDS'), { recursive: true });
     await chmod(join(dir, 'not-executable'), 0o644);
     // Ports of its own: a run-time check must fail for the input under test, not for Istio's ports taken by another run.
@@ -45,6 +46,8 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'missing binary', args: () => ['sidecar', ...ok, '--binaryPath', join(dir, 'nope')], line: /^pilot-agent: --binaryPath: .*nope does not exist/ },
     { name: 'non-executable binary', args: () => ['sidecar', ...ok, '--binaryPath', join(dir, 'not-executable')], line: /^pilot-agent: --binaryPath: .*not-executable is not executable$/ },
     { name: 'unreadable template', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'missing.json')], line: /^pilot-agent: .*missing\.json: cannot read bootstrap template \(ENOENT\)$/ },
+    { name: 'a FIFO as the template (was a start that hung)', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'fifo.json')], line: /^pilot-agent: .*fifo\.json: cannot read bootstrap template \(is not a regular file \(a FIFO\)\)$/ },
+    { name: 'a device as the xDS token (was a read without end)', args: () => ['sidecar', ...ok, '--xdsTokenFile', '/dev/zero'], line: /^pilot-agent: --xdsTokenFile: cannot read \/dev\/zero \(is not a regular file \(a device\)\)$/ },
     { name: 'template variable with no value', args: () => ['sidecar', ...ok, '--templateFile', join(dir, 'unknown-var.json')], line: /^pilot-agent: .*unknown-var\.json: variable "no_such_variable" at \$\.node\.cluster has no value$/ },
     { name: 'unwritable configPath', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'a-file', 'sub')], line: /^pilot-agent: --configPath: .*a-file\/sub is not a writable directory \(ENOTDIR\)$/ },
     { name: 'configPath under /proc/sys (mkdir -p spun there)', args: () => ['sidecar', ...ok, '--configPath', '/proc/sys/x'], line: /^pilot-agent: --configPath: \/proc\/sys\/x is not a writable directory \(ENOENT\)$/ },

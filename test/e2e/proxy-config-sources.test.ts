@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { readFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -45,6 +45,27 @@ describe('ProxyConfig sources under the flags', () => {
     const result = await printBootstrap([], { PROXY_CONFIG: '{"proxyAdminPort":"not-a-port"}' });
     assert.equal(result.exitCode, 2);
     assert.match(result.stderr.trim(), /^pilot-agent: env PROXY_CONFIG: field proxyAdminPort must be an integer[^\n]*$/);
+  });
+
+  it('a mesh config file over 1 MiB exits 2 with one line naming the file, before it is parsed', async () => {
+    const mesh = join(dir, 'mesh-50m');
+    await writeFile(mesh, `defaultConfig:\n  concurrency: 1\n#${'x'.repeat(50 * 1024 * 1024)}\n`);
+    try {
+      const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--meshConfig', mesh, '--print-bootstrap'], { reject: false });
+      assert.equal(result.exitCode, 2, result.stderr);
+      assert.equal(result.stderr.trim(), `pilot-agent: --meshConfig ${mesh}: is ${(await stat(mesh)).size} bytes, more than the 1048576 allowed`);
+    } finally {
+      await rm(mesh, { force: true });
+    }
+  });
+
+  it('a FIFO as the downward-API labels file exits 2 naming it, instead of hanging the start', { timeout: 30_000 }, async () => {
+    const podInfo = join(dir, 'pod-info-fifo');
+    await execa('mkdir', ['-p', podInfo]);
+    await execa('mkfifo', [join(podInfo, 'labels')]);
+    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--podInfoDir', podInfo, '--print-bootstrap'], { reject: false, timeout: 20_000 });
+    assert.equal(result.exitCode, 2, result.stderr);
+    assert.equal(result.stderr.trim(), `pilot-agent: ${join(podInfo, 'labels')}: is not a regular file (a FIFO)`);
   });
 
   it('Envoy runs with what ProxyConfig set, and the agent says which fields it took and which it ignored', { timeout: 60_000 }, async () => {

@@ -49,7 +49,7 @@ describe('bad certificate files never restart Envoy into a broken config', () =>
       await expectRejected(rig.agent, async () => {
         await unlink(key);
         await mkdir(key);
-      }, key, /EISDIR/);
+      }, key, /not a regular file \(a directory\)/);
       assert.equal(await servedSerial(rig.listenerPort), serial, 'the running Envoy still serves the old certificate');
 
       await rm(key, { recursive: true });

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { connect as connectHttp2 } from 'node:http2';
-import { connect as connectSocket } from 'node:net';
+import { connect as connectSocket, type Socket } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { frame } from '../../src/xds/grpc-frame.ts';
-import { adsMethods, maxStreamsPerConnection } from '../../src/xds/relay.ts';
+import { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from '../../src/xds/relay.ts';
 import { sotwRequest } from '../support/ads-client.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
@@ -42,6 +42,36 @@ describe('the XDS socket bounds what one client can make the relay hold', () => 
       assert.equal(upstreamStreams, maxStreamsPerConnection);
     } finally {
       session.destroy();
+      await relay.stop();
+    }
+  });
+
+  it(`holds at most ${xdsConnectionLimits.max} connections; a flood of idle ones never sheds a connection with a stream (Envoy's ADS)`, async () => {
+    const { relay, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
+    const ads = connectHttp2('http://localhost', { createConnection: () => connectSocket(socketPath) });
+    ads.on('error', () => undefined);
+    const idle: Socket[] = [];
+    try {
+      await new Promise((resolve) => ads.once('remoteSettings', resolve));
+      const stream = ads.request({ ':method': 'POST', ':path': adsMethods.sotw, 'content-type': 'application/grpc', te: 'trailers' });
+      stream.on('error', () => undefined);
+      stream.write(frame(sotwRequest({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster', nodeId: 'envoy' })));
+      await waitUntil(() => relay.debug().streams.length === 1);
+      let closed = 0;
+      for (let i = 0; i < 200; i++) {
+        const socket = connectSocket(socketPath);
+        socket.on('error', () => undefined).on('close', () => closed++).resume();
+        idle.push(socket);
+      }
+      await waitUntil(() => closed >= 200 - (xdsConnectionLimits.max - 1)).catch((error: Error) => { throw new Error(`${error.message}: ${closed} closed`); });
+      // One more round trip on the ADS session: it is still there, its stream open.
+      await new Promise((resolve, reject) => ads.ping((error) => (error ? reject(error) : resolve(undefined))));
+      assert.equal(ads.destroyed || ads.closed, false);
+      assert.equal(relay.debug().streams.length, 1, 'the stream with work survives the flood');
+      assert.equal(closed, 200 - (xdsConnectionLimits.max - 1), 'the idle ones beyond the cap were closed');
+    } finally {
+      for (const socket of idle) socket.destroy();
+      ads.destroy();
       await relay.stop();
     }
   });

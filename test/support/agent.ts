@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
 import { assertBundleFresh } from './bundle-fresh.ts';
@@ -53,6 +53,10 @@ export interface AgentOptions {
   adminPortFromFile?: number;
   /** The agent's working directory, against which Istio's relative default paths resolve. */
   cwd?: string;
+  /** Flags for node before the entry point (e.g. `--import` a fault injector). */
+  nodeArgs?: string[];
+  /** Run the entry point itself, through its shebang, as the image does (node from .tools/bin on the PATH). */
+  viaShebang?: boolean;
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -80,7 +84,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
   // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
-  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
+  const [file, argv, path] = options.viaShebang ? [args[0]!, args.slice(1), { PATH: `${dirname(nodeBin)}:${process.env.PATH ?? ''}` }] : [nodeBin, [...(options.nodeArgs ?? []), ...args], {}];
+  const child: ResultPromise = execa(file, argv, { reject: false, buffer: false, stdin: 'ignore', env: { ...options.env, ...path }, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';

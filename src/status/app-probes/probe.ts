@@ -4,6 +4,7 @@ import { checkGrpcHealth } from './grpc-health.ts';
 import { httpProbeClient, type HttpProbeClient } from './http-client.ts';
 import type { ProbeNetwork } from './probe-target.ts';
 import { followRedirects } from './redirects.ts';
+import { timeoutSignal } from '../../shared/clock.ts';
 
 /** The verdict the kubelet sees: the app's own status for HTTP, 200 or 500 otherwise. */
 export interface ProbeVerdict {
@@ -22,7 +23,7 @@ export type ProbeRunner = (signal?: AbortSignal) => Promise<ProbeVerdict>;
 export function probeRunner(probe: AppProbe, network: ProbeNetwork): ProbeRunner {
   const client = probe.action.kind === 'http' ? httpProbeClient(network) : undefined;
   return async (signal) => {
-    const timeout = AbortSignal.timeout(probe.timeoutMs);
+    const timeout = timeoutSignal(probe.timeoutMs);
     const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
       return await runAction(probe.action, { signal: bounded, network, client });

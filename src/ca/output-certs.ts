@@ -1,0 +1,74 @@
+import { mkdir, mkdtemp, open, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+
+export interface OutputCertificate {
+  key: string;
+  chain: string;
+  root: string;
+}
+
+/** The files OUTPUT_CERTS gets, under Istio's names. */
+const names = { key: 'key.pem', chain: 'cert-chain.pem', root: 'root-cert.pem' } as const;
+/** As Kubernetes' secret volumes: `..data` points at the current version's directory. */
+const dataLink = '..data';
+const versionPrefix = '..version-';
+
+/** One write at a time per directory: two renewals close together must not interleave their swaps. */
+const queues = new Map<string, Promise<void>>();
+
+/**
+ * Writes key, chain and root as one version and swaps them in at once, as
+ * Kubernetes' AtomicWriter does for secret volumes: the three files go to a
+ * new `..version-*` directory (0700, files 0600, synced), `..data` is
+ * re-pointed at it by one rename of a symlink, and `key.pem`,
+ * `cert-chain.pem`, `root-cert.pem` are symlinks through `..data`. A reader
+ * that resolves `..data` once and reads the files under it never sees a key
+ * of one version with the chain of another. The version before stays until
+ * the next write, so a reader that resolved it just before the swap still
+ * finds its files.
+ */
+export function writeOutputCerts(dir: string, certificate: OutputCertificate): Promise<void> {
+  const next = (queues.get(dir) ?? Promise.resolve()).catch(() => undefined).then(() => writeVersion(dir, certificate));
+  queues.set(dir, next);
+  void next.finally(() => queues.get(dir) === next && queues.delete(dir)).catch(() => undefined);
+  return next;
+}
+
+async function writeVersion(dir: string, certificate: OutputCertificate): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const previous = await readlink(join(dir, dataLink)).catch(() => undefined);
+  const version = await mkdtemp(join(dir, versionPrefix));
+  for (const [field, name] of Object.entries(names) as [keyof OutputCertificate, string][]) await writeSynced(join(version, name), certificate[field]);
+  await swapLink(join(dir, dataLink), basename(version));
+  // Once: the top-level names become links through ..data (a file an older agent wrote is replaced whole).
+  for (const name of Object.values(names)) {
+    const target = await readlink(join(dir, name)).catch(() => undefined);
+    if (target !== join(dataLink, name)) await swapLink(join(dir, name), join(dataLink, name));
+  }
+  await removeOldVersions(dir, [basename(version), previous]);
+}
+
+async function writeSynced(path: string, content: string): Promise<void> {
+  const file = await open(path, 'wx', 0o600);
+  try {
+    await file.writeFile(content);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+}
+
+/** A symlink made beside `path` and renamed over it: whoever opens `path` gets the old target or the new. */
+async function swapLink(path: string, target: string): Promise<void> {
+  const temporary = `${path}.tmp-${process.pid}`;
+  await rm(temporary, { force: true });
+  await symlink(target, temporary);
+  await rename(temporary, path);
+}
+
+/** Versions other than the current and the one before it. */
+async function removeOldVersions(dir: string, keep: (string | undefined)[]): Promise<void> {
+  for (const entry of await readdir(dir)) {
+    if (entry.startsWith(versionPrefix) && !keep.includes(entry)) await rm(join(dir, entry), { recursive: true, force: true });
+  }
+}
