@@ -5,6 +5,7 @@
  * read and accepted, so the start compiles nothing it has compiled before.
  */
 import assert from 'node:assert/strict';
+import { dirname } from 'node:path';
 import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
@@ -12,9 +13,11 @@ import { agentBin, nodeBin } from '../support/paths.ts';
 
 const accepted = /V8 code cache for ESM \S+\/dist\/bundle\/pilot-agent\.js was accepted/;
 
-async function startDebug(asUid?: number): Promise<string> {
-  const env = { NODE_DEBUG_NATIVE: 'COMPILE_CACHE' };
-  const command = asUid === undefined ? [nodeBin, agentBin, 'version'] : ['setpriv', `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', '--', nodeBin, agentBin, 'version'];
+async function startDebug(asUid?: number, viaShebang = false): Promise<string> {
+  // Through the shebang (the image's entry point), node comes from the PATH and runs with --disable-sigusr1.
+  const env = { NODE_DEBUG_NATIVE: 'COMPILE_CACHE', PATH: `${dirname(nodeBin)}:${process.env.PATH ?? ''}` };
+  const entry = viaShebang ? [agentBin, 'version'] : [nodeBin, agentBin, 'version'];
+  const command = asUid === undefined ? entry : ['setpriv', `--reuid=${asUid}`, `--regid=${asUid}`, '--clear-groups', '--', ...entry];
   const result = await execa(command[0]!, command.slice(1), { env, reject: false, timeout: 20_000 });
   assert.equal(result.exitCode, 0, result.stderr);
   return `${result.stdout}\n${result.stderr}`;
@@ -26,7 +29,8 @@ describe('the start reads the compile cache made at build time', () => {
     assert.match(await startDebug(), accepted);
   });
 
-  it('as uid 1337, the proxy in a pod', { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : undefined }, async () => {
+  it('as uid 1337, the proxy in a pod, started as node runs it and through the shebang', { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : undefined }, async () => {
     assert.match(await startDebug(1337), accepted);
+    assert.match(await startDebug(1337, true), accepted);
   });
 });
