@@ -1,3 +1,5 @@
+import { backoffDelayMs, type BackoffPolicy } from '../shared/backoff.ts';
+
 /**
  * When to renew a certificate: Istio's rule. The grace period is
  * `graceRatio` of the lifetime (default half), moved by up to ±`jitterRatio`
@@ -26,23 +28,14 @@ export function renewalDelayMs(input: RenewalInput): number {
 
 /**
  * Backoff after failed CA calls, in the shape of gRPC's connection-backoff
- * spec (base, multiplier, jitter, cap): a fleet that fails together must not
- * retry together, and a CA that keeps refusing must never see a loop.
+ * spec (src/shared/backoff.ts): a fleet that fails together must not retry
+ * together, and a CA that keeps refusing must never see a loop. gRPC's base,
+ * multiplier and jitter; the cap stays the CA client's 30 s (gRPC's 120 s is
+ * for a channel).
  */
-export interface RetryPolicy {
-  baseMs: number;
-  multiplier: number;
-  /** Each delay moves by up to ±this part of itself. */
-  jitter: number;
-  capMs: number;
-}
-
-/** gRPC's base, multiplier and jitter; the cap stays the CA client's 30 s (gRPC's 120 s is for a channel). */
-export const caRetryPolicy: RetryPolicy = { baseMs: 1000, multiplier: 1.6, jitter: 0.2, capMs: 30_000 };
+export const caRetryPolicy: BackoffPolicy = { initialMs: 1000, multiplier: 1.6, jitter: 0.2, maxMs: 30_000 };
 
 /** Delay before retry n (0-based) after a failed call; `random` is in [0, 1) (Math.random in production). */
-export function retryDelayMs(attempt: number, random: number, policy: RetryPolicy = caRetryPolicy): number {
-  // Capped before the exponent overflows: 1.6^40 is already far past any cap.
-  const backoff = Math.min(policy.capMs, policy.baseMs * policy.multiplier ** Math.min(Math.max(0, attempt), 40));
-  return Math.round(backoff * (1 + policy.jitter * (2 * random - 1)));
+export function retryDelayMs(attempt: number, random: number, policy: BackoffPolicy = caRetryPolicy): number {
+  return backoffDelayMs(attempt, random, policy);
 }

@@ -18,27 +18,30 @@ export interface BackoffPolicy {
 /** A number in [0, 1): Math.random in production, scripted in tests. */
 export type RandomSource = () => number;
 
+/** The delay before retry `attempt` (0-based), jittered by `random` in [0, 1). */
+export function backoffDelayMs(attempt: number, random: number, policy: BackoffPolicy): number {
+  // The exponent is capped before it overflows: 1.6^40 is far past any cap.
+  const base = Math.min(policy.maxMs, policy.initialMs * policy.multiplier ** Math.min(Math.max(0, attempt), 40));
+  return Math.max(0, Math.round(base * (1 + policy.jitter * (2 * random - 1))));
+}
+
 /** The delays of one run of retries; `reset()` after a success. */
 export class Backoff {
   readonly #policy: BackoffPolicy;
   readonly #random: RandomSource;
-  #current: number;
+  #attempt = 0;
 
   constructor(policy: BackoffPolicy, random: RandomSource = Math.random) {
     this.#policy = policy;
     this.#random = random;
-    this.#current = policy.initialMs;
   }
 
-  /** The next delay (ms), jittered, then steps the base towards the cap. */
+  /** The next delay (ms), jittered; the base steps towards the cap. */
   next(): number {
-    const { jitter, multiplier, maxMs } = this.#policy;
-    const base = this.#current;
-    this.#current = Math.min(base * multiplier, maxMs);
-    return Math.max(0, Math.round(base * (1 + jitter * (2 * this.#random() - 1))));
+    return backoffDelayMs(this.#attempt++, this.#random(), this.#policy);
   }
 
   reset(): void {
-    this.#current = this.#policy.initialMs;
+    this.#attempt = 0;
   }
 }
