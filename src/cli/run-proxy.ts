@@ -24,6 +24,9 @@ import { parseAppMetricsTarget } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
+import { startDns, type DnsRuntime } from '../dns/start.ts';
+import { readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
+import { dnsEnv } from '../settings/dns-env.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
@@ -42,6 +45,8 @@ export interface RunProxyOptions {
   unimplementedFlags?: readonly string[];
   /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
   proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
+  /** ProxyConfig's proxyMetadata: env values under the real env (ISTIO_META_DNS_CAPTURE, …). */
+  proxyMetadata?: Readonly<Record<string, string>>;
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -64,6 +69,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   const { env } = options.context;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
   const app = { probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, env.INSTANCE_IP ?? config.ip, warnProbe), metrics: parseAppMetricsTarget(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort) };
+  const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
   const bootstrap = await prepareBootstrap(config, options.context);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
@@ -74,7 +80,7 @@ export async function runProxy(config: ProxyConfig, options: RunProxyOptions): P
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, { caSettings: ca, app }, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' } }, logger);
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -97,7 +103,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   const metadata = await nodeMetadata(config, role, context.env);
   const configDir = await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, text, configDir };
+  return { nodeId, text, configDir, domain: role.domain };
 }
 
 /** An existing --configPath keeps its mode; others entering it is worth a warning, not a chmod. */
@@ -109,8 +115,15 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app'] }, logger: Logger): Promise<number> {
+interface DnsInputs {
+  settings: EnvValues<typeof dnsEnv>;
+  namespace: string;
+}
+
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; dns: DnsInputs }, logger: Logger): Promise<number> {
   const registry = new Registry();
+  // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
+  const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, registry, logger });
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
   const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
     gate.certsChanged(hash);
@@ -121,7 +134,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: dns?.nameTables });
   await relay.start();
   const metrics = registerAgentMetrics(registry, () => agent.state);
   const epochs = new EpochTracker({ clock: systemClock, metrics });
@@ -147,18 +160,29 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   gate.start();
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), app: inputs.app, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   process.on('SIGTERM', stop).on('SIGINT', stop);
   const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.onCertFiles);
   const exit = await agent.exited;
   gate.stop();
   process.off('SIGTERM', stop).off('SIGINT', stop);
-  for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+  for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
   return exit.code;
+}
+
+/** The DNS proxy, when on: ISTIO_META_DNS_CAPTURE for a sidecar, or ISTIO_META_ENABLE_DNS_SERVER for any proxy (Istio's rule). */
+async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
+  const { settings } = options;
+  if (!(settings.capture && config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
+  return startDns({
+    address: settings.address, forwardTimeoutMs: settings.forwardTimeoutMs, forwardParallel: settings.forwardParallel,
+    pod: { namespace: options.namespace, domain: options.domain }, configPath: config.configPath,
+    registry: options.registry, clock: systemClock, logger: options.logger.child({ component: 'dns' }),
+  });
 }
 
 /**

@@ -32,6 +32,8 @@ export interface StartStatusOptions {
   registry: Registry;
   xds?: StatusDeps['xds'];
   sds?: StatusDeps['sds'];
+  /** The DNS proxy, when on (/debug/ndsz). */
+  dns?: StatusDeps['dns'];
   /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
   certificateProblem?: () => string | undefined;
   /** From ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS. */
@@ -60,6 +62,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
+    dns: options.dns,
     appHealth: options.app?.probes.size ? appHealth(options.app.probes, logger) : undefined,
     appMetrics: options.app?.metrics ? appMetricsPart(options.app.metrics, registry, logger) : undefined,
     quit: () => {

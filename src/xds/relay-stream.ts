@@ -7,6 +7,7 @@ import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './
 import type { KeptConfig } from './kept-config.ts';
 import { KeptRecorder } from './kept-recorder.ts';
 import { KeptSession } from './kept-session.ts';
+import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
 import { tapResponses } from './response-tap.ts';
 import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
@@ -42,6 +43,8 @@ export interface RelayStreamOptions {
   reachable(ok: boolean): void;
   /** True when the last dial (any stream's) failed. */
   lastDialFailed(): boolean;
+  /** With DNS on: the agent subscribes to the name table on this stream and takes its responses. */
+  nameTables?: NameTableSink;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -82,6 +85,8 @@ export class RelayStream {
   readonly #recorder: KeptRecorder;
   /** Set while Envoy is served from kept config. */
   #keptSession: KeptSession | undefined;
+  /** The agent's name table subscription, with DNS on. */
+  #nds: NdsSubscription | undefined;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -193,6 +198,7 @@ export class RelayStream {
     const upstream = this.#upstream!.stream;
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
+    this.#nds?.envoyRequested(fields.typeUrl);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -208,22 +214,31 @@ export class RelayStream {
   }
 
   #relayResponses({ stream: upstream }: UpstreamStream): void {
-    const { downstream } = this.#options;
+    const { nameTables, logger, limits } = this.#options;
+    const passOn = (bytes: Buffer) => this.#passOn(bytes, upstream);
+    if (nameTables) this.#nds = new NdsSubscription({ mode: this.mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes: limits.responseBytes, logger });
     upstream.on('response', (headers) => this.#onUpstreamHeaders(headers));
     upstream.on('data', (chunk: Buffer) => {
       if (this.#ending) return;
       try {
-        this.#responses.push(chunk);
+        if (this.#nds) this.#nds.push(chunk);
+        else passOn(chunk);
       } catch (error) {
         this.#options.stats.upstreamFailure('BAD_FRAME');
         return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
       }
-      corkUntilNextTick(downstream);
-      if (!downstream.write(chunk)) pauseUntilDrained(upstream, downstream);
     });
     upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#upstreamError = error));
     upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
+  }
+
+  /** Envoy's response bytes: read on the way (throws WireError when malformed), then written. */
+  #passOn(bytes: Buffer, upstream: UpstreamStream['stream']): void {
+    const { downstream } = this.#options;
+    this.#responses.push(bytes);
+    corkUntilNextTick(downstream);
+    if (!downstream.write(bytes)) pauseUntilDrained(upstream, downstream);
   }
 
   #onResponse(fields: ResponseFields, bytes: number): void {

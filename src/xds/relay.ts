@@ -8,6 +8,7 @@ import type { Logger } from '../shared/log.ts';
 import { encodeGrpcMessage, GrpcStatus } from './grpc-status.ts';
 import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
+import type { NameTableSink } from './nds-subscription.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from './upstream.ts';
@@ -30,6 +31,8 @@ export interface XdsRelayOptions {
   keepLastKnownGood?: boolean;
   /** Redialling while a stream is served from kept config (default 500 ms doubling to 15 s). */
   backoff?: { initialMs: number; maxMs: number };
+  /** With DNS on: where the name tables (NDS) go; each stream subscribes to them. */
+  nameTables?: NameTableSink;
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -148,6 +151,7 @@ export class XdsRelay {
         this.#gateMayChange();
       },
       lastDialFailed: () => this.#reachable === false,
+      nameTables: this.#options.nameTables,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
