@@ -49,6 +49,8 @@ export interface AgentOptions {
   dir?: string;
   /** Another build's entry point (bench/cost.ts compares builds); default: this checkout's. */
   bin?: string;
+  /** A command the agent runs under, e.g. `ip netns exec <name>` (it execs: the pid stays the agent's). */
+  wrap?: string[];
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -76,7 +78,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
   // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
-  const child: ResultPromise = execa(nodeBin, args, { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000, detached: true });
+  const [file, ...prefix] = [...(options.wrap ?? []), nodeBin];
+  const child: ResultPromise = execa(file!, [...prefix, ...args], { reject: false, buffer: false, stdin: 'ignore', env: options.env, forceKillAfterDelay: 30_000, detached: true });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';
