@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { suiteCleanup, type Cleanup } from '../support/cleanup.ts';
+import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
 import { addDnsCapture, getent, runClient, startResolver, writeNetnsResolvConf, type ClientResult } from '../support/dns-netns.ts';
 import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
 import { startPeer, type NameTableJson, type Peer } from '../support/peer.ts';
@@ -130,4 +130,68 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       });
     });
   }
+
+  describe('readiness, TCP and truncation, metrics, and the kept table after a restart (sotw)', () => {
+    const cleanup = suiteCleanup();
+
+    it('is 503 and SERVFAILs until the first table, then answers; a restarted agent answers from the kept table with the discovery server gone', async () => {
+      const world = await setUp(cleanup, undefined);
+      const dir = await tempDir(cleanup, 'pilot-agent-dns-');
+      const agent = await startDnsAgent(world, { dir });
+      cleanup.defer(async () => void (await agent.stop()));
+      if (process.env.DNS_TEST_DEBUG) cleanup.defer(() => console.log(agent.log.entries.map((entry) => JSON.stringify(entry)).join('\n')));
+      // Envoy has its config (the listener answers) while the name table has not come.
+      await agent.log.waitFor((entry) => entry.msg === 'subscribed to the DNS name table', 20_000);
+      const before = await runClient(world.netns.name, [{ op: 'http', url: `http://127.0.0.1:${listenerPort}/` }, { op: 'raw', name: 'db.legacy.internal', proto: 'udp' }]);
+      assert.equal(before[0]!.status, 200, JSON.stringify(before[0]));
+      assert.equal(before[1]!.rcode, 2, 'SERVFAIL before the first table, as Istio');
+      const notReady = await status(world, '/healthz/ready');
+      assert.equal(notReady.status, 503);
+      assert.match(notReady.body!, /name table/);
+
+      await world.peer.setNameTable(nameTable);
+      assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
+      assert.equal((await status(world, '/healthz/ready')).status, 200);
+      const ndsz = JSON.parse((await status(world, '/debug/ndsz')).body!) as { loaded: boolean; source: string; entries: number; names: number; version: string; ageSeconds: number; table: Record<string, string[]> };
+      assert.equal(ndsz.loaded, true);
+      assert.equal(ndsz.source, 'nds');
+      assert.equal(ndsz.entries, 3);
+      assert.deepEqual(ndsz.table['db.legacy.internal'], [vips.db]);
+      assert.ok(ndsz.version && ndsz.ageSeconds >= 0);
+
+      const [udp, tcp, ares, bigUdp, bigAres] = await runClient(world.netns.name, [
+        { op: 'raw', name: 'headless.mesh.internal', proto: 'udp' },
+        { op: 'raw', name: 'headless.mesh.internal', proto: 'tcp' },
+        { op: 'resolve4', name: 'headless.mesh.internal' },
+        { op: 'raw', name: 'big.test', proto: 'udp' },
+        { op: 'resolve4', name: 'big.test' },
+      ]);
+      assert.equal(udp!.tc, true, 'our own answer is truncated to 512 bytes over UDP');
+      assert.ok(udp!.answers!.length > 0 && udp!.answers!.length < 80, `${udp!.answers!.length} answers`);
+      assert.equal(tcp!.tc, false);
+      assert.equal(tcp!.answers!.length, 80, 'over TCP the whole answer');
+      assert.equal(ares!.addresses!.length, 80, 'c-ares retries over TCP after TC');
+      assert.equal(bigUdp!.tc, true, 'the resolver\'s truncated answer comes back as is');
+      assert.equal(bigAres!.addresses!.length, 100, 'the TCP retry is forwarded over TCP');
+      assert.ok(world.resolverLog().some((entry) => entry.name === 'big.test' && entry.proto === 'tcp'));
+
+      const metrics = (await status(world, '/stats/prometheus')).body!;
+      const value = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
+      assert.ok(value('istio_dns_requests_total') >= 8, metrics.split('\n').filter((line) => line.startsWith('istio_dns')).join('\n'));
+      assert.ok(value('istio_dns_upstream_requests_total') >= 2);
+      assert.match(metrics, /^istio_dns_upstream_request_duration_seconds_count \d+/m);
+      assert.match(metrics, /^istio_dns_upstream_failures_total 0/m);
+
+      // The discovery server goes away; a new agent on the same --configPath answers from the kept table.
+      assert.equal((await agent.stop()).exitCode, 0);
+      await world.peer.stop();
+      const restarted = await startDnsAgent(world, { dir });
+      cleanup.defer(async () => void (await restarted.stop()));
+      assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
+      assert.deepEqual((await runClient(world.netns.name, [{ op: 'lookup', name: 'reviews' }]))[0]!.addresses, [vips.reviews]);
+      const kept = JSON.parse((await status(world, '/debug/ndsz?summary')).body!) as { source: string; table?: unknown };
+      assert.equal(kept.source, 'kept');
+      assert.equal(kept.table, undefined, '?summary leaves the names out');
+    });
+  });
 });
