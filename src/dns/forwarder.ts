@@ -47,18 +47,22 @@ export class Forwarder {
     return { ok: false, reason: reasons.join('; ') };
   }
 
+  /** Every resolver at once; the first answer wins and the other exchanges are closed. */
   async #parallel(query: Buffer, protocol: Protocol): Promise<Forwarded> {
-    const attempts = this.#options.servers.map((server) => this.#exchange(query, protocol, server).then((outcome) => (outcome.ok ? outcome : Promise.reject(new Error(outcome.reason)))));
+    const losers = new AbortController();
+    const attempts = this.#options.servers.map((server) => this.#exchange(query, protocol, server, losers.signal).then((outcome) => (outcome.ok ? outcome : Promise.reject(new Error(outcome.reason)))));
     try {
       return await Promise.any(attempts);
     } catch (error) {
       return { ok: false, reason: (error as AggregateError).errors.map((each: Error) => each.message).join('; ') };
+    } finally {
+      losers.abort();
     }
   }
 
-  #exchange(query: Buffer, protocol: Protocol, server: string): Promise<Forwarded> {
-    const port = this.#options.port ?? 53;
-    return protocol === 'udp' ? exchangeUdp({ query, server, port, timeoutMs: this.#options.timeoutMs, clock: this.#options.clock }) : exchangeTcp({ query, server, port, timeoutMs: this.#options.timeoutMs, clock: this.#options.clock });
+  #exchange(query: Buffer, protocol: Protocol, server: string, signal?: AbortSignal): Promise<Forwarded> {
+    const exchange = { query, server, port: this.#options.port ?? 53, timeoutMs: this.#options.timeoutMs, clock: this.#options.clock, signal };
+    return protocol === 'udp' ? exchangeUdp(exchange) : exchangeTcp(exchange);
   }
 }
 
@@ -68,11 +72,13 @@ interface Exchange {
   port: number;
   timeoutMs: number;
   clock: Clock;
+  /** Aborted: the exchange is no longer wanted (another resolver answered). */
+  signal?: AbortSignal;
 }
 
 const label = (server: string, port: number) => (isIPv6(server) ? `[${server}]:${port}` : `${server}:${port}`);
 
-function exchangeUdp({ query, server, port, timeoutMs, clock }: Exchange): Promise<Forwarded> {
+function exchangeUdp({ query, server, port, timeoutMs, clock, signal }: Exchange): Promise<Forwarded> {
   return new Promise((resolve) => {
     const socket = createSocket(isIPv6(server) ? 'udp6' : 'udp4');
     const id = query.readUInt16BE(0);
@@ -81,9 +87,12 @@ function exchangeUdp({ query, server, port, timeoutMs, clock }: Exchange): Promi
       if (settled) return;
       settled = true;
       timer.cancel();
+      signal?.removeEventListener('abort', cancel);
       socket.close();
       resolve(outcome);
     };
+    const cancel = () => done({ ok: false, reason: `${label(server, port)}: cancelled` });
+    signal?.addEventListener('abort', cancel, { once: true });
     const timer = clock.setTimeout(() => done({ ok: false, reason: `${label(server, port)}: no answer within ${timeoutMs} ms` }), timeoutMs);
     socket.on('error', (error) => done({ ok: false, reason: `${label(server, port)}: ${error.message}` }));
     // Only the resolver's answer to this id counts; anything else on the socket is ignored.
@@ -94,7 +103,7 @@ function exchangeUdp({ query, server, port, timeoutMs, clock }: Exchange): Promi
   });
 }
 
-function exchangeTcp({ query, server, port, timeoutMs, clock }: Exchange): Promise<Forwarded> {
+function exchangeTcp({ query, server, port, timeoutMs, clock, signal }: Exchange): Promise<Forwarded> {
   return new Promise((resolve) => {
     const socket = connect({ host: server, port });
     let received = Buffer.alloc(0);
@@ -103,9 +112,12 @@ function exchangeTcp({ query, server, port, timeoutMs, clock }: Exchange): Promi
       if (settled) return;
       settled = true;
       timer.cancel();
+      signal?.removeEventListener('abort', cancel);
       socket.destroy();
       resolve(outcome);
     };
+    const cancel = () => done({ ok: false, reason: `${label(server, port)}: cancelled` });
+    signal?.addEventListener('abort', cancel, { once: true });
     const timer = clock.setTimeout(() => done({ ok: false, reason: `${label(server, port)}: no answer within ${timeoutMs} ms` }), timeoutMs);
     socket.on('error', (error) => done({ ok: false, reason: `${label(server, port)}: ${error.message}` }));
     socket.on('close', () => done({ ok: false, reason: `${label(server, port)}: closed before answering` }));

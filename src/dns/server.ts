@@ -19,8 +19,6 @@ export interface DnsServerOptions {
   logger: Logger;
 }
 
-/** A TCP client may pipeline queries; past this many bytes unanswered its connection is closed. */
-const maxTcpBufferBytes = 128 * 1024;
 /** An idle TCP connection is closed after this long, as DNS servers do. */
 const tcpIdleMs = 10_000;
 
@@ -87,8 +85,8 @@ export class DnsServer {
     socket.on('error', () => undefined); // 'close' follows
     let buffered: Buffer = Buffer.alloc(0);
     socket.on('data', (chunk: Buffer) => {
+      // Whole messages are taken at once, so at most one partial message (64 KiB) is ever held.
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-      if (buffered.length > maxTcpBufferBytes) return void socket.destroy();
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const message = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + message.length);
