@@ -1,4 +1,4 @@
-import { isIPv4, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
 import type { NameInfo } from './name-table-wire.ts';
 
 /** What the pod knows of itself, for Kubernetes short names and the first search domain. */
@@ -41,27 +41,40 @@ export class LookupTable {
     return this.#names.size;
   }
 
+  /**
+   * The entry of a name, or for a known name's twin under the first search
+   * domain (`db.legacy.internal.default.svc.cluster.local.`) a CNAME to it.
+   * Istio stores every twin up front; working them out here halves the
+   * table's memory, with the same answers (a real name wins over a twin).
+   */
   get(name: string): LookupEntry | undefined {
-    return this.#names.get(name);
+    const entry = this.#names.get(name);
+    if (entry) return entry;
+    const search = this.#domain.firstSearch;
+    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
+    const base = name.slice(0, -search.length);
+    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? { cname: base } : undefined;
   }
 
   has(name: string): boolean {
-    return this.#names.has(name);
+    return this.get(name) !== undefined;
   }
 
   /** Adds one NameTable entry; false when it has no usable address (Istio skips those too). */
   add(host: string, info: NameInfo): boolean {
-    const v4 = info.ips.filter((ip) => isIPv4(ip));
-    const v6 = info.ips.filter((ip) => isIPv6(ip));
+    const v4: string[] = [];
+    const v6: string[] = [];
+    for (const ip of info.ips) {
+      const family = isIP(ip);
+      if (family === 4) v4.push(ip);
+      else if (family === 6) v6.push(ip);
+    }
     if (v4.length === 0 && v6.length === 0) return false;
     const alts = this.#altHosts(host, info);
     const entry: LookupEntry = {};
     if (v4.length > 0) entry.v4 = v4;
     if (v6.length > 0) entry.v6 = v6;
-    for (const alt of alts) {
-      this.#names.set(alt, entry);
-      this.#addSearchTwin(alt, alts);
-    }
+    for (const alt of alts) this.#names.set(alt, entry);
     return true;
   }
 
@@ -80,14 +93,5 @@ export class LookupTable {
     out.add(`${short}.${parts[0]}.`);
     for (const alt of info.altHosts) out.add(`${alt.toLowerCase()}.`);
     return out;
-  }
-
-  #addSearchTwin(name: string, alts: Set<string>): void {
-    const search = this.#domain.firstSearch;
-    if (!search || name.endsWith(search)) return;
-    const twin = name + search;
-    // A real name wins over another name's twin, whichever came first.
-    if (alts.has(twin) || this.#names.get(twin)?.cname === undefined && this.#names.has(twin)) return;
-    this.#names.set(twin, { cname: name });
   }
 }

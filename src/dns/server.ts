@@ -54,7 +54,7 @@ export class DnsServer {
 
   #listenUdp(host: string): Promise<UdpSocket> {
     const socket = createSocket({ type: isIPv6(host) ? 'udp6' : 'udp4' });
-    socket.on('message', (message, from) => void this.#onDatagram(socket, message, from));
+    socket.on('message', (message, from) => this.#onDatagram(socket, message, from));
     return new Promise((resolve, reject) => {
       socket.once('error', reject);
       socket.bind(this.#options.port, host, () => {
@@ -73,9 +73,11 @@ export class DnsServer {
     });
   }
 
-  async #onDatagram(socket: UdpSocket, message: Buffer, from: RemoteInfo): Promise<void> {
-    const response = await this.#handle(message, 'udp');
-    if (response) socket.send(response, from.port, from.address);
+  #onDatagram(socket: UdpSocket, message: Buffer, from: RemoteInfo): void {
+    const send = (response: Buffer | undefined) => response && socket.send(response, from.port, from.address);
+    const response = this.#handle(message, 'udp');
+    if (response instanceof Promise) void response.then(send);
+    else send(response);
   }
 
   #onConnection(socket: Socket): void {
@@ -90,7 +92,7 @@ export class DnsServer {
       while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
         const message = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
         buffered = buffered.subarray(2 + message.length);
-        void this.#handle(message, 'tcp').then((response) => {
+        void Promise.resolve(this.#handle(message, 'tcp')).then((response) => {
           if (!response) return void socket.destroy();
           if (!socket.writable) return;
           const length = Buffer.alloc(2);
@@ -101,20 +103,22 @@ export class DnsServer {
     });
   }
 
-  /** The response to send, or undefined to send nothing. Never rejects. */
-  async #handle(message: Buffer, protocol: Protocol): Promise<Buffer | undefined> {
+  /** The response to send, or undefined to send nothing; a promise only when forwarded. Never throws or rejects. */
+  #handle(message: Buffer, protocol: Protocol): Buffer | undefined | Promise<Buffer | undefined> {
     const { metrics, logger } = this.#options;
     metrics.requests.inc();
+    const failed = (error: unknown) => void logger.warn({ err: error, protocol }, 'DNS query failed');
     try {
-      const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: () => this.#rotation++ });
+      const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate });
       if (verdict.kind === 'drop') return undefined;
       if (verdict.kind === 'answer') return verdict.response;
-      return await this.#forward(message, protocol, verdict.name);
+      return this.#forward(message, protocol, verdict.name).catch(failed);
     } catch (error) {
-      logger.warn({ err: error, protocol }, 'DNS query failed');
-      return undefined;
+      return failed(error);
     }
   }
+
+  readonly #rotate = () => this.#rotation++;
 
   async #forward(message: Buffer, protocol: Protocol, name: string): Promise<Buffer> {
     const { metrics, forwarder, clock, logger } = this.#options;

@@ -1,8 +1,8 @@
 import { LookupTable, type PodDomain } from './lookup-table.ts';
 import { nameTableEntries, readNameEntry } from './name-table-wire.ts';
 
-/** Entries built between two turns of the event loop: ~1 ms each, so queries keep being answered. */
-const batchSize = 2_000;
+/** Entries read and built between two turns of the event loop (~2 ms), so queries keep being answered. */
+const batchSize = 500;
 
 export interface TableDebug {
   loaded: boolean;
@@ -11,7 +11,7 @@ export interface TableDebug {
   source?: 'nds' | 'kept';
   receivedAt?: string;
   ageSeconds?: number;
-  /** NameTable entries, and the names answered (short forms and search-domain twins included). */
+  /** NameTable entries, and the names answered (Kubernetes short forms included; search-domain twins are worked out per query). */
   entries?: number;
   names?: number;
   bytes?: number;
@@ -26,8 +26,8 @@ interface Loaded {
   entries: number;
   bytes: number;
   skipped: number;
-  /** The table's hosts with their addresses, for /debug/ndsz. */
-  hosts: Map<string, string[]>;
+  /** The NameTable as it came: /debug/ndsz decodes its hosts from it when asked. */
+  raw: Buffer;
 }
 
 /**
@@ -67,19 +67,15 @@ export class TableStore {
   }
 
   async #build(bytes: Buffer, version: string, source: 'nds' | 'kept'): Promise<void> {
-    const entries = nameTableEntries(bytes);
     const table = new LookupTable(this.#pod);
-    const hosts = new Map<string, string[]>();
     let skipped = 0;
-    for (let at = 0; at < entries.length; at += batchSize) {
-      if (at > 0) await new Promise((resolve) => setImmediate(resolve));
-      for (const entry of entries.slice(at, at + batchSize)) {
-        const [host, info] = readNameEntry(entry);
-        if (table.add(host, info)) hosts.set(host, info.ips);
-        else skipped++;
-      }
+    let entries = 0;
+    for (const entry of nameTableEntries(bytes)) {
+      if (++entries % batchSize === 0) await new Promise((resolve) => setImmediate(resolve));
+      const [host, info] = readNameEntry(entry);
+      if (!table.add(host, info)) skipped++;
     }
-    this.#loaded = { table, version, source, at: this.#now(), entries: entries.length, bytes: bytes.length, skipped, hosts };
+    this.#loaded = { table, version, source, at: this.#now(), entries, bytes: bytes.length, skipped, raw: bytes };
     for (const listener of this.#listeners) listener();
   }
 
@@ -88,6 +84,6 @@ export class TableStore {
     if (!loaded) return { loaded: false };
     const { version, source, at, entries, bytes, skipped, table } = loaded;
     const summary = { loaded: true, version, source, receivedAt: new Date(at).toISOString(), ageSeconds: Math.round((this.#now() - at) / 1000), entries, names: table.size, bytes, skipped };
-    return withHosts ? { ...summary, table: Object.fromEntries(loaded.hosts) } : summary;
+    return withHosts ? { ...summary, table: Object.fromEntries([...nameTableEntries(loaded.raw)].map((entry) => readNameEntry(entry)).map(([host, info]) => [host, info.ips])) } : summary;
   }
 }

@@ -67,13 +67,15 @@ async function setUp(cleanup: Cleanup, table: NameTableJson | undefined): Promis
   return { netns, peer, resolverLog: () => resolver.log.entries };
 }
 
-async function startDnsAgent(world: World, options: { delta?: boolean; dir?: string } = {}): Promise<RunningAgent> {
+/** DNS on through the env, or (`viaProxyConfig`) through ProxyConfig's proxyMetadata in PROXY_CONFIG. */
+async function startDnsAgent(world: World, options: { delta?: boolean; dir?: string; viaProxyConfig?: boolean } = {}): Promise<RunningAgent> {
+  const capture = { ISTIO_META_DNS_CAPTURE: 'true' };
   return startAgent({
     discoveryAddress: `${world.netns.hostIp}:${world.peer.port}`,
     wrap: ['ip', 'netns', 'exec', world.netns.name],
     dir: options.dir,
     args: ['--domain', 'default.svc.cluster.local', '--statusPort', String(statusPort), ...(options.delta ? ['--deltaXds'] : [])],
-    env: { ISTIO_META_DNS_CAPTURE: 'true', POD_NAMESPACE: 'default' },
+    env: { ...(options.viaProxyConfig ? { PROXY_CONFIG: JSON.stringify({ proxyMetadata: capture }) } : capture), POD_NAMESPACE: 'default' },
   });
 }
 
@@ -96,7 +98,8 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
 
       it('resolves mesh names, short forms and VIPs for the app, forwards the rest, and Envoy carries the request', async () => {
         const world = await setUp(cleanup, nameTable);
-        const agent = await startDnsAgent(world, { delta: mode === 'delta' });
+        // Delta also turns DNS on the other way Istio does: ProxyConfig's proxyMetadata.
+        const agent = await startDnsAgent(world, { delta: mode === 'delta', viaProxyConfig: mode === 'delta' });
         cleanup.defer(async () => void (await agent.stop()));
         if (process.env.DNS_TEST_DEBUG) cleanup.defer(() => console.log(agent.log.entries.map((entry) => JSON.stringify(entry)).join('\n')));
         assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
