@@ -46,3 +46,17 @@ describe('TableStore', () => {
     assert.deepEqual(store.debug(true), { loaded: true, version: 'v7', source: 'kept', receivedAt: new Date(1_000_000).toISOString(), ageSeconds: 42, entries: 2, names: 1, bytes: store.debug(false).bytes, skipped: 1, table: { 'db.legacy.internal': ['240.240.0.1'], 'broken.internal': ['nope'] } });
   });
 });
+
+describe('TableStore, the same table again', () => {
+  it('is not rebuilt: the lookup table stays the same object, version and time move on', async () => {
+    let now = 0;
+    const store = new TableStore({ pod, now: () => now });
+    await store.load(table(5), 'v1', 'nds');
+    const first = store.table;
+    now = 5_000;
+    await store.load(table(5), 'v2', 'nds');
+    assert.equal(store.table, first);
+    assert.equal(store.debug(false).version, 'v2');
+    assert.equal(store.debug(false).receivedAt, new Date(5_000).toISOString());
+  });
+});

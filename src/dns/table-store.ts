@@ -67,6 +67,11 @@ export class TableStore {
   }
 
   async #build(bytes: Buffer, version: string, source: 'nds' | 'kept'): Promise<void> {
+    // Every Envoy stream (two during a hot restart, a new one after each reconnect) gets the table: the same one is not rebuilt.
+    if (this.#loaded?.raw.equals(bytes)) {
+      this.#loaded = { ...this.#loaded, version, source, at: this.#now() };
+      return;
+    }
     const table = new LookupTable(this.#pod);
     let skipped = 0;
     let entries = 0;

@@ -42,6 +42,14 @@ for (const mode of ['sotw', 'delta'] as const) {
       });
     }
 
+    it('is not at a boundary while a response is held to learn its type', () => {
+      const splitter = new NdsSplitter({ mode, forward: () => undefined, nameTable: () => undefined, maxBytes: 1 << 26 });
+      splitter.push(frame(nds).subarray(0, 12));
+      assert.equal(splitter.atBoundary, false, 'an upstream ending here is a truncated response');
+      splitter.push(frame(nds).subarray(12));
+      assert.equal(splitter.atBoundary, true);
+    });
+
     it('reads the table, version and nonce of an NDS response', () => {
       const read = readNdsResponse(nds, mode);
       assert.equal(read.nonce, 'n3');

@@ -65,6 +65,11 @@ export class NdsSplitter {
     }, options.maxBytes);
   }
 
+  /** True between messages: the upstream may end here. */
+  get atBoundary(): boolean {
+    return this.#reader.atBoundary;
+  }
+
   /** Throws WireError on a malformed frame, as the relay's own reader would. */
   push(chunk: Buffer): void {
     this.#reader.push(chunk);

@@ -43,6 +43,11 @@ export class NdsSubscription {
     this.#splitter.push(chunk);
   }
 
+  /** False while a response is part-way through (held to learn its type, or an NDS one). */
+  get atBoundary(): boolean {
+    return this.#splitter.atBoundary;
+  }
+
   /** Called after each of Envoy's requests went upstream. */
   envoyRequested(typeUrl: string): void {
     if (this.#subscribed || typeUrl !== listenerType) return;

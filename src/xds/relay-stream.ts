@@ -270,7 +270,7 @@ export class RelayStream {
       this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#upstreamError ? `, ${this.#upstreamError.message}` : ''})`);
-    if (!this.#responses.atBoundary) return ended('TRUNCATED', 'it stopped inside a response');
+    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }
