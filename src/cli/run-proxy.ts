@@ -123,7 +123,7 @@ interface DnsInputs {
 async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; dns: DnsInputs }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
-  const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, registry, logger });
+  const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId, registry, logger });
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
   const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
     gate.certsChanged(hash);
@@ -175,12 +175,12 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
 }
 
 /** The DNS proxy, when on: ISTIO_META_DNS_CAPTURE for a sidecar, or ISTIO_META_ENABLE_DNS_SERVER for any proxy (Istio's rule). */
-async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
+async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain: string; node: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
   const { settings } = options;
   if (!(settings.capture && config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
   return startDns({
     address: settings.address, forwardTimeoutMs: settings.forwardTimeoutMs, forwardParallel: settings.forwardParallel,
-    pod: { namespace: options.namespace, domain: options.domain }, configPath: config.configPath,
+    pod: { namespace: options.namespace, domain: options.domain }, configPath: config.configPath, node: options.node,
     registry: options.registry, clock: systemClock, logger: options.logger.child({ component: 'dns' }),
   });
 }

@@ -20,6 +20,8 @@ export interface StartDnsOptions {
   pod: { namespace: string; domain: string };
   /** --configPath: the last table is kept there. */
   configPath: string;
+  /** The proxy's node id: a kept table is used by the same node only. */
+  node: string;
   registry: Registry;
   clock: Clock;
   logger: Logger;
@@ -43,7 +45,7 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   const resolv = readResolvConf(options.resolvConfPaths ?? resolvConfPaths(options.address));
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
-  const kept = new KeptTable(join(options.configPath, 'dns-name-table.json'));
+  const kept = new KeptTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
   await loadKept(store, kept, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
   const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, metrics: registerDnsMetrics(options.registry), clock, logger });
@@ -63,7 +65,7 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
 
 async function loadKept(store: TableStore, kept: KeptTable, logger: Logger): Promise<void> {
   const found = await kept.read();
-  if (!found) return;
+  if (!found.ok) return void logger.info({ file: kept.path, reason: found.reason }, 'no kept name table used');
   try {
     await store.load(found.table, found.version, 'kept');
     logger.info({ file: kept.path, version: found.version }, 'DNS answers from the kept name table until the discovery server sends one');
