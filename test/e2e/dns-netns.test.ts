@@ -89,6 +89,16 @@ async function untilResolved(world: World, name: string, timeoutMs = 20_000): Pr
   }
 }
 
+/** Polls until Envoy's listener answers 200: its config lands a moment after the NDS subscription. */
+async function untilListening(world: World, timeoutMs = 20_000): Promise<ClientResult> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [result] = await runClient(world.netns.name, [{ op: 'http', url: `http://127.0.0.1:${listenerPort}/` }], 0);
+    if (result!.status === 200 || Date.now() > deadline) return result!;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 const status = async (world: World, path: string) => (await runClient(world.netns.name, [{ op: 'http', url: `http://127.0.0.1:${statusPort}${path}` }], 0))[0]!;
 
 describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 180_000 }, () => {
@@ -145,9 +155,10 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       if (process.env.DNS_TEST_DEBUG) cleanup.defer(() => console.log(agent.log.entries.map((entry) => JSON.stringify(entry)).join('\n')));
       // Envoy has its config (the listener answers) while the name table has not come.
       await agent.log.waitFor((entry) => entry.msg === 'subscribed to the DNS name table', 20_000);
-      const before = await runClient(world.netns.name, [{ op: 'http', url: `http://127.0.0.1:${listenerPort}/` }, { op: 'raw', name: 'db.legacy.internal', proto: 'udp' }]);
-      assert.equal(before[0]!.status, 200, JSON.stringify(before[0]));
-      assert.equal(before[1]!.rcode, 2, 'SERVFAIL before the first table, as Istio');
+      const listening = await untilListening(world);
+      assert.equal(listening.status, 200, JSON.stringify(listening));
+      const [before] = await runClient(world.netns.name, [{ op: 'raw', name: 'db.legacy.internal', proto: 'udp' }]);
+      assert.equal(before!.rcode, 2, 'SERVFAIL before the first table, as Istio');
       const notReady = await status(world, '/healthz/ready');
       assert.equal(notReady.status, 503);
       assert.match(notReady.body!, /name table/);
