@@ -113,6 +113,7 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         cleanup.defer(async () => void (await agent.stop()));
         if (process.env.DNS_TEST_DEBUG) cleanup.defer(() => console.log(agent.log.entries.map((entry) => JSON.stringify(entry)).join('\n')));
         assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
+        assert.equal((await untilListening(world)).status, 200);
         const results = await runClient(world.netns.name, [
           { op: 'lookup', name: 'db.legacy.internal' },
           { op: 'lookup', name: 'reviews' },
