@@ -76,6 +76,10 @@ describe('answerQuery', () => {
     assert.equal((packet.flags ?? 0) & 0xf, 2);
   });
 
+  it('forwards before the first table when told to (port 53 served as root, as Istio)', () => {
+    assert.deepEqual(answerQuery(query('db.legacy.internal'), context({ table: undefined, forwardBeforeTable: true })), { kind: 'forward', name: 'db.legacy.internal' });
+  });
+
   it('answers FORMERR to garbage with a header, drops shorter garbage and responses', () => {
     const garbage = Buffer.concat([Buffer.from([0x12, 0x34, 0x01, 0x00, 0x00, 0x05]), Buffer.alloc(20, 0xff)]);
     const { packet, rcode } = answered(garbage);

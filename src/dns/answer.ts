@@ -23,6 +23,8 @@ export interface AnswerContext {
   protocol: Protocol;
   /** Picks where a rotation of several addresses starts (headless services spread their clients). */
   rotation: () => number;
+  /** Before the first table, forward instead of SERVFAIL (Istio does when it serves port 53 itself as root, without capture). */
+  forwardBeforeTable?: boolean;
 }
 
 /**
@@ -41,6 +43,7 @@ export function answerQuery(message: Buffer, context: AnswerContext): Verdict {
   }
   if (query.type === 'response') return { kind: 'drop' };
   const question = query.questions?.[0];
+  if (question && !context.table && context.forwardBeforeTable) return { kind: 'forward', name: question.name };
   if (!question || !context.table) return fail(query.id ?? 0, 'SERVFAIL', query);
   const found = lookup(context.table, question);
   if (!found) return { kind: 'forward', name: question.name };

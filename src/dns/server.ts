@@ -14,6 +14,8 @@ export interface DnsServerOptions {
   port: number;
   table: () => LookupTable | undefined;
   forwarder: Forwarder;
+  /** Forward rather than SERVFAIL before the first table. */
+  forwardBeforeTable?: boolean;
   metrics: DnsMetrics;
   clock: Clock;
   logger: Logger;
@@ -109,7 +111,7 @@ export class DnsServer {
     metrics.requests.inc();
     const failed = (error: unknown) => void logger.warn({ err: error, protocol }, 'DNS query failed');
     try {
-      const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate });
+      const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate, forwardBeforeTable: this.#options.forwardBeforeTable });
       if (verdict.kind === 'drop') return undefined;
       if (verdict.kind === 'answer') return verdict.response;
       return this.#forward(message, protocol, verdict.name).catch(failed);

@@ -42,13 +42,15 @@ export interface DnsRuntime {
 /** Starts the DNS proxy: the kept table first, then UDP and TCP listeners; NDS tables arrive through `nameTables`. */
 export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   const { clock, logger } = options;
-  const resolv = readResolvConf(options.resolvConfPaths ?? resolvConfPaths(options.address));
+  const ownsPort53 = options.address.port === 53 && process.getuid?.() === 0;
+  const resolv = readResolvConf(options.resolvConfPaths ?? (ownsPort53 ? [istioResolvConf, '/etc/resolv.conf'] : ['/etc/resolv.conf']));
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
   const kept = new KeptTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
   await loadKept(store, kept, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
-  const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, metrics: registerDnsMetrics(options.registry), clock, logger });
+  // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
+  const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, metrics: registerDnsMetrics(options.registry), clock, logger });
   await server.start().catch((error: Error) => {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
@@ -85,12 +87,6 @@ async function acceptTable(input: { store: TableStore; kept: KeptTable; table: B
   logger.info({ version, entries: loaded.entries, names: loaded.names }, 'DNS name table loaded');
   kept.write(version, table).catch((error: Error) => logger.warn({ file: kept.path, error: error.message }, 'cannot keep the name table on disk'));
   return undefined;
-}
-
-/** Istio reads /var/lib/istio/resolv.conf first only when it serves port 53 itself as root (no capture). */
-function resolvConfPaths(address: HostPort): string[] {
-  const own53 = address.port === 53 && process.getuid?.() === 0;
-  return own53 ? [istioResolvConf, '/etc/resolv.conf'] : ['/etc/resolv.conf'];
 }
 
 /** `localhost` is 127.0.0.1, plus ::1 when resolv.conf has IPv6 resolvers (clients then ask over IPv6 too), as Istio binds. */

@@ -16,7 +16,7 @@ import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
 import { startPeer, type NameTableJson, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 
-const skip = await netnsSkipReason();
+const skip = (await netnsSkipReason()) ?? ((await execa('iptables', ['--version'], { reject: false })).exitCode === 0 ? undefined : 'iptables is missing (run scripts/setup-iptables.sh)');
 const t = (name: string) => `type.googleapis.com/${name}`;
 const vips = { db: '240.240.0.1', reviews: '240.240.0.2' };
 const listenerPort = 18080;
