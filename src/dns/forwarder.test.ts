@@ -65,6 +65,18 @@ describe('Forwarder', () => {
     assert.deepEqual(await new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), { ok: false, reason: 'no nameserver in resolv.conf' });
   });
 
+  it('caps the queries waiting on resolvers: past the cap, a failure at once instead of another socket', async () => {
+    const clock = new FakeClock();
+    const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock, maxInFlight: 2 });
+    const waiting = [forwarder.forward(query(7), 'udp'), forwarder.forward(query(8), 'udp')];
+    assert.deepEqual(await forwarder.forward(query(9), 'udp'), { ok: false, reason: '2 queries already forwarded and waiting' });
+    clock.advance(5000);
+    await Promise.all(waiting);
+    const again = forwarder.forward(query(10), 'udp');
+    clock.advance(5000);
+    assert.match((await again).ok ? '' : (await again as { reason: string }).reason, /no answer within/, 'room again once they ended');
+  });
+
   it('forwards a TCP query over TCP', async () => {
     const forwarder = new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port, clock: new FakeClock() });
     const outcome = await forwarder.forward(query(6), 'tcp');

@@ -11,7 +11,17 @@ export interface ForwarderOptions {
   parallel: boolean;
   port?: number;
   clock: Clock;
+  /** Queries forwarded at once; past it, SERVFAIL at once (default 1024). */
+  maxInFlight?: number;
 }
+
+/**
+ * Each forwarded query holds a socket until answered or timed out: a flood of
+ * unknown names at a resolver that does not answer would otherwise open
+ * sockets until the process runs out of descriptors (CoreDNS's forward
+ * plugin caps this the same way, with max_concurrent).
+ */
+const defaultMaxInFlight = 1024;
 
 /** How a forwarded query ended: the resolver's bytes, or why there are none. */
 export type Forwarded = { ok: true; response: Buffer; server: string } | { ok: false; reason: string };
@@ -26,12 +36,24 @@ export type Forwarded = { ok: true; response: Buffer; server: string } | { ok: f
 export class Forwarder {
   readonly #options: ForwarderOptions;
   #next = 0;
+  #inFlight = 0;
 
   constructor(options: ForwarderOptions) {
     this.#options = options;
   }
 
   async forward(query: Buffer, protocol: Protocol): Promise<Forwarded> {
+    const limit = this.#options.maxInFlight ?? defaultMaxInFlight;
+    if (this.#inFlight >= limit) return { ok: false, reason: `${limit} queries already forwarded and waiting` };
+    this.#inFlight++;
+    try {
+      return await this.#forward(query, protocol);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  async #forward(query: Buffer, protocol: Protocol): Promise<Forwarded> {
     const { servers, parallel } = this.#options;
     if (servers.length === 0) return { ok: false, reason: 'no nameserver in resolv.conf' };
     if (parallel) return this.#parallel(query, protocol);
