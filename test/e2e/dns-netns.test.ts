@@ -141,6 +141,9 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         // The agent ACKed the tables itself; Envoy never saw the type.
         const ndsRequests = world.peer.log.entries.filter((entry) => entry.event === 'request' && entry.typeUrl === t('istio.networking.nds.v1.NameTable'));
         assert.ok(ndsRequests.some((entry) => entry.nonce && !entry.error), `an NDS ACK: ${JSON.stringify(ndsRequests)}`);
+        const relayed = JSON.parse((await status(world, '/debug/xds')).body!) as { types: Record<string, { responses: number }> };
+        assert.ok(relayed.types[t('envoy.config.listener.v3.Listener')]?.responses, 'Envoy got its listeners');
+        assert.equal(relayed.types[t('istio.networking.nds.v1.NameTable')], undefined, 'no NDS response was relayed to Envoy');
       });
     });
   }
