@@ -15,6 +15,8 @@ import { runInNewContext } from 'node:vm';
 import { execa } from 'execa';
 import { encodeNameTable } from '../src/dns/name-table-wire.ts';
 import { TableStore } from '../src/dns/table-store.ts';
+import { nameTableType, readNdsResponse } from '../src/xds/nds-wire.ts';
+import { lenField } from '../src/xds/wire.ts';
 import { startAgent } from '../test/support/agent.ts';
 import { resolverIp, startResolver, writeNetnsResolvConf } from '../test/support/dns-netns.ts';
 import { makeNetns, netnsSkipReason } from '../test/support/netns.ts';
@@ -123,7 +125,12 @@ async function stallFigures(): Promise<void> {
   const loading = await longestStall(() => store.load(bytes, 'v1', 'nds'));
   const took = performance.now() - started;
   const idle = await longestStall(() => new Promise((resolve) => setTimeout(resolve, took)));
-  console.log(`100,000-name table (${(bytes.length / 2 ** 20).toFixed(1)} MiB, ${store.table?.size} names) built in ${took.toFixed(0)} ms; longest event-loop stall ${loading.toFixed(1)} ms vs ${idle.toFixed(1)} ms idle over the same time → ${(loading / idle).toFixed(1)}×`);
+  const { longestStepMs } = store.debug(false);
+  const response = Buffer.concat([lenField(1, 'v1'), lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, bytes)])), lenField(4, nameTableType), lenField(5, 'n1')]);
+  const readStarted = performance.now();
+  readNdsResponse(response, 'sotw');
+  const readMs = performance.now() - readStarted;
+  console.log(`100,000-name table (${(bytes.length / 2 ** 20).toFixed(1)} MiB, ${store.table?.size} names) built in ${took.toFixed(0)} ms; longest step between event-loop turns ${longestStepMs} ms (reading the NDS response around it, one step: ${readMs.toFixed(1)} ms); longest event-loop stall ${loading.toFixed(1)} ms vs ${idle.toFixed(1)} ms idle over the same time → ${(loading / idle).toFixed(1)}×`);
 }
 
 /** Heap the table itself keeps, after full collections: the part of the agent's RSS growth that stays. */

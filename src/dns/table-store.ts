@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { LookupTable, type PodDomain } from './lookup-table.ts';
 import { nameTableEntries, readNameEntry } from './name-table-wire.ts';
 
@@ -16,6 +17,9 @@ export interface TableDebug {
   names?: number;
   bytes?: number;
   skipped?: number;
+  /** How long the build took, and its longest step between two event-loop turns (ms): what queries waited at most. */
+  buildMs?: number;
+  longestStepMs?: number;
 }
 
 interface Loaded {
@@ -28,6 +32,8 @@ interface Loaded {
   skipped: number;
   /** The NameTable as it came: /debug/ndsz decodes its hosts from it when asked. */
   raw: Buffer;
+  buildMs: number;
+  longestStepMs: number;
 }
 
 /**
@@ -75,20 +81,30 @@ export class TableStore {
     const table = new LookupTable(this.#pod);
     let skipped = 0;
     let entries = 0;
+    // Measured with the monotonic clock: a step is a few ms, finer than the injected clock's.
+    const started = performance.now();
+    let stepStarted = started;
+    let longestStepMs = 0;
     for (const entry of nameTableEntries(bytes)) {
-      if (++entries % batchSize === 0) await new Promise((resolve) => setImmediate(resolve));
+      if (++entries % batchSize === 0) {
+        longestStepMs = Math.max(longestStepMs, performance.now() - stepStarted);
+        await new Promise((resolve) => setImmediate(resolve));
+        stepStarted = performance.now();
+      }
       const [host, info] = readNameEntry(entry);
       if (!table.add(host, info)) skipped++;
     }
-    this.#loaded = { table, version, source, at: this.#now(), entries, bytes: bytes.length, skipped, raw: bytes };
+    longestStepMs = Math.max(longestStepMs, performance.now() - stepStarted);
+    const round = (ms: number) => Math.round(ms * 10) / 10;
+    this.#loaded = { table, version, source, at: this.#now(), entries, bytes: bytes.length, skipped, raw: bytes, buildMs: round(performance.now() - started), longestStepMs: round(longestStepMs) };
     for (const listener of this.#listeners) listener();
   }
 
   debug(withHosts: boolean): TableDebug & { table?: Record<string, string[]> } {
     const loaded = this.#loaded;
     if (!loaded) return { loaded: false };
-    const { version, source, at, entries, bytes, skipped, table } = loaded;
-    const summary = { loaded: true, version, source, receivedAt: new Date(at).toISOString(), ageSeconds: Math.round((this.#now() - at) / 1000), entries, names: table.size, bytes, skipped };
+    const { version, source, at, entries, bytes, skipped, table, buildMs, longestStepMs } = loaded;
+    const summary = { loaded: true, version, source, receivedAt: new Date(at).toISOString(), ageSeconds: Math.round((this.#now() - at) / 1000), entries, names: table.size, bytes, skipped, buildMs, longestStepMs };
     return withHosts ? { ...summary, table: Object.fromEntries([...nameTableEntries(loaded.raw)].map((entry) => readNameEntry(entry)).map(([host, info]) => [host, info.ips])) } : summary;
   }
 }
