@@ -5,6 +5,7 @@ import { caEnv } from '../settings/ca-env.ts';
 import { envoyEnv } from '../settings/envoy-env.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
 import { statusEnv } from '../settings/status-env.ts';
+import { dnsEnv } from '../settings/dns-env.ts';
 import type { EnvSetting } from '../settings/env-settings.ts';
 import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
@@ -33,13 +34,13 @@ describe('README says what the settings\' rows say', () => {
     assert.equal(rows.length, visible.length, 'README lists a flag the agent does not have');
   });
 
-  it('the env table names every flag\'s env var next to its flag, and every CA, env-only Envoy, status and proxyless variable', () => {
+  it('the env table names every flag\'s env var next to its flag, and every CA, env-only Envoy, status, proxyless and DNS variable', () => {
     const envTable = section('### Environment variables', '\n## ').filter((line) => line.startsWith('|'));
     const rowOf = (name: string) => envTable.find((line) => line.includes(`\`${name}\``));
     for (const spec of visible.filter((flag) => flag.env)) {
       assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from README's env table, or not next to --${spec.flag}`);
     }
-    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv)]) {
+    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv), ...Object.values<EnvSetting>(dnsEnv)]) {
       for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from README's env table`);
     }
   });

@@ -27,10 +27,12 @@ import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
 import { parseAppMetricsTargets } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
 import { probeNetwork } from '../status/app-probes/probe-target.ts';
-import { readEnvSettings } from '../settings/env-settings.ts';
 import { statusEnv } from '../settings/status-env.ts';
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startCertWatch } from '../watch/start.ts';
+import { startDns, type DnsRuntime } from '../dns/start.ts';
+import { readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
+import { dnsEnv } from '../settings/dns-env.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import type { CommandContext } from './context.ts';
@@ -54,6 +56,8 @@ export interface RunProxyOptions {
   unimplementedFlags?: readonly string[];
   /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
   proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
+  /** ProxyConfig's proxyMetadata: env values under the real env (ISTIO_META_DNS_CAPTURE, …). */
+  proxyMetadata?: Readonly<Record<string, string>>;
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
@@ -85,6 +89,7 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
   };
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
   const proxyless = readEnvSettings(env, proxylessEnv);
+  const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
   const bootstrap = await prepareBootstrap(config, options.context);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
@@ -103,7 +108,7 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch, grpcBootstrapPath }, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch, grpcBootstrapPath, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' } }, logger);
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
@@ -137,7 +142,7 @@ async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
   const metadata = await nodeMetadata(config, role, context.env);
   const configDir = await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, metadata, text, configDir };
+  return { nodeId, metadata, text, configDir, domain: role.domain };
 }
 
 /** An existing --configPath keeps its mode; others entering it is worth a warning, not a chmod. */
@@ -149,8 +154,15 @@ function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS
   else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined }, logger: Logger): Promise<number> {
+interface DnsInputs {
+  settings: EnvValues<typeof dnsEnv>;
+  namespace: string;
+}
+
+async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined; dns: DnsInputs }, logger: Logger): Promise<number> {
   const registry = new Registry();
+  // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
+  const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId, registry, logger });
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
   const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
     gate.certsChanged(hash);
@@ -161,7 +173,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: dns?.nameTables });
   await relay.start();
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
   if (inputs.grpcBootstrapPath) await writeGrpcBootstrap(inputs.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: xdsSocketPath(config), nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }));
@@ -190,7 +202,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   gate.start();
   const status = await startStatus({
     port: config.statusPort, readinessSocketPath: readinessSocketPath(config), adminPort: config.proxyAdminPort, inboundOnly: config.proxyType === 'sidecar',
-    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem(), app: inputs.app, clock: systemClock, logger: logger.child({ component: 'status' }),
+    agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   // SIGTERM, SIGINT and SIGHUP drain; a fault stops Envoy at once (the drain is hurried) and waits for
   // the closes below (sockets removed, the kept config written) before the process exits 1.
@@ -202,7 +214,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   gate.stop();
   for (const undo of unguard) undo();
   try {
-    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
   } finally {
     allClosed();
   }
@@ -210,6 +222,17 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
   return exit.code;
+}
+
+/** The DNS proxy, when on: ISTIO_META_DNS_CAPTURE for a sidecar, or ISTIO_META_ENABLE_DNS_SERVER for any proxy (Istio's rule). */
+async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain: string; node: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
+  const { settings } = options;
+  if (!(settings.capture && config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
+  return startDns({
+    address: settings.address, forwardTimeoutMs: settings.forwardTimeoutMs, forwardParallel: settings.forwardParallel,
+    pod: { namespace: options.namespace, domain: options.domain }, configPath: config.configPath, node: options.node,
+    registry: options.registry, clock: systemClock, logger: options.logger.child({ component: 'dns' }),
+  });
 }
 
 /**

@@ -25,6 +25,18 @@ function fakeDeps(overrides: Partial<StatusDeps> = {}): StatusDeps & { calls: Ca
 const request = (method: string, url: string, remoteAddress = '127.0.0.1'): StatusRequest => ({ method, url, remoteAddress });
 
 describe('status handlers', () => {
+  it('/debug/ndsz: the name table for loopback peers (names left out with ?summary), 404 with DNS off, 403 from the pod network', async () => {
+    const asked: boolean[] = [];
+    const deps = fakeDeps({ dns: { debug: (withTable) => (asked.push(withTable), { loaded: true, version: 'v1', ...(withTable ? { table: { 'db.legacy.internal': ['240.240.0.1'] } } : {}) }) } });
+    const whole = await handleStatus(deps, request('GET', '/debug/ndsz'));
+    assert.equal(whole.status, 200);
+    assert.deepEqual(JSON.parse(whole.body), { loaded: true, version: 'v1', table: { 'db.legacy.internal': ['240.240.0.1'] } });
+    assert.equal((await handleStatus(deps, request('GET', '/debug/ndsz?summary'))).status, 200);
+    assert.deepEqual(asked, [true, false]);
+    assert.equal((await handleStatus(deps, request('GET', '/debug/ndsz', '10.0.0.9'))).status, 403);
+    assert.equal((await handleStatus(fakeDeps(), request('GET', '/debug/ndsz'))).status, 404);
+  });
+
   it('answers 503 with the reason until ready, then 200', async () => {
     const deps = fakeDeps();
     const notReady = await handleStatus(deps, request('GET', '/healthz/ready'));

@@ -37,6 +37,8 @@ export interface StatusDeps {
   xds?: { debug(): unknown; servingKeptSince?(): number | undefined };
   /** The SDS server, when it runs. */
   sds?: { debug(): unknown };
+  /** The DNS proxy, when on: its name table (summary, or whole). */
+  dns?: { debug(withTable: boolean): unknown };
   /** Stop Envoy and exit 0, skipping the drain. */
   quit: () => void;
   /** Drain Envoy's listeners and keep running. */
@@ -65,6 +67,7 @@ const routes: Record<string, Route> = {
   '/debug/epochs': { method: 'GET', localOnly: true, handle: (deps) => json(200, deps.epochs()) },
   '/debug/xds': { method: 'GET', localOnly: true, handle: debugXds },
   '/debug/sds': { method: 'GET', localOnly: true, handle: debugSds },
+  '/debug/ndsz': { method: 'GET', localOnly: true, handle: debugNdsz },
 };
 
 /** All that Envoy's readiness listener may reach: it serves the pod network. */
@@ -150,6 +153,12 @@ async function drain(deps: StatusDeps): Promise<StatusResponse> {
 
 function debugXds(deps: StatusDeps): StatusResponse {
   return deps.xds ? json(200, deps.xds.debug()) : json(404, { error: 'the xDS relay is not running' });
+}
+
+/** The name table: version, age and size; `?summary` leaves the names out (100,000 of them are megabytes). */
+function debugNdsz(deps: StatusDeps, request: StatusRequest): StatusResponse {
+  if (!deps.dns) return json(404, { error: 'DNS is off (ISTIO_META_DNS_CAPTURE, ISTIO_META_ENABLE_DNS_SERVER)' });
+  return json(200, deps.dns.debug(!new URL(request.url, 'http://status').searchParams.has('summary')));
 }
 
 function text(status: number, body: string): StatusResponse {

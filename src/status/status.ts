@@ -35,6 +35,8 @@ export interface StartStatusOptions {
   registry: Registry;
   xds?: StatusDeps['xds'];
   sds?: StatusDeps['sds'];
+  /** The DNS proxy, when on (/debug/ndsz). */
+  dns?: StatusDeps['dns'];
   /** Why there is no workload certificate to serve (the CA fails), which keeps readiness 503. */
   certificateProblem?: () => string | undefined;
   /** From ISTIO_KUBE_APP_PROBERS (and how probes reach the app), ISTIO_PROMETHEUS_ANNOTATIONS, PILOT_AGENT_MERGE_ENVOY_STATS. */
@@ -68,6 +70,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
+    dns: options.dns,
     appHealth: options.app?.probes.size ? appHealth(options.app.probes, options.app.probeNetwork, logger) : undefined,
     appMetrics: appTargets.length > 0 ? appMetricsPart(appTargets, () => scrapes.failures.inc({ type: 'application' }), logger) : undefined,
     quit: () => {

@@ -8,6 +8,7 @@ import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from './
 import type { KeptConfig } from './kept-config.ts';
 import { KeptRecorder } from './kept-recorder.ts';
 import { KeptSession } from './kept-session.ts';
+import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
 import { tapResponses } from './response-tap.ts';
 import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
@@ -46,6 +47,8 @@ export interface RelayStreamOptions {
   reachable(ok: boolean): void;
   /** True when the last dial (any stream's) failed. */
   lastDialFailed(): boolean;
+  /** With DNS on: the agent subscribes to the name table on this stream and takes its responses. */
+  nameTables?: NameTableSink;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -86,6 +89,8 @@ export class RelayStream {
   readonly #recorder: KeptRecorder;
   /** Set while Envoy is served from kept config. */
   #keptSession: KeptSession | undefined;
+  /** The agent's name table subscription, with DNS on. */
+  #nds: NdsSubscription | undefined;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -199,6 +204,7 @@ export class RelayStream {
     const upstream = this.#upstream!.stream;
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
+    this.#nds?.envoyRequested(fields.typeUrl);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -214,22 +220,31 @@ export class RelayStream {
   }
 
   #relayResponses({ stream: upstream }: UpstreamStream): void {
-    const { downstream } = this.#options;
+    const { nameTables, logger, limits } = this.#options;
+    const passOn = (bytes: Buffer) => this.#passOn(bytes, upstream);
+    if (nameTables) this.#nds = new NdsSubscription({ mode: this.mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes: limits.responseBytes, logger });
     upstream.on('response', (headers) => this.#onUpstreamHeaders(headers));
     upstream.on('data', (chunk: Buffer) => {
       if (this.#ending) return;
       try {
-        this.#responses.push(chunk);
+        if (this.#nds) this.#nds.push(chunk);
+        else passOn(chunk);
       } catch (error) {
         this.#options.stats.upstreamFailure('BAD_FRAME');
         return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
       }
-      corkUntilNextTick(downstream);
-      if (!downstream.write(chunk)) pauseUntilDrained(upstream, downstream);
     });
     upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#upstreamError = error));
     upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
+  }
+
+  /** Envoy's response bytes: read on the way (throws WireError when malformed), then written. */
+  #passOn(bytes: Buffer, upstream: UpstreamStream['stream']): void {
+    const { downstream } = this.#options;
+    this.#responses.push(bytes);
+    corkUntilNextTick(downstream);
+    if (!downstream.write(bytes)) pauseUntilDrained(upstream, downstream);
   }
 
   #onResponse(fields: ResponseFields, bytes: number): void {
@@ -261,7 +276,7 @@ export class RelayStream {
       this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#upstreamError ? `, ${this.#upstreamError.message}` : ''})`);
-    if (!this.#responses.atBoundary) return ended('TRUNCATED', 'it stopped inside a response');
+    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }

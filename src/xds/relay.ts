@@ -10,6 +10,7 @@ import type { Logger } from '../shared/log.ts';
 import { encodeGrpcMessage, GrpcStatus } from './grpc-status.ts';
 import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
+import type { NameTableSink } from './nds-subscription.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions, UpstreamStream } from './upstream.ts';
@@ -34,6 +35,8 @@ export interface XdsRelayOptions {
   backoff?: BackoffPolicy;
   /** Jitter for those redials (Math.random when absent). */
   random?: RandomSource;
+  /** With DNS on: where the name tables (NDS) go; each stream subscribes to them. */
+  nameTables?: NameTableSink;
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -182,6 +185,7 @@ export class XdsRelay {
         this.#gateMayChange();
       },
       lastDialFailed: () => this.#reachable === false,
+      nameTables: this.#options.nameTables,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();

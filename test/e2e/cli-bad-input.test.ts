@@ -63,6 +63,8 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'cert resync of a nanosecond', args: () => ['sidecar', ...ok, '--certResync', '1ns'], line: /--certResync.*'1ns'.*must be at least 1s/ },
     { name: 'parent shutdown before the drain ends', args: () => ['sidecar', ...ok, '--drainDuration', '10m', '--parentShutdownDuration', '1s'], line: /^pilot-agent: --parentShutdownDuration: 1s is shorter than --drainDuration \(600s\)/ },
     { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '10.0.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
+    { name: 'DNS forward timeout that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_FORWARD_TIMEOUT: 'soon' }, line: /^pilot-agent: env DNS_FORWARD_TIMEOUT: .*not a Go duration/ },
+    { name: 'DNS proxy address without a port', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: 'localhost' }, line: /^pilot-agent: env DNS_PROXY_ADDR: "localhost" is not host:port/ },
     { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
   ];
 

@@ -57,6 +57,8 @@ export interface AgentOptions {
   nodeArgs?: string[];
   /** Run the entry point itself, through its shebang, as the image does (node from .tools/bin on the PATH). */
   viaShebang?: boolean;
+  /** A command the agent runs under, e.g. `ip netns exec <name>` (it execs: the pid stays the agent's). */
+  wrap?: string[];
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -85,7 +87,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
   // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
   const [file, argv, path] = options.viaShebang ? [args[0]!, args.slice(1), { PATH: `${dirname(nodeBin)}:${process.env.PATH ?? ''}` }] : [nodeBin, [...(options.nodeArgs ?? []), ...args], {}];
-  const child: ResultPromise = execa(file, argv, { reject: false, buffer: false, stdin: 'ignore', env: { ...options.env, ...path }, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
+  // `wrap` execs the agent (e.g. `ip netns exec <name>`): the pid stays the agent's.
+  const [command, ...prefix] = [...(options.wrap ?? []), file];
+  const child: ResultPromise = execa(command!, [...prefix, ...argv], { reject: false, buffer: false, stdin: 'ignore', env: { ...options.env, ...path }, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';

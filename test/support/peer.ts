@@ -25,15 +25,22 @@ export interface Peer {
   log: LineLog<PeerEvent>;
   /** Replaces the served resources; the peer pushes a new snapshot. */
   setResources(resources: unknown[]): Promise<void>;
+  /** Replaces the name table served on the NDS type URL (undefined: none). */
+  setNameTable(table: NameTableJson | undefined): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Starts the go-control-plane test peer serving the given resources. */
-export async function startPeer(resources: unknown[], options: { address?: string; args?: string[] } = {}): Promise<Peer> {
+/** Istio's NameTable as the peer's config file takes it: host → NameInfo. */
+export type NameTableJson = Record<string, { ips: string[]; registry?: string; shortname?: string; namespace?: string }>;
+
+/** Starts the go-control-plane test peer serving the given resources (and a name table, when given). */
+export async function startPeer(resources: unknown[], options: { address?: string; args?: string[]; nameTable?: NameTableJson } = {}): Promise<Peer> {
   const dir = await mkdtemp(join(tmpdir(), 'xds-peer-'));
   ownDir(dir, { remove: true });
   const file = join(dir, 'resources.json');
-  await writeFile(file, JSON.stringify({ resources }));
+  let served = { resources, nameTable: options.nameTable };
+  const write = () => writeFile(file, JSON.stringify(served));
+  await write();
   const child: ResultPromise = execa(peerBin, ['--config', file, '--address', options.address ?? '127.0.0.1:0', '--poll', '50ms', ...(options.args ?? [])], {
     reject: false,
     buffer: false,
@@ -59,7 +66,14 @@ export async function startPeer(resources: unknown[], options: { address?: strin
     pid: child.pid!,
     port: Number(address.split(':').at(-1)),
     log,
-    setResources: async (next) => writeFile(file, JSON.stringify({ resources: next })),
+    setResources: async (next) => {
+      served = { ...served, resources: next };
+      await write();
+    },
+    setNameTable: async (table) => {
+      served = { ...served, nameTable: table };
+      await write();
+    },
     stop,
   };
 }

@@ -28,6 +28,7 @@ export function proxyCommand(context: CommandContext): Command {
       ignoredFlags: ignoredFlags.filter(given),
       unimplementedFlags: unimplementedFlags.filter(given),
       proxyConfig: { applied, unknown: proxyConfig.unknown },
+      proxyMetadata: proxyConfig.value.proxyMetadata as Record<string, string> | undefined,
     });
   });
 }

@@ -104,7 +104,8 @@ func main() {
 		WarnFunc:  func(f string, a ...any) { emit("cache_warning", "message", fmt.Sprintf(f, a...)) },
 		ErrorFunc: func(f string, a ...any) { emit("cache_error", "message", fmt.Sprintf(f, a...)) },
 	})
-	w := &watcher{path: *configPath, cache: snapshots}
+	names := cachev3.NewLinearCache(nameTableType)
+	w := &watcher{path: *configPath, cache: snapshots, names: names}
 	w.check(true)
 	go func() {
 		for range time.Tick(*poll) {
@@ -113,7 +114,13 @@ func main() {
 	}()
 
 	srv := grpc.NewServer(opts...)
-	xds := serverv3.NewServer(context.Background(), snapshots, newCallbacks())
+	// NDS requests go to the linear cache, every other type to the snapshots.
+	mux := &cachev3.MuxCache{
+		Classify:      func(r *cachev3.Request) string { return cacheFor(r.GetTypeUrl()) },
+		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return cacheFor(r.GetTypeUrl()) },
+		Caches:        map[string]cachev3.Cache{"snapshots": snapshots, "names": names},
+	}
+	xds := serverv3.NewServer(context.Background(), mux, newCallbacks())
 	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, xds)
 
 	sigs := make(chan os.Signal, 1)
@@ -127,6 +134,13 @@ func main() {
 	if err := srv.Serve(lis); err != nil {
 		fatal(err)
 	}
+}
+
+func cacheFor(typeURL string) string {
+	if typeURL == nameTableType {
+		return "names"
+	}
+	return "snapshots"
 }
 
 func countSet(vals ...string) (n int) {
@@ -246,26 +260,27 @@ var supportedTypes = []string{
 }
 
 // parseConfig decodes {"resources":[{"@type":...,...},...]} (JSON or YAML).
-func parseConfig(path string, data []byte, version string) (*cachev3.Snapshot, map[string]int, error) {
+func parseConfig(path string, data []byte, version string) (*cachev3.Snapshot, map[string]int, map[string]nameInfo, error) {
 	js := data
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
 		var err error
 		if js, err = yaml.YAMLToJSON(data); err != nil {
-			return nil, nil, fmt.Errorf("yaml: %w", err)
+			return nil, nil, nil, fmt.Errorf("yaml: %w", err)
 		}
 	}
 	var file struct {
 		Resources *[]json.RawMessage `json:"resources"`
+		NameTable map[string]nameInfo `json:"nameTable"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&file); err != nil {
-		return nil, nil, fmt.Errorf("config: %w", err)
+		return nil, nil, nil, fmt.Errorf("config: %w", err)
 	}
 	if file.Resources == nil {
 		// Also protects against reading a half-written (e.g. empty) file.
-		return nil, nil, errors.New(`config: missing top-level "resources" list`)
+		return nil, nil, nil, errors.New(`config: missing top-level "resources" list`)
 	}
 
 	byType := map[string][]types.Resource{}
@@ -278,21 +293,21 @@ func parseConfig(path string, data []byte, version string) (*cachev3.Snapshot, m
 	for i, raw := range *file.Resources {
 		var a anypb.Any
 		if err := unmarshal.Unmarshal(raw, &a); err != nil {
-			return nil, nil, fmt.Errorf("resources[%d]: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("resources[%d]: %w", i, err)
 		}
 		if _, ok := byType[a.TypeUrl]; !ok {
-			return nil, nil, fmt.Errorf("resources[%d]: unsupported type %q", i, a.TypeUrl)
+			return nil, nil, nil, fmt.Errorf("resources[%d]: unsupported type %q", i, a.TypeUrl)
 		}
 		msg, err := a.UnmarshalNew()
 		if err != nil {
-			return nil, nil, fmt.Errorf("resources[%d]: %w", i, err)
+			return nil, nil, nil, fmt.Errorf("resources[%d]: %w", i, err)
 		}
 		name := cachev3.GetResourceName(msg)
 		if name == "" {
-			return nil, nil, fmt.Errorf("resources[%d]: %s without a name", i, a.TypeUrl)
+			return nil, nil, nil, fmt.Errorf("resources[%d]: %s without a name", i, a.TypeUrl)
 		}
 		if key := a.TypeUrl + " " + name; seen[key] {
-			return nil, nil, fmt.Errorf("resources[%d]: duplicate %s %q", i, a.TypeUrl, name)
+			return nil, nil, nil, fmt.Errorf("resources[%d]: duplicate %s %q", i, a.TypeUrl, name)
 		} else {
 			seen[key] = true
 		}
@@ -300,13 +315,17 @@ func parseConfig(path string, data []byte, version string) (*cachev3.Snapshot, m
 		counts[a.TypeUrl[strings.LastIndex(a.TypeUrl, ".")+1:]]++
 	}
 	snap, err := cachev3.NewSnapshot(version, byType)
-	return snap, counts, err
+	if file.NameTable != nil {
+		counts["NameTable"] = len(file.NameTable)
+	}
+	return snap, counts, file.NameTable, err
 }
 
 // watcher polls the config file and sets a new snapshot when its content changes.
 type watcher struct {
 	path    string
 	cache   cachev3.SnapshotCache
+	names   *cachev3.LinearCache // the NDS type: go-control-plane's snapshots take Envoy's types only
 	applied string // version (content hash) last tried, good or bad
 	pending string // version seen on the previous poll, not yet tried
 	lastErr string // last read error, to log it once rather than every poll
@@ -336,7 +355,7 @@ func (w *watcher) check(initial bool) {
 	}
 	w.applied, w.pending = version, ""
 
-	snap, counts, err := parseConfig(w.path, data, version)
+	snap, counts, names, err := parseConfig(w.path, data, version)
 	if err != nil {
 		emit("config_error", "version", version, "error", err.Error())
 		return
@@ -347,6 +366,11 @@ func (w *watcher) check(initial bool) {
 	if err := w.cache.SetSnapshot(context.Background(), nodeKey, snap); err != nil {
 		emit("config_error", "version", version, "error", err.Error())
 		return
+	}
+	if names != nil {
+		w.names.SetResources(map[string]types.Resource{nameTableResource: nameTableMessage(names)})
+	} else {
+		w.names.SetResources(map[string]types.Resource{})
 	}
 	emit("snapshot", "version", version, "resources", counts)
 }

@@ -1,0 +1,154 @@
+// The DNS proxy's cost, as ratios against baselines measured in the same run:
+// - queries/s and p50/p99 over UDP for a name the agent answers from its table
+//   and for a name it forwards, against the same queries sent straight to the
+//   test resolver (Node, dns-packet) the agent forwards to;
+// - the agent's RSS with a 10,000-name table, against the same agent before
+//   its first table;
+// - the longest event-loop stall while a 100,000-name table is built, against
+//   the longest stall of an idle loop over the same time.
+// Needs root (a network namespace, as the e2e test). Run: .tools/bin/node bench/dns.ts [--quick]
+import { createServer, type Server } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { execa } from 'execa';
+import { encodeNameTable } from '../src/dns/name-table-wire.ts';
+import { TableStore } from '../src/dns/table-store.ts';
+import { nameTableType, readNdsResponse } from '../src/xds/nds-wire.ts';
+import { lenField } from '../src/xds/wire.ts';
+import { startAgent } from '../test/support/agent.ts';
+import { resolverIp, startResolver, writeNetnsResolvConf } from '../test/support/dns-netns.ts';
+import { makeNetns, netnsSkipReason } from '../test/support/netns.ts';
+import { nodeBin, repoRoot } from '../test/support/paths.ts';
+import { startPeer, type NameTableJson } from '../test/support/peer.ts';
+
+const quick = process.argv.includes('--quick');
+const queries = quick ? 5_000 : 30_000;
+const concurrency = 32;
+
+const loadScript = `
+const { createSocket } = require('node:dgram');
+const packet = require(${JSON.stringify(`${repoRoot}node_modules/dns-packet/index.js`)});
+const [host, port, name, total, parallel] = process.argv.slice(1);
+const socket = createSocket('udp4');
+const pending = new Map();
+socket.on('message', (message) => { const id = message.readUInt16BE(0); const started = pending.get(id); if (started !== undefined) { pending.delete(id); latencies.push(performance.now() - started); next(); } });
+const latencies = [];
+let sent = 0, id = 0;
+function next() {
+  if (sent >= Number(total)) { if (pending.size === 0) finish(); return; }
+  sent++; id = (id + 1) & 0xffff;
+  pending.set(id, performance.now());
+  socket.send(packet.encode({ id, type: 'query', flags: packet.RECURSION_DESIRED, questions: [{ name, type: 'A' }] }), Number(port), host);
+}
+let start;
+function finish() {
+  const seconds = (performance.now() - start) / 1000;
+  latencies.sort((a, b) => a - b);
+  process.stdout.write(JSON.stringify({ qps: latencies.length / seconds, p50: latencies[Math.floor(latencies.length / 2)], p99: latencies[Math.floor(latencies.length * 0.99)], answered: latencies.length }));
+  process.exit(0);
+}
+setTimeout(() => { process.stdout.write(JSON.stringify({ error: 'timeout', answered: latencies.length })); process.exit(1); }, 120000);
+socket.bind(0, () => { start = performance.now(); for (let i = 0; i < Number(parallel); i++) next(); });
+`;
+
+interface Load { qps: number; p50: number; p99: number; answered: number }
+
+async function load(netns: string, target: { host: string; port: number }, name: string): Promise<Load> {
+  const result = await execa('ip', ['netns', 'exec', netns, nodeBin, '-e', loadScript, target.host, String(target.port), name, String(queries), String(concurrency)], { reject: false, timeout: 150_000 });
+  if (result.exitCode !== 0) throw new Error(`load against ${target.host}:${target.port} ${name} failed: ${result.stdout} ${result.stderr}`);
+  return JSON.parse(result.stdout) as Load;
+}
+
+const table = (count: number): NameTableJson => Object.fromEntries(Array.from({ length: count }, (_, at) => [`svc-${at}.bench.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`], registry: 'External' }]));
+const rssKiB = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+const settle = () => new Promise((resolve) => setTimeout(resolve, 2000));
+const fmt = (load: Load) => `${Math.round(load.qps)} q/s, p50 ${load.p50.toFixed(3)} ms, p99 ${load.p99.toFixed(3)} ms`;
+
+async function agentFigures(): Promise<void> {
+  const netns = await makeNetns('dnsb');
+  const undo: (() => Promise<unknown>)[] = [() => netns.remove()];
+  try {
+    undo.push(await writeNetnsResolvConf(netns.name));
+    const upstream: Server = createServer((_request, response) => response.end('ok'));
+    await new Promise<void>((resolve) => upstream.listen(0, netns.hostIp, resolve));
+    undo.push(() => new Promise((resolve) => upstream.close(resolve)));
+    const peer = await startPeer([], { address: `${netns.hostIp}:0` });
+    undo.push(() => peer.stop());
+    const resolver = await startResolver(netns.name);
+    undo.push(() => resolver.stop());
+    const agent = await startAgent({ discoveryAddress: `${netns.hostIp}:${peer.port}`, wrap: ['ip', 'netns', 'exec', netns.name], args: ['--statusPort', '15020'], env: { ISTIO_META_ENABLE_DNS_SERVER: 'true' } });
+    undo.push(() => agent.stop());
+    await agent.log.waitFor((entry) => entry.msg === 'subscribed to the DNS name table', 30_000);
+    await settle();
+    const before = rssKiB(agent.pid);
+    await peer.setNameTable(table(10_000));
+    await agent.log.waitFor((entry) => entry.msg === 'DNS name table loaded', 30_000);
+    await settle();
+    const after = rssKiB(agent.pid);
+    const agentAt = { host: '127.0.0.1', port: 15053 };
+    const direct = await load(netns.name, { host: resolverIp, port: 53 }, 'external.test');
+    const known = await load(netns.name, agentAt, 'svc-4242.bench.internal');
+    const forwarded = await load(netns.name, agentAt, 'external.test');
+    console.log(`UDP, ${queries} queries, ${concurrency} in flight:`);
+    console.log(`  straight to the test resolver (baseline): ${fmt(direct)}`);
+    console.log(`  known name, answered by the agent:        ${fmt(known)}  → ${(known.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(known.p50 / direct.p50).toFixed(2)}×, p99 ${(known.p99 / direct.p99).toFixed(2)}×`);
+    console.log(`  forwarded name, through the agent:         ${fmt(forwarded)}  → ${(forwarded.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(forwarded.p50 / direct.p50).toFixed(2)}×, p99 ${(forwarded.p99 / direct.p99).toFixed(2)}×`);
+    console.log(`agent RSS: ${(before / 1024).toFixed(1)} MiB before the first table, ${(after / 1024).toFixed(1)} MiB with 10,000 names → ${(after / before).toFixed(3)}× (+${((after - before) / 1024).toFixed(1)} MiB)`);
+  } finally {
+    for (const step of undo.reverse()) await step().catch((error: Error) => console.error(`cleanup: ${error.message}`));
+  }
+}
+
+/** The longest gap between event-loop turns while `work` runs, in ms. */
+async function longestStall(work: () => Promise<unknown>): Promise<number> {
+  let last = performance.now();
+  let longest = 0;
+  let running = true;
+  const tick = () => {
+    const now = performance.now();
+    longest = Math.max(longest, now - last);
+    last = now;
+    if (running) setImmediate(tick);
+  };
+  setImmediate(tick);
+  await work();
+  running = false;
+  return longest;
+}
+
+async function stallFigures(): Promise<void> {
+  const bytes = encodeNameTable(Array.from({ length: 100_000 }, (_, at) => [`svc-${at}.bench.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`] }] as [string, { ips: string[] }]));
+  const store = new TableStore({ pod: { namespace: 'default', domain: 'default.svc.cluster.local', search: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'] }, now: () => Date.now() });
+  const started = performance.now();
+  const loading = await longestStall(() => store.load(bytes, 'v1', 'nds'));
+  const took = performance.now() - started;
+  const idle = await longestStall(() => new Promise((resolve) => setTimeout(resolve, took)));
+  const { longestStepMs } = store.debug(false);
+  const response = Buffer.concat([lenField(1, 'v1'), lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, bytes)])), lenField(4, nameTableType), lenField(5, 'n1')]);
+  const readStarted = performance.now();
+  readNdsResponse(response, 'sotw');
+  const readMs = performance.now() - readStarted;
+  console.log(`100,000-name table (${(bytes.length / 2 ** 20).toFixed(1)} MiB, ${store.table?.size} names) built in ${took.toFixed(0)} ms; longest step between event-loop turns ${longestStepMs} ms (reading the NDS response around it, one step: ${readMs.toFixed(1)} ms); longest event-loop stall ${loading.toFixed(1)} ms vs ${idle.toFixed(1)} ms idle over the same time → ${(loading / idle).toFixed(1)}×`);
+}
+
+/** Heap the table itself keeps, after full collections: the part of the agent's RSS growth that stays. */
+async function retainedHeap(): Promise<void> {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const bytes = encodeNameTable(Object.entries(table(10_000)));
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const store = new TableStore({ pod: { namespace: 'default', domain: '', search: ['default.svc.cluster.local'] }, now: () => Date.now() });
+  await store.load(bytes, 'v1', 'nds');
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  console.log(`10,000-name table: ${((after - before) / 2 ** 20).toFixed(1)} MiB of heap kept (${Math.round((after - before) / 10_000)} bytes a name; the NameTable itself is ${(bytes.length / 2 ** 20).toFixed(2)} MiB) with ${store.table?.size} names`);
+}
+
+await stallFigures();
+await retainedHeap();
+const skip = await netnsSkipReason();
+if (skip) console.log(`agent figures skipped: ${skip}`);
+else await agentFigures();

@@ -1,0 +1,59 @@
+import { readFile } from 'node:fs/promises';
+import { keptFileMaxAgeMs, writeAtomically } from '../xds/kept-file.ts';
+
+export interface KeptTableOptions {
+  path: string;
+  /** The node id the table belongs to: a file another proxy left is not used. */
+  node: string;
+  now: () => number;
+}
+
+/** A kept table, or why the file is not used. */
+export type KeptRead = { ok: true; version: string; table: Buffer } | { ok: false; reason: string };
+
+/**
+ * The last name table the agent accepted, on disk beside the kept xDS config
+ * (`<configPath>/dns-name-table.json`, 0600), so a restarted agent answers
+ * names while the discovery server is down. Same rules as the kept xDS
+ * config: this node's only, and no older than a day. Written after each
+ * accepted table, one write at a time, the newest last.
+ */
+export class KeptTable {
+  readonly #options: KeptTableOptions;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(options: KeptTableOptions) {
+    this.#options = options;
+  }
+
+  get path(): string {
+    return this.#options.path;
+  }
+
+  async read(): Promise<KeptRead> {
+    let parsed: { node?: unknown; at?: unknown; version?: unknown; table?: unknown };
+    try {
+      parsed = JSON.parse(await readFile(this.#options.path, 'utf8')) as typeof parsed;
+    } catch (error) {
+      return { ok: false, reason: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none kept' : `unreadable: ${(error as Error).message}` };
+    }
+    if (typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
+    if (parsed.node !== this.#options.node) return { ok: false, reason: `kept for node ${String(parsed.node)}, not this one` };
+    const age = this.#options.now() - parsed.at;
+    if (age > keptFileMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${keptFileMaxAgeMs / 60_000} allowed` };
+    return { ok: true, version: parsed.version, table: Buffer.from(parsed.table, 'base64') };
+  }
+
+  /** Queues a write; rejects with the write's error (the caller logs it). */
+  write(version: string, table: Buffer): Promise<void> {
+    const text = () => JSON.stringify({ node: this.#options.node, at: this.#options.now(), version, table: table.toString('base64') });
+    const next = this.#writing.then(() => writeAtomically(this.#options.path, text()));
+    this.#writing = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Waits for the queued writes. */
+  async close(): Promise<void> {
+    await this.#writing;
+  }
+}

@@ -1,0 +1,97 @@
+import { isIP } from 'node:net';
+import type { NameInfo } from './name-table-wire.ts';
+
+/** What the pod knows of itself, for Kubernetes short names and the first search domain. */
+export interface PodDomain {
+  /** POD_NAMESPACE. */
+  namespace: string;
+  /** The proxy's DNS domain (`<ns>.svc.cluster.local`); the namespace in front is dropped. */
+  domain: string;
+  /** resolv.conf's search list. */
+  search: string[];
+}
+
+/** One name's answers: addresses shared by every name built from one NameTable entry. */
+export interface LookupEntry {
+  v4?: string[];
+  v6?: string[];
+  /** A search-domain expansion: answered with a CNAME to this name. */
+  cname?: string;
+}
+
+/**
+ * The names the agent answers, built the way Istio's agent builds them
+ * (`pkg/dns/client/dns.go`): a Kubernetes service also answers as `name.ns`,
+ * `name.ns.svc` and, in the pod's own namespace, `name`; every name has a
+ * CNAME twin under the first search domain, so a resolver walking the search
+ * list gets to the real name in one step. Keys are lower case, ending in a dot.
+ */
+export class LookupTable {
+  readonly #names = new Map<string, LookupEntry>();
+  readonly #domain: { namespace: string; domain: string; parts: string[]; firstSearch: string | undefined };
+
+  constructor(pod: PodDomain) {
+    const parts = pod.domain.split('.').filter(Boolean);
+    if (parts[0] === pod.namespace) parts.shift();
+    const first = pod.search[0];
+    this.#domain = { namespace: pod.namespace, domain: parts.join('.'), parts, firstSearch: first && (first.endsWith('.') ? first : `${first}.`).toLowerCase() };
+  }
+
+  get size(): number {
+    return this.#names.size;
+  }
+
+  /**
+   * The entry of a name, or for a known name's twin under the first search
+   * domain (`db.legacy.internal.default.svc.cluster.local.`) a CNAME to it.
+   * Istio stores every twin up front; working them out here halves the
+   * table's memory, with the same answers (a real name wins over a twin).
+   */
+  get(name: string): LookupEntry | undefined {
+    const entry = this.#names.get(name);
+    if (entry) return entry;
+    const search = this.#domain.firstSearch;
+    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
+    const base = name.slice(0, -search.length);
+    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? { cname: base } : undefined;
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  /** Adds one NameTable entry; false when it has no usable address (Istio skips those too). */
+  add(host: string, info: NameInfo): boolean {
+    const v4: string[] = [];
+    const v6: string[] = [];
+    for (const ip of info.ips) {
+      const family = isIP(ip);
+      if (family === 4) v4.push(ip);
+      else if (family === 6) v6.push(ip);
+    }
+    if (v4.length === 0 && v6.length === 0) return false;
+    const alts = this.#altHosts(host, info);
+    const entry: LookupEntry = {};
+    if (v4.length > 0) entry.v4 = v4;
+    if (v6.length > 0) entry.v6 = v6;
+    for (const alt of alts) this.#names.set(alt, entry);
+    return true;
+  }
+
+  #altHosts(host: string, info: NameInfo): Set<string> {
+    const lower = host.toLowerCase();
+    if (info.registry !== 'Kubernetes') return new Set([lower.endsWith('.') ? lower : `${lower}.`]);
+    // Istio gives a Kubernetes name that already ends in a dot no names at all.
+    if (lower.endsWith('.')) return new Set();
+    const out = new Set([`${lower}.`]);
+    const { namespace, domain, parts } = this.#domain;
+    // Short forms only for the pod's own cluster domain: across domains name.ns would clash.
+    if (!domain || !lower.endsWith(domain)) return out;
+    const short = `${info.shortname}.${info.namespace}`.toLowerCase();
+    out.add(`${short}.`);
+    if (info.namespace === namespace) out.add(`${info.shortname.toLowerCase()}.`);
+    out.add(`${short}.${parts[0]}.`);
+    for (const alt of info.altHosts) out.add(`${alt.toLowerCase()}.`);
+    return out;
+  }
+}

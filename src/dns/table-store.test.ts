@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { encodeNameTable } from './name-table-wire.ts';
+import { TableStore } from './table-store.ts';
+
+const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: [] };
+const table = (count: number, prefix = 'svc') => encodeNameTable(Array.from({ length: count }, (_, at) => [`${prefix}-${at}.mesh.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`] }] as [string, { ips: string[] }]));
+
+describe('TableStore', () => {
+  it('builds a large table in batches, letting the event loop turn between them, and swaps it in whole', async () => {
+    const store = new TableStore({ pod, now: () => 0 });
+    let turns = 0;
+    let sawHalf = false;
+    const tick = () => {
+      turns++;
+      if (store.table && store.table.size < 10_000) sawHalf = true;
+      if (!done) setImmediate(tick);
+    };
+    let done = false;
+    setImmediate(tick);
+    await store.load(table(10_000), 'v1', 'nds');
+    done = true;
+    assert.ok(turns >= 4, `the loop turned ${turns} times while 10,000 names were built`);
+    assert.equal(sawHalf, false, 'queries never see half a table');
+    assert.equal(store.table?.size, 10_000);
+    assert.deepEqual(store.table?.get('svc-1.mesh.internal.default.svc.cluster.local.'), undefined, 'no search list here: no twins');
+    assert.deepEqual(store.table?.get('svc-9999.mesh.internal.')?.v4, ['10.0.39.15']);
+  });
+
+  it('refuses a table that does not parse and keeps the last one', async () => {
+    const store = new TableStore({ pod, now: () => 0 });
+    await store.load(table(3), 'v1', 'nds');
+    await assert.rejects(store.load(Buffer.from([0x0a, 0xff, 0xff, 0x01]), 'v2', 'nds'));
+    assert.equal(store.debug(false).version, 'v1');
+    assert.equal(store.table?.size, 3);
+    await store.load(table(2, 'other'), 'v3', 'nds');
+    assert.equal(store.debug(false).version, 'v3', 'a later good table still loads');
+  });
+
+  it('shows version, source, age and size, with the hosts unless asked for a summary', async () => {
+    let now = 1_000_000;
+    const store = new TableStore({ pod, now: () => now });
+    assert.deepEqual(store.debug(true), { loaded: false });
+    await store.load(encodeNameTable([['db.legacy.internal', { ips: ['240.240.0.1'] }], ['broken.internal', { ips: ['nope'] }]]), 'v7', 'kept');
+    now += 42_000;
+    const { buildMs, longestStepMs, ...shown } = store.debug(true);
+    assert.ok(buildMs! >= longestStepMs! && longestStepMs! >= 0);
+    assert.deepEqual(shown, { loaded: true, version: 'v7', source: 'kept', receivedAt: new Date(1_000_000).toISOString(), ageSeconds: 42, entries: 2, names: 1, bytes: store.debug(false).bytes, skipped: 1, table: { 'db.legacy.internal': ['240.240.0.1'], 'broken.internal': ['nope'] } });
+  });
+});
+
+describe('TableStore, the same table again', () => {
+  it('is not rebuilt: the lookup table stays the same object, version and time move on', async () => {
+    let now = 0;
+    const store = new TableStore({ pod, now: () => now });
+    await store.load(table(5), 'v1', 'nds');
+    const first = store.table;
+    now = 5_000;
+    await store.load(table(5), 'v2', 'nds');
+    assert.equal(store.table, first);
+    assert.equal(store.debug(false).version, 'v2');
+    assert.equal(store.debug(false).receivedAt, new Date(5_000).toISOString());
+  });
+});
