@@ -112,6 +112,16 @@ describe('injectManifest', () => {
     assert.deepEqual(((init['securityContext'] as Mapping)['capabilities'] as Mapping)['add'], ['NET_ADMIN', 'NET_RAW']);
   });
 
+  it('gives istio-init the metadata env too, so DNS_CAPTURE turns on the DNS capture with the DNS proxy', () => {
+    const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { proxyMetadata: { DNS_CAPTURE: 'true' } }));
+    const spec = podOf(doc ?? {})['spec'] as Mapping;
+    const envOf = (container: Mapping | undefined) => Object.fromEntries(((container?.['env'] ?? []) as Mapping[]).map((entry) => [entry['name'], entry['value']]));
+    const init = (spec['initContainers'] as Mapping[]).find((c) => c['name'] === 'istio-init');
+    const proxy = [...((spec['initContainers'] ?? []) as Mapping[]), ...(spec['containers'] as Mapping[])].find((c) => c['name'] === 'istio-proxy');
+    assert.equal(envOf(init)['ISTIO_META_DNS_CAPTURE'], 'true');
+    assert.equal(envOf(proxy)['ISTIO_META_DNS_CAPTURE'], 'true');
+  });
+
   it('with holdApplicationUntilProxyStarts on Kubernetes >= 1.29, runs the proxy as a native sidecar after istio-init', () => {
     const text = (workloads['Deployment'] ?? '').replace('      containers:', '      initContainers: [{name: migrate, image: example/migrate:1}]\n      containers:');
     const [doc] = docsOf(inject(text, { holdApplicationUntilProxyStarts: true, kubernetesVersion: '1.29' }));

@@ -51,13 +51,15 @@ export function buildPodPatch(pod: PodTemplate, inputs: InjectionInputs, workloa
     ? mergePrometheusAnnotations(annotations, values.statusPort, at(pod, 'metadata.annotations'))
     : undefined;
   const env = { ...metaEnv(values.proxyMetadata), ISTIO_KUBE_APP_PROBERS: probes.probers, ISTIO_PROMETHEUS_ANNOTATIONS: metrics?.env };
-  const added = withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName), inputs.templatePath), env);
+  const added = withInitEnv(withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName), inputs.templatePath), env), metaEnv(values.proxyMetadata));
   const lists = placeProxy(added, proxyPlacement(values));
   for (const addition of lists) checkNames(pod, addition);
   return { annotations: { ...metrics?.annotations, [statusAnnotation]: statusOf(lists, inputs) }, lists, probeRewrites: probes.rewrites };
 }
 
-/** Each `proxyMetadata` entry becomes ISTIO_META_<NAME> on the proxy. */
+const initName = 'istio-init';
+
+/** Each `proxyMetadata` entry becomes ISTIO_META_<NAME> on the proxy (and on istio-init). */
 const metaEnv = (metadata: Record<string, string>) => Object.fromEntries(Object.entries(metadata).map(([name, value]) => [`ISTIO_META_${name}`, value]));
 
 function withProxyEnv(template: InjectionTemplate, env: Record<string, string | undefined>): InjectionTemplate {
@@ -65,6 +67,18 @@ function withProxyEnv(template: InjectionTemplate, env: Record<string, string | 
   if (extra.length === 0) return template;
   const containers = template.containers.map((c) => (c['name'] === proxyName ? { ...c, env: [...((c['env'] ?? []) as Mapping[]), ...extra] } : c));
   return { ...template, containers };
+}
+
+/**
+ * istio-init gets the metadata env too, as Istio's template gives it
+ * proxyMetadata: `istio-iptables` reads ISTIO_META_DNS_CAPTURE (DNS capture)
+ * and others from there, so the capture matches what the agent serves.
+ */
+function withInitEnv(template: InjectionTemplate, env: Record<string, string>): InjectionTemplate {
+  const extra = Object.entries(env).map(([name, value]) => ({ name, value }));
+  if (extra.length === 0) return template;
+  const initContainers = template.initContainers.map((c) => (c['name'] === initName ? { ...c, env: [...((c['env'] ?? []) as Mapping[]), ...extra] } : c));
+  return { ...template, initContainers };
 }
 
 /** A name clash means someone half-injected this pod by hand. */
