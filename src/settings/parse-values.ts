@@ -62,6 +62,6 @@ export const componentLevels = (text: string) => {
 export const bool = (text: string) => {
   if (/^(true|1)$/i.test(text)) return true;
   if (/^(false|0)$/i.test(text)) return false;
-  throw new Error('not a boolean (true or false)');
+  throw new Error(`"${text}" is not a boolean (true or false)`);
 };
 
