@@ -1,4 +1,4 @@
-import { runProcess } from '../process/start.ts';
+import { execa } from 'execa';
 import { renderRestoreInput } from './render.ts';
 import type { RuleSet } from './rules.ts';
 
@@ -11,8 +11,9 @@ export interface ApplyOptions {
   run?: RunWithInput;
 }
 
+/** Rejects with execa's error, which carries the tool's stderr. */
 const runWithInput: RunWithInput = async (file, args, input) => {
-  await runProcess(file, args, { input });
+  await execa(file, args, { input, stdout: 'ignore', timeout: 60_000, forceKillAfterDelay: 5000, maxBuffer: 1024 * 1024 });
 };
 
 /**
