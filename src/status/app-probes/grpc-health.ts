@@ -1,5 +1,4 @@
-import { connect } from 'node:http2';
-import { unaryCall } from '../../grpc/unary-call.ts';
+import { loadGrpc } from '../../grpc/load.ts';
 import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
 
@@ -7,17 +6,28 @@ import type { ProbeAction } from './config.ts';
 const serving = 1;
 /** A health answer is a few bytes; anything bigger is not one. */
 const maxResponseBytes = 1024;
+const checkPath = '/grpc.health.v1.Health/Check';
 
 /**
- * One unary grpc.health.v1.Health/Check on node:http2 (plaintext, as the
- * kubelet's gRPC probe). Resolves true when the app answers SERVING.
+ * One unary grpc.health.v1.Health/Check through @grpc/grpc-js (plaintext,
+ * as the kubelet's gRPC probe), on a channel closed when the call ends.
+ * Resolves true when the app answers SERVING; rejects with why otherwise.
  */
 export async function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, signal: AbortSignal): Promise<boolean> {
-  const authority = `http://${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
-  const outcome = await unaryCall({ session: connect(authority), path: '/grpc.health.v1.Health/Check', request: encodeRequest(action.service), maxAnswerBytes: maxResponseBytes, signal });
-  if (outcome.kind === 'failed') throw outcome.error;
-  if (outcome.code !== 0) throw new Error(`grpc-status ${outcome.code}`);
-  return outcome.answers.length === 1 && servingStatus(outcome.answers[0]!) === serving;
+  signal.throwIfAborted();
+  const grpc = await loadGrpc();
+  const target = `${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
+  const client = new grpc.Client(target, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': maxResponseBytes });
+  try {
+    const answer = await new Promise<Buffer>((resolve, reject) => {
+      const call = client.makeUnaryRequest(checkPath, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeRequest(action.service), (error, response) => (error ? reject(error) : resolve(response!)));
+      // The probe's own timeout: the call ends with CANCELLED.
+      signal.addEventListener('abort', () => call.cancel(), { once: true });
+    });
+    return servingStatus(answer) === serving;
+  } finally {
+    client.close();
+  }
 }
 
 /** HealthCheckRequest { string service = 1; } */
