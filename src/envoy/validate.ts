@@ -58,7 +58,7 @@ function agentFlags(extraArgs: readonly string[]): string {
 }
 
 /** Envoy's verdict is a few lines; a megabyte of output is not a verdict, and is not kept. */
-export const maxVerdictBytes = 1024 * 1024;
+const maxVerdictBytes = 1024 * 1024;
 
 function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {
   return execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, stdin: 'ignore', timeout: 30_000, forceKillAfterDelay: 5000, maxBuffer: maxVerdictBytes });

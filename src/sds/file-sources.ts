@@ -22,6 +22,8 @@ export interface FileSourcesOptions {
   resyncMs: number;
   /** Candidates for `file-root:system`, first existing wins. */
   systemRoots?: readonly string[];
+  /** Tests lower it; maxFileWatches otherwise. */
+  maxWatches?: number;
 }
 
 interface Held {
@@ -59,8 +61,9 @@ export class FileSecretSources implements Subscriptions {
     const held = this.#held.get(name) ?? { count: 0 };
     this.#held.set(name, held);
     if (held.count++ > 0) return;
-    if (parseResourceName(name).kind !== 'cert-dir') {
-      if (this.#watches >= maxFileWatches) return this.#refuse(name, 'watch_limit', `more than ${maxFileWatches} file-backed secrets are held; this one is not watched`);
+    if (isFileBacked(name)) {
+      const max = this.#options.maxWatches ?? maxFileWatches;
+      if (this.#watches >= max) return this.#refuse(name, 'watch_limit', `more than ${max} file-backed secrets are held; this one is not watched`);
       held.counted = true;
       this.#watches++;
     }
@@ -129,6 +132,11 @@ export class FileSecretSources implements Subscriptions {
     const budget = this.#logBudget.take();
     if (budget) this.#options.logger.warn({ resource: name, reason: detail, ...budget }, 'cannot serve SDS resource; the stream waits for it');
   }
+}
+
+function isFileBacked(name: string): boolean {
+  const kind = parseResourceName(name).kind;
+  return kind === 'file-cert' || kind === 'file-root' || kind === 'system-root';
 }
 
 async function firstExisting(paths: readonly string[]): Promise<string | undefined> {
