@@ -155,3 +155,30 @@ describe('SdsServer on grpc-js: every change reaches the stream; connections, st
     }
   });
 });
+
+it('a connection made before grpc-js is loaded waits for it, and is then served', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sds-server-late-'));
+  const socketPath = join(dir, 'sds.sock');
+  const store = new SecretStore();
+  store.put('ROOTCA', secret(1));
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const server = new SdsServer({
+    socketPath, store, subscriptions: { acquire: () => undefined, release: () => undefined },
+    metrics: registerSdsMetrics(new Registry(), store, () => 0), logger: pino({ level: 'silent' }), now: () => 0,
+    loadGrpc: async () => (await gate, await import('../grpc/load.ts').then((module) => module.loadGrpc())),
+  });
+  await server.start();
+  const client = open(socketPath, ['ROOTCA']);
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(client.state.responses, 0, 'nothing before grpc-js is there');
+    release();
+    await until('the first push', () => client.state.responses === 1);
+    assert.equal(client.state.done, false);
+  } finally {
+    client.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,7 +1,7 @@
 import { chmod, rm } from 'node:fs/promises';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type * as Grpc from '@grpc/grpc-js';
-import { loadGrpc } from '../grpc/load.ts';
+import { loadGrpc, type GrpcModule } from '../grpc/load.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { WireError } from '../xds/wire.ts';
@@ -32,6 +32,8 @@ export interface SdsServerOptions {
   now: () => number;
   /** Tests shorten it. */
   idleMs?: number;
+  /** Tests hold it back, to connect before grpc-js is there. */
+  loadGrpc?: () => Promise<GrpcModule>;
 }
 
 type Status = { code: Grpc.status; details: string };
@@ -46,11 +48,16 @@ type Call = Grpc.ServerDuplexStream<Buffer, Buffer>;
  *
  * The socket itself is a net.Server of ours whose connections are handed to
  * grpc-js: grpc-js has no connection cap, net.Server has (`maxConnections`).
+ * It also lets the socket listen before grpc-js is loaded (40-150 ms here):
+ * that load runs while Envoy starts, off the path to ready, and a connection
+ * that comes first waits for it (its bytes are kept, and read by grpc-js).
  */
 export class SdsServer {
   readonly #options: SdsServerOptions;
   readonly #streams = new Set<SdsStream>();
   readonly #sockets = new Set<Socket>();
+  /** Settles once grpc-js serves; undefined if it could not be set up. */
+  #injector: Promise<Grpc.ConnectionInjector | undefined> = Promise.resolve(undefined);
   #grpc: Grpc.Server | undefined;
   #listener: NetServer | undefined;
   #nextId = 1;
@@ -63,8 +70,30 @@ export class SdsServer {
 
   async start(): Promise<void> {
     const { socketPath, logger } = this.#options;
+    const listener = createServer((socket) => this.#accept(socket));
+    listener.maxConnections = maxSdsConnections;
+    listener.on('drop', () => this.#dropped());
+    await new Promise<void>((resolve, reject) => {
+      listener.once('error', reject);
+      listener.listen(socketPath, () => (listener.off('error', reject), resolve()));
+    }).catch((error: unknown) => {
+      throw new AgentError('BAD_FLAG', `--sdsSocket: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
+    });
+    listener.on('error', (error) => logger.warn({ error: error.message }, 'SDS socket error'));
+    await chmod(socketPath, 0o600);
+    this.#listener = listener;
+    this.#injector = this.#startGrpc().catch((error: unknown) => {
+      logger.error({ error: (error as Error).message }, 'cannot start the SDS gRPC server; Envoy gets no secrets');
+      for (const socket of this.#sockets) socket.destroy();
+      return undefined;
+    });
+    this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
+    logger.info({ socket: socketPath }, 'SDS server listening');
+  }
+
+  async #startGrpc(): Promise<Grpc.ConnectionInjector> {
     // Loaded here, not at the top: a pod that serves no SDS never pays for grpc-js.
-    const grpc = await loadGrpc();
+    const grpc = await (this.#options.loadGrpc ?? loadGrpc)();
     const server = new grpc.Server({
       'grpc.max_receive_message_length': maxRequestBytes,
       'grpc.max_concurrent_streams': maxSdsStreamsPerConnection,
@@ -75,23 +104,8 @@ export class SdsServer {
       DeltaSecrets: (call: Call) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `${service}/DeltaSecrets: only StreamSecrets (State of the World) is served` }),
       FetchSecrets: (_call: unknown, callback: Grpc.sendUnaryData<Buffer>) => callback({ code: grpc.status.UNIMPLEMENTED, details: `${service}/FetchSecrets: only StreamSecrets (State of the World) is served` }),
     });
-    const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-    const listener = createServer((socket) => this.#accept(socket, injector));
-    listener.maxConnections = maxSdsConnections;
-    listener.on('drop', () => this.#dropped());
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(socketPath, () => (listener.off('error', reject), resolve()));
-    }).catch((error: unknown) => {
-      server.forceShutdown();
-      throw new AgentError('BAD_FLAG', `--sdsSocket: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
-    });
-    listener.on('error', (error) => logger.warn({ error: error.message }, 'SDS socket error'));
-    await chmod(socketPath, 0o600);
     this.#grpc = server;
-    this.#listener = listener;
-    this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
-    logger.info({ socket: socketPath }, 'SDS server listening');
+    return server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   }
 
   /** Files whose bytes some stream was sent: a change to them needs no restart. */
@@ -111,6 +125,7 @@ export class SdsServer {
     this.#listener = undefined;
     if (listener) {
       const closed = new Promise((resolve) => listener.close(resolve));
+      await this.#injector;
       this.#grpc?.forceShutdown();
       for (const socket of this.#sockets) socket.destroy();
       await closed;
@@ -125,13 +140,16 @@ export class SdsServer {
     return { socket: this.#options.socketPath, serving: this.#listener !== undefined, connections: this.#sockets.size, secrets, streams: [...this.#streams].map((stream) => stream.debug()) };
   }
 
-  #accept(socket: Socket, injector: Grpc.ConnectionInjector): void {
+  #accept(socket: Socket): void {
     this.#sockets.add(socket);
     this.#full = false;
     socket.on('close', () => this.#sockets.delete(socket));
     // Garbage on the socket ends that connection only; grpc-js's session reports it.
     socket.on('error', (error) => this.#connectionFailed(error));
-    injector.injectConnection(socket);
+    void this.#injector.then((injector) => {
+      if (injector && !socket.destroyed && this.#listener) injector.injectConnection(socket);
+      else socket.destroy();
+    });
   }
 
   /** One line when the cap is reached, not one per refused connection. */
