@@ -156,7 +156,7 @@ describe('SdsServer on grpc-js: every change reaches the stream; connections, st
   });
 });
 
-it('a connection made before grpc-js is loaded waits for it, and is then served', async () => {
+it('grpc-js is loaded only when a connection comes; that connection waits for it, and is then served', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'sds-server-late-'));
   const socketPath = join(dir, 'sds.sock');
   const store = new SecretStore();
@@ -166,13 +166,17 @@ it('a connection made before grpc-js is loaded waits for it, and is then served'
   const server = new SdsServer({
     socketPath, store, subscriptions: { acquire: () => undefined, release: () => undefined },
     metrics: registerSdsMetrics(new Registry(), store, () => 0), logger: pino({ level: 'silent' }), now: () => 0,
-    loadGrpc: async () => (await gate, await import('../grpc/load.ts').then((module) => module.loadGrpc())),
+    loadGrpc: async () => (loads++, await gate, await import('../grpc/load.ts').then((module) => module.loadGrpc())),
   });
+  let loads = 0;
   await server.start();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(loads, 0, 'listening, and grpc-js not loaded: nobody connected');
   const client = open(socketPath, ['ROOTCA']);
   try {
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(client.state.responses, 0, 'nothing before grpc-js is there');
+    assert.equal(loads, 1);
     release();
     await until('the first push', () => client.state.responses === 1);
     assert.equal(client.state.done, false);

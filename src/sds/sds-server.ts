@@ -48,16 +48,18 @@ type Call = Grpc.ServerDuplexStream<Buffer, Buffer>;
  *
  * The socket itself is a net.Server of ours whose connections are handed to
  * grpc-js: grpc-js has no connection cap, net.Server has (`maxConnections`).
- * It also lets the socket listen before grpc-js is loaded (40-150 ms here):
- * that load runs while Envoy starts, off the path to ready, and a connection
- * that comes first waits for it (its bytes are kept, and read by grpc-js).
+ * It also lets the socket listen before grpc-js is loaded: grpc-js loads
+ * when the first connection comes (Envoy's, once it is up and wants a
+ * secret), not on the way to spawning Envoy, where its 40-150 ms of module
+ * loading on the main thread delayed Envoy's start (bench/cost.ts). The
+ * connection waits for it; its bytes are kept, and read by grpc-js.
  */
 export class SdsServer {
   readonly #options: SdsServerOptions;
   readonly #streams = new Set<SdsStream>();
   readonly #sockets = new Set<Socket>();
-  /** Settles once grpc-js serves; undefined if it could not be set up. */
-  #injector: Promise<Grpc.ConnectionInjector | undefined> = Promise.resolve(undefined);
+  /** Settles once grpc-js serves; undefined if it could not be set up. Made on the first connection. */
+  #injector: Promise<Grpc.ConnectionInjector | undefined> | undefined;
   #grpc: Grpc.Server | undefined;
   #listener: NetServer | undefined;
   #nextId = 1;
@@ -82,13 +84,17 @@ export class SdsServer {
     listener.on('error', (error) => logger.warn({ error: error.message }, 'SDS socket error'));
     await chmod(socketPath, 0o600);
     this.#listener = listener;
-    this.#injector = this.#startGrpc().catch((error: unknown) => {
-      logger.error({ error: (error as Error).message }, 'cannot start the SDS gRPC server; Envoy gets no secrets');
+    this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
+    logger.info({ socket: socketPath }, 'SDS server listening');
+  }
+
+  #grpcInjector(): Promise<Grpc.ConnectionInjector | undefined> {
+    this.#injector ??= this.#startGrpc().catch((error: unknown) => {
+      this.#options.logger.error({ error: (error as Error).message }, 'cannot start the SDS gRPC server; Envoy gets no secrets');
       for (const socket of this.#sockets) socket.destroy();
       return undefined;
     });
-    this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
-    logger.info({ socket: socketPath }, 'SDS server listening');
+    return this.#injector;
   }
 
   async #startGrpc(): Promise<Grpc.ConnectionInjector> {
@@ -146,7 +152,7 @@ export class SdsServer {
     socket.on('close', () => this.#sockets.delete(socket));
     // Garbage on the socket ends that connection only; grpc-js's session reports it.
     socket.on('error', (error) => this.#connectionFailed(error));
-    void this.#injector.then((injector) => {
+    void this.#grpcInjector().then((injector) => {
       if (injector && !socket.destroyed && this.#listener) injector.injectConnection(socket);
       else socket.destroy();
     });
