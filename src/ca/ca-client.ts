@@ -1,11 +1,10 @@
-import { connect, type ClientHttp2Session } from 'node:http2';
-import { unaryCall, type UnaryOutcome } from '../grpc/unary-call.ts';
-import { statusName } from '../xds/grpc-status.ts';
+import type * as Grpc from '@grpc/grpc-js';
+import { loadGrpc } from '../grpc/load.ts';
 import { decodeCertificateResponse, encodeCertificateRequest, type CertificateRequest } from './ca-proto.ts';
 
 const path = '/istio.v1.auth.IstioCertificateService/CreateCertificate';
 /** A chain is a few KB; anything near this is not a certificate answer. */
-const maxAnswerBytes = 1 << 20;
+export const maxAnswerBytes = 1 << 20;
 
 export interface CaEndpoint {
   /** host:port of the CA (istiod's 15012 by default). */
@@ -22,59 +21,66 @@ export interface CaCall {
   request: CertificateRequest;
   token: string | undefined;
   timeoutMs: number;
+  /** Extra request metadata (CA_HEADER_* settings), sent beside the token. */
+  metadata?: Record<string, string>;
 }
 
 /** `code` is the gRPC status name, or what went wrong before one: CONNECT, TLS, PROTOCOL. */
 export type CaResult = { ok: true; chain: string[] } | { ok: false; code: string; message: string };
 
 /**
- * One CreateCertificate call on its own HTTP/2 connection: a call every
- * twelve hours does not justify a connection (or a gRPC runtime) kept open.
+ * One CreateCertificate call through @grpc/grpc-js on a channel of its own,
+ * closed when the call ends: a call every twelve hours does not justify a
+ * connection kept open. grpc-js keeps the deadline, the size limit on the
+ * answer and the TLS checks (the root, and ISTIOD_SAN as the name the
+ * server's certificate must carry). The two messages stay hand-encoded
+ * (ca-proto.ts). Never rejects: every failure is a CaResult.
  */
 export async function createCertificate(call: CaCall): Promise<CaResult> {
-  const outcome = await unaryCall({
-    session: openSession(call.endpoint),
-    path,
-    headers: callHeaders(call),
-    request: encodeCertificateRequest(call.request),
-    maxAnswerBytes,
-    signal: AbortSignal.timeout(call.timeoutMs),
+  const grpc = await loadGrpc();
+  const client = new grpc.Client(call.endpoint.address, credentialsFor(grpc, call.endpoint), {
+    'grpc.max_receive_message_length': maxAnswerBytes,
+    ...(call.endpoint.tls ? { 'grpc.ssl_target_name_override': call.endpoint.tls.serverName, 'grpc.default_authority': call.endpoint.tls.serverName } : {}),
   });
-  return verdict(outcome, call.timeoutMs);
-}
-
-function openSession(endpoint: CaEndpoint): ClientHttp2Session {
-  if (!endpoint.tls) return connect(`http://${endpoint.address}`);
-  const { roots, serverName, cert, key } = endpoint.tls;
-  return connect(`https://${endpoint.address}`, { ca: roots, servername: serverName, cert, key, ALPNProtocols: ['h2'] });
-}
-
-function callHeaders(call: CaCall) {
-  return {
-    ...call.endpoint.headers,
-    'grpc-timeout': `${call.timeoutMs}m`,
-    ...(call.token ? { authorization: `Bearer ${call.token}` } : {}),
-    ...(call.endpoint.clusterId ? { clusterid: call.endpoint.clusterId } : {}),
-  };
-}
-
-function verdict(outcome: UnaryOutcome, timeoutMs: number): CaResult {
-  if (outcome.kind === 'failed') {
-    if (outcome.stage === 'aborted') return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms` };
-    return { ok: false, code: outcome.stage === 'protocol' ? 'PROTOCOL' : connectFailure(outcome.error), message: outcome.error.message };
-  }
-  if (outcome.code !== 0) return { ok: false, code: statusName(outcome.code), message: outcome.message };
-  if (outcome.answers.length !== 1) return { ok: false, code: 'PROTOCOL', message: `expected one answer, got ${outcome.answers.length}` };
   try {
-    return { ok: true, chain: decodeCertificateResponse(outcome.answers[0]!) };
+    const answer = await new Promise<Buffer>((resolve, reject) => {
+      client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeCertificateRequest(call.request), metadataFor(grpc, call), { deadline: Date.now() + call.timeoutMs }, (error, response) => (error ? reject(error) : resolve(response!)));
+    });
+    return { ok: true, chain: decodeCertificateResponse(answer) };
   } catch (error) {
-    return { ok: false, code: 'PROTOCOL', message: (error as Error).message };
+    return failure(grpc, error as Grpc.ServiceError | Error, call.timeoutMs);
+  } finally {
+    client.close();
   }
 }
 
-/** TLS failures (wrong root, wrong name) read differently in a log than a CA that is down. */
-function connectFailure(error: Error & { code?: string }): string {
-  const code = error.code ?? '';
-  if (code.startsWith('ERR_TLS') || code.includes('CERT') || code.includes('SSL') || /certificate|altnames/i.test(error.message)) return 'TLS';
-  return 'CONNECT';
+function credentialsFor(grpc: typeof Grpc, endpoint: CaEndpoint): Grpc.ChannelCredentials {
+  if (!endpoint.tls) return grpc.credentials.createInsecure();
+  const { roots, cert, key } = endpoint.tls;
+  return grpc.credentials.createSsl(roots, key ?? null, cert ?? null);
+}
+
+function metadataFor(grpc: typeof Grpc, call: CaCall): Grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  for (const [name, value] of Object.entries({ ...call.endpoint.headers, ...call.metadata })) metadata.set(name.toLowerCase(), value);
+  if (call.token) metadata.set('authorization', `Bearer ${call.token}`);
+  if (call.endpoint.clusterId) metadata.set('clusterid', call.endpoint.clusterId);
+  return metadata;
+}
+
+function failure(grpc: typeof Grpc, error: Grpc.ServiceError | Error, timeoutMs: number): CaResult {
+  if (!('code' in error) || typeof error.code !== 'number') return { ok: false, code: 'PROTOCOL', message: error.message };
+  const details = error.details || error.message;
+  if (error.code === grpc.status.DEADLINE_EXCEEDED) return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms (${details})` };
+  if (error.code === grpc.status.RESOURCE_EXHAUSTED && /larger than max/i.test(details)) return { ok: false, code: 'PROTOCOL', message: `the answer is over ${maxAnswerBytes} bytes (${details})` };
+  // grpc-js reports a connection that never came up as UNAVAILABLE; a TLS
+  // failure (wrong root, wrong name) reads differently in a log than a CA that is down.
+  if (error.code === grpc.status.UNAVAILABLE && /No connection established|Failed to connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(details)) {
+    return { ok: false, code: isTlsFailure(details) ? 'TLS' : 'CONNECT', message: details };
+  }
+  return { ok: false, code: grpc.status[error.code] ?? String(error.code), message: details };
+}
+
+function isTlsFailure(details: string): boolean {
+  return /certificate|altnames|SSL|TLS|self.signed|unable to verify/i.test(details);
 }

@@ -135,6 +135,6 @@ export const processGuard = new ProcessGuard({
   target: process,
   exit: (code) => process.exit(code),
   report: stderrReport,
-  // Envoy gets SIGTERM, then SIGKILL after 5 s (process/start.ts): room for both epochs and the cleanup.
+  // Envoy gets SIGTERM, then SIGKILL after 5 s (execa's forceKillAfterDelay in envoy/envoy-proxy.ts): room for both epochs and the cleanup.
   stopWithinMs: 15_000,
 });

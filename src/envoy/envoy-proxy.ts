@@ -1,10 +1,10 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import type { LiveDetails, Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
-import { startProcess } from '../process/start.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
@@ -93,15 +93,26 @@ export class EnvoyProxy implements Proxy {
     const epochLogger = logger.child({ epoch });
     // Own process group: a terminal's Ctrl-C reaches the agent only, which
     // then drains Envoy instead of Envoy dying at once.
-    const child = startProcess(config.binaryPath, args, { signal: AbortSignal.any([signal, rejected.signal]), killAfterMs: this.#options.killAfterMs ?? 5000, detached: true, output: 'pipe' });
+    // Envoy is detached, so execa's `cleanup` does not apply: an agent that
+    // dies takes Envoy with it through PR_SET_PDEATHSIG, which Envoy sets.
+    const child = execa(config.binaryPath, args, {
+      reject: false,
+      cancelSignal: AbortSignal.any([signal, rejected.signal]),
+      forceKillAfterDelay: this.#options.killAfterMs ?? 5000,
+      detached: true,
+      stdin: 'ignore',
+      // Nothing is kept: each line goes to the log as it comes (forwardOutput).
+      buffer: false,
+      all: true,
+    });
     epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
     if (child.pid !== undefined) options.onStarted?.({ pid: child.pid });
     const recent = new RecentErrors();
-    const output = Promise.all([forwardOutput(child.stdout!, epochLogger, recent), forwardOutput(child.stderr!, epochLogger, recent)]);
+    const output = forwardOutput(child.iterable({ from: 'all' }), epochLogger, recent);
     const stopWatching = new AbortController();
     const onLive = async (details: LiveDetails) => (await verdict) === undefined && options.onLive(details);
     void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
-    const result = await child.result;
+    const result = await child;
     stopWatching.abort();
     await output;
     const reason = await verdict;

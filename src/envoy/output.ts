@@ -1,5 +1,3 @@
-import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
 import type { Logger } from '../shared/log.ts';
 
 const envoyLine = /^\[[^\]]+\]\[\d+\]\[(\w+)\]\[([\w-]+)\]\s*(?:\[[^\]]+\]\s*)?(.*)$/;
@@ -45,16 +43,20 @@ export class RecentErrors {
  * Carries Envoy's output into the agent's log, one entry per line, at
  * Envoy's own level, tagged with the epoch by the logger passed in.
  */
-export function forwardOutput(stream: Readable, logger: Logger, recent: RecentErrors): Promise<void> {
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  lines.on('line', (line) => {
-    const match = envoyLine.exec(line);
-    const level = (match && levels[match[1]!]) ?? 'info';
-    const message = match ? match[3]! : line;
-    // Unformatted lines are what Envoy prints outside its logger when it
-    // gives up (e.g. "previous envoy process is still initializing"): keep them.
-    if (!match || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
-    logger[level]({ envoyComponent: match?.[2] }, message);
-  });
-  return new Promise((resolve) => lines.once('close', resolve));
+export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger, recent: RecentErrors): Promise<void> {
+  try {
+    for await (const line of lines) forwardLine(line, logger, recent);
+  } catch {
+    // The child's failure is its result's business (exit code, signal), not the log forwarder's.
+  }
+}
+
+function forwardLine(line: string, logger: Logger, recent: RecentErrors): void {
+  const match = envoyLine.exec(line);
+  const level = (match && levels[match[1]!]) ?? 'info';
+  const message = match ? match[3]! : line;
+  // Unformatted lines are what Envoy prints outside its logger when it
+  // gives up (e.g. "previous envoy process is still initializing"): keep them.
+  if (!match || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
+  logger[level]({ envoyComponent: match?.[2] }, message);
 }

@@ -1,4 +1,4 @@
-import { startProcess } from '../process/start.ts';
+import { execa } from 'execa';
 import { AgentError, badFlag } from '../shared/errors.ts';
 import { checkIsEnvoy } from './version.ts';
 
@@ -45,7 +45,7 @@ export async function rejectionMessage(binaryPath: string, bootstrapPath: string
  */
 export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
-  return result.exitCode === 0 ? undefined : rejectionReason(result.all || (result.code ?? ''));
+  return result.exitCode === 0 ? undefined : rejectionReason(result.all || (typeof result.code === 'string' ? result.code : ''));
 }
 
 /** What Envoy prints when it accepts a bootstrap; `/bin/true` exits 0 without it. */
@@ -57,8 +57,11 @@ function agentFlags(extraArgs: readonly string[]): string {
   return extraArgs.filter((arg) => arg in names).map((arg) => names[arg]).join(' or ');
 }
 
+/** Envoy's verdict is a few lines; a megabyte of output is not a verdict, and is not kept. */
+const maxVerdictBytes = 1024 * 1024;
+
 function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[]) {
-  return startProcess(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { timeoutMs: 30_000 }).result;
+  return execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, stdin: 'ignore', timeout: 30_000, forceKillAfterDelay: 5000, maxBuffer: maxVerdictBytes });
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */

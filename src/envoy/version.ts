@@ -1,9 +1,9 @@
-import { startProcess } from '../process/start.ts';
+import { execa } from 'execa';
 import { badFlag } from '../shared/errors.ts';
 
 /** Envoy's build version (e.g. `<sha>/1.40.0/Clean/RELEASE/BoringSSL`) for the startup line; undefined when it cannot be read. */
 export async function envoyVersion(binaryPath: string): Promise<string | undefined> {
-  const result = await startProcess(binaryPath, ['--version'], { timeoutMs: 10_000 }).result;
+  const result = await execa(binaryPath, ['--version'], { reject: false, stdin: 'ignore', timeout: 10_000, forceKillAfterDelay: 5000, maxBuffer: 64 * 1024 });
   return /version: (\S+)/.exec(result.stdout)?.[1];
 }
 

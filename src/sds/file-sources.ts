@@ -7,6 +7,7 @@ import type { FileRead } from '../watch/cert-set.ts';
 import { CertWatch } from '../watch/cert-watch.ts';
 import { ChokidarSource } from '../watch/chokidar-source.ts';
 import type { SdsMetrics } from './metrics.ts';
+import { LogBudget } from './log-budget.ts';
 import { pemSecret } from './pem-secret.ts';
 import { parseResourceName, systemRootPaths } from './resource-names.ts';
 import type { SecretStore } from './secret-store.ts';
@@ -21,12 +22,23 @@ export interface FileSourcesOptions {
   resyncMs: number;
   /** Candidates for `file-root:system`, first existing wins. */
   systemRoots?: readonly string[];
+  /** Tests lower it; maxFileWatches otherwise. */
+  maxWatches?: number;
 }
 
 interface Held {
   count: number;
   watch?: Promise<CertWatch | undefined>;
+  /** Counted against maxFileWatches. */
+  counted?: boolean;
 }
+
+/**
+ * File-backed names watched at once, over every stream: each is a watch
+ * (inotify, timers), so a local client must not start them without end.
+ * Names past it wait with the reason in /debug/sds.
+ */
+export const maxFileWatches = 256;
 
 /**
  * Feeds the store with the file-backed names (`file-cert:`, `file-root:`)
@@ -37,21 +49,34 @@ interface Held {
 export class FileSecretSources implements Subscriptions {
   readonly #options: FileSourcesOptions;
   readonly #held = new Map<string, Held>();
+  readonly #logBudget: LogBudget;
+  #watches = 0;
 
   constructor(options: FileSourcesOptions) {
     this.#options = options;
+    this.#logBudget = new LogBudget({ lines: 10, windowMs: 10_000, now: () => options.clock.now() });
   }
 
   acquire(name: string): void {
     const held = this.#held.get(name) ?? { count: 0 };
     this.#held.set(name, held);
-    if (held.count++ === 0) held.watch = this.#start(name, held);
+    if (held.count++ > 0) return;
+    if (isFileBacked(name)) {
+      const max = this.#options.maxWatches ?? maxFileWatches;
+      if (this.#watches >= max) return this.#refuse(name, 'watch_limit', `more than ${max} file-backed secrets are held; this one is not watched`);
+      held.counted = true;
+      this.#watches++;
+    }
+    held.watch = this.#start(name, held);
   }
 
   release(name: string): void {
     const held = this.#held.get(name);
     if (!held || --held.count > 0) return;
     this.#held.delete(name);
+    if (held.counted) this.#watches--;
+    // What nobody holds is not kept: a client naming ever new files must not grow the store.
+    if (parseResourceName(name).kind !== 'cert-dir') this.#options.store.forget(name);
     void held.watch?.then((watch) => watch?.close());
   }
 
@@ -101,11 +126,17 @@ export class FileSecretSources implements Subscriptions {
   }
 
   /** Envoy cannot be told why over SotW: the stream waits, and the reason is logged, counted and shown. */
-  #refuse(name: string, reason: 'unknown_resource' | 'bad_files', detail: string): void {
+  #refuse(name: string, reason: 'unknown_resource' | 'bad_files' | 'watch_limit', detail: string): void {
     this.#options.store.setProblem(name, detail);
     this.#options.metrics.errors.inc({ reason });
-    this.#options.logger.warn({ resource: name, reason: detail }, 'cannot serve SDS resource; the stream waits for it');
+    const budget = this.#logBudget.take();
+    if (budget) this.#options.logger.warn({ resource: name, reason: detail, ...budget }, 'cannot serve SDS resource; the stream waits for it');
   }
+}
+
+function isFileBacked(name: string): boolean {
+  const kind = parseResourceName(name).kind;
+  return kind === 'file-cert' || kind === 'file-root' || kind === 'system-root';
 }
 
 async function firstExisting(paths: readonly string[]): Promise<string | undefined> {

@@ -7,7 +7,7 @@ export interface SdsMetrics {
 }
 
 /** Why a secret could not be served or was refused, as the errors metric labels it. */
-export type SdsErrorReason = 'nack' | 'bad_request' | 'unknown_resource' | 'bad_files' | 'connection';
+export type SdsErrorReason = 'nack' | 'bad_request' | 'unknown_resource' | 'bad_files' | 'connection' | 'connection_limit' | 'name_limit' | 'watch_limit';
 
 /**
  * SDS pushes and errors, and the seconds left on each stored certificate,
@@ -24,6 +24,6 @@ export function registerSdsMetrics(registry: Registry, store: SecretStore, now: 
   });
   return {
     pushes: new Counter({ name: 'istio_agent_sds_pushes_total', help: 'Secrets sent to Envoy over SDS, per resource', labelNames: ['resource'], registers }),
-    errors: new Counter({ name: 'istio_agent_sds_errors_total', help: 'SDS failures: NACKs, malformed requests, unknown names, unservable files', labelNames: ['reason'], registers }),
+    errors: new Counter({ name: 'istio_agent_sds_errors_total', help: 'SDS failures: NACKs, malformed requests, unknown names, unservable files, refusals at a cap (connections, names per stream, file watches)', labelNames: ['reason'], registers }),
   };
 }

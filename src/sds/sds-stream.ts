@@ -34,6 +34,17 @@ export class BadSdsRequest extends Error {
 }
 
 /**
+ * Names one stream may hold. Envoy asks for a few (default, ROOTCA, some
+ * file-cert: names); a request naming thousands would start a watch and a
+ * log line for each. The stream ends with RESOURCE_EXHAUSTED instead.
+ */
+export const maxNamesPerStream = 256;
+
+export class TooManyNames extends Error {
+  override name = 'TooManyNames';
+}
+
+/**
  * One StreamSecrets call, State of the World: each request names every
  * secret Envoy wants on this stream; each response carries every one of them
  * the store can serve. A name the store cannot serve yet is waited for (Envoy
@@ -62,7 +73,9 @@ export class SdsStream {
     const request = readRequest(bytes, 'sotw');
     if (request.typeUrl && request.typeUrl !== secretTypeUrl) throw new BadSdsRequest(`type_url ${request.typeUrl} is not ${secretTypeUrl}`);
     if (request.error !== undefined) this.#nacked(request.nonce, request.error);
-    this.#subscribe(request.names);
+    const names = new Set(request.names);
+    if (names.size > maxNamesPerStream) throw new TooManyNames(`${names.size} names; a stream may hold at most ${maxNamesPerStream}`);
+    this.#subscribe(names);
     this.push();
   }
 
@@ -107,8 +120,7 @@ export class SdsStream {
     return { id: this.id, since: this.since.toISOString(), version: this.#version, secrets, waiting };
   }
 
-  #subscribe(names: readonly string[]): void {
-    const next = new Set(names);
+  #subscribe(next: Set<string>): void {
     for (const name of next) if (!this.#names.has(name)) this.#options.subscriptions.acquire(name);
     for (const name of this.#names) {
       if (next.has(name)) continue;

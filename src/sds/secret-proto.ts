@@ -6,6 +6,9 @@ import type { SecretMaterial } from './secret-store.ts';
  * bytes (field numbers from envoy/service/discovery/v3/discovery.proto and
  * envoy/extensions/transport_sockets/tls/v3/{secret,common}.proto). A tree
  * of length-delimited fields is all they are, so no protobuf runtime is loaded.
+ * Measured against protobufjs 7 (bench/library-cost.ts, fresh node, median
+ * of 7): encoding one SDS response with it costs +8.2 MB RSS / +3.9 MB
+ * anonymous and 37 ms on first use; with this file +0.8 / +0.2 MB and 2 ms.
  */
 export const secretTypeUrl = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 

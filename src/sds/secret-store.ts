@@ -54,6 +54,12 @@ export class SecretStore {
     this.#problems.set(name, reason);
   }
 
+  /** Drops `name` and its problem: nobody holds it any more (a file-backed name let go). */
+  forget(name: string): void {
+    this.#entries.delete(name);
+    this.#problems.delete(name);
+  }
+
   get(name: string): StoreEntry | undefined {
     return this.#entries.get(name);
   }

@@ -11,6 +11,9 @@ const unitMs: Record<string, number> = {
 const term = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
 
 /**
+ * Kept over `ms` (2.1, already in node_modules): ms('1m30s') is undefined, and
+ * Go's compound form is what Istio's flags and defaults use ("1m0s").
+ *
  * Parses a Go duration (`45s`, `1m0s`, `1.5h`, `500ms`) into milliseconds.
  * Returns undefined when the text is not one, so callers can name the flag.
  */

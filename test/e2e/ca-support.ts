@@ -65,7 +65,9 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     if (options.tokenText !== null) await writeFile(files.token, options.tokenText ?? token);
     await writeFile(files.root, options.wrongRoot ? await otherRoot() : signer.root);
     const tls = await issueServerPair(signer, istiodName);
-    const ca = await startCaPeer({ ca: signer.files, tls, token, identity, ttlSeconds: options.ttlSeconds });
+    // Signed by the same root, for a name the agent does not expect (mode altCert).
+    const altTls = await issueServerPair(signer, 'someone-else.example');
+    const ca = await startCaPeer({ ca: signer.files, tls, altTls, token, identity, ttlSeconds: options.ttlSeconds });
     cleanups.push(() => ca.stop());
     if (options.initialMode) await ca.setMode(options.initialMode);
     const upstream: Upstream = await startUpstream('hello with a CA certificate');

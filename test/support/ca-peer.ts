@@ -18,6 +18,12 @@ export interface CaMode {
   ttlSeconds?: number;
   /** A chain the agent must refuse (test/peers/ca-server signer.go hostileModes). */
   hostile?: HostileMode;
+  /** A message: every call answers PERMISSION_DENIED with it. */
+  deny?: string;
+  /** A chain element of this many bytes is added to each answer. */
+  padBytes?: number;
+  /** New connections get the `altTls` certificate (another server name). */
+  altCert?: boolean;
 }
 
 export type HostileMode = 'non-certificate' | 'expired' | 'not-yet-valid' | 'wrong-root' | 'self-root';
@@ -33,6 +39,8 @@ export interface CaPeer {
 export interface CaPeerOptions {
   ca: { cert: string; key: string };
   tls: { cert: string; key: string };
+  /** Served instead of `tls` while the mode says altCert. */
+  altTls?: { cert: string; key: string };
   token: string;
   identity: string;
   ttlSeconds?: number;
@@ -43,7 +51,8 @@ export interface CaPeerOptions {
 export async function startCaPeer(options: CaPeerOptions): Promise<CaPeer> {
   const child: ResultPromise = execa(caPeerBin, [
     '--address', options.address ?? '127.0.0.1:0', '--ca-cert', options.ca.cert, '--ca-key', options.ca.key,
-    '--tls-cert', options.tls.cert, '--tls-key', options.tls.key, '--token', options.token, '--identity', options.identity,
+    '--tls-cert', options.tls.cert, '--tls-key', options.tls.key,
+    ...(options.altTls ? ['--alt-tls-cert', options.altTls.cert, '--alt-tls-key', options.altTls.key] : []), '--token', options.token, '--identity', options.identity,
     '--ttl', `${options.ttlSeconds ?? 86_400}s`,
   ], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', detached: true });
   own(child, child, 'CA peer');

@@ -72,8 +72,12 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
     return;
   }
   const { applyRules, binariesFor, hasBinary, removeRules } = await import('../../iptables/apply.ts');
-  const { runProcess } = await import('../../process/start.ts');
-  const exec = (file: string, args: readonly string[], input?: string) => runProcess(file, args, input === undefined ? {} : { input });
+  const { execa } = await import('execa');
+  // Rejects with execa's error, which carries the tool's stderr.
+  const exec = async (file: string, args: readonly string[], input?: string) => {
+    const result = await execa(file, args, { input, timeout: 60_000, forceKillAfterDelay: 5000, maxBuffer: 16 * 1024 * 1024 });
+    return { stdout: result.stdout };
+  };
   const v4 = binariesFor('v4', run.binaryVariant);
   const v6 = binariesFor('v6', run.binaryVariant);
   if (!(await hasBinary(v4.restore, exec))) throw badFile(v4.restore, 'not found or does not run; it is needed to write the capture rules');

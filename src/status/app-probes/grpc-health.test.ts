@@ -8,7 +8,7 @@ describe('grpc health messages', () => {
     assert.deepEqual(encodeRequest('api'), Buffer.from([0x0a, 3, 0x61, 0x70, 0x69]));
     assert.deepEqual(encodeRequest('x'.repeat(200)).subarray(0, 3), Buffer.from([0x0a, 0xc8, 0x01]));
   });
-  // Unframed: the gRPC framing (and its refusals) is unary-call.ts's.
+  // Unframed: the gRPC framing (and its refusals) is grpc-js's.
   const cases: [string, Buffer, number][] = [
     ['SERVING', Buffer.from([0x08, 1]), 1],
     ['NOT_SERVING', Buffer.from([0x08, 2]), 2],

@@ -1,6 +1,6 @@
 import { connect } from 'node:http2';
 import { connect as netConnect } from 'node:net';
-import { unaryCall } from '../../grpc/unary-call.ts';
+import { unaryCall } from './grpc-unary.ts';
 import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
 

@@ -31,6 +31,8 @@ func main() {
 	caKey := flag.String("ca-key", "", "signing CA private key (PEM), required")
 	tlsCert := flag.String("tls-cert", "", "server certificate (PEM); with --tls-key serves TLS, else plaintext")
 	tlsKey := flag.String("tls-key", "", "server private key (PEM)")
+	altTLSCert := flag.String("alt-tls-cert", "", "a second server certificate (PEM), served while the mode says altCert")
+	altTLSKey := flag.String("alt-tls-key", "", "its private key (PEM)")
 	token := flag.String("token", "", "bearer token every request must carry (empty: no check)")
 	identity := flag.String("identity", "", "the only SPIFFE ID a CSR may ask for (empty: any spiffe:// URI)")
 	ttl := flag.Duration("ttl", 24*time.Hour, "lifetime of issued certificates unless the request asks for less")
@@ -49,7 +51,7 @@ func main() {
 	if err != nil {
 		fail("listen control", err)
 	}
-	server, err := newGrpcServer(*tlsCert, *tlsKey)
+	server, err := newGrpcServer(svc, *tlsCert, *tlsKey, *altTLSCert, *altTLSKey)
 	if err != nil {
 		fail("tls", err)
 	}
@@ -64,7 +66,7 @@ func main() {
 	server.Stop()
 }
 
-func newGrpcServer(certFile, keyFile string) (*grpc.Server, error) {
+func newGrpcServer(svc *service, certFile, keyFile, altCertFile, altKeyFile string) (*grpc.Server, error) {
 	if certFile == "" {
 		return grpc.NewServer(), nil
 	}
@@ -72,7 +74,19 @@ func newGrpcServer(certFile, keyFile string) (*grpc.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds := credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12})
+	alt := pair
+	if altCertFile != "" {
+		if alt, err = tls.LoadX509KeyPair(altCertFile, altKeyFile); err != nil {
+			return nil, err
+		}
+	}
+	pick := func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if svc.current().AltCert {
+			return &alt, nil
+		}
+		return &pair, nil
+	}
+	creds := credentials.NewTLS(&tls.Config{GetCertificate: pick, MinVersion: tls.VersionTLS12})
 	return grpc.NewServer(grpc.Creds(creds)), nil
 }
 

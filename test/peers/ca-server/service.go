@@ -24,6 +24,12 @@ type mode struct {
 	TTLSeconds int64 `json:"ttlSeconds"`
 	// Hostile, when set, answers with a chain the agent must refuse (see hostileModes).
 	Hostile string `json:"hostile"`
+	// Deny, when set, is the message of a PERMISSION_DENIED answer to every call.
+	Deny string `json:"deny"`
+	// PadBytes appends a chain element of this many bytes (an answer over the client's limit).
+	PadBytes int64 `json:"padBytes"`
+	// AltCert serves the --alt-tls-cert pair on new connections (a certificate for another name).
+	AltCert bool `json:"altCert"`
 }
 
 type service struct {
@@ -67,12 +73,19 @@ func (s *service) CreateCertificate(ctx context.Context, req *pb.IstioCertificat
 	if err != nil {
 		return nil, err
 	}
-	return &pb.IstioCertificateResponse{CertChain: resp.chain}, nil
+	chain := resp.chain
+	if m.PadBytes > 0 {
+		chain = append(append([]string{}, chain...), strings.Repeat("x", int(m.PadBytes)))
+	}
+	return &pb.IstioCertificateResponse{CertChain: chain}, nil
 }
 
 func (s *service) answer(ctx context.Context, req *pb.IstioCertificateRequest, m mode) (*issued, string, error) {
 	if m.Refuse != "" {
 		return nil, "", status.Error(codes.Unavailable, m.Refuse)
+	}
+	if m.Deny != "" {
+		return nil, "", status.Error(codes.PermissionDenied, m.Deny)
 	}
 	if err := s.checkToken(ctx); err != nil {
 		return nil, "", err

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { connect, createServer, type Http2Server, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { frame } from '../xds/grpc-frame.ts';
-import { unaryCall, type UnaryCallOptions } from './unary-call.ts';
+import { frame } from '../../xds/grpc-frame.ts';
+import { unaryCall, type UnaryCallOptions } from './grpc-unary.ts';
 
 /** How the test server answers each path. */
 const behaviours: Record<string, (stream: ServerHttp2Stream, request: Buffer) => void> = {

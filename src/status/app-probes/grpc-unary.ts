@@ -1,6 +1,6 @@
 import type { ClientHttp2Session, OutgoingHttpHeaders } from 'node:http2';
-import { frame, GrpcFrameReader } from '../xds/grpc-frame.ts';
-import { statusFromHeaders } from '../xds/grpc-status.ts';
+import { frame, GrpcFrameReader } from '../../xds/grpc-frame.ts';
+import { statusFromHeaders } from '../../xds/grpc-status.ts';
 
 export interface UnaryCallOptions {
   /** Opened by the caller (plaintext or TLS); destroyed when the call settles: one call, one connection. */
@@ -22,9 +22,12 @@ export type UnaryOutcome =
   | { kind: 'failed'; stage: 'connect' | 'protocol' | 'aborted'; error: Error };
 
 /**
- * One unary gRPC call on node:http2, for calls made once in a long while (a
- * CSR, a probe) where a gRPC runtime kept in memory would cost more than it
- * saves. Never rejects: failures are outcomes.
+ * One unary gRPC call on node:http2, for the gRPC health probe only. Every
+ * other gRPC call goes through @grpc/grpc-js; this one cannot: Istio's app
+ * probes come from 127.0.0.6 (the source its capture lets reach the app
+ * without Envoy), and grpc-js 1.14 has no way to choose a call's local
+ * address (its transport calls net.connect with the target only), while a
+ * session here takes any socket. Never rejects: failures are outcomes.
  */
 export function unaryCall(options: UnaryCallOptions): Promise<UnaryOutcome> {
   const { session, signal } = options;
