@@ -6,14 +6,16 @@
 // through the capture; then phase by phase from the agent's own log.
 // Beside it, in the same run and alternating: the previous build (a git ref,
 // default main), so a change reads as a ratio. Medians of --runs (default 5).
-// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main]
+// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main] [--env NAME=VALUE ...]
 import { parseArgs } from 'node:util';
 import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
 import { buildRef, currentBuild, type Build } from './cost-build.ts';
 import { median, ratio, round } from './figures.ts';
 
-const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' } } });
+const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] } } });
 const runs = flags.quick ? 1 : Number(flags.runs);
+/** --env NAME=VALUE (repeatable): over the template's env in both builds' pods, e.g. ECC_SIGNATURE_ALGORITHM=ECDSA. */
+const podEnv = Object.fromEntries(flags.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
 
 /** Log lines that close each phase, in the order a start goes through them. */
 export const phases = [
@@ -39,7 +41,7 @@ export function phaseTimes(pod: Pod): Record<string, number | undefined> {
 interface Sample { readyMs: number; firstRequestMs: number; phases: Record<string, number | undefined> }
 
 async function onePod(build: Build, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
-  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin });
+  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: podEnv });
   try {
     const readyMs = await untilPodReady(pod, 30_000, 5);
     while (!(await requestThroughCapture(pod, 1000))) {
