@@ -29,7 +29,17 @@ export interface StartCaOptions {
   registry: Registry;
   clock: Clock;
   logger: Logger;
+  /**
+   * The first CA call (and with it the load of @grpc/grpc-js, ~40 ms of the
+   * main thread) waits for this, at most `firstCallWaitMs`: Envoy's spawn,
+   * so that load runs while Envoy boots instead of delaying its spawn. The
+   * key is made at once: an RSA key takes the thread pool ~100 ms.
+   */
+  firstCallAfter?: Promise<unknown>;
 }
+
+/** Envoy needs its certificate ~50 ms after its spawn; a spawn that never comes does not hold the CA back longer. */
+const firstCallWaitMs = 1000;
 
 /**
  * Gets the workload certificate from the CA and keeps it fresh, feeding the
@@ -39,10 +49,14 @@ export interface StartCaOptions {
 export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   const { settings, store, logger } = options;
   const metrics = registerCaMetrics(options.registry);
+  const firstCall = options.firstCallAfter ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined) : Promise.resolve();
   const certificates = new WorkloadCertificates({
     clock: options.clock, logger, identity: settings.identity, key: settings.key, pkcs8Key: settings.pkcs8Key,
     graceRatio: settings.graceRatio, jitterRatio: settings.jitterRatio,
-    sign: (csr) => signWithToken(settings, csr, () => metrics.tokenFailures.inc(), logger),
+    sign: async (csr) => {
+      await firstCall;
+      return signWithToken(settings, csr, () => metrics.tokenFailures.inc(), logger);
+    },
     trustedRoots: () => readTrustedRoots(settings),
     publish: (certificate) => publish(store, certificate, settings, logger),
     reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires

@@ -164,7 +164,9 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId, registry, logger });
   // `restart` runs only once the cert watch below starts, when gate and agent exist.
-  const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, restart: (hash) => {
+  let envoySpawned!: () => void;
+  const firstSpawn = new Promise<void>((resolve) => (envoySpawned = resolve));
+  const { sds, ca } = await startIdentity({ config, caSettings: inputs.caSettings, registry, logger, firstCallAfter: firstSpawn, restart: (hash) => {
     gate.certsChanged(hash);
     agent.dispatch({ type: 'config-changed', config: hash });
   } });
@@ -186,6 +188,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
     launch: inputs.launch,
     clock: systemClock,
     logger: logger.child({ component: 'envoy' }),
+    onSpawn: () => envoySpawned(),
   });
   const proxy = epochs.wrap(envoyProxy);
   const agent = new Agent({ proxy, clock: systemClock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) });
@@ -239,10 +242,10 @@ async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain
  * The proxy's identity: the SDS server, serving before Envoy starts as the
  * relay does, and the CA client feeding it when no certificate is mounted.
  */
-async function startIdentity(options: { config: ProxyConfig; caSettings: CaSettings | undefined; registry: Registry; logger: Logger; restart: (hash: string) => void }) {
+async function startIdentity(options: { config: ProxyConfig; caSettings: CaSettings | undefined; registry: Registry; logger: Logger; firstCallAfter?: Promise<unknown>; restart: (hash: string) => void }) {
   const { config, caSettings, registry, logger } = options;
   const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: options.restart });
-  const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }) : undefined;
+  const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }), firstCallAfter: options.firstCallAfter }) : undefined;
   return { sds, ca };
 }
 

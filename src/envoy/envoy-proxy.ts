@@ -28,6 +28,8 @@ export interface EnvoyProxyOptions {
   killAfterMs?: number;
   /** Flags worked out at start (IPv6 local addresses, the bootstrap override); IPv4 and none when absent. */
   launch?: EnvoyLaunch;
+  /** Told when an epoch's Envoy process has been spawned. */
+  onSpawn?: (epoch: number) => void;
 }
 
 const baseIdWaitMs = 10_000;
@@ -107,6 +109,7 @@ export class EnvoyProxy implements Proxy {
     });
     epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
     if (child.pid !== undefined) options.onStarted?.({ pid: child.pid });
+    this.#options.onSpawn?.(epoch);
     const recent = new RecentErrors();
     const output = forwardOutput(child.iterable({ from: 'all' }), epochLogger, recent);
     const stopWatching = new AbortController();
