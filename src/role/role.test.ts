@@ -28,6 +28,8 @@ test('bad inputs name the flag or env var', async () => {
     [{ env: { ...k8sEnv, INSTANCE_IP: 'pod-ip' } }, /^env INSTANCE_IP: "pod-ip" is not an IP/],
     [{ registry: 'Other', ip: '1.2.3' }, /^--ip: "1.2.3" is not an IP/],
     [{ registry: 'Other', id: 'a~b' }, /^--id: .* must not contain "~"/],
+    [{ registry: 'Other', domain: 'a~b' }, /^--domain: "a~b" must not contain "~"/],
+    [{ registry: 'Other', id: 'x', domain: '~' }, /^--domain: /],
   ];
   for (const [input, message] of cases) {
     await assert.rejects(resolveRole({ ...base, ...input }), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && message.test(error.message));
