@@ -13,6 +13,8 @@ test('service node per registry, flags over env', async () => {
     [{ env: k8sEnv, ip: '10.0.0.1', id: 'x', domain: 'd', type: 'router' }, 'router~10.0.0.1~x~d'],
     [{ registry: 'Consul' }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
     [{ registry: 'Other' }, 'sidecar~10.9.9.9~10.9.9.9~'],
+    [{ registry: 'Other', env: k8sEnv }, 'sidecar~10.9.9.9~10.9.9.9~'],
+    [{ registry: 'Consul', env: k8sEnv }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
     [{ registry: 'Other', findPrivateIp: async () => undefined }, 'sidecar~127.0.0.1~127.0.0.1~'],
     [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'router~::1~::1~'],
     [{ registry: 'Other', type: 'router', ip: '::1' }, 'router~::1~::1~'],

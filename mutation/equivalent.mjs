@@ -1,0 +1,33 @@
+// Mutants no behaviour can tell apart from the code (equivalent mutants),
+// each with why. Stryker's ignorer plugin skips every mutant inside a node
+// whose source text is exactly `code` in a file ending in `file`; keep each
+// `code` as small as the equivalent mutant's expression, so nothing else in
+// the node goes unchecked.
+import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
+
+export const equivalent = [
+  {
+    file: 'src/status/readiness.ts',
+    code: "'LIVE'",
+    why: 'serverStates[0] names state 0, and describeState is only called when server.state is not 0 (LIVE is judged on workers and config instead): no reason ever shows it',
+  },
+  {
+    file: 'src/watch/cert-set.ts',
+    code: '-1',
+    why: 'the length written for an absent file only has to differ from what a present file writes: +1 does too, since a present file of length 1 also writes its byte, and with the same absolute paths in the same order no two sets of files then give the same stream',
+  },
+];
+
+const matches = (path, entry) => {
+  const file = path.hub?.file?.opts?.filename ?? '';
+  return file.endsWith(entry.file) && path.node.start != null && path.getSource() === entry.code;
+};
+
+export const strykerPlugins = [
+  declareValuePlugin(PluginKind.Ignore, 'equivalent', {
+    shouldIgnore(path) {
+      const entry = equivalent.find((candidate) => matches(path, candidate));
+      return entry && `equivalent: ${entry.why}`;
+    },
+  }),
+];
