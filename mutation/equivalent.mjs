@@ -1,8 +1,9 @@
 // Mutants no behaviour can tell apart from the code (equivalent mutants),
 // each with why. Stryker's ignorer plugin skips every mutant inside a node
-// whose source text is exactly `code` in a file ending in `file`; keep each
-// `code` as small as the equivalent mutant's expression, so nothing else in
-// the node goes unchecked.
+// whose source text is exactly `code` in a file ending in `file` (and,
+// when `parent` is given, whose parent node's text is exactly that); keep
+// each `code` as small as the equivalent mutant's expression, so nothing
+// else in the node goes unchecked.
 import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 export const equivalent = [
@@ -16,11 +17,29 @@ export const equivalent = [
     code: '-1',
     why: 'the length written for an absent file only has to differ from what a present file writes: +1 does too, since a present file of length 1 also writes its byte, and with the same absolute paths in the same order no two sets of files then give the same stream',
   },
+  {
+    file: 'src/iptables/rules.ts',
+    code: "inboundPorts !== '*'",
+    parent: "inboundPorts !== '*' && inboundPorts.length === 0",
+    why: "'*'.length is 1, so the length test alone already tells '*' from an empty list",
+  },
+  {
+    file: 'src/iptables/rules.ts',
+    code: "config.inboundPorts === '*'",
+    why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
+  },
+  {
+    file: 'src/xds/field-scanner.ts',
+    code: 'false',
+    parent: '#wanted = false;',
+    why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',
+  },
 ];
 
 const matches = (path, entry) => {
   const file = path.hub?.file?.opts?.filename ?? '';
-  return file.endsWith(entry.file) && path.node.start != null && path.getSource() === entry.code;
+  if (!file.endsWith(entry.file) || path.node.start == null || path.getSource() !== entry.code) return false;
+  return entry.parent === undefined || path.parentPath?.getSource() === entry.parent;
 };
 
 export const strykerPlugins = [

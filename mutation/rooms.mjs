@@ -28,17 +28,17 @@ export const rooms = {
   // iptables rules.
   iptables: {
     mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/apply.test.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {
     mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
-    tests: ['src/bootstrap/exact-path-listener.test.ts', 'src/bootstrap/exposure.test.ts', 'src/bootstrap/template.test.ts'],
+    tests: ['src/bootstrap/exact-path-listener.test.ts', 'src/bootstrap/exposure.test.ts', 'src/bootstrap/template.test.ts', 'src/bootstrap/template-edges.test.ts'],
   },
   // The xDS frame and size limits.
   xds: {
     mutate: ['src/xds/grpc-frame.ts', 'src/xds/field-scanner.ts'],
-    tests: ['src/xds/grpc-frame.test.ts', 'src/xds/field-scanner.test.ts'],
+    tests: ['src/xds/grpc-frame.test.ts', 'src/xds/grpc-frame-edges.test.ts', 'src/xds/field-scanner.test.ts', 'src/xds/field-scanner-edges.test.ts'],
   },
   // The role and node id checks.
   role: {
@@ -48,6 +48,6 @@ export const rooms = {
   // Settings parsing: durations and the value parsers of the setting rows.
   settings: {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts'],
-    tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts'],
+    tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts'],
   },
 };

@@ -15,10 +15,18 @@ interface SocketAddress {
   address: string;
   port_value: number;
 }
+interface Listener {
+  name: string;
+  address: { socket_address: SocketAddress };
+  filter_chains: { filters: { typed_config: { stat_prefix: string; route_config: { virtual_hosts: { routes: { route?: { cluster: string } }[] }[] } } }[] }[];
+}
 interface Bootstrap {
   admin: { address: { socket_address: SocketAddress } };
-  static_resources: { listeners: { name: string; address: { socket_address: SocketAddress } }[] };
+  static_resources: { listeners: Listener[]; clusters: { name: string }[] };
 }
+
+/** The one cluster a listener passes requests to. */
+const upstreamOf = (listener: Listener) => listener.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts[0]!.routes.flatMap((route) => (route.route ? [route.route.cluster] : []));
 
 const loopback = new Set(['127.0.0.1', '::1']);
 
@@ -41,4 +49,25 @@ test('the only listeners off loopback are the Prometheus and readiness exact-pat
   const listeners = (await renderedDefault()).static_resources.listeners;
   const exposed = listeners.filter((listener) => !loopback.has(listener.address.socket_address.address));
   assert.deepEqual(exposed.map((listener) => [listener.name, listener.address.socket_address.port_value]).sort(), [['agent_readiness', 15021], ['prometheus_stats', 15090]]);
+});
+
+test('what the 0.0.0.0 listeners pass to: admin on loopback for Prometheus, the agent\'s own socket for readiness', async () => {
+  const { static_resources: resources } = await renderedDefault();
+  const listener = (name: string) => resources.listeners.find((candidate) => candidate.name === name)!;
+  const cluster = (name: string) => resources.clusters.find((candidate) => candidate.name === name);
+  assert.deepEqual(upstreamOf(listener('prometheus_stats')), ['prometheus_stats']);
+  assert.deepEqual(upstreamOf(listener('agent_readiness')), ['agent']);
+  assert.equal(listener('agent_readiness').filter_chains[0]!.filters[0]!.typed_config.stat_prefix, 'agent');
+  const endpoint = (name: string) => (cluster(name) as unknown as { load_assignment: { cluster_name: string; endpoints: { lb_endpoints: { endpoint: { address: unknown } }[] }[] } }).load_assignment;
+  assert.deepEqual(endpoint('prometheus_stats').endpoints, [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 15000 } } } }] }]);
+  assert.deepEqual(cluster('agent'), {
+    name: 'agent', type: 'STATIC', connect_timeout: '0.250s', lb_policy: 'ROUND_ROBIN',
+    load_assignment: { cluster_name: 'agent', endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: '/x/ready' } } } }] }] },
+  });
+});
+
+test('with no readiness port there is no readiness listener and no cluster to the agent', async () => {
+  const { static_resources: resources } = await renderedDefault({ readinessPort: 0 });
+  assert.deepEqual(resources.listeners.map((listener) => listener.name), ['prometheus_stats']);
+  assert.equal(resources.clusters.some((cluster) => cluster.name === 'agent'), false);
 });

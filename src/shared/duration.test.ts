@@ -32,6 +32,10 @@ test('parseDuration reads Go durations', () => {
     ['1ns', 1e-6],
     ['1µs', 1e-3],
     ['2m', 120_000],
+    ['1.25s', 1250],
+    ['.25s', 250],
+    ['1s+2s', undefined],
+    ['1s-2s', undefined],
   ];
   for (const [text, expected] of cases) assert.equal(parseDuration(text), expected, text);
 });
