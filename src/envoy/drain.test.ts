@@ -35,7 +35,9 @@ async function runDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { a
   const clock = new FakeClock();
   let done = false;
   const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).finally(() => (done = true));
-  while (!done) {
+  // Bounded: a drain that never ends fails here by name, not at the runner's timeout.
+  for (let step = 0; !done; step++) {
+    if (step > 1000) throw new Error(`drainEnvoy has not ended after ${clock.now()} ms of fake time (durationMs ${options.durationMs ?? 10_000})`);
     await flush();
     if (!done) clock.advance(500);
   }
