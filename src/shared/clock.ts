@@ -31,17 +31,6 @@ export const systemClock: Clock = {
   },
 };
 
-/**
- * How many timers one FakeClock.advance may fire: in all, and at one instant
- * without time moving. A timer that re-arms itself with no delay would
- * otherwise loop inside advance() forever, a synchronous spin that no test
- * timeout can stop; past a bound, advance throws and the test fails by name.
- */
-export interface FakeClockBounds {
-  maxTimersPerAdvance?: number;
-  maxTimersPerInstant?: number;
-}
-
 /** A clock that moves only when told to, for table tests. */
 export class FakeClock implements Clock {
   #now: number;
@@ -107,4 +96,15 @@ export class FakeClock implements Clock {
   get pending(): number {
     return this.#timers.filter((timer) => !timer.cancelled).length;
   }
+}
+
+/**
+ * How many timers one FakeClock.advance may fire: in all, and at one instant
+ * without time moving. A timer that re-arms itself with no delay would
+ * otherwise loop inside advance() forever, a synchronous spin that no test
+ * timeout can stop; past a bound, advance throws and the test fails by name.
+ */
+export interface FakeClockBounds {
+  maxTimersPerAdvance?: number;
+  maxTimersPerInstant?: number;
 }
