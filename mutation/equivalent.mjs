@@ -34,6 +34,24 @@ export const equivalent = [
     parent: '#wanted = false;',
     why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',
   },
+  {
+    file: 'src/ca/workload-certificates.ts',
+    code: "''",
+    parent: "leaf.subjectAltName ?? ''",
+    why: "a leaf without SANs: any text that has no 'URI:' item (Stryker's 'Stryker was here!' too) yields no URI, the same refusal",
+  },
+  {
+    file: 'src/agent/restart-gate.ts',
+    code: '{\n    return undefined;\n  }',
+    parent: 'catch {\n    return undefined;\n  }',
+    why: 'readCertNotAfter: an empty catch falls off the end of the function, which returns undefined just the same',
+  },
+  {
+    file: 'src/bootstrap/template.ts',
+    code: 'found === null',
+    parent: "found === null || typeof found === 'object'",
+    why: "typeof null is 'object', so the second test alone refuses null too (the null test says so for the reader)",
+  },
 ];
 
 const matches = (path, entry) => {

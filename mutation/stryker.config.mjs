@@ -1,13 +1,19 @@
 // Stryker over the rooms that guard the pod (mutation/rooms.mjs); run it
 // through scripts/mutation.sh (npm run mutation), which picks the room,
 // the Node that runs our .ts tests and the TypeScript the checker needs.
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { rooms } from './rooms.mjs';
 
 const names = (process.env.MUTATION_ROOM ?? '').split(',').filter(Boolean);
 const chosen = names.length > 0 ? names : Object.keys(rooms);
 for (const name of chosen) if (!rooms[name]) throw new Error(`MUTATION_ROOM: no room "${name}"; rooms: ${Object.keys(rooms).join(', ')}`);
 const pick = (key) => [...new Set(chosen.flatMap((name) => rooms[name][key]))];
+
+// The checker compiles the room's files and tests (and what they import), not the whole project:
+// a smaller program checks each mutant several times faster.
+const roomTsconfig = 'mutation/tsconfig.room.json';
+const strip = (file) => file.replace(/:\d+-\d+$/, '');
+writeFileSync(roomTsconfig, `${JSON.stringify({ extends: './tsconfig.json', include: ['../test/support/*.d.ts'], files: [...pick('mutate'), ...pick('tests').filter((file) => existsSync(file))].map((file) => `../${strip(file)}`) }, null, 2)}\n`);
 
 export default {
   $schema: '../node_modules/@stryker-mutator/core/schema/stryker-schema.json',
@@ -16,8 +22,7 @@ export default {
   // Each test file runs as `node <file>`: Node strips the types itself, and prints TAP when piped.
   tap: { testFiles: pick('tests').filter((file) => existsSync(file)), nodeArgs: ['--test-reporter=tap'], forceBail: true },
   checkers: process.env.MUTATION_TYPECHECK === '0' ? [] : ['typescript'],
-  // The checker compiles src/ (and the test support it imports), not bench/ or the e2e tests.
-  tsconfigFile: 'mutation/tsconfig.json',
+  tsconfigFile: roomTsconfig,
   typescriptChecker: { prioritizePerformanceOverAccuracy: true },
   mutate: pick('mutate'),
   coverageAnalysis: 'perTest',
