@@ -55,7 +55,8 @@ describe('FieldScanner, edges', () => {
   it('a value inside one chunk is handed over without a copy; one across chunks is joined', () => {
     const message = len(1, 'nonce');
     const { values } = scan(message, message.length, [1]);
-    assert.equal(values[0]!.buffer, message.buffer, 'a view of the pushed bytes');
-    assert.equal(scan(message, 2, [1]).values[0]!.toString(), 'nonce');
+    message[message.length - 1] = 'E'.charCodeAt(0);
+    assert.equal(values[0]!.toString(), 'noncE', 'a view of the pushed bytes, not a copy');
+    assert.equal(scan(message, 2, [1]).values[0]!.toString(), 'noncE');
   });
 });
