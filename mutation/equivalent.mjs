@@ -52,6 +52,12 @@ export const equivalent = [
     parent: "found === null || typeof found === 'object'",
     why: "typeof null is 'object', so the second test alone refuses null too (the null test says so for the reader)",
   },
+  {
+    file: 'src/settings/parse-values.ts',
+    code: "''",
+    parent: "component = ''",
+    why: "split(':') always returns at least one element, so the component's default is never used",
+  },
 ];
 
 const matches = (path, entry) => {
