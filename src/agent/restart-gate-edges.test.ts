@@ -87,14 +87,14 @@ describe('RestartGate, edges', () => {
     rig({ canConfigure: true }).gate.stop(); // never started: nothing to cancel, no throw
   });
 
-  it('exports pilot_agent_restart_held from the reconcile state', async () => {
+  it('exports istio_agent_restart_held from the reconcile state', async () => {
     const { registry, state } = rig({ canConfigure: true });
     state.restartHeld = true;
     const held = await registry.metrics();
-    assert.match(held, /^# HELP pilot_agent_restart_held A hot restart waits: the discovery server cannot be reached/m);
-    assert.match(held, /^pilot_agent_restart_held 1$/m);
+    assert.match(held, /^# HELP istio_agent_restart_held A hot restart waits: the discovery server cannot be reached/m);
+    assert.match(held, /^istio_agent_restart_held 1$/m);
     state.restartHeld = false;
-    assert.match(await registry.metrics(), /^pilot_agent_restart_held 0$/m);
+    assert.match(await registry.metrics(), /^istio_agent_restart_held 0$/m);
   });
 });
 

@@ -61,7 +61,7 @@ test('what the 0.0.0.0 listeners pass to: admin on loopback for Prometheus, the 
   const endpoint = (name: string) => (cluster(name) as unknown as { load_assignment: { cluster_name: string; endpoints: { lb_endpoints: { endpoint: { address: unknown } }[] }[] } }).load_assignment;
   assert.deepEqual(endpoint('prometheus_stats').endpoints, [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 15000 } } } }] }]);
   assert.deepEqual(cluster('agent'), {
-    name: 'agent', type: 'STATIC', connect_timeout: '0.250s', lb_policy: 'ROUND_ROBIN',
+    name: 'agent', alt_stat_name: 'agent;', type: 'STATIC', connect_timeout: '0.250s', lb_policy: 'ROUND_ROBIN',
     load_assignment: { cluster_name: 'agent', endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: '/x/ready' } } } }] }] },
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { AgentError } from '../shared/errors.ts';
-import { absolutePath, emptyIsUnset, hostPort, optionalHostPort, optionalList } from './settle-values.ts';
+import { emptyIsUnset, hostPort, optionalHostPort, optionalList, workingDirPath } from './settle-values.ts';
 
 const badFlag = (message: string) => (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === message;
 
@@ -13,9 +14,12 @@ test('empty values and lists are unset; others are kept', () => {
   assert.deepEqual(optionalList('a,b'), ['a', 'b']);
 });
 
-test('absolutePath keeps an absolute path and refuses a relative one, naming the flag', () => {
-  assert.equal(absolutePath('/var/run/sds.sock', 'sdsSocket'), '/var/run/sds.sock');
-  assert.throws(() => absolutePath('run/sds.sock', 'sdsSocket'), badFlag('--sdsSocket: run/sds.sock is not an absolute path'));
+// Main now reads paths as Istio does (against the working directory) instead of refusing relative ones.
+test('workingDirPath keeps an absolute path and resolves a relative one against the working directory', () => {
+  assert.equal(workingDirPath('/var/run/sds.sock'), '/var/run/sds.sock');
+  assert.equal(workingDirPath('/var/run/../run/sds.sock'), '/var/run/sds.sock');
+  assert.equal(workingDirPath('./var/run/secrets/workload-spiffe-uds/socket'), join(process.cwd(), 'var/run/secrets/workload-spiffe-uds/socket'));
+  assert.equal(workingDirPath('run/sds.sock'), join(process.cwd(), 'run/sds.sock'));
 });
 
 test('hostPort parses host:port and refuses anything else, naming the flag; empty is unset when optional', () => {
