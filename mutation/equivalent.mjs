@@ -24,7 +24,8 @@ export const equivalent = [
     why: "'*'.length is 1, so the length test alone already tells '*' from an empty list",
   },
   {
-    file: 'src/iptables/rules.ts',
+    // Moved with the iptables rewrite from rules.ts to routes.ts, which is not (yet) in the iptables room.
+    file: 'src/iptables/routes.ts',
     code: "config.inboundPorts === '*'",
     why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
   },
@@ -35,7 +36,7 @@ export const equivalent = [
     why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',
   },
   {
-    file: 'src/ca/workload-certificates.ts',
+    file: 'src/ca/check-chain.ts',
     code: "''",
     parent: "leaf.subjectAltName ?? ''",
     why: "a leaf without SANs: any text that has no 'URI:' item (Stryker's 'Stryker was here!' too) yields no URI, the same refusal",

@@ -15,10 +15,11 @@ export const rooms = {
     mutate: ['src/sds/resource-names.ts', 'src/sds/secret-store.ts'],
     tests: ['src/sds/resource-names.test.ts', 'src/sds/secret-store.test.ts', 'src/sds/sds-stream.test.ts'],
   },
-  // The checks on what the CA sends: checkIssued (the rest of the file is renewal scheduling).
+  // The checks on what the CA sends: check-chain.ts, and checkIssued, which turns a checked
+  // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
   ca: {
-    mutate: ['src/ca/workload-certificates.ts:118-140'],
-    tests: ['src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
+    mutate: ['src/ca/check-chain.ts', 'src/ca/workload-certificates.ts:182-196'],
+    tests: ['src/ca/check-chain.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
   // The cert-set checks and the restart gate.
   certs: {
