@@ -19,7 +19,7 @@ export const rooms = {
   // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
   ca: {
     mutate: ['src/ca/check-chain.ts', 'src/ca/workload-certificates.ts:182-196'],
-    tests: ['src/ca/check-chain.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
+    tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
   // The cert-set checks and the restart gate.
   certs: {
