@@ -4,6 +4,7 @@ import pino from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { makeCsrSigner, type CsrSigner } from '../../test/support/csr-signer.ts';
 import type { CaResult } from './ca-client.ts';
+import { buildCsr, generateWorkloadKey } from './csr.ts';
 import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
 
 const identity = 'spiffe://cluster.local/ns/default/sa/reviews';
@@ -106,6 +107,21 @@ test('a certificate for another identity is refused, never published', async () 
   assert.equal(published.length, 0);
   assert.match(problems.at(-1)!, /BAD_CERTIFICATE.*names spiffe:\/\/cluster\.local\/ns\/default\/sa\/other/);
   assert.match(certs.problem()!, /refused the CA's answer \(BAD_CERTIFICATE/);
+  certs.stop();
+});
+
+/** A CA that signs a CSR of its own key with our identity: the certificate is right in every way but the key. */
+const issuesForAnotherKey = async (): Promise<CaResult> => {
+  const other = buildCsr({ key: await generateWorkloadKey('ECDSA'), uri: identity, organization: 'cluster.local' });
+  return { ok: true, chain: [await signer.sign(other), signer.root] };
+};
+
+test('a certificate with our identity but another key is refused, never published', async () => {
+  const ca = scriptedCa([issuesForAnotherKey]);
+  const { certs, published, problems } = rig(ca);
+  await certs.start();
+  assert.equal(published.length, 0);
+  assert.match(problems.at(-1)!, /BAD_CERTIFICATE.*not for the key the CSR carried/);
   certs.stop();
 });
 

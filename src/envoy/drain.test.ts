@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import type { AdminClient, AdminResult } from './admin.ts';
+import { within } from '../../test/support/within.ts';
 import { drainEnvoy } from './drain.ts';
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
@@ -35,7 +36,9 @@ async function runDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { a
   const clock = new FakeClock();
   let done = false;
   const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).finally(() => (done = true));
-  while (!done) {
+  // Bounded: a drain that never ends fails here by name, not at the runner's timeout.
+  for (let step = 0; !done; step++) {
+    if (step > 1000) throw new Error(`drainEnvoy has not ended after ${clock.now()} ms of fake time (durationMs ${options.durationMs ?? 10_000})`);
     await flush();
     if (!done) clock.advance(500);
   }
@@ -53,7 +56,7 @@ describe('drainEnvoy', () => {
     await flush();
     assert.equal(done, false, 'draining');
     controller.abort();
-    await drained;
+    await within(drained, 5000, 'the drain to end on its aborted signal');
     assert.equal(clock.now(), 0);
   });
 

@@ -13,6 +13,8 @@ test('service node per registry, flags over env', async () => {
     [{ env: k8sEnv, ip: '10.0.0.1', id: 'x', domain: 'd', type: 'router' }, 'router~10.0.0.1~x~d'],
     [{ registry: 'Consul' }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
     [{ registry: 'Other' }, 'sidecar~10.9.9.9~10.9.9.9~'],
+    [{ registry: 'Other', env: k8sEnv }, 'sidecar~10.9.9.9~10.9.9.9~'],
+    [{ registry: 'Consul', env: k8sEnv }, 'sidecar~10.9.9.9~10.9.9.9.service.consul~service.consul'],
     [{ registry: 'Other', findPrivateIp: async () => undefined }, 'sidecar~127.0.0.1~127.0.0.1~'],
     [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'router~::1~::1~'],
     [{ registry: 'Other', type: 'router', ip: '::1' }, 'router~::1~::1~'],
@@ -28,6 +30,8 @@ test('bad inputs name the flag or env var', async () => {
     [{ env: { ...k8sEnv, INSTANCE_IP: 'pod-ip' } }, /^env INSTANCE_IP: "pod-ip" is not an IP/],
     [{ registry: 'Other', ip: '1.2.3' }, /^--ip: "1.2.3" is not an IP/],
     [{ registry: 'Other', id: 'a~b' }, /^--id: .* must not contain "~"/],
+    [{ registry: 'Other', domain: 'a~b' }, /^--domain: "a~b" must not contain "~"/],
+    [{ registry: 'Other', id: 'x', domain: '~' }, /^--domain: /],
   ];
   for (const [input, message] of cases) {
     await assert.rejects(resolveRole({ ...base, ...input }), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && message.test(error.message));

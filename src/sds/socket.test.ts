@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { within } from '../../test/support/within.ts';
 import { claimSdsSocket } from './socket.ts';
 
 const exists = (path: string) => lstat(path).then(() => true, () => false);
@@ -12,9 +13,9 @@ const exists = (path: string) => lstat(path).then(() => true, () => false);
 /** A socket file nobody listens on: its process was SIGKILLed, so nothing unlinked it. */
 async function staleSocket(path: string): Promise<void> {
   const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise((resolve) => child.stdout.once('data', resolve));
+  await within(new Promise((resolve) => child.stdout.once('data', resolve)), 10_000, 'the socket holder to listen');
   child.kill('SIGKILL');
-  await new Promise((resolve) => child.once('exit', resolve));
+  await within(new Promise((resolve) => child.once('exit', resolve)), 10_000, 'the SIGKILLed socket holder to exit');
 }
 
 test('claimSdsSocket: a new path is ours (its directory made), a stale socket is replaced', async () => {

@@ -19,6 +19,23 @@ test('parseDuration reads Go durations', () => {
     ['1x', undefined],
     ['1s junk', undefined],
     ['1d', undefined],
+    ['1sx2s', undefined],
+    ['5x10s', undefined],
+    ['1s 2s', undefined],
+    ['x1s', undefined],
+    ['1s2', undefined],
+    ['1.5.5s', undefined],
+    ['--1s', undefined],
+    ['+1s', 1000],
+    ['-', undefined],
+    ['1h1h', 7_200_000],
+    ['1ns', 1e-6],
+    ['1µs', 1e-3],
+    ['2m', 120_000],
+    ['1.25s', 1250],
+    ['.25s', 250],
+    ['1s+2s', undefined],
+    ['1s-2s', undefined],
   ];
   for (const [text, expected] of cases) assert.equal(parseDuration(text), expected, text);
 });

@@ -39,10 +39,13 @@ describe('cert set: consistency', () => {
     ['a certificate without its key', () => ({ 'cert-chain.pem': one.cert }), '/certs/key.pem', 'missing'],
     ['a key without its certificate', () => ({ 'key.pem': one.key }), '/certs/cert-chain.pem', 'missing'],
     ['a broken root certificate', () => ({ 'root-cert.pem': 'garbage' }), '/certs/root-cert.pem'],
+    ['a root certificate alone', () => ({ 'root-cert.pem': ca.cert }), undefined],
+    ['a complete PEM block that is not a certificate', () => ({ 'cert-chain.pem': '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n', 'key.pem': one.key }), '/certs/cert-chain.pem', '^not a valid certificate \\('],
   ];
   for (const [name, files, file, reason] of cases) {
     it(name, () => {
       const problem = checkCertFiles(groups, read(files()));
+      if (!file) assert.equal(problem, undefined);
       assert.equal(problem?.file, file, JSON.stringify(problem));
       if (reason) assert.match(problem!.reason, new RegExp(reason));
     });
@@ -68,6 +71,9 @@ describe('cert set: hash and read', () => {
     try {
       const [missing] = await readCertFiles([join(dir, 'nope', 'cert-chain.pem')]);
       assert.deepEqual(missing, { path: join(dir, 'nope', 'cert-chain.pem') });
+      await writeFile(join(dir, 'file'), 'x');
+      const [underFile] = await readCertFiles([join(dir, 'file', 'cert-chain.pem')]);
+      assert.deepEqual(underFile, { path: join(dir, 'file', 'cert-chain.pem') }, 'a file where the dir should be (ENOTDIR) is absent too');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

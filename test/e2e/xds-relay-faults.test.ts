@@ -155,7 +155,7 @@ function streamEnd(client: AdsTestClient) {
 async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
+    if (Date.now() > deadline) throw new Error(`not met in ${timeoutMs} ms: ${condition.toString()}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -34,7 +34,12 @@ export interface RunningAgent {
   envoyPids: () => number[];
   /** Live Envoys found without the agent's log: its children, or naming its dirs. */
   liveEnvoys: () => number[];
-  exited: Promise<{ exitCode?: number; signal?: string }>;
+  /**
+   * The agent's exit. Each read starts a deadline (exitDeadlineMs, shorter
+   * than the runner's timeout): an agent that never exits fails the wait
+   * with its pid, stderr and last log lines instead of hanging the test.
+   */
+  readonly exited: Promise<{ exitCode?: number; signal?: string }>;
   stop(signal?: NodeJS.Signals): Promise<{ exitCode?: number; signal?: string }>;
   /** Fails when an Envoy of this agent, found in /proc, outlives the grace period. */
   assertNoEnvoyLeft(graceMs?: number): Promise<void>;
@@ -64,6 +69,9 @@ export interface AgentOptions {
 function flagValues(args: readonly string[], flag: string): string[] {
   return args.flatMap((arg, index) => (arg === flag && args[index + 1] ? [args[index + 1]!] : arg.startsWith(`${flag}=`) ? [arg.slice(flag.length + 1)] : []));
 }
+
+/** Past the 30 s SIGKILL grace of a stop, well short of the runner's 180 s timeout. */
+export const exitDeadlineMs = 60_000;
 
 /** Runs `pilot-agent proxy` as a real process with a private config dir and ports. */
 export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
@@ -105,6 +113,12 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     for (const pid of left) process.kill(pid, 'SIGKILL');
     if (left.length > 0) throw new Error(`Envoy process(es) left behind (found in /proc, not from the agent's log): ${left.join(', ')}`);
   };
+  const exitedWithin = () => new Promise<{ exitCode?: number; signal?: string }>((resolve, reject) => {
+    const why = () => `the agent (pid ${child.pid}) did not exit within ${exitDeadlineMs} ms; stderr: ${stderr.trim() || '(empty)'}; last lines:\n${log.raw.slice(-15).join('\n')}`;
+    // unref: a wait the test gave up on (a race) keeps no process alive.
+    const timer = setTimeout(() => reject(new Error(why())), exitDeadlineMs).unref();
+    void exited.then((result) => (clearTimeout(timer), resolve(result)));
+  });
   const seen: number[] = [];
   const envoyPids = () => {
     const logged = log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.envoyPid!);
@@ -119,11 +133,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     stderr: () => stderr,
     envoyPids,
     liveEnvoys,
-    exited,
+    get exited() {
+      return exitedWithin();
+    },
     /** Stops the agent, then fails if any of its Envoys outlived it (a SIGKILLed chain may take Envoy's 10 s RPC retry). */
     stop: async (signal = 'SIGTERM') => {
       child.kill(signal);
-      const result = await exited;
+      const result = await exitedWithin();
       try {
         await assertNoEnvoyLeft(15_000);
       } finally {

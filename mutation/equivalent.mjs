@@ -1,0 +1,77 @@
+// Mutants no behaviour can tell apart from the code (equivalent mutants),
+// each with why. Stryker's ignorer plugin skips every mutant inside a node
+// whose source text is exactly `code` in a file ending in `file` (and,
+// when `parent` is given, whose parent node's text is exactly that); keep
+// each `code` as small as the equivalent mutant's expression, so nothing
+// else in the node goes unchecked.
+import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
+
+export const equivalent = [
+  {
+    file: 'src/status/readiness.ts',
+    code: "'LIVE'",
+    why: 'serverStates[0] names state 0, and describeState is only called when server.state is not 0 (LIVE is judged on workers and config instead): no reason ever shows it',
+  },
+  {
+    file: 'src/watch/cert-set.ts',
+    code: '-1',
+    why: 'the length written for an absent file only has to differ from what a present file writes: +1 does too, since a present file of length 1 also writes its byte, and with the same absolute paths in the same order no two sets of files then give the same stream',
+  },
+  {
+    file: 'src/iptables/rules.ts',
+    code: "inboundPorts !== '*'",
+    parent: "inboundPorts !== '*' && inboundPorts.length === 0",
+    why: "'*'.length is 1, so the length test alone already tells '*' from an empty list",
+  },
+  {
+    // Moved with the iptables rewrite from rules.ts to routes.ts, which is not (yet) in the iptables room.
+    file: 'src/iptables/routes.ts',
+    code: "config.inboundPorts === '*'",
+    why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
+  },
+  {
+    file: 'src/xds/field-scanner.ts',
+    code: 'false',
+    parent: '#wanted = false;',
+    why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',
+  },
+  {
+    file: 'src/ca/check-chain.ts',
+    code: "''",
+    parent: "leaf.subjectAltName ?? ''",
+    why: "a leaf without SANs: any text that has no 'URI:' item (Stryker's 'Stryker was here!' too) yields no URI, the same refusal",
+  },
+  {
+    file: 'src/agent/restart-gate.ts',
+    code: '{\n    return undefined;\n  }',
+    parent: 'catch {\n    return undefined;\n  }',
+    why: 'readCertNotAfter: an empty catch falls off the end of the function, which returns undefined just the same',
+  },
+  {
+    file: 'src/bootstrap/template.ts',
+    code: 'found === null',
+    parent: "found === null || typeof found === 'object'",
+    why: "typeof null is 'object', so the second test alone refuses null too (the null test says so for the reader)",
+  },
+  {
+    file: 'src/settings/parse-values.ts',
+    code: "''",
+    parent: "component = ''",
+    why: "split(':') always returns at least one element, so the component's default is never used",
+  },
+];
+
+const matches = (path, entry) => {
+  const file = path.hub?.file?.opts?.filename ?? '';
+  if (!file.endsWith(entry.file) || path.node.start == null || path.getSource() !== entry.code) return false;
+  return entry.parent === undefined || path.parentPath?.getSource() === entry.parent;
+};
+
+export const strykerPlugins = [
+  declareValuePlugin(PluginKind.Ignore, 'equivalent', {
+    shouldIgnore(path) {
+      const entry = equivalent.find((candidate) => matches(path, candidate));
+      return entry && `equivalent: ${entry.why}`;
+    },
+  }),
+];

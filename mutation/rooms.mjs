@@ -1,0 +1,54 @@
+/**
+ * The rooms that guard the pod, as mutation testing sees them: the files
+ * Stryker mutates and the unit tests that must catch the mutants. A room
+ * is run alone (`npm run mutation -- <room>`) or all in turn (no argument);
+ * each room reports its own score.
+ */
+export const rooms = {
+  // Status access (who may reach what) and readiness.
+  status: {
+    mutate: ['src/status/access.ts', 'src/status/readiness.ts'],
+    tests: ['src/status/access.test.ts', 'src/status/readiness.test.ts', 'src/status/readiness-edges.test.ts', 'src/status/handler.test.ts', 'src/status/status.test.ts'],
+  },
+  // SDS resource names and the secret store.
+  sds: {
+    mutate: ['src/sds/resource-names.ts', 'src/sds/secret-store.ts'],
+    tests: ['src/sds/resource-names.test.ts', 'src/sds/secret-store.test.ts', 'src/sds/sds-stream.test.ts'],
+  },
+  // The checks on what the CA sends: check-chain.ts, and checkIssued, which turns a checked
+  // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
+  ca: {
+    mutate: ['src/ca/check-chain.ts', 'src/ca/workload-certificates.ts:182-196'],
+    tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
+  },
+  // The cert-set checks and the restart gate.
+  certs: {
+    mutate: ['src/watch/cert-set.ts', 'src/agent/restart-gate.ts'],
+    tests: ['src/watch/cert-set.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
+  },
+  // iptables rules.
+  iptables: {
+    mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
+  },
+  // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
+  bootstrap: {
+    mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
+    tests: ['src/bootstrap/exact-path-listener.test.ts', 'src/bootstrap/exposure.test.ts', 'src/bootstrap/template.test.ts', 'src/bootstrap/template-edges.test.ts'],
+  },
+  // The xDS frame and size limits.
+  xds: {
+    mutate: ['src/xds/grpc-frame.ts', 'src/xds/field-scanner.ts'],
+    tests: ['src/xds/grpc-frame.test.ts', 'src/xds/grpc-frame-edges.test.ts', 'src/xds/field-scanner.test.ts', 'src/xds/field-scanner-edges.test.ts'],
+  },
+  // The role and node id checks.
+  role: {
+    mutate: ['src/role/role.ts'],
+    tests: ['src/role/role.test.ts'],
+  },
+  // Settings parsing: durations and the value parsers of the setting rows.
+  settings: {
+    mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts'],
+    tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts'],
+  },
+};

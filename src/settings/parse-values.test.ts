@@ -1,0 +1,37 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { bool, componentLevels, count, port, secondsOrDuration } from './parse-values.ts';
+
+/** Accepts `good` (with the value it gives) and refuses `bad` with `message`. */
+function table<T>(parse: (text: string) => T, good: [string, T][], bad: string[], message: string | ((text: string) => string)): void {
+  for (const [text, value] of good) assert.deepEqual(parse(text), value, JSON.stringify(text));
+  for (const text of bad) assert.throws(() => parse(text), { message: typeof message === 'string' ? message : message(text) }, JSON.stringify(text));
+}
+
+test('port: whole numbers 0-65535 only', () => {
+  table(port, [['0', 0], ['15000', 15000], ['65535', 65535]], ['65536', '70000', '', '-1', '1.5', '80x', 'x80', ' 80', '1e3'], 'not a port (0-65535)');
+});
+
+test('count: non-negative whole numbers only', () => {
+  table(count, [['0', 0], ['10', 10]], ['', '-1', '1.5', '10x', 'x10', ' 1'], 'not a non-negative integer');
+});
+
+test('bool: true/1 and false/0 in any case, whole words only', () => {
+  table(bool, [['true', true], ['TRUE', true], ['1', true], ['false', false], ['False', false], ['0', false]], ['', 'yes', 'xtrue', 'true1', 'falsey', '01', '10'], 'not a boolean (true or false)');
+});
+
+test('secondsOrDuration: whole seconds or a Go duration', () => {
+  table(secondsOrDuration, [['5', 5000], ['5s', 5000], ['1m', 60_000]], ['5x', 'x5'], 'not a Go duration (e.g. 45s, 1m0s, 500ms)');
+});
+
+test('componentLevels: component:level pairs, spaces and empty items allowed, each part checked', () => {
+  for (const text of ['upstream:debug', 'upstream:debug, connection:trace', 'upstream:debug, ', ' , config:warn,']) assert.equal(componentLevels(text), text);
+  const bad: [string, string][] = [
+    ['upstream', '"upstream" is not component:level'],
+    ['upstream:', '"upstream:" is not component:level'],
+    ['a:b:c', '"a:b:c" is not component:level'],
+    ['nosuch:debug', '"nosuch" is not an Envoy log component (e.g. upstream, http, config)'],
+    ['upstream:verbose', '"verbose" is not an Envoy log level (trace, debug, info, warning, warn, error, critical, off)'],
+  ];
+  for (const [text, message] of bad) assert.throws(() => componentLevels(text), { message }, text);
+});
