@@ -10,6 +10,22 @@ const query = (id: number) => dnsPacket.encode({ id, type: 'query', flags: dnsPa
 const reply = (message: Buffer) => dnsPacket.encode({ id: dnsPacket.decode(message).id, type: 'response', questions: dnsPacket.decode(message).questions, answers: [{ type: 'A', name: 'external.test', ttl: 60, data: '198.51.100.7' }] });
 const bind = (socket: Socket, port: number, host: string) => new Promise<void>((resolve) => socket.bind(port, host, resolve));
 
+/**
+ * Advances the fake clock until `pending` settles: the forwarder arms its
+ * timeout only once its socket is up, which a loaded machine may make later
+ * than the call. Fails by name after `steps` advances instead of hanging.
+ */
+async function advanceUntil<T>(clock: FakeClock, ms: number, pending: Promise<T>, steps = 50): Promise<T> {
+  let settled = false;
+  void pending.then(() => (settled = true), () => (settled = true));
+  for (let step = 0; step < steps && !settled; step++) {
+    clock.advance(ms);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  if (!settled) throw new Error(`still pending after ${steps} advances of ${ms} ms`);
+  return pending;
+}
+
 describe('Forwarder', () => {
   // 127.0.0.1 answers (UDP and TCP); 127.0.0.2, on the same port, never does.
   const answering = createSocket('udp4');
@@ -45,8 +61,7 @@ describe('Forwarder', () => {
     assert.ok(second.ok && second.server === '127.0.0.1');
     assert.equal(dnsPacket.decode(second.response).id, 2, 'the resolver\'s answer, as is');
     assert.equal(firstDone, false, 'the query sent to the silent resolver still waits');
-    clock.advance(5000);
-    const outcome = await first;
+    const outcome = await advanceUntil(clock, 5000, first);
     assert.ok(outcome.ok && outcome.server === '127.0.0.1', 'after the timeout the next resolver answers it');
   });
 
@@ -60,8 +75,7 @@ describe('Forwarder', () => {
     const clock = new FakeClock();
     const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock });
     const pending = forwarder.forward(query(4), 'udp');
-    clock.advance(5000);
-    assert.deepEqual(await pending, { ok: false, reason: `127.0.0.2:${port}: no answer within 5000 ms` });
+    assert.deepEqual(await advanceUntil(clock, 5000, pending), { ok: false, reason: `127.0.0.2:${port}: no answer within 5000 ms` });
     assert.deepEqual(await new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), { ok: false, reason: 'no nameserver in resolv.conf' });
   });
 
@@ -70,11 +84,9 @@ describe('Forwarder', () => {
     const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock, maxInFlight: 2 });
     const waiting = [forwarder.forward(query(7), 'udp'), forwarder.forward(query(8), 'udp')];
     assert.deepEqual(await forwarder.forward(query(9), 'udp'), { ok: false, reason: '2 queries already forwarded and waiting' });
-    clock.advance(5000);
-    await Promise.all(waiting);
-    const again = forwarder.forward(query(10), 'udp');
-    clock.advance(5000);
-    assert.match((await again).ok ? '' : (await again as { reason: string }).reason, /no answer within/, 'room again once they ended');
+    await advanceUntil(clock, 5000, Promise.all(waiting));
+    const again = await advanceUntil(clock, 5000, forwarder.forward(query(10), 'udp'));
+    assert.match(again.ok ? '' : again.reason, /no answer within/, 'room again once they ended');
   });
 
   it('forwards a TCP query over TCP', async () => {
