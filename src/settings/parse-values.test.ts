@@ -17,7 +17,7 @@ test('count: non-negative whole numbers only', () => {
 });
 
 test('bool: true/1 and false/0 in any case, whole words only', () => {
-  table(bool, [['true', true], ['TRUE', true], ['1', true], ['false', false], ['False', false], ['0', false]], ['', 'yes', 'xtrue', 'true1', 'falsey', '01', '10'], 'not a boolean (true or false)');
+  table(bool, [['true', true], ['TRUE', true], ['1', true], ['false', false], ['False', false], ['0', false]], ['', 'yes', 'xtrue', 'true1', 'falsey', '01', '10'], (text) => `"${text}" is not a boolean (true or false)`);
 });
 
 test('secondsOrDuration: whole seconds or a Go duration', () => {
