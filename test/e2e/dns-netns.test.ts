@@ -11,12 +11,13 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
-import { addDnsCapture, getent, runClient, startResolver, writeNetnsResolvConf, type ClientResult } from '../support/dns-netns.ts';
+import { addDnsCapture, appUid, getent, runClient, startResolver, writeNetnsResolvConf, type ClientResult } from '../support/dns-netns.ts';
+import { uidCannotRunCheckout } from '../support/paths.ts';
 import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
 import { startPeer, type NameTableJson, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 
-const skip = (await netnsSkipReason()) ?? ((await execa('iptables', ['--version'], { reject: false })).exitCode === 0 ? undefined : 'iptables is missing (run scripts/setup-iptables.sh)');
+const skip = (await netnsSkipReason()) ?? ((await execa('iptables', ['--version'], { reject: false })).exitCode === 0 ? undefined : 'iptables is missing (run scripts/setup-iptables.sh)') ?? uidCannotRunCheckout(appUid);
 const t = (name: string) => `type.googleapis.com/${name}`;
 const vips = { db: '240.240.0.1', reviews: '240.240.0.2' };
 const listenerPort = 18080;

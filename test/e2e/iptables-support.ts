@@ -9,7 +9,7 @@
  */
 import { execa, type ResultPromise } from 'execa';
 import type { Cleanup } from '../support/cleanup.ts';
-import { agentBin, nodeBin } from '../support/paths.ts';
+import { agentBin, nodeBin, uidCannotRunCheckout } from '../support/paths.ts';
 
 export const proxyUid = 1337;
 
@@ -83,6 +83,8 @@ export async function iptablesSkipReason(): Promise<string | undefined> {
     if (!(await succeeds(tool, ['--version']))) return `${tool} is missing (run scripts/setup-iptables.sh)`;
   }
   if (!(await succeeds('python3', ['-c', 'pass']))) return 'python3 is missing';
+  const unreadable = uidCannotRunCheckout(proxyUid);
+  if (unreadable) return unreadable;
   const probe = `pa-ipt-probe-${process.pid}`;
   if (!(await succeeds('ip', ['netns', 'add', probe]))) return '`ip netns add` is not allowed here';
   const nat = (await succeeds('ip', ['netns', 'exec', probe, 'iptables', '-t', 'nat', '-S'])) && (await succeeds('ip', ['netns', 'exec', probe, 'ip6tables', '-t', 'nat', '-S']));

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
-import { agentBin, nodeBin } from '../support/paths.ts';
+import { agentBin, nodeBin, uidCannotRunCheckout } from '../support/paths.ts';
 
 const accepted = /V8 code cache for ESM \S+\/dist\/bundle\/pilot-agent\.js was accepted/;
 
@@ -29,7 +29,7 @@ describe('the start reads the compile cache made at build time', () => {
     assert.match(await startDebug(), accepted);
   });
 
-  it('as uid 1337, the proxy in a pod, started as node runs it and through the shebang', { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : undefined }, async () => {
+  it('as uid 1337, the proxy in a pod, started as node runs it and through the shebang', { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : uidCannotRunCheckout(1337) }, async () => {
     assert.match(await startDebug(1337), accepted);
     assert.match(await startDebug(1337, true), accepted);
   });
