@@ -2,7 +2,9 @@
  * A network namespace joined to the root namespace by a veth pair: from
  * inside it, the root namespace's 0.0.0.0 listeners are reachable on
  * `hostIp` as a pod-network client would reach a pod, never over loopback.
- * Names and addresses derive from the test's pid, so parallel runs never meet.
+ * Names and addresses derive from the test's pid and a count of the
+ * namespaces it made, so parallel runs never meet, nor does a namespace
+ * the kernel is still tearing down meet the next one of the same file.
  */
 import { execa } from 'execa';
 import { nodeBin } from './paths.ts';
@@ -44,17 +46,19 @@ export async function netnsSkipReason(): Promise<string | undefined> {
 /** Makes the namespace; on any failure nothing is left behind. */
 export async function makeNetns(label: string): Promise<Netns> {
   const pid = process.pid;
-  const name = `pa-${label}-${pid}`;
-  const [hostIp, innerIp] = pairAddresses(pid);
-  const outside = `pah${pid}`;
+  const serial = made++;
+  const name = `pa-${label}-${pid}-${serial}`;
+  const [hostIp, innerIp] = pairAddresses(pid, serial);
+  const outside = `pah${pid}x${serial}`;
+  const inside = `pan${pid}x${serial}`;
   const remove = async () => void (await execa('ip', ['netns', 'del', name], { reject: false, timeout: 10_000 }));
   try {
     await ip('netns', 'add', name);
-    await ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', `pan${pid}`, 'netns', name);
+    await ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', inside, 'netns', name);
     await ip('addr', 'add', `${hostIp}/30`, 'dev', outside);
     await ip('link', 'set', outside, 'up');
-    await ip('-n', name, 'addr', 'add', `${innerIp}/30`, 'dev', `pan${pid}`);
-    await ip('-n', name, 'link', 'set', `pan${pid}`, 'up');
+    await ip('-n', name, 'addr', 'add', `${innerIp}/30`, 'dev', inside);
+    await ip('-n', name, 'link', 'set', inside, 'up');
     await ip('-n', name, 'link', 'set', 'lo', 'up');
   } catch (error) {
     await remove();
@@ -63,9 +67,12 @@ export async function makeNetns(label: string): Promise<Netns> {
   return { name, hostIp, send: (requests) => sendRaw(name, hostIp, requests), remove };
 }
 
-/** A /30 in 10.253.0.0/16 picked by pid. */
-function pairAddresses(pid: number): [string, string] {
-  const block = (pid % 16_384) * 4;
+/** Namespaces this process has made: each gets its own names and /30. */
+let made = 0;
+
+/** A /30 in 10.253.0.0/16 picked by pid and serial. */
+function pairAddresses(pid: number, serial: number): [string, string] {
+  const block = ((pid * 8 + serial) % 16_384) * 4;
   const at = (offset: number) => `10.253.${(block + offset) >> 8}.${(block + offset) & 255}`;
   return [at(1), at(2)];
 }
