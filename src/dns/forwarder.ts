@@ -100,23 +100,35 @@ interface Exchange {
 
 const label = (server: string, port: number) => (isIPv6(server) ? `[${server}]:${port}` : `${server}:${port}`);
 
-function exchangeUdp({ query, server, port, timeoutMs, clock, signal }: Exchange): Promise<Forwarded> {
+/**
+ * The one outcome of an exchange: the first of the answer, an error, the
+ * timeout or a cancel; `close` then frees the socket. Shared by UDP and TCP.
+ */
+function settleOnce(exchange: Exchange, close: () => void, resolve: (outcome: Forwarded) => void) {
+  const where = label(exchange.server, exchange.port);
+  let settled = false;
+  const done = (outcome: Forwarded) => {
+    if (settled) return;
+    settled = true;
+    timer.cancel();
+    exchange.signal?.removeEventListener('abort', cancel);
+    close();
+    resolve(outcome);
+  };
+  const fail = (reason: string) => done({ ok: false, reason: `${where}: ${reason}` });
+  const cancel = () => fail('cancelled');
+  exchange.signal?.addEventListener('abort', cancel, { once: true });
+  const timer = exchange.clock.setTimeout(() => fail(`no answer within ${exchange.timeoutMs} ms`), exchange.timeoutMs);
+  return { done, fail };
+}
+
+function exchangeUdp(exchange: Exchange): Promise<Forwarded> {
+  const { query, server, port } = exchange;
   return new Promise((resolve) => {
     const socket = createSocket(isIPv6(server) ? 'udp6' : 'udp4');
     const id = query.readUInt16BE(0);
-    let settled = false;
-    const done = (outcome: Forwarded) => {
-      if (settled) return;
-      settled = true;
-      timer.cancel();
-      signal?.removeEventListener('abort', cancel);
-      socket.close();
-      resolve(outcome);
-    };
-    const cancel = () => done({ ok: false, reason: `${label(server, port)}: cancelled` });
-    signal?.addEventListener('abort', cancel, { once: true });
-    const timer = clock.setTimeout(() => done({ ok: false, reason: `${label(server, port)}: no answer within ${timeoutMs} ms` }), timeoutMs);
-    socket.on('error', (error) => done({ ok: false, reason: `${label(server, port)}: ${error.message}` }));
+    const { done, fail } = settleOnce(exchange, () => socket.close(), resolve);
+    socket.on('error', (error) => fail(error.message));
     // Only the resolver's answer to this id counts; anything else on the socket is ignored.
     socket.on('message', (message, from) => {
       if (from.address === server && message.length >= 2 && message.readUInt16BE(0) === id) done({ ok: true, response: message, server });
@@ -125,24 +137,14 @@ function exchangeUdp({ query, server, port, timeoutMs, clock, signal }: Exchange
   });
 }
 
-function exchangeTcp({ query, server, port, timeoutMs, clock, signal }: Exchange): Promise<Forwarded> {
+function exchangeTcp(exchange: Exchange): Promise<Forwarded> {
+  const { query, server, port } = exchange;
   return new Promise((resolve) => {
     const socket = connect({ host: server, port });
     let received = Buffer.alloc(0);
-    let settled = false;
-    const done = (outcome: Forwarded) => {
-      if (settled) return;
-      settled = true;
-      timer.cancel();
-      signal?.removeEventListener('abort', cancel);
-      socket.destroy();
-      resolve(outcome);
-    };
-    const cancel = () => done({ ok: false, reason: `${label(server, port)}: cancelled` });
-    signal?.addEventListener('abort', cancel, { once: true });
-    const timer = clock.setTimeout(() => done({ ok: false, reason: `${label(server, port)}: no answer within ${timeoutMs} ms` }), timeoutMs);
-    socket.on('error', (error) => done({ ok: false, reason: `${label(server, port)}: ${error.message}` }));
-    socket.on('close', () => done({ ok: false, reason: `${label(server, port)}: closed before answering` }));
+    const { done, fail } = settleOnce(exchange, () => socket.destroy(), resolve);
+    socket.on('error', (error) => fail(error.message));
+    socket.on('close', () => fail('closed before answering'));
     socket.on('data', (chunk) => {
       received = Buffer.concat([received, chunk]);
       if (received.length >= 2 && received.length >= 2 + received.readUInt16BE(0)) done({ ok: true, response: received.subarray(2, 2 + received.readUInt16BE(0)), server });
