@@ -10,21 +10,26 @@ import type { EnvSetting } from '../settings/env-settings.ts';
 import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+// The flag table is in the README; the env table and the ProxyConfig fields in docs/settings.md.
+const docs = {
+  'README.md': readFileSync(new URL('../../README.md', import.meta.url), 'utf8'),
+  'docs/settings.md': readFileSync(new URL('../../docs/settings.md', import.meta.url), 'utf8'),
+};
 
-/** The lines between two markers of the README. */
-function section(begin: string, end: string): string[] {
-  const start = readme.indexOf(begin);
-  const stop = readme.indexOf(end, start);
-  assert.ok(start >= 0 && stop > start, `README has no ${begin} … ${end}`);
-  return readme.slice(start, stop).split('\n');
+/** The lines between two markers of a document. */
+function section(file: keyof typeof docs, begin: string, end: string): string[] {
+  const text = docs[file];
+  const start = text.indexOf(begin);
+  const stop = text.indexOf(end, start);
+  assert.ok(start >= 0 && stop > start, `${file} has no ${begin} … ${end}`);
+  return text.slice(start, stop).split('\n');
 }
 
-describe('README says what the settings\' rows say', () => {
+describe('README and docs/settings.md say what the settings\' rows say', () => {
   const visible = proxyFlags.filter((spec) => !spec.hidden);
 
   it('the flag table lists every visible flag with its default, env var and help, in order (scripts/flags-table.ts)', () => {
-    const rows = section('<!-- flags:begin', '<!-- flags:end').filter((line) => line.startsWith('| `--'));
+    const rows = section('README.md', '<!-- flags:begin', '<!-- flags:end').filter((line) => line.startsWith('| `--'));
     for (const [index, spec] of visible.entries()) {
       const line = rows.find((row) => row.startsWith(`| \`--${spec.flag}\` |`));
       assert.ok(line, `--${spec.flag} missing from README`);
@@ -35,18 +40,18 @@ describe('README says what the settings\' rows say', () => {
   });
 
   it('the env table names every flag\'s env var next to its flag, and every CA, env-only Envoy, status, proxyless and DNS variable', () => {
-    const envTable = section('### Environment variables', '\n## ').filter((line) => line.startsWith('|'));
+    const envTable = section('docs/settings.md', '## Environment variables', '\n## ').filter((line) => line.startsWith('|'));
     const rowOf = (name: string) => envTable.find((line) => line.includes(`\`${name}\``));
     for (const spec of visible.filter((flag) => flag.env)) {
-      assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from README's env table, or not next to --${spec.flag}`);
+      assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from docs/settings.md's env table, or not next to --${spec.flag}`);
     }
     for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv), ...Object.values<EnvSetting>(dnsEnv)]) {
-      for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from README's env table`);
+      for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from docs/settings.md's env table`);
     }
   });
 
   it('the ProxyConfig section names every field a flag takes from ProxyConfig', () => {
-    const text = section('### Settings: flags, env and ProxyConfig', '### Flags of').join('\n');
-    for (const spec of proxyFlags.filter((flag) => flag.proxyConfig)) assert.match(text, new RegExp(`\`${spec.proxyConfig!.replace(/\./g, '\\.')}\``), `ProxyConfig field ${spec.proxyConfig} missing from README`);
+    const text = section('docs/settings.md', '## ProxyConfig fields', '\n## ').join('\n');
+    for (const spec of proxyFlags.filter((flag) => flag.proxyConfig)) assert.match(text, new RegExp(`\`${spec.proxyConfig!.replace(/\./g, '\\.')}\``), `ProxyConfig field ${spec.proxyConfig} missing from docs/settings.md`);
   });
 });

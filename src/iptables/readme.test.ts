@@ -3,13 +3,13 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { iptablesEnvOnly, iptablesFlags, renderIptablesEnvRow, renderIptablesFlagRow } from './flags.ts';
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const readme = readFileSync(new URL('../../docs/traffic-capture.md', import.meta.url), 'utf8');
 
-describe("README's istio-iptables table", () => {
+describe("docs/traffic-capture.md's istio-iptables table", () => {
   it('lists every flag with its env vars and default, then the env-only settings, in order', () => {
     const start = readme.indexOf('<!-- iptables-flags:begin');
     const stop = readme.indexOf('<!-- iptables-flags:end', start);
-    assert.ok(start >= 0 && stop > start, 'README has no iptables-flags markers');
+    assert.ok(start >= 0 && stop > start, 'docs/traffic-capture.md has no iptables-flags markers');
     const rows = readme.slice(start, stop).split('\n').filter((line) => line.startsWith('| `') || line.startsWith('| | '));
     const expected = [...iptablesFlags.map(renderIptablesFlagRow), ...Object.values(iptablesEnvOnly).map(renderIptablesEnvRow)];
     assert.deepEqual(rows, expected, 'stale: regenerate the rows from src/iptables/flags.ts');
