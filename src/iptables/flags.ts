@@ -2,7 +2,7 @@
  * Every flag of `istio-iptables`, declared once: Istio's short and long
  * names, the env var Istio binds to it (the long name upper-cased, `-` as
  * `_`), the extra env var some of them also read, and the default. The
- * command builds its options from this table and the README lists it.
+ * command builds its options from this table and docs/traffic-capture.md lists it.
  */
 export interface IptablesFlag {
   /** Long name without the dashes, as Istio spells it. */
@@ -73,7 +73,7 @@ export const iptablesEnvOnly = {
 /** Flags given as text: `--x` alone is "true" for booleans. */
 export type FlagValues = Readonly<Record<string, string>>;
 
-/** The flag's row of the README's istio-iptables table. */
+/** The flag's row of the istio-iptables table in docs/traffic-capture.md. */
 export function renderIptablesFlagRow(flag: IptablesFlag): string {
   const names = [flag.short ? `\`-${flag.short}\`` : '', `\`--${flag.long}\``].filter(Boolean).join(', ');
   const env = [flag.env, flag.alsoEnv].filter((name) => name !== undefined).map((name) => `\`${name}\``).join(', ');
@@ -81,7 +81,7 @@ export function renderIptablesFlagRow(flag: IptablesFlag): string {
   return `| ${names} | ${env} | ${fallback} | ${flag.help.replace(/\|/g, '\\|')} |`;
 }
 
-/** The README row of an env-only setting. */
+/** The docs row of an env-only setting. */
 export function renderIptablesEnvRow(setting: { env: string; default: string; help: string }): string {
   return `| | \`${setting.env}\` | ${setting.default === '' ? '' : `\`${setting.default}\``} | ${setting.help} |`;
 }

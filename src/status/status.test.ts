@@ -52,7 +52,7 @@ describe('/stats/prometheus as wired: Envoy\'s part is capped at 32 MiB', () => 
     assert.ok(body.startsWith('# HELP istio_agent_up up\n# TYPE istio_agent_up gauge\nistio_agent_up 1\n'), 'the agent\'s part first, whole');
     const envoyPart = body.slice(body.indexOf('envoy_cluster_upstream_rq'), body.lastIndexOf('# Envoy metrics truncated'));
     assert.ok(envoyPart.length <= envoyMetricsCapBytes && envoyPart.length > envoyMetricsCapBytes - 1000, `Envoy's part is ${envoyPart.length} bytes`);
-    assert.equal(envoyMetricsCapBytes, 32 * 1024 * 1024, 'the cap the README states');
+    assert.equal(envoyMetricsCapBytes, 32 * 1024 * 1024, 'the cap docs/status-and-metrics.md states');
     assert.match(body.slice(-200), /\} 1\n# Envoy metrics truncated at the size cap\n$/);
     const bound = AbortSignal.timeout(5000);
     await Promise.race([seen.closed, new Promise((_, reject) => bound.addEventListener('abort', () => reject(new Error('the agent never closed the admin response'))))]);
