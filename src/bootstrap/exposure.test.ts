@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
-import { resolveProxyConfig } from '../settings/resolve-proxy-config.ts';
+import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import { renderBootstrap } from './render.ts';
 
 /**
@@ -32,7 +32,7 @@ const loopback = new Set(['127.0.0.1', '::1']);
 
 async function renderedDefault(values: Record<string, unknown> = {}): Promise<Bootstrap> {
   const commandLine = { values, sourceOf: () => 'default' };
-  const { config } = resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) });
+  const { config } = resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) });
   const context = { nodeId: 'sidecar~10.1.2.3~pod.ns~ns.svc.cluster.local', metadata: {}, xdsSocketPath: '/x/XDS', readinessSocketPath: '/x/ready' };
   return JSON.parse(await renderBootstrap(config, context)) as Bootstrap;
 }

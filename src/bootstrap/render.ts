@@ -1,7 +1,7 @@
 import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
 import { fileURLToPath } from 'node:url';
 import { AgentError, badFile, badFlag } from '../shared/errors.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { renderTemplate, TemplateError } from './template.ts';
 import { bootstrapVariables, type BootstrapContext } from './variables.ts';
 
@@ -11,7 +11,7 @@ export const defaultTemplatePath = fileURLToPath(new URL('../../templates/envoy_
  * The bootstrap as text: --customConfigFile as is, otherwise JSON from the
  * template (--templateFile or the default) rendered with our variables.
  */
-export async function renderBootstrap(config: ProxyConfig, context: BootstrapContext): Promise<string> {
+export async function renderBootstrap(config: AgentConfig, context: BootstrapContext): Promise<string> {
   if (config.customConfigFile) return readCustomBootstrap(config.customConfigFile);
   const path = config.templateFile || defaultTemplatePath;
   const text = await readTemplateFile(path);

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
-import type { HostPort, ProxyConfig } from '../shared/proxy-config.ts';
+import type { HostPort } from '../shared/host-port.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
@@ -16,7 +17,7 @@ export interface BootstrapContext {
 }
 
 /** The variables the default template (and any --templateFile) can use. */
-export function bootstrapVariables(config: ProxyConfig, context: BootstrapContext): TemplateVariables {
+export function bootstrapVariables(config: AgentConfig, context: BootstrapContext): TemplateVariables {
   return {
     node_id: context.nodeId,
     cluster: config.serviceCluster,
@@ -66,9 +67,9 @@ export function instanceIps(context: Pick<BootstrapContext, 'nodeId' | 'metadata
 }
 
 /** The readiness hop needs both ends: the status server and Envoy's listener. */
-const readinessEnabled = (config: ProxyConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
-const readinessListeners = (config: ProxyConfig) => (readinessEnabled(config) ? [readinessListener(config.readinessPort)] : []);
-const readinessClusters = (config: ProxyConfig, context: BootstrapContext) => (readinessEnabled(config) ? [agentStatusCluster(context.readinessSocketPath)] : []);
+const readinessEnabled = (config: AgentConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
+const readinessListeners = (config: AgentConfig) => (readinessEnabled(config) ? [readinessListener(config.readinessPort)] : []);
+const readinessClusters = (config: AgentConfig, context: BootstrapContext) => (readinessEnabled(config) ? [agentStatusCluster(context.readinessSocketPath)] : []);
 
 function socketAddress({ host, port }: HostPort, protocol?: 'UDP'): unknown {
   return { socket_address: { address: host, port_value: port, ...(protocol ? { protocol } : {}) } };

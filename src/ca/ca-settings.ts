@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { caEnv, caHeadersFromEnv, istioTokenPath } from '../settings/ca-env.ts';
 import { isEnvSet, readEnvSetting, readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
-import { parseHostPort } from '../shared/host-port.ts';
-import type { HostPort } from '../shared/proxy-config.ts';
+import { parseHostPort, type HostPort } from '../shared/host-port.ts';
 import type { WorkloadKeyOptions } from './csr.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import { formatHostPort } from '../shared/host-port.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { caSettingsFromEnv, type CaSettings } from './ca-settings.ts';
 
 /**
@@ -9,7 +9,7 @@ import { caSettingsFromEnv, type CaSettings } from './ca-settings.ts';
  * CA_ADDR set (else the discovery address) and no certificate mounted in --certDir (mounted files win,
  * as with Istio's FILE_MOUNTED_CERTS). Wrong CA env is bad input (exit 2).
  */
-export async function resolveCaSettings(config: ProxyConfig, env: NodeJS.ProcessEnv): Promise<CaSettings | undefined> {
+export async function resolveCaSettings(config: AgentConfig, env: NodeJS.ProcessEnv): Promise<CaSettings | undefined> {
   const certFilesMounted = await access(join(config.certDir, 'cert-chain.pem')).then(() => true, () => false);
   return caSettingsFromEnv({ env, tokenFile: config.xdsTokenFile, certFilesMounted, discoveryAddress: formatHostPort(config.discoveryAddress) });
 }

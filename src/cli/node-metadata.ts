@@ -7,13 +7,13 @@ import { buildNodeMetadata, type NodeMetadata, type PodInfo } from '../role/meta
 import { instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 
 /** Kubernetes caps all of a pod's labels or annotations at 256 KiB; anything far past that is not a downward-API file. */
 const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
-export async function nodeMetadata(config: ProxyConfig, role: Role, env: Readonly<Record<string, string | undefined>>): Promise<NodeMetadata> {
+export async function nodeMetadata(config: AgentConfig, role: Role, env: Readonly<Record<string, string | undefined>>): Promise<NodeMetadata> {
   return buildNodeMetadata({
     env,
     podInfo: await readPodInfo(config.podInfoDir),
@@ -28,7 +28,7 @@ export async function nodeMetadata(config: ProxyConfig, role: Role, env: Readonl
 }
 
 /** The ProxyConfig fields (protojson names and forms) that the agent's own settings decide. */
-export function agentProxyConfig(config: ProxyConfig): Record<string, unknown> {
+export function agentProxyConfig(config: AgentConfig): Record<string, unknown> {
   return {
     configPath: config.configPath,
     binaryPath: config.binaryPath,

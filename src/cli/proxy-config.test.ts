@@ -3,19 +3,19 @@ import { resolve } from 'node:path';
 import { test } from 'node:test';
 import { Command } from 'commander';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
-import { resolveProxyConfig } from '../settings/resolve-proxy-config.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { checkResolvedConfig, xdsRootCaFile, xdsTransport, xdsUpstream } from './proxy-config.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
-function parse(args: string[]): ProxyConfig | string {
+function parse(args: string[]): AgentConfig | string {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   try {
     command.parse(args, { from: 'user' });
     const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
-    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) }).config);
+    return checkResolvedConfig(resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) }).config);
   } catch (error) {
     return (error as Error).message;
   }

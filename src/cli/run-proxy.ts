@@ -20,7 +20,7 @@ import { startCa, type CaRuntime } from '../ca/start.ts';
 import { systemClock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentVersion } from '../shared/version.ts';
 import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics } from '../status/metrics.ts';
@@ -61,13 +61,13 @@ export interface RunProxyOptions {
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
-export const retryPolicy = (config: ProxyConfig) => ({ initialDelayMs: config.retryInitialDelayMs, budget: config.retryBudget, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 });
+export const retryPolicy = (config: AgentConfig) => ({ initialDelayMs: config.retryInitialDelayMs, budget: config.retryBudget, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 });
 
 /**
  * The proxy command end to end: role, bootstrap, validation, then the
  * reconcile loop until a signal or a permanent failure. Resolves the exit code.
  */
-export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions): Promise<number> {
+export async function runProxy(resolved: AgentConfig, options: RunProxyOptions): Promise<number> {
   let config = resolved;
   const levels = parseLogLevels(options.logLevel);
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
@@ -112,7 +112,7 @@ export async function runProxy(resolved: ProxyConfig, options: RunProxyOptions):
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
-async function adoptCustomAdmin(config: ProxyConfig, path: string, text: string, logger: Logger): Promise<ProxyConfig> {
+async function adoptCustomAdmin(config: AgentConfig, path: string, text: string, logger: Logger): Promise<AgentConfig> {
   const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
   if (port === undefined) {
     logger.warn({ customConfigFile: path, adminPort: config.proxyAdminPort }, 'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there');
@@ -123,12 +123,12 @@ async function adoptCustomAdmin(config: ProxyConfig, path: string, text: string,
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
-function startupPorts(config: ProxyConfig) {
+function startupPorts(config: AgentConfig) {
   const { proxyAdminPort: admin, statusPort: status, readinessPort: readiness, prometheusPort: prometheus } = config;
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(config: ProxyConfig, context: CommandContext) {
+async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
   const role = await resolveRole({
     type: config.proxyType,
     registry: config.registry,
@@ -159,7 +159,7 @@ interface DnsInputs {
   namespace: string;
 }
 
-async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined; dns: DnsInputs }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined; dns: DnsInputs }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId, registry, logger });
@@ -228,7 +228,7 @@ async function superviseEnvoy(config: ProxyConfig, bootstrap: { nodeId: string; 
 }
 
 /** The DNS proxy, when on: ISTIO_META_DNS_CAPTURE for a sidecar, or ISTIO_META_ENABLE_DNS_SERVER for any proxy (Istio's rule). */
-async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain: string; node: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
+async function startDnsWhenOn(config: AgentConfig, options: DnsInputs & { domain: string; node: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
   const { settings } = options;
   if (!(settings.capture && config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
   return startDns({
@@ -242,7 +242,7 @@ async function startDnsWhenOn(config: ProxyConfig, options: DnsInputs & { domain
  * The proxy's identity: the SDS server, serving before Envoy starts as the
  * relay does, and the CA client feeding it when no certificate is mounted.
  */
-async function startIdentity(options: { config: ProxyConfig; caSettings: CaSettings | undefined; registry: Registry; logger: Logger; firstCallAfter?: Promise<unknown>; restart: (hash: string) => void }) {
+async function startIdentity(options: { config: AgentConfig; caSettings: CaSettings | undefined; registry: Registry; logger: Logger; firstCallAfter?: Promise<unknown>; restart: (hash: string) => void }) {
   const { config, caSettings, registry, logger } = options;
   const sds = await startSds({ config, registry, clock: systemClock, logger: logger.child({ component: 'sds' }), workloadFromCa: caSettings !== undefined, restart: options.restart });
   const ca = caSettings && sds.store ? await startCa({ settings: caSettings, store: sds.store, registry, clock: systemClock, logger: logger.child({ component: 'ca' }), firstCallAfter: options.firstCallAfter }) : undefined;
@@ -253,6 +253,6 @@ async function startIdentity(options: { config: ProxyConfig; caSettings: CaSetti
 const withCaDebug = (sds: SdsRuntime, ca: CaRuntime | undefined) => ({ debug: () => (ca ? { ...(sds.debug() as object), ca: ca.debug() } : sds.debug()) });
 
 /** Envoy reaches the discovery server through the agent's relay on this socket. */
-const xdsSocketPath = (config: ProxyConfig) => join(config.configPath, 'XDS');
+const xdsSocketPath = (config: AgentConfig) => join(config.configPath, 'XDS');
 /** Envoy's readiness listener reaches the status server on this socket, never on its TCP port. */
-const readinessSocketPath = (config: ProxyConfig) => join(config.configPath, 'READINESS');
+const readinessSocketPath = (config: AgentConfig) => join(config.configPath, 'READINESS');

@@ -13,7 +13,7 @@ import { buildGrpcBootstrap, writeGrpcBootstrap, type GrpcBootstrap } from '../g
 import { Registry } from '../metrics/index.ts';
 import { systemClock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { StatusDeps } from '../status/handler.ts';
 import type { Readiness } from '../status/readiness.ts';
 import { startStatusServer } from '../status/server.ts';
@@ -33,7 +33,7 @@ export interface ProxylessInputs {
 }
 
 /** Runs until SIGTERM or SIGINT; resolves the exit code. */
-export async function superviseProxyless(config: ProxyConfig, inputs: ProxylessInputs, logger: Logger): Promise<number> {
+export async function superviseProxyless(config: AgentConfig, inputs: ProxylessInputs, logger: Logger): Promise<number> {
   const registry = new Registry();
   await using stack = new AsyncDisposableStack();
   const ca = inputs.caSettings && (await startCa({ settings: inputs.caSettings, store: new SecretStore(), registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }));

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import { badEnv } from '../shared/errors.ts';
-import type { HostPort } from '../shared/proxy-config.ts';
+import type { HostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
 import type { NameTableSink } from '../xds/nds-subscription.ts';
 import { Forwarder } from './forwarder.ts';

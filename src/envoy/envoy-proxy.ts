@@ -6,7 +6,7 @@ import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstra
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { adminClient, serverInfo, type AdminClient } from './admin.ts';
 import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
@@ -18,7 +18,7 @@ import { groupsToCheck, writeCertCheck } from './cert-check.ts';
 import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
 export interface EnvoyProxyOptions {
-  config: ProxyConfig;
+  config: AgentConfig;
   serviceNode: string;
   /** The rendered bootstrap; every epoch gets its own copy. */
   bootstrap: string;

@@ -1,5 +1,5 @@
 import type { ProxyExit } from '../agent/proxy.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { RecentErrors } from './output.ts';
 
 export interface ChildResult {
@@ -14,7 +14,7 @@ const parentInitializing = 'previous envoy process is still initializing';
 const cannotBind = /cannot bind '(.*):(\d+)': (.*)/;
 
 /** The ports Envoy binds, by the flag that set them: a taken one is the operator's to fix. */
-export type PortFlags = Pick<ProxyConfig, 'proxyAdminPort' | 'prometheusPort' | 'readinessPort'>;
+export type PortFlags = Pick<AgentConfig, 'proxyAdminPort' | 'prometheusPort' | 'readinessPort'>;
 
 /**
  * Sorts an Envoy exit into the kinds the reconcile loop tells apart. A port

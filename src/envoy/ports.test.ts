@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { test } from 'node:test';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { checkEnvoyPortsFree } from './ports.ts';
 
 const listen = (host: string): Promise<Server> =>
@@ -10,7 +10,7 @@ const listen = (host: string): Promise<Server> =>
     server.listen(0, host, () => resolve(server));
   });
 const portOf = (server: Server) => (server.address() as { port: number }).port;
-const config = (ports: Partial<ProxyConfig>) => ({ proxyAdminPort: 1, prometheusPort: 0, readinessPort: 0, statusPort: 0, ...ports }) as ProxyConfig;
+const config = (ports: Partial<AgentConfig>) => ({ proxyAdminPort: 1, prometheusPort: 0, readinessPort: 0, statusPort: 0, ...ports }) as AgentConfig;
 
 test('a port someone holds is bad input naming the flag and the port', async () => {
   const held = await listen('127.0.0.1');

@@ -1,7 +1,7 @@
 import type { Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { FileRead } from '../watch/cert-set.ts';
 import { feedCertDir } from './cert-dir-feed.ts';
 import { FileSecretSources } from './file-sources.ts';
@@ -20,7 +20,7 @@ export interface SdsRuntime {
 }
 
 export interface StartSdsOptions {
-  config: ProxyConfig;
+  config: AgentConfig;
   registry: Registry;
   clock: Clock;
   logger: Logger;

@@ -4,7 +4,7 @@ import { bool, componentLevels, concurrency, count, duration, durationIn, envoyL
 import { declareSettings, type SettingValues } from './setting.ts';
 import { emptyIsUnset, workingDirPath, hostPort, optionalHostPort, optionalList } from './settle-values.ts';
 
-/** The settings of `pilot-agent proxy` that make up its config (`ProxyConfig`), one row each. */
+/** The settings of `pilot-agent proxy` that make up its config (`AgentConfig`), one row each. */
 export const proxySettings = declareSettings([
   { flag: 'serviceregistry', key: 'registry', value: '<name>', default: 'Kubernetes', choices: ['Kubernetes', 'Consul', 'Other'], description: 'Service registry that decides how IP, ID and domain are derived: Kubernetes, Consul or Other' },
   { flag: 'ip', value: '<address>', default: '', description: 'Proxy IP address; derived from the registry when empty' },
@@ -54,7 +54,7 @@ export const proxySettings = declareSettings([
 ]);
 
 /** Everything `pilot-agent proxy` was told, typed and validated: one field per row above, plus what no flag sets. */
-export type ProxyConfig = SettingValues<typeof proxySettings> & {
+export type AgentConfig = SettingValues<typeof proxySettings> & {
   proxyType: ProxyType;
   /** ProxyConfig.proxyStatsMatcher: below the flags and the pod annotations, as in Istio. */
   proxyStatsMatcher?: StatsInclusion;

@@ -4,9 +4,9 @@ import { describe, it } from 'node:test';
 import { Command } from 'commander';
 import { checkResolvedConfig } from '../cli/proxy-config.ts';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from './proxy-settings.ts';
 import { mergeProxyConfigs } from './proxy-config-sources.ts';
-import { resolveProxyConfig } from './resolve-proxy-config.ts';
+import { resolveAgentConfig } from './resolve-agent-config.ts';
 
 interface Inputs {
   args?: string[];
@@ -16,7 +16,7 @@ interface Inputs {
 }
 
 /** The proxy command's path from argv, env and ProxyConfig to the typed config; the error line when it refuses. */
-function settle(inputs: Inputs): ProxyConfig | string {
+function settle(inputs: Inputs): AgentConfig | string {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   const saved = process.env;
@@ -25,7 +25,7 @@ function settle(inputs: Inputs): ProxyConfig | string {
     command.parse(inputs.args ?? [], { from: 'user' });
     const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
     const proxyConfig = mergeProxyConfigs(inputs.proxyConfig ? [{ name: 'env PROXY_CONFIG', value: inputs.proxyConfig }] : []);
-    return checkResolvedConfig(resolveProxyConfig({ proxyType: 'sidecar', commandLine, proxyConfig, env: process.env }).config);
+    return checkResolvedConfig(resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig, env: process.env }).config);
   } catch (error) {
     return (error as Error).message;
   } finally {
@@ -33,7 +33,7 @@ function settle(inputs: Inputs): ProxyConfig | string {
   }
 }
 
-type Row = Inputs & { name: string; field: keyof ProxyConfig; want: unknown };
+type Row = Inputs & { name: string; field: keyof AgentConfig; want: unknown };
 
 const rows: Row[] = [
   { name: 'ISTIO_CPU_LIMIT: unset, Envoy decides', field: 'concurrency', want: 0 },

@@ -1,8 +1,7 @@
 import { resolve } from 'node:path';
 import { splitList } from '../bootstrap/stats-matcher.ts';
 import { badFlag } from '../shared/errors.ts';
-import { parseHostPort } from '../shared/host-port.ts';
-import type { HostPort } from '../shared/proxy-config.ts';
+import { parseHostPort, type HostPort } from '../shared/host-port.ts';
 
 /*
  * The last step of a setting, once the sources settled on one value: an

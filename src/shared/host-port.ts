@@ -1,4 +1,8 @@
-import type { HostPort } from './proxy-config.ts';
+/** A host and port, parsed from a `host:port` flag. */
+export interface HostPort {
+  host: string;
+  port: number;
+}
 
 /**
  * Parses `host:port` (IPv6 as `[::1]:15010`). Returns an error text instead

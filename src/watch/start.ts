@@ -1,7 +1,7 @@
 import { access } from 'node:fs/promises';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import type { ProxyConfig } from '../shared/proxy-config.ts';
+import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { watchedCertGroups } from './cert-files.ts';
 import { CertWatch } from './cert-watch.ts';
 import type { FileRead } from './cert-set.ts';
@@ -11,7 +11,7 @@ import { ChokidarSource } from './chokidar-source.ts';
  * Watches the proxy's certificate dirs and reports every new consistent set's
  * hash (the first one right away). Resolves once watching.
  */
-export async function startCertWatch(config: ProxyConfig, clock: Clock, logger: Logger, onConfig: (hash: string, files: readonly FileRead[]) => void): Promise<CertWatch> {
+export async function startCertWatch(config: AgentConfig, clock: Clock, logger: Logger, onConfig: (hash: string, files: readonly FileRead[]) => void): Promise<CertWatch> {
   const dirs = config.proxyType === 'ingress' ? [config.certDir, config.ingressCertDir] : [config.certDir];
   for (const dir of dirs) {
     const exists = await access(dir).then(() => true, () => false);

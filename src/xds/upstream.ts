@@ -4,8 +4,7 @@ import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, ty
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { getCACertificates, connect as tlsConnect } from 'node:tls';
 import { badFile, badFlag } from '../shared/errors.ts';
-import { formatHostPort } from '../shared/host-port.ts';
-import type { HostPort } from '../shared/proxy-config.ts';
+import { formatHostPort, type HostPort } from '../shared/host-port.ts';
 import { agentVersion } from '../shared/version.ts';
 import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { EnvoyProxy } from '../../src/envoy/envoy-proxy.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
-import type { ProxyConfig } from '../../src/shared/proxy-config.ts';
+import type { AgentConfig } from '../../src/settings/proxy-settings.ts';
 import { envoyBin } from '../support/paths.ts';
 import { freePort } from '../support/ports.ts';
 import { proxyContract } from '../support/proxy-contract.ts';
@@ -18,7 +18,7 @@ const bootstrap = (adminPort: number) => JSON.stringify({
 proxyContract('EnvoyProxy (real Envoy)', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'proxy-contract-'));
   const adminPort = await freePort();
-  // Only what EnvoyProxy reads; the rest of ProxyConfig is the CLI's business.
+  // Only what EnvoyProxy reads; the rest of AgentConfig is the CLI's business.
   const config = {
     proxyType: 'router', configPath: dir, binaryPath: envoyBin, proxyAdminPort: adminPort,
     drainDurationMs: 1000, parentShutdownDurationMs: 1000, serviceCluster: 'contract',
@@ -26,7 +26,7 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
     terminationDrainDurationMs: 60_000,
     proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1, certDir: join(dir, 'certs'),
     fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
-  } as ProxyConfig;
+  } as AgentConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'contract', bootstrap: bootstrap(adminPort), clock: systemClock, logger: silentLogger });
   return {
     proxy,

@@ -4,7 +4,7 @@ import type { CommandContext } from '../context.ts';
 import { checkResolvedConfig } from '../proxy-config.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
 import { readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
-import { resolveProxyConfig } from '../../settings/resolve-proxy-config.ts';
+import { resolveAgentConfig } from '../../settings/resolve-agent-config.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
@@ -15,7 +15,7 @@ export function proxyCommand(context: CommandContext): Command {
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
-    const { config, applied } = resolveProxyConfig({ proxyType: type, commandLine, proxyConfig, env: context.env });
+    const { config, applied } = resolveAgentConfig({ proxyType: type, commandLine, proxyConfig, env: context.env });
     checkResolvedConfig(config);
     // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
     const { runProxy } = await import('../run-proxy.ts');

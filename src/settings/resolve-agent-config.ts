@@ -2,7 +2,7 @@ import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
 import { concurrencyFromCpuLimit } from './envoy-env.ts';
 import { extraStatTags, proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
-import { proxySettings, type ProxyConfig } from './proxy-settings.ts';
+import { proxySettings, type AgentConfig } from './proxy-settings.ts';
 import { attributeOf, keyOf, settleSetting } from './setting.ts';
 
 /** What cli/ parsed: flag values keyed as commander keys them, and where each came from (cli, env, default). */
@@ -11,7 +11,7 @@ export interface CommandLineSource {
   sourceOf: ValueSource;
 }
 
-export interface ResolveProxyConfigOptions {
+export interface ResolveAgentConfigOptions {
   proxyType: ProxyType;
   commandLine: CommandLineSource;
   /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged (readProxyConfigSources). */
@@ -25,20 +25,20 @@ export interface ResolveProxyConfigOptions {
  * vars over ProxyConfig over the rows' defaults. Also returns the
  * ProxyConfig fields that took effect, for the start-up log.
  */
-export function resolveProxyConfig(options: ResolveProxyConfigOptions): { config: ProxyConfig; applied: string[] } {
+export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config: AgentConfig; applied: string[] } {
   const values = { ...options.commandLine.values };
   const applied = applyProxyConfig({ specs: proxySettings, flags: values, sourceOf: options.commandLine.sourceOf, merged: options.proxyConfig });
   // Set on the command line, by the flag's env var or by ProxyConfig (not the default).
   const given = (field: string) => options.commandLine.sourceOf(field) === 'cli' || options.commandLine.sourceOf(field) === 'env' || applied.includes(field);
   const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
-  const config = { ...settleProxyConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
+  const config = { ...settleAgentConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
   return { config, applied };
 }
 
 /** Each row's config value from the value the sources settled on, keyed as commander keys flags; unset: its default. */
-function settleProxyConfig(proxyType: ProxyType, values: Readonly<Record<string, unknown>>): ProxyConfig {
+function settleAgentConfig(proxyType: ProxyType, values: Readonly<Record<string, unknown>>): AgentConfig {
   const config: Record<string, unknown> = { proxyType };
   for (const setting of proxySettings) config[keyOf(setting)] = settleSetting(setting, values[attributeOf(setting)]);
-  return config as ProxyConfig;
+  return config as AgentConfig;
 }
