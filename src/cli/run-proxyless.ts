@@ -20,7 +20,7 @@ import { startStatusServer } from '../status/server.ts';
 import { loadKeptConfig } from '../xds/kept-file.ts';
 import { XdsRelay } from '../xds/relay.ts';
 import { processGuard } from './process-guard.ts';
-import { xdsUpstream } from './proxy-config.ts';
+import { xdsUpstream } from './xds-transport.ts';
 
 export interface ProxylessInputs {
   nodeId: string;

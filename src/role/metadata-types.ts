@@ -1,5 +1,5 @@
 import { parseBoundedJson } from './bounded-json.ts';
-import { checkProxyConfig } from './proxy-config-types.ts';
+import { checkProxyConfig } from '../settings/proxy-config-fields.ts';
 
 /**
  * The JSON type istiod declares for each node metadata key (Istio's

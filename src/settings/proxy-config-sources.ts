@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseDownwardApi } from '../role/downward-api.ts';
-import { checkProxyConfig, isProxyConfigField } from '../role/proxy-config-types.ts';
+import { checkProxyConfig, isProxyConfigField } from './proxy-config-fields.ts';
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { AgentError } from '../shared/errors.ts';

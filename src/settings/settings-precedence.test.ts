@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { Command } from 'commander';
-import { checkResolvedConfig } from '../cli/proxy-config.ts';
+import { checkResolvedConfig } from '../cli/preflight.ts';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 import type { AgentConfig } from './proxy-settings.ts';
 import { mergeProxyConfigs } from './proxy-config-sources.ts';

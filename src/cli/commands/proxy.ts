@@ -1,7 +1,7 @@
 import { Argument, Command } from 'commander';
 import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
-import { checkResolvedConfig } from '../proxy-config.ts';
+import { checkResolvedConfig } from '../preflight.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
 import { readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
 import { resolveAgentConfig } from '../../settings/resolve-agent-config.ts';

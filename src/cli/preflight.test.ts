@@ -5,8 +5,9 @@ import { Command } from 'commander';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
 import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { checkResolvedConfig, xdsRootCaFile, xdsTransport, xdsUpstream } from './proxy-config.ts';
+import { checkResolvedConfig } from './preflight.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
+import { xdsRootCaFile, xdsTransport, xdsUpstream } from './xds-transport.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
 function parse(args: string[]): AgentConfig | string {
