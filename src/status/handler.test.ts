@@ -108,6 +108,15 @@ describe('status handlers', () => {
     assert.deepEqual(JSON.parse(xds.body), { cds: { version: '1' } });
   });
 
+  it('/debug/sds: the SDS server\'s view as indented JSON for loopback peers, 404 without it, 403 from the pod network', async () => {
+    const view = { streams: [{ id: 1, resources: ['default'] }] };
+    const sds = await handleStatus(fakeDeps({ sds: { debug: () => view } }), request('GET', '/debug/sds'));
+    assert.deepEqual({ status: sds.status, contentType: sds.contentType, body: sds.body }, { status: 200, contentType: 'application/json', body: `${JSON.stringify(view, null, 2)}\n` });
+    const off = await handleStatus(fakeDeps(), request('GET', '/debug/sds'));
+    assert.deepEqual({ status: off.status, body: JSON.parse(off.body) }, { status: 404, body: { error: 'the SDS server is not running' } });
+    assert.equal((await handleStatus(fakeDeps({ sds: { debug: () => view } }), request('GET', '/debug/sds', '10.1.2.3'))).status, 403);
+  });
+
   it('answers 404 for unknown paths and 500 when a handler throws', async () => {
     assert.equal((await handleStatus(fakeDeps(), request('GET', '/nope'))).status, 404);
     assert.equal((await handleStatus(fakeDeps(), request('GET', '/__proto__'))).status, 404);

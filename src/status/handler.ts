@@ -3,7 +3,6 @@ import { canonicalPath, isLoopbackPeer } from './access.ts';
 import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
 import { mergePrometheus } from './prometheus.ts';
-import { debugSds } from './debug-sds.ts';
 import type { Readiness } from './readiness.ts';
 
 /** An HTTP request as the handlers see it; `server.ts` adapts node:http to this. */
@@ -153,6 +152,15 @@ async function drain(deps: StatusDeps): Promise<StatusResponse> {
 
 function debugXds(deps: StatusDeps): StatusResponse {
   return deps.xds ? json(200, deps.xds.debug()) : json(404, { error: 'the xDS relay is not running' });
+}
+
+/**
+ * Which secrets each SDS stream holds, their serials and expiry, and what
+ * streams wait for and why. Never key material: the SDS server's debug view
+ * carries names, serials, dates and file paths only.
+ */
+function debugSds(deps: StatusDeps): StatusResponse {
+  return deps.sds ? json(200, deps.sds.debug()) : json(404, { error: 'the SDS server is not running' });
 }
 
 /** The name table: version, age and size; `?summary` leaves the names out (100,000 of them are megabytes). */
