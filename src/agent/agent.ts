@@ -1,7 +1,8 @@
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
-import { initialState, reduce, type Action, type Event, type RetryPolicy, type State } from './reconcile.ts';
+import { initialState, reduce } from './reconcile.ts';
+import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';
 
 /** How the loop ended: the process exit code, and for a failure the line that says why. */
 export interface AgentExit {

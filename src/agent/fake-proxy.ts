@@ -1,4 +1,4 @@
-import type { ExitKind } from './reconcile.ts';
+import type { ExitKind } from './reconcile-types.ts';
 import type { Proxy, ProxyExit, RunOptions } from './proxy.ts';
 
 interface FakeEpoch {

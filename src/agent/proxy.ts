@@ -1,4 +1,4 @@
-import type { ExitKind } from './reconcile.ts';
+import type { ExitKind } from './reconcile-types.ts';
 
 /** How one epoch of the proxy ended. */
 export interface ProxyExit {

@@ -2,9 +2,7 @@
  * What a failed epoch takes down, and the retry backoff: the failure rules
  * of the reconcile reducer (listed at the top of `reconcile.ts`), pure like it.
  */
-import type { Action, Event, LiveEpoch, LogLevel, State, Step } from './reconcile.ts';
-
-type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
+import type { Action, ExitEvent, LiveEpoch, LogLevel, State, Step } from './reconcile-types.ts';
 
 /** Decides what a failed epoch takes down. */
 export function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { initialState, reduce, type Action, type Event, type ExitKind, type State } from './reconcile.ts';
+import { initialState, reduce } from './reconcile.ts';
+import type { Action, Event, ExitKind, State } from './reconcile-types.ts';
 
 const policy = { initialDelayMs: 200, budget: 3, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
 const A = 'a'.repeat(64);

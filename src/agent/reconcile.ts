@@ -1,6 +1,7 @@
 import { afterFailure, log, scheduleRetry, short, withRetry } from './reconcile-failures.ts';
+import type { Action, Event, ExitEvent, LiveEpoch, RetryPolicy, State, Step } from './reconcile-types.ts';
 
-/**
+/*
  * The reconcile loop as a pure function: `reduce(state, event)` returns the
  * next state and the actions to run. It decides; `agent.ts` acts.
  *
@@ -31,77 +32,6 @@ import { afterFailure, log, scheduleRetry, short, withRetry } from './reconcile-
  * epoch on its way out does not count as running the desired config, or a
  * retry that comes due while it exits would wrongly find nothing to do.
  */
-export interface RetryPolicy {
-  initialDelayMs: number;
-  budget: number;
-  stableAfterMs: number;
-  /**
-   * Wait before trying an epoch again whose parent was still initializing:
-   * not a failure, so no backoff and no budget, but not a spawn every 200 ms
-   * for the up to 15 s a parent may spend warming clusters either. 1 s when unset.
-   */
-  parentInitializingDelayMs?: number;
-}
-
-export interface LiveEpoch {
-  epoch: number;
-  config: string;
-  aborting: boolean;
-  /** Reported LIVE: it has taken over from its parent. */
-  tookOver: boolean;
-}
-
-export interface State {
-  desired?: string;
-  current?: string;
-  live: readonly LiveEpoch[];
-  budget: number;
-  retryScheduled: boolean;
-  /** A retry came due while aborted epochs were still exiting. */
-  reconcileWhenSettled: boolean;
-  shuttingDown: boolean;
-  /** The shutdown drain is over: epochs are being stopped, newest first. */
-  stopping: boolean;
-  /** Why the last epoch failed, for the log line when the budget is spent. */
-  lastFailure?: string;
-  /** The restart gate; open unless told otherwise. */
-  gateClosed?: { reason: string };
-  /** A hot restart is held behind the closed gate. */
-  restartHeld?: boolean;
-  policy: RetryPolicy;
-}
-
-/** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
-export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
-
-export type Event =
-  | { type: 'config-changed'; config: string }
-  | { type: 'epoch-exited'; epoch: number; kind: ExitKind; detail: string }
-  | { type: 'epoch-live'; epoch: number }
-  | { type: 'epoch-stable'; epoch: number }
-  | { type: 'retry-due' }
-  | { type: 'gate-changed'; open: boolean; reason: string }
-  | { type: 'shutdown' }
-  | { type: 'drained' };
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
-
-export type Action =
-  | { type: 'start-epoch'; epoch: number; config: string }
-  | { type: 'abort-epoch'; epoch: number }
-  | { type: 'remove-bootstrap'; epoch: number }
-  | { type: 'schedule'; event: Event; delayMs: number }
-  | { type: 'cancel-retry' }
-  | { type: 'drain' }
-  /** An epoch took over while the shutdown drain runs: drain its listeners too. */
-  | { type: 'drain-listeners'; epoch: number }
-  | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
-  /** `reason`: the one line the CLI prints on stderr for a non-zero code. */
-  | { type: 'exit'; code: number; reason?: string };
-
-export type Step = [State, Action[]];
-
-type ExitEvent = Extract<Event, { type: 'epoch-exited' }>;
 
 export function initialState(policy: RetryPolicy): State {
   return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, stopping: false, policy };

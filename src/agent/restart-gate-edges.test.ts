@@ -7,7 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import { makeCa } from '../../test/support/certs.ts';
 import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
-import type { Event, State } from './reconcile.ts';
+import type { Event, State } from './reconcile-types.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from './restart-gate.ts';
 
 /** Edges of restart-gate.test.ts that mutation testing showed untested. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
-import type { Event, State } from './reconcile.ts';
+import type { Event, State } from './reconcile-types.ts';
 import { RestartGate } from './restart-gate.ts';
 
 const hour = 3_600_000;

@@ -3,7 +3,7 @@ import { Gauge, type Registry } from '../metrics/index.ts';
 import { readBoundedFileSync } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import { certFileMaxBytes } from '../watch/cert-set.ts';
-import type { Event, State } from './reconcile.ts';
+import type { Event, State } from './reconcile-types.ts';
 
 /** What the gate asks the xDS relay. */
 export interface XdsReadiness {

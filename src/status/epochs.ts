@@ -1,5 +1,5 @@
 import type { Proxy, RunOptions } from '../agent/proxy.ts';
-import type { ExitKind, State } from '../agent/reconcile.ts';
+import type { ExitKind, State } from '../agent/reconcile-types.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { NotLive } from './readiness.ts';

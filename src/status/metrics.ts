@@ -1,6 +1,6 @@
 import { Counter, Gauge, type Registry } from '../metrics/index.ts';
 import { registerRuntimeMetrics } from '../metrics/runtime.ts';
-import type { Event, State } from '../agent/reconcile.ts';
+import type { Event, State } from '../agent/reconcile-types.ts';
 
 /** The agent's own counters; the xDS relay registers its own on the same registry. */
 export interface AgentMetrics {

@@ -1,5 +1,5 @@
 import type { Registry } from '../metrics/index.ts';
-import type { Event, State } from '../agent/reconcile.ts';
+import type { Event, State } from '../agent/reconcile-types.ts';
 import { adminClient } from '../envoy/admin.ts';
 import { drainListeners } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
