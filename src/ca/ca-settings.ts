@@ -1,5 +1,5 @@
-import { join } from 'node:path';
-import { caEnv, caHeadersFromEnv, istioTokenPath } from '../settings/ca-env.ts';
+import { caEnv, caHeadersFromEnv } from '../settings/ca-env.ts';
+import { istioTokenPath } from '../shared/istio-files.ts';
 import { isEnvSet, readEnvSetting, readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
 import { parseHostPort, type HostPort } from '../shared/host-port.ts';
 import type { WorkloadKeyOptions } from './csr.ts';
@@ -67,6 +67,3 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
 
 /** CA_ADDR passed its row's check, so it parses. */
 const hostOf = (address: string) => (parseHostPort(address) as HostPort).host;
-
-/** The files OUTPUT_CERTS gets, under Istio's names. */
-export const outputFiles = (dir: string) => ({ chain: join(dir, 'cert-chain.pem'), key: join(dir, 'key.pem'), root: join(dir, 'root-cert.pem') });

@@ -1,5 +1,6 @@
 import { mkdir, mkdtemp, open, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
+import { certFileNames } from '../shared/istio-files.ts';
 
 export interface OutputCertificate {
   key: string;
@@ -8,7 +9,7 @@ export interface OutputCertificate {
 }
 
 /** The files OUTPUT_CERTS gets, under Istio's names. */
-const names = { key: 'key.pem', chain: 'cert-chain.pem', root: 'root-cert.pem' } as const;
+const names = { key: certFileNames.key, chain: certFileNames.chain, root: certFileNames.root } as const;
 /** As Kubernetes' secret volumes: `..data` points at the current version's directory. */
 const dataLink = '..data';
 const versionPrefix = '..version-';

@@ -1,6 +1,6 @@
 import { access } from 'node:fs/promises';
-import { join } from 'node:path';
 import { formatHostPort } from '../shared/host-port.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { caSettingsFromEnv, type CaSettings } from './ca-settings.ts';
 
@@ -10,6 +10,6 @@ import { caSettingsFromEnv, type CaSettings } from './ca-settings.ts';
  * as with Istio's FILE_MOUNTED_CERTS). Wrong CA env is bad input (exit 2).
  */
 export async function resolveCaSettings(config: AgentConfig, env: NodeJS.ProcessEnv): Promise<CaSettings | undefined> {
-  const certFilesMounted = await access(join(config.certDir, 'cert-chain.pem')).then(() => true, () => false);
+  const certFilesMounted = await access(certFilesIn(config.certDir).chain).then(() => true, () => false);
   return caSettingsFromEnv({ env, tokenFile: config.xdsTokenFile, certFilesMounted, discoveryAddress: formatHostPort(config.discoveryAddress) });
 }

@@ -45,6 +45,7 @@ import { superviseProxyless } from './run-proxyless.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 import { processGuard } from './process-guard.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
@@ -201,7 +202,7 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   agent.onEvent(countAgentEvents(metrics));
   const gate = new RestartGate({
     xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
-    readNotAfter: () => readCertNotAfter(join(config.certDir, 'cert-chain.pem')), expiryMarginMs: defaultExpiryMarginMs,
+    readNotAfter: () => readCertNotAfter(certFilesIn(config.certDir).chain), expiryMarginMs: defaultExpiryMarginMs,
   });
   gate.start();
   const status = await startStatus({

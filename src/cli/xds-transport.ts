@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { istioRootCertPath, istioTokenPath } from '../settings/ca-env.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { certFileNames, type UpstreamOptions } from '../xds/upstream.ts';
+import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
+import type { UpstreamOptions } from '../xds/upstream.ts';
 
 /** Where and how the xDS relay reaches the discovery server. */
 export function xdsUpstream(config: AgentConfig): UpstreamOptions {

@@ -8,7 +8,7 @@
  */
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { outputFiles } from '../ca/ca-settings.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 
 export const serverListenerNameTemplate = 'xds.istio.io/grpc/lds/inbound/%s';
 /** How often gRPC re-reads the certificate files; Istio's agent uses the same 15 minutes. */
@@ -40,7 +40,7 @@ export function buildGrpcBootstrap(input: GrpcBootstrapInput): GrpcBootstrap {
     server_listener_resource_name_template: serverListenerNameTemplate,
   };
   if (input.certDir) {
-    const files = outputFiles(input.certDir);
+    const files = certFilesIn(input.certDir);
     bootstrap.certificate_providers = {
       default: {
         plugin_name: 'file_watcher',

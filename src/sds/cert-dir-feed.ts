@@ -1,6 +1,6 @@
-import { join } from 'node:path';
 import type { Logger } from '../shared/log.ts';
 import type { FileRead } from '../watch/cert-set.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 import { pemSecret } from './pem-secret.ts';
 import { rootSecretName, workloadSecretName } from './resource-names.ts';
 import type { SecretStore } from './secret-store.ts';
@@ -59,11 +59,11 @@ const sameBytes = (a: Buffer | undefined, b: Buffer | undefined) => (a && b ? a.
 
 /** cert-chain.pem + key.pem are `default`, root-cert.pem is `ROOTCA`; absent files leave the names waiting. */
 export function storeCertDir(store: SecretStore, certDir: string, files: readonly FileRead[]): void {
-  const [chain, key, root] = ['cert-chain.pem', 'key.pem', 'root-cert.pem'].map((file) => join(certDir, file));
+  const { chain, key, root } = certFilesIn(certDir);
   const content = (path: string) => files.find((file) => file.path === path)?.content;
-  const [chainBytes, keyBytes, rootBytes] = [content(chain!), content(key!), content(root!)];
-  if (chainBytes && keyBytes) store.put(workloadSecretName, pemSecret({ kind: 'tls-certificate', chain: chainBytes, key: keyBytes }, [chain!, key!]));
+  const [chainBytes, keyBytes, rootBytes] = [content(chain), content(key), content(root)];
+  if (chainBytes && keyBytes) store.put(workloadSecretName, pemSecret({ kind: 'tls-certificate', chain: chainBytes, key: keyBytes }, [chain, key]));
   else store.remove(workloadSecretName, `no ${chain} and ${key} yet`);
-  if (rootBytes) store.put(rootSecretName, pemSecret({ kind: 'validation-context', trustedCa: rootBytes }, [root!]));
+  if (rootBytes) store.put(rootSecretName, pemSecret({ kind: 'validation-context', trustedCa: rootBytes }, [root]));
   else store.remove(rootSecretName, `no ${root} yet`);
 }

@@ -1,15 +1,8 @@
 import { parseDuration } from '../shared/duration.ts';
 import { parseHostPort } from '../shared/host-port.ts';
 import { badEnv } from '../shared/errors.ts';
+import { istioRootCertPath } from '../shared/istio-files.ts';
 import { declareEnvSettings } from './env-settings.ts';
-
-/**
- * Istio's mounts for istiod's root (the CA's and the 15012 port's) and the
- * projected service-account token, relative as Istio names them: read against
- * the working directory (/ in a pod).
- */
-export const istioRootCertPath = './var/run/secrets/istio/root-cert.pem';
-export const istioTokenPath = './var/run/secrets/tokens/istio-token';
 
 const identityReason = 'must be set to ask the CA (CA_ADDR) for a certificate: the identity is spiffe://<trust domain>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT>';
 

@@ -1,5 +1,6 @@
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import type { ProxyType } from '../role/role.ts';
+import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
 import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLevels, maxConcurrency, port, secondsOrDuration } from './parse-values.ts';
 import { declareSettings, type SettingValues } from './setting.ts';
 import { emptyIsUnset, workingDirPath, hostPort, optionalHostPort, optionalList } from './settle-values.ts';
@@ -33,7 +34,7 @@ export const proxySettings = declareSettings([
   { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },
   { flag: 'prometheusPort', value: '<port>', default: '15090', parse: port, description: 'Port of Envoy\'s Prometheus listener (0: any free port)' },
-  { flag: 'certDir', value: '<dir>', default: './etc/certs', env: 'CERT_DIR', settle: workingDirPath, description: 'Directory of cert-chain.pem, key.pem and root-cert.pem, watched for rotation' },
+  { flag: 'certDir', value: '<dir>', default: './etc/certs', env: 'CERT_DIR', settle: workingDirPath, description: `Directory of ${certFileNames.chain}, ${certFileNames.key} and ${certFileNames.root}, watched for rotation` },
   { flag: 'ingressCertDir', value: '<dir>', default: '/etc/istio/ingress-certs', env: 'INGRESS_CERT_DIR', description: 'Directory of tls.crt and tls.key, also watched for `proxy ingress`' },
   { flag: 'certDebounce', key: 'certDebounceMs', value: '<duration>', default: '200ms', parse: duration, description: 'Quiet time after the last certificate file event before the files are read and Envoy hot-restarted' },
   { flag: 'certResync', key: 'certResyncMs', value: '<duration>', default: '10s', parse: durationIn({ minMs: 1000, zeroMeansOff: true }), description: 'Re-read the certificate files this often even without a file event, in case one was missed; at least 1s (0s: never)' },
@@ -48,8 +49,8 @@ export const proxySettings = declareSettings([
   { flag: 'exitOnZeroActiveConnections', value: '[bool]', default: false, env: 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', parse: bool, description: 'On termination, stop as soon as no downstream connection is left (after --minimumDrainDuration) instead of draining the whole time' },
   { flag: 'minimumDrainDuration', key: 'minimumDrainDurationMs', value: '<duration>', default: '5s', env: 'MINIMUM_DRAIN_DURATION', parse: duration, description: 'With --exitOnZeroActiveConnections: drain at least this long before checking connections' },
   { flag: 'xdsServerName', value: '<name>', default: '', env: 'ISTIOD_SAN', settle: emptyIsUnset, description: 'TLS server name expected of the discovery server (TLS or MUTUAL_TLS); the host of --discoveryAddress when empty' },
-  { flag: 'xdsTokenFile', value: '<file>', default: '', settle: emptyIsUnset, description: 'File whose content the agent sends to the discovery server as `authorization: Bearer`, read again for every new stream; with TLS to istiod, ./var/run/secrets/tokens/istio-token when empty' },
-  { flag: 'xdsRootCa', value: '<file>', default: '', env: 'XDS_ROOT_CA', settle: emptyIsUnset, description: 'Root certificate the discovery server\'s TLS certificate must chain to; setting it (or a --discoveryAddress on port 15012, istiod\'s TLS port) makes the agent speak TLS to it with a token; SYSTEM: the OS trust store; when empty, root-cert.pem in --certDir if there, else ./var/run/secrets/istio/root-cert.pem' },
+  { flag: 'xdsTokenFile', value: '<file>', default: '', settle: emptyIsUnset, description: `File whose content the agent sends to the discovery server as \`authorization: Bearer\`, read again for every new stream; with TLS to istiod, ${istioTokenPath} when empty` },
+  { flag: 'xdsRootCa', value: '<file>', default: '', env: 'XDS_ROOT_CA', settle: emptyIsUnset, description: `Root certificate the discovery server's TLS certificate must chain to; setting it (or a --discoveryAddress on port 15012, istiod's TLS port) makes the agent speak TLS to it with a token; SYSTEM: the OS trust store; when empty, ${certFileNames.root} in --certDir if there, else ${istioRootCertPath}` },
   { flag: 'podInfoDir', value: '<dir>', default: './etc/istio/pod', settle: workingDirPath, description: 'Downward-API directory whose `labels` and `annotations` files become the node\'s LABELS and ANNOTATIONS' },
 ]);
 

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { ProxyType } from '../role/role.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 
 export const ingressCertDir = '/etc/istio/ingress-certs';
 
@@ -11,7 +12,8 @@ export interface CertGroup {
 
 /** The certificate files whose content is the agent's desired config, grouped by key pair. */
 export function watchedCertGroups(certDir: string, proxyType: ProxyType, ingressDir = ingressCertDir): CertGroup[] {
-  const groups: CertGroup[] = [{ cert: join(certDir, 'cert-chain.pem'), key: join(certDir, 'key.pem') }, { cert: join(certDir, 'root-cert.pem') }];
+  const files = certFilesIn(certDir);
+  const groups: CertGroup[] = [{ cert: files.chain, key: files.key }, { cert: files.root }];
   if (proxyType === 'ingress') groups.push({ cert: join(ingressDir, 'tls.crt'), key: join(ingressDir, 'tls.key') });
   return groups;
 }

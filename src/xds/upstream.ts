@@ -10,6 +10,7 @@ import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCe
 import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
 import { boundedTimer } from '../shared/clock.ts';
 import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
+import { certFileNames } from '../shared/istio-files.ts';
 import { certFileMaxBytes } from '../watch/cert-set.ts';
 
 /** How the agent reaches the discovery server. */
@@ -39,8 +40,6 @@ const mib = 1024 * 1024;
 export const upstreamWindowBytes = 16 * mib;
 /** A server that takes longer than this to accept and finish TLS counts as down. */
 const connectTimeoutMs = 10_000;
-
-export const certFileNames = { chain: 'cert-chain.pem', key: 'key.pem', root: 'root-cert.pem' } as const;
 
 export interface UpstreamMaterial {
   /** The root to trust, with our certificate and key for mutual TLS; absent for plaintext. */
