@@ -1,4 +1,5 @@
 import { X509Certificate, type KeyObject } from 'node:crypto';
+import { strictPemBlock } from '../shared/pem.ts';
 
 /**
  * What the agent checks in a CA's answer before anything of it is served.
@@ -31,8 +32,6 @@ export const clockSkewMs = 5 * 60_000;
 /** Far more than any CA's chain; bounds the signature checks a hostile answer can ask for. */
 export const maxChainCertificates = 16;
 
-const pemBlock = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([A-Za-z0-9+/=\r\n]*?)-----END \1-----/g;
-
 export function checkChain(input: ChainCheckInput): CheckedChain | string {
   try {
     return checkParts(input);
@@ -57,9 +56,9 @@ function checkParts(input: ChainCheckInput): CheckedChain | string {
 function parseElements(chain: readonly string[]): X509Certificate[] | string {
   const certificates: X509Certificate[] = [];
   for (const [index, element] of chain.entries()) {
-    const blocks = [...element.matchAll(pemBlock)];
+    const blocks = [...element.matchAll(strictPemBlock)];
     if (blocks.length === 0) return `chain element ${index} holds no PEM certificate`;
-    if (element.replaceAll(pemBlock, '').trim() !== '') return `chain element ${index} holds text outside its PEM blocks`;
+    if (element.replaceAll(strictPemBlock, '').trim() !== '') return `chain element ${index} holds text outside its PEM blocks`;
     for (const [, label, body] of blocks) {
       if (label !== 'CERTIFICATE') return `chain element ${index} holds a ${label} block, not a certificate`;
       if (certificates.length === maxChainCertificates) return `the chain holds more than ${maxChainCertificates} certificates`;
@@ -108,7 +107,7 @@ function checkAnchor(certificates: X509Certificate[], trustedRoots: string | und
 /** Our own root file: what does not parse in it is skipped (the CA's TLS handshake read it already). */
 function parseTrusted(bundle: string): X509Certificate[] {
   const roots: X509Certificate[] = [];
-  for (const [, label, body] of bundle.matchAll(pemBlock)) {
+  for (const [, label, body] of bundle.matchAll(strictPemBlock)) {
     if (label !== 'CERTIFICATE') continue;
     try {
       roots.push(new X509Certificate(Buffer.from(body!, 'base64')));

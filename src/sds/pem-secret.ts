@@ -1,7 +1,6 @@
 import { X509Certificate } from 'node:crypto';
+import { firstPemCertificate } from '../shared/pem.ts';
 import type { SecretMaterial, StoredSecret } from './secret-store.ts';
-
-const firstCertificate = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/;
 
 /**
  * A stored secret from bytes the consistency check already accepted: serial
@@ -9,7 +8,7 @@ const firstCertificate = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICAT
  */
 export function pemSecret(material: SecretMaterial, files: readonly string[]): StoredSecret {
   const pem = material.kind === 'tls-certificate' ? material.chain : material.trustedCa;
-  const block = pem.toString('utf8').match(firstCertificate)?.[0];
+  const block = firstPemCertificate(pem.toString('utf8'));
   if (!block) throw new Error('no certificate in checked bytes'); // the check guarantees one
   const cert = new X509Certificate(block);
   return { material, serial: cert.serialNumber.toUpperCase(), expiresAt: Date.parse(cert.validTo), files };

@@ -1,5 +1,6 @@
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
+import { pemBlocksOpened, pemCertificates } from '../shared/pem.ts';
 import { groupPaths, type CertGroup } from './cert-files.ts';
 
 /** One watched file as read: content, absent, or unreadable (with the error code). */
@@ -83,14 +84,12 @@ function checkGroup(group: CertGroup, byPath: ReadonlyMap<string, FileRead>): Ce
   return undefined;
 }
 
-const pemCertificate = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
-
 /** Every PEM block must be complete and parse: a truncated chain is not a chain. */
 function parseCertificates(content: Buffer): X509Certificate[] | string {
   const text = content.toString('utf8');
-  const blocks = text.match(pemCertificate) ?? [];
+  const blocks = pemCertificates(text);
   if (blocks.length === 0) return 'not a PEM certificate (no complete CERTIFICATE block)';
-  if (blocks.length !== text.split('-----BEGIN ').length - 1) return 'has an incomplete or non-certificate PEM block (half-written?)';
+  if (blocks.length !== pemBlocksOpened(text)) return 'has an incomplete or non-certificate PEM block (half-written?)';
   try {
     return blocks.map((block) => new X509Certificate(block));
   } catch (error) {
