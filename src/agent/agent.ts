@@ -1,5 +1,6 @@
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { shortHash } from '../watch/cert-set.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce } from './reconcile.ts';
 import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';
@@ -97,7 +98,7 @@ export class Agent {
   #startEpoch(epoch: number, config: string): void {
     const controller = new AbortController();
     this.#epochs.set(epoch, controller);
-    this.#options.logger.info({ epoch, config: config.slice(0, 12) }, 'starting epoch');
+    this.#options.logger.info({ epoch, config: shortHash(config) }, 'starting epoch');
     const onLive = (details?: LiveDetails) => {
       this.#options.logger.info({ epoch, ...details }, 'epoch live');
       this.dispatch({ type: 'epoch-live', epoch });

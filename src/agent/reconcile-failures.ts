@@ -2,11 +2,12 @@
  * What a failed epoch takes down, and the retry backoff: the failure rules
  * of the reconcile reducer (listed at the top of `reconcile.ts`), pure like it.
  */
+import { shortHash } from '../watch/cert-set.ts';
 import type { Action, ExitEvent, LiveEpoch, LogLevel, State, Step } from './reconcile-types.ts';
 
 /** Decides what a failed epoch takes down. */
 export function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch | undefined): Step {
-  const fields = { epoch: event.epoch, config: exited ? short(exited.config) : undefined, detail: event.detail };
+  const fields = { epoch: event.epoch, config: exited ? shortHash(exited.config) : undefined, detail: event.detail };
   const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
   if (exited?.tookOver && !state.live.some((entry) => entry.tookOver && entry.epoch > exited.epoch)) {
     const [aborted, abortActions] = abortAll(state);
@@ -26,7 +27,7 @@ export function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch |
 export function scheduleRetry(state: State, epoch: number, before: Action[] = []): Step {
   if (state.retryScheduled) return [state, [...before, log('debug', 'retry already scheduled', { epoch })]];
   if (state.budget <= 0) return budgetSpent(state, epoch, before);
-  const config = state.desired ? short(state.desired) : undefined;
+  const config = state.desired ? shortHash(state.desired) : undefined;
   const delayMs = state.policy.initialDelayMs * 2 ** (state.policy.budget - state.budget);
   const [after, actions] = withRetry({ ...state, budget: state.budget - 1 }, delayMs);
   return [after, [...before, log('info', 'retry scheduled', { epoch, config, delayMs, budget: state.budget - 1 }), ...actions]];
@@ -34,7 +35,7 @@ export function scheduleRetry(state: State, epoch: number, before: Action[] = []
 
 /** With epochs still serving, give up on the new config only; else exit 1. */
 function budgetSpent(state: State, epoch: number, before: Action[]): Step {
-  const fields = { epoch, config: state.desired ? short(state.desired) : undefined, lastFailure: state.lastFailure };
+  const fields = { epoch, config: state.desired ? shortHash(state.desired) : undefined, lastFailure: state.lastFailure };
   const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
   if (serving.length > 0) {
     return [state, [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })]];
@@ -56,8 +57,4 @@ function abortAll(state: State): Step {
 
 export function log(level: LogLevel, message: string, fields: Record<string, unknown>): Action {
   return { type: 'log', level, message, fields };
-}
-
-export function short(config: string): string {
-  return config.slice(0, 12);
 }

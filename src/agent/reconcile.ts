@@ -1,4 +1,5 @@
-import { afterFailure, log, scheduleRetry, short, withRetry } from './reconcile-failures.ts';
+import { shortHash } from '../watch/cert-set.ts';
+import { afterFailure, log, scheduleRetry, withRetry } from './reconcile-failures.ts';
 import type { Action, Event, ExitEvent, LiveEpoch, RetryPolicy, State, Step } from './reconcile-types.ts';
 
 /*
@@ -63,7 +64,7 @@ function onConfigChanged(state: State, config: string): Step {
   const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
   const [after, actions] = reconcile(next);
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
-  return [after, [log('info', 'desired config changed', { config: short(config) }), ...cancel, ...actions]];
+  return [after, [log('info', 'desired config changed', { config: shortHash(config) }), ...cancel, ...actions]];
 }
 
 /**
@@ -88,7 +89,7 @@ function reconcile(state: State): Step {
 
 function holdRestart(state: State): Step {
   if (state.restartHeld) return [state, []];
-  const fields = { config: short(state.desired!), reason: state.gateClosed!.reason, serving: state.live.map((entry) => entry.epoch) };
+  const fields = { config: shortHash(state.desired!), reason: state.gateClosed!.reason, serving: state.live.map((entry) => entry.epoch) };
   return [{ ...state, restartHeld: true }, [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)]];
 }
 

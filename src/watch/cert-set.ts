@@ -51,6 +51,9 @@ export function hashCertFiles(files: readonly FileRead[]): string {
   return hash.digest('hex');
 }
 
+/** The desired config as log lines and exit reasons name it: its hash's first 12 hex digits. */
+export const shortHash = (hash: string) => hash.slice(0, 12);
+
 /**
  * The first reason the files are not a consistent set, or undefined when
  * they are. Absent groups are fine (no certificates at all); a half-written

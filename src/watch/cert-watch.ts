@@ -2,7 +2,7 @@ import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ChangeSource } from './change-source.ts';
 import { groupPaths, type CertGroup } from './cert-files.ts';
-import { checkCertFiles, hashCertFiles, readCertFiles, type CertProblem, type FileRead } from './cert-set.ts';
+import { checkCertFiles, hashCertFiles, readCertFiles, shortHash, type CertProblem, type FileRead } from './cert-set.ts';
 
 /** What made the watch read the files. */
 type Trigger = 'start' | 'event' | 'resync';
@@ -106,7 +106,7 @@ export class CertWatch {
     if (hash === this.#lastHash || this.#closed) return;
     this.#lastHash = hash;
     const present = files.filter((file) => file.content).map((file) => file.path);
-    const fields = { config: hash.slice(0, 12), files: present, ...(trigger === 'resync' ? { foundBy: 'periodic re-read; a file event was missed' } : {}) };
+    const fields = { config: shortHash(hash), files: present, ...(trigger === 'resync' ? { foundBy: 'periodic re-read; a file event was missed' } : {}) };
     this.#options.logger.info(fields, present.length ? 'certificate files changed' : 'no certificate files; running without certificates');
     this.#options.onConfig(hash, files);
   }
