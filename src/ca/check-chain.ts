@@ -1,4 +1,5 @@
 import { X509Certificate, type KeyObject } from 'node:crypto';
+import { describe } from '../shared/errors.ts';
 import { strictPemBlock } from '../shared/pem.ts';
 
 /**
@@ -37,7 +38,7 @@ export function checkChain(input: ChainCheckInput): CheckedChain | string {
     return checkParts(input);
   } catch (error) {
     // node:crypto on input nobody foresaw: still a refusal, never a crash.
-    return `the CA's answer cannot be checked: ${error instanceof Error ? error.message : String(error)}`;
+    return `the CA's answer cannot be checked: ${describe(error)}`;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Clock, Timer } from '../shared/clock.ts';
+import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import type { CaResult } from './ca-client.ts';
 import { checkChain, oneLine } from './check-chain.ts';
@@ -96,7 +97,7 @@ export class WorkloadCertificates {
 
   async #renew(): Promise<void> {
     try {
-      const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: reasonOf(error) }));
+      const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: describe(error) }));
       if (this.#stopped) return;
       this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
       if (outcome.ok) return this.#accept(outcome.certificate);
@@ -104,7 +105,7 @@ export class WorkloadCertificates {
     } catch (error) {
       // Publishing or logging threw: the answer passed every check, so this is ours to fix, and still no reason to die.
       if (this.#stopped) return;
-      this.#options.logger.error({ error: reasonOf(error) }, 'handling the CA\'s answer failed; retrying');
+      this.#options.logger.error({ error: describe(error) }, 'handling the CA\'s answer failed; retrying');
       this.#schedule(this.#nextRetryDelay());
     }
   }
@@ -165,9 +166,6 @@ export class WorkloadCertificates {
     this.#timer = this.#options.clock.setTimeout(() => void this.#renew(), delay);
   }
 }
-
-/** A thrown value's reason, whatever was thrown (undefined, a string, an Error). */
-const reasonOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export interface IssuedCheckInput {
   chain: readonly string[];
