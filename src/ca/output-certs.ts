@@ -1,6 +1,7 @@
-import { mkdir, mkdtemp, open, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { certFileNames } from '../shared/istio-files.ts';
+import { writeSyncedFile } from '../shared/synced-file.ts';
 
 export interface OutputCertificate {
   key: string;
@@ -39,7 +40,7 @@ async function writeVersion(dir: string, certificate: OutputCertificate): Promis
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const previous = await readlink(join(dir, dataLink)).catch(() => undefined);
   const version = await mkdtemp(join(dir, versionPrefix));
-  for (const [field, name] of Object.entries(names) as [keyof OutputCertificate, string][]) await writeSynced(join(version, name), certificate[field]);
+  for (const [field, name] of Object.entries(names) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx');
   await swapLink(join(dir, dataLink), basename(version));
   // Once: the top-level names become links through ..data (a file an older agent wrote is replaced whole).
   for (const name of Object.values(names)) {
@@ -47,16 +48,6 @@ async function writeVersion(dir: string, certificate: OutputCertificate): Promis
     if (target !== join(dataLink, name)) await swapLink(join(dir, name), join(dataLink, name));
   }
   await removeOldVersions(dir, [basename(version), previous]);
-}
-
-async function writeSynced(path: string, content: string): Promise<void> {
-  const file = await open(path, 'wx', 0o600);
-  try {
-    await file.writeFile(content);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
 }
 
 /** A symlink made beside `path` and renamed over it: whoever opens `path` gets the old target or the new. */

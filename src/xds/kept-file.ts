@@ -1,9 +1,10 @@
 import type { Stats } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { writeSyncedFile } from '../shared/synced-file.ts';
 import { decodeKept, encodeKept } from './kept-codec.ts';
 import { KeptConfig } from './kept-config.ts';
 
@@ -143,13 +144,7 @@ function ownedByUs(info: Stats): string | undefined {
 /** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
 export async function writeAtomically(path: string, text: string): Promise<void> {
   const temporary = `${path}.${process.pid}.tmp`;
-  const file = await open(temporary, 'w', 0o600);
-  try {
-    await file.writeFile(text);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
+  await writeSyncedFile(temporary, text, 'w');
   await rename(temporary, path);
 }
 

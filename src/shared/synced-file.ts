@@ -1,0 +1,17 @@
+import { open } from 'node:fs/promises';
+
+/**
+ * Writes `content` to a file only the agent's uid can read (0600) and syncs
+ * it before closing: a rename that follows publishes bytes already on disk.
+ * `wx` refuses a file that exists (a fresh version directory), `w` replaces
+ * a temporary left by a crash.
+ */
+export async function writeSyncedFile(path: string, content: string, flags: 'w' | 'wx'): Promise<void> {
+  const file = await open(path, flags, 0o600);
+  try {
+    await file.writeFile(content);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+}
