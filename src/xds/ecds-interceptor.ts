@@ -141,7 +141,8 @@ export class EcdsInterceptor {
     if (typeUrl === undefined && !whole && this.#held < sniffLimitBytes) return;
     this.#state = 'forward';
     this.#reassembled = true;
-    this.#emit(Buffer.concat(this.#parts));
+    // Prefix and the bytes so far as two pieces: no second copy of what was held.
+    for (const part of this.#parts) this.#emit(part);
     this.#parts = [];
   }
 
