@@ -80,3 +80,11 @@ describe('remote Wasm conversion', () => {
     assert.equal(varintOf(decodeMessage(dig(network, 2, 2)!), 4), undefined);
   });
 });
+
+describe('remote Wasm conversion, edge cases', () => {
+  it('a remote without http_uri is read (the fetch fails later and the fallback stands in)', () => {
+    const noUri = msg(lenField(2, msg(lenField(2, 'ab'.repeat(32)))));
+    const parsed = parseRemoteWasm(extension({ code: noUri }))!;
+    assert.equal(parsed.url, '');
+  });
+});

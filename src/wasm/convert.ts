@@ -75,9 +75,8 @@ export function parseRemoteWasm(extensionBytes: Buffer): Parsed | undefined {
     throw new ConvertError(`Wasm filter ${name} has neither remote nor local code`);
   }
   const remote = decodeMessage(remoteBytes);
-  const httpUri = bytesOf(remote, F.remote.httpUri);
-  if (!httpUri) throw new ConvertError(`Wasm filter ${name}: its remote code has no http_uri`);
-  const uri = decodeMessage(httpUri);
+  // No http_uri: the fetch fails and the fallback stands in, as with Istio's agent.
+  const uri = decodeMessage(bytesOf(remote, F.remote.httpUri) ?? Buffer.alloc(0));
   const env = readEnv(sub(vm, F.vm.env));
   const policy = varintOf(plugin, F.plugin.failurePolicy) ?? 0;
   const sha = stringOf(remote, F.remote.sha256) ?? '';

@@ -50,6 +50,13 @@ describe('OCI pulls from a registry on loopback', () => {
     await assert.rejects(fetcher()(request(`oci://${locked.host}/plugin:v1`)), /private, loopback or link-local/);
   });
 
+  it('fetches over http by name, through the checked lookup', async () => {
+    const blob = `http://localhost:${open.host.split(':')[1]}/v2/team/plugin/blobs/sha256:${createHash('sha256').update(module).digest('hex')}`;
+    const fetched = await fetcher()(request(blob));
+    assert.deepEqual(await fetched.module(), module);
+    assert.equal(fetched.digest, createHash('sha256').update(module).digest('hex'));
+  });
+
   it('refuses a registry on a link-local address before connecting', async () => {
     await assert.rejects(fetcher()(request('oci://169.254.169.254/plugin:v1')), /link-local/);
   });
