@@ -53,4 +53,11 @@ describe('Wasm fetch retries', () => {
     await assert.rejects(result);
     assert.equal(calls(), 2, '0 ms, then 500 ms; a third at 1500 ms would pass the deadline');
   });
+
+  it('hands a TLS handshake answered in plain HTTP back at once, for the plain-HTTP fallback', async () => {
+    const plain = Object.assign(new Error('ssl3_get_record:wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
+    const { result, calls } = await run([plain], { attempts: 5 });
+    await assert.rejects(result, /wrong version number/);
+    assert.equal(calls(), 1);
+  });
 });

@@ -1,6 +1,6 @@
 import { Backoff, type BackoffPolicy, type RandomSource } from '../shared/backoff.ts';
 import type { Clock } from '../shared/clock.ts';
-import type { HttpAnswer } from './http-get.ts';
+import { spokePlainHttp, type HttpAnswer } from './http-get.ts';
 
 /** As Istio's Wasm fetcher: 500 ms, doubling. */
 export const fetchBackoff: BackoffPolicy = { initialMs: 500, multiplier: 2, jitter: 0.2, maxMs: 10_000 };
@@ -33,6 +33,8 @@ export async function withRetries(get: () => Promise<HttpAnswer>, options: Retry
       if (!retryableStatus(answer.status)) return answer;
       last = new Error(`${answer.url}: HTTP ${answer.status}`);
     } catch (error) {
+      // A registry speaking plain HTTP will not start speaking TLS: the caller falls back at once.
+      if (spokePlainHttp(error)) throw error;
       last = error as Error;
     }
     const delay = backoff.next();
