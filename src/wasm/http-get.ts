@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { boundedTimer } from '../shared/clock.ts';
 import { refusedAddress } from './ssrf.ts';
 
 export interface HttpGetOptions {
@@ -79,8 +80,8 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
       response.on('error', reject);
     });
     // The socket timeout only sees idleness; the whole request gets the same bound.
-    const deadline = setTimeout(() => call.destroy(new Error(`${url}: no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
-    call.on('close', () => clearTimeout(deadline));
+    const deadline = boundedTimer(() => call.destroy(new Error(`${url}: no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    call.on('close', () => deadline.cancel());
     call.on('timeout', () => call.destroy(new Error(`${url}: no answer within ${options.timeoutMs} ms`)));
     call.on('error', reject);
     call.end();
