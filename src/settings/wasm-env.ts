@@ -1,4 +1,5 @@
 import { declareEnvSettings } from './env-settings.ts';
+import { parseCidrs } from '../wasm/ssrf.ts';
 import { bool, count, durationIn } from './parse-values.ts';
 
 const positive = (text: string) => {
@@ -18,5 +19,6 @@ export const wasmEnv = declareEnvSettings({
   moduleExpiryMs: { env: 'WASM_MODULE_EXPIRY', default: '24h', parse: durationIn({ minMs: 1 }), description: 'A cached Wasm module unused this long is removed' },
   purgeIntervalMs: { env: 'WASM_PURGE_INTERVAL', default: '1h', parse: durationIn({ minMs: 1000 }), description: 'How often expired Wasm modules are looked for' },
   insecureRegistries: { env: 'WASM_INSECURE_REGISTRIES', default: '', parse: hosts, description: 'Comma-separated hosts (host:port; * for all) whose TLS certificate is not verified' },
+  blockedCidrs: { env: 'BLOCKED_CIDRS_IN_WASM_FETCH', default: '', parse: parseCidrs, description: 'Comma-separated CIDRs a Wasm fetch never connects to, besides link-local and cloud metadata addresses' },
   maxBytes: { env: 'ISTIO_WASM_MAX_BINARY_SIZE_BYTES', default: String(256 * 1024 * 1024), parse: positive, description: 'Largest Wasm module (and download) accepted' },
 });

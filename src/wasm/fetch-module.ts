@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { BlockList } from 'node:net';
 import type { RandomSource } from '../shared/backoff.ts';
 import type { Clock } from '../shared/clock.ts';
 import { httpGet, type HttpAnswer, type HttpGetOptions } from './http-get.ts';
@@ -17,6 +18,8 @@ export interface FetcherOptions {
   clock: Clock;
   random?: RandomSource;
   maxBytes: number;
+  /** BLOCKED_CIDRS_IN_WASM_FETCH, refused besides link-local and metadata addresses. */
+  blocked?: BlockList;
   /** Tests replace the network or the realm rule; production uses http-get.ts and ssrf.ts. */
   get?: (url: string, options: HttpGetOptions) => Promise<HttpAnswer>;
   refusedRealm?: (realm: string) => string | undefined;
@@ -31,7 +34,7 @@ export function moduleFetcher(options: FetcherOptions): (request: ModuleRequest)
     const deadline = options.clock.now() + request.timeoutMs;
     const insecure = insecureFor(options.insecureRegistries, request.url);
     const retried = (url: string, extra: Omit<HttpGetOptions, 'timeoutMs' | 'maxBytes'>) =>
-      withRetries(() => get(url, { ...extra, timeoutMs: Math.max(1, Math.min(options.requestTimeoutMs, deadline - options.clock.now())), maxBytes: options.maxBytes }), { attempts: options.maxRetries, clock: options.clock, random: options.random, deadline });
+      withRetries(() => get(url, { ...extra, blocked: options.blocked, timeoutMs: Math.max(1, Math.min(options.requestTimeoutMs, deadline - options.clock.now())), maxBytes: options.maxBytes }), { attempts: options.maxRetries, clock: options.clock, random: options.random, deadline });
     const scheme = request.url.slice(0, request.url.indexOf(':'));
     if (scheme === 'oci') {
       const image = await prepareOci(request.url, { pullSecret: request.pullSecret, insecure, get: retried, refusedRealm: options.refusedRealm });

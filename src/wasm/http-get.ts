@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
+import { isIP, type BlockList, type LookupFunction } from 'node:net';
 import { boundedTimer } from '../shared/clock.ts';
 import { refusedAddress } from './ssrf.ts';
 
@@ -13,6 +13,8 @@ export interface HttpGetOptions {
   /** The body is cut off (an error) past this many bytes. */
   maxBytes: number;
   signal?: AbortSignal;
+  /** The operator's extra refused ranges (BLOCKED_CIDRS_IN_WASM_FETCH). */
+  blocked?: BlockList;
 }
 
 export interface HttpAnswer {
@@ -32,11 +34,11 @@ const maxRedirects = 5;
  * name (or a redirect) that leads to instance metadata is refused where it
  * would land, not where it starts.
  */
-const guardedLookup: LookupFunction = (hostname, options, callback) => {
+const guardedLookup = (blocked: BlockList | undefined): LookupFunction => (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, '', 0);
     const list = addresses as LookupAddress[];
-    const refused = list.map((entry) => refusedAddress(entry.address)).find((reason) => reason !== undefined);
+    const refused = list.map((entry) => refusedAddress(entry.address, blocked)).find((reason) => reason !== undefined);
     if (refused) return callback(new FetchRefused(`${hostname}: ${refused}`), '', 0);
     if (options.all) return (callback as unknown as (error: null, addresses: LookupAddress[]) => void)(null, list);
     callback(null, list[0]!.address, list[0]!.family);
@@ -63,12 +65,12 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
   if (target.protocol !== 'http:' && target.protocol !== 'https:') return Promise.reject(new Error(`${url}: only http and https are fetched`));
   const host = target.hostname.replace(/^\[|\]$/g, '');
   // Node does not look up an IP literal: check it here.
-  const refused = isIP(host) ? refusedAddress(host) : undefined;
+  const refused = isIP(host) ? refusedAddress(host, options.blocked) : undefined;
   if (refused) return Promise.reject(new FetchRefused(refused));
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([, value]) => value));
   return new Promise((resolve, reject) => {
-    const call = request(target, { method: 'GET', headers, lookup: guardedLookup, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs, signal: options.signal }, (response) => {
+    const call = request(target, { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs, signal: options.signal }, (response) => {
       const parts: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {
@@ -79,6 +81,7 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(parts), url }));
       response.on('error', reject);
     });
+    // agent: false above: a fresh connection per request, so every one passes the address check (fetches are rare).
     // The socket timeout only sees idleness; the whole request gets the same bound.
     const deadline = boundedTimer(() => call.destroy(new Error(`${url}: no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
     call.on('close', () => deadline.cancel());

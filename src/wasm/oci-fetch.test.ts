@@ -5,6 +5,7 @@ import { startOciRegistry, type OciRegistry } from '../../test/peers/oci-registr
 import { systemClock } from '../shared/clock.ts';
 import { moduleFetcher } from './fetch-module.ts';
 import { credentialsFor, parseOciUrl } from './oci-fetch.ts';
+import { parseCidrs } from './ssrf.ts';
 
 const module = Buffer.from([0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 42]);
 const secret = JSON.stringify({ auths: {} });
@@ -21,8 +22,8 @@ describe('OCI pulls from a registry on loopback', () => {
     await locked.close();
   });
 
-  const fetcher = (options: { relaxRealm?: boolean } = {}) => moduleFetcher({
-    requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(), clock: systemClock, maxBytes: 1 << 20,
+  const fetcher = (options: { relaxRealm?: boolean; blocked?: string } = {}) => moduleFetcher({
+    requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(), clock: systemClock, maxBytes: 1 << 20, blocked: options.blocked ? parseCidrs(options.blocked) : undefined,
     refusedRealm: options.relaxRealm ? () => undefined : undefined,
   });
   const request = (url: string, pullSecret?: string) => ({ url, checksum: '', resourceName: 'r', resourceVersion: '', pullPolicy: 'unspecified' as const, timeoutMs: 5000, pullSecret });
@@ -55,6 +56,11 @@ describe('OCI pulls from a registry on loopback', () => {
     const fetched = await fetcher()(request(blob));
     assert.deepEqual(await fetched.module(), module);
     assert.equal(fetched.digest, createHash('sha256').update(module).digest('hex'));
+  });
+
+  it('refuses ranges of BLOCKED_CIDRS_IN_WASM_FETCH, by address and by name', async () => {
+    await assert.rejects(fetcher({ blocked: '127.0.0.0/8' })(request(`oci://${open.host}/team/plugin:v1`)), /BLOCKED_CIDRS_IN_WASM_FETCH/);
+    await assert.rejects(fetcher({ blocked: '127.0.0.0/8' })(request(`http://localhost:${open.host.split(':')[1]}/v2/`)), /BLOCKED_CIDRS_IN_WASM_FETCH/);
   });
 
   it('refuses a registry on a link-local address before connecting', async () => {

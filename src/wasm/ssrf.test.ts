@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { refusedAddress, refusedRealm } from './ssrf.ts';
+import { parseCidrs, refusedAddress, refusedRealm } from './ssrf.ts';
 
 test('link-local and metadata addresses are refused; private and loopback are not', () => {
   const cases: [string, boolean][] = [
@@ -34,4 +34,13 @@ test('token realms on private, loopback and link-local hosts are refused', () =>
     ['not a url', true],
   ];
   for (const [realm, refused] of cases) assert.equal(refusedRealm(realm) !== undefined, refused, realm);
+});
+
+test('BLOCKED_CIDRS_IN_WASM_FETCH adds ranges; a bad CIDR is refused', () => {
+  const blocked = parseCidrs(' 10.0.0.0/8, fd00::/8 ,');
+  assert.match(refusedAddress('10.1.2.3', blocked) ?? '', /BLOCKED_CIDRS_IN_WASM_FETCH/);
+  assert.ok(refusedAddress('fd12::1', blocked));
+  assert.equal(refusedAddress('192.168.0.1', blocked), undefined);
+  assert.ok(refusedAddress('169.254.169.254', blocked), 'the built-in ranges stay');
+  for (const bad of ['10.0.0.0', '10.0.0.0/33', 'host/8', '::/129']) assert.throws(() => parseCidrs(bad), /not a CIDR/, bad);
 });

@@ -16,7 +16,7 @@ export interface WasmLoader {
 export function startWasmLoader(settings: EnvValues<typeof wasmEnv>, options: { clock: Clock; logger: Logger }): WasmLoader | undefined {
   if (!settings.enabled) return undefined;
   const { clock, logger } = options;
-  const fetch = moduleFetcher({ requestTimeoutMs: settings.requestTimeoutMs, maxRetries: settings.maxRetries, insecureRegistries: settings.insecureRegistries, clock, maxBytes: settings.maxBytes });
+  const fetch = moduleFetcher({ requestTimeoutMs: settings.requestTimeoutMs, maxRetries: settings.maxRetries, insecureRegistries: settings.insecureRegistries, clock, maxBytes: settings.maxBytes, blocked: settings.blockedCidrs });
   const cache = new ModuleCache({ dir: settings.cacheDir, expiryMs: settings.moduleExpiryMs, purgeIntervalMs: settings.purgeIntervalMs, clock, logger, fetch, maxBytes: settings.maxBytes });
   cache.start();
   return {

@@ -69,6 +69,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'Wasm fetch timeout that does not parse', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_TIMEOUT: 'soon' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_TIMEOUT: .*not a Go duration/ },
     { name: 'Wasm remote load switch that is not a boolean', args: () => ['sidecar', ...ok], env: { ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: 'yes' }, line: /^pilot-agent: env ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: .*not a boolean/ },
     { name: 'Wasm retries of zero', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_MAX_RETRIES: '0' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_MAX_RETRIES: .*at least 1/ },
+    { name: 'Wasm blocked range that is not a CIDR', args: () => ['sidecar', ...ok], env: { BLOCKED_CIDRS_IN_WASM_FETCH: '10.0.0.0/8,nope' }, line: /^pilot-agent: env BLOCKED_CIDRS_IN_WASM_FETCH: "nope" is not a CIDR/ },
   ];
 
   for (const testCase of cases) {
