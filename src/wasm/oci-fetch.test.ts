@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { startOciRegistry, type OciRegistry } from '../../test/peers/oci-registry/registry.ts';
+import { makeCa } from '../../test/support/certs.ts';
 import { systemClock } from '../shared/clock.ts';
 import { moduleFetcher } from './fetch-module.ts';
 import { credentialsFor, parseOciUrl } from './oci-fetch.ts';
@@ -22,8 +23,8 @@ describe('OCI pulls from a registry on loopback', () => {
     await locked.close();
   });
 
-  const fetcher = (options: { relaxRealm?: boolean; blocked?: string } = {}) => moduleFetcher({
-    requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(), clock: systemClock, maxBytes: 1 << 20, blocked: options.blocked ? parseCidrs(options.blocked) : undefined,
+  const fetcher = (options: { relaxRealm?: boolean; blocked?: string; insecure?: string } = {}) => moduleFetcher({
+    requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(options.insecure ? [options.insecure] : []), clock: systemClock, maxBytes: 1 << 20, blocked: options.blocked ? parseCidrs(options.blocked) : undefined,
     refusedRealm: options.relaxRealm ? () => undefined : undefined,
   });
   const request = (url: string, pullSecret?: string) => ({ url, checksum: '', resourceName: 'r', resourceVersion: '', pullPolicy: 'unspecified' as const, timeoutMs: 5000, pullSecret });
@@ -61,6 +62,21 @@ describe('OCI pulls from a registry on loopback', () => {
   it('refuses ranges of BLOCKED_CIDRS_IN_WASM_FETCH, by address and by name', async () => {
     await assert.rejects(fetcher({ blocked: '127.0.0.0/8' })(request(`oci://${open.host}/team/plugin:v1`)), /BLOCKED_CIDRS_IN_WASM_FETCH/);
     await assert.rejects(fetcher({ blocked: '127.0.0.0/8' })(request(`http://localhost:${open.host.split(':')[1]}/v2/`)), /BLOCKED_CIDRS_IN_WASM_FETCH/);
+  });
+
+  it('an HTTPS registry with an unknown CA: refused, unless WASM_INSECURE_REGISTRIES names it', async () => {
+    const ca = await makeCa();
+    const pair = await ca.issue('registry');
+    const secure = await startOciRegistry({ images: [{ repository: 'plugin', tag: 'v1', module }], tls: pair });
+    try {
+      await assert.rejects(fetcher()(request(`oci://${secure.host}/plugin:v1`)), /certificate/i);
+      assert.equal(secure.requests.length, 0, 'no plain-HTTP fallback for a certificate error');
+      const fetched = await fetcher({ insecure: secure.host })(request(`oci://${secure.host}/plugin:v1`));
+      assert.deepEqual(await fetched.module(), module);
+    } finally {
+      await secure.close();
+      await ca.close();
+    }
   });
 
   it('refuses a registry on a link-local address before connecting', async () => {

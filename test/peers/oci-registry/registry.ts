@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /**
  * A small OCI distribution registry for tests (the read side: /v2/,
- * manifests by tag or digest, blobs), on loopback, plain HTTP: the agent
- * asks over HTTPS first and falls back, as Istio's does. With `auth`, it
+ * manifests by tag or digest, blobs), on loopback, plain HTTP unless given
+ * a certificate: the agent asks over HTTPS first and falls back, as Istio's does. With `auth`, it
  * answers 401 with a bearer challenge whose realm is its own /token, which
  * takes basic auth; realmHost lets a test name the realm another way.
  */
@@ -19,6 +20,8 @@ export interface OciImage {
 export interface OciRegistryOptions {
   images: OciImage[];
   auth?: { user: string; password: string };
+  /** Serve HTTPS with this certificate (for localhost / 127.0.0.1) instead of plain HTTP. */
+  tls?: { cert: string; key: string };
 }
 
 export interface OciRegistry {
@@ -52,10 +55,11 @@ export async function startOciRegistry(options: OciRegistryOptions): Promise<Oci
   }
   const token = randomBytes(16).toString('hex');
   const requests: string[] = [];
-  const server = createServer((request, response) => {
+  const handler = (request: IncomingMessage, response: ServerResponse) => {
     requests.push(`${request.method} ${request.url}`);
     serve(request, response);
-  });
+  };
+  const server = options.tls ? createTlsServer(options.tls, handler) : createServer(handler);
   const basic = options.auth && `Basic ${Buffer.from(`${options.auth.user}:${options.auth.password}`).toString('base64')}`;
 
   function serve(request: IncomingMessage, response: ServerResponse): void {
@@ -65,7 +69,7 @@ export async function startOciRegistry(options: OciRegistryOptions): Promise<Oci
       return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ token }));
     }
     if (options.auth && request.headers.authorization !== `Bearer ${token}`) {
-      const realm = `http://${request.headers.host}/token`;
+      const realm = `${options.tls ? 'https' : 'http'}://${request.headers.host}/token`;
       return void response.writeHead(401, { 'www-authenticate': `Bearer realm="${realm}",service="test-registry",scope="repository:wasm:pull"` }).end();
     }
     if (url.pathname === '/v2/') return void response.writeHead(200).end('{}');
