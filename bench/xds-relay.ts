@@ -6,6 +6,8 @@
 // as the agent does by default, keeping and with Wasm remote load conversion,
 // its client having asked for ECDS (so every response is looked at for its
 // type): against `keep`, what the ECDS interception costs other responses.
+// A fourth (`idle`) is the same relay whose client never asks for ECDS, as
+// for an Envoy without Wasm plugins: only the frames are followed.
 // The control plane, the relay and the clients each run in their own process;
 // direct and relayed pushes alternate, so both see the same machine state.
 // Two placements of the control plane: on loopback, where every hop is
@@ -83,18 +85,18 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc
 
 /** Push-to-ACK per size: direct, through the relay without keeping (baseline), with it, and with Wasm conversion armed. */
 async function latencies(plane: Plane, direct: string, plain: string, keeping: string, wasm: string): Promise<void> {
-  const names = ['direct', 'nokeep', 'keep', 'wasm'] as const;
-  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep'), await plane.connect(wasm, 'wasm', true, true)];
-  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | wasm p50 | wasm p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99 | wasm/keep p50 | wasm/keep p99');
+  const names = ['direct', 'nokeep', 'keep', 'wasm', 'idle'] as const;
+  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep'), await plane.connect(wasm, 'wasm', true, true), await plane.connect(wasm, 'idle')];
+  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | wasm p50 | wasm p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99 | wasm/keep p50 | wasm/keep p99 | idle/keep p50 | idle/keep p99');
   for (const size of sizes) {
     for (const name of names) await plane.push(name, size.bytes); // warm-up, not counted
-    const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[], wasm: [] as number[] };
+    const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[], wasm: [] as number[], idle: [] as number[] };
     for (let i = 0; i < size.samples; i++) {
       for (const name of names) times[name].push(await plane.push(name, size.bytes));
     }
-    const [d50, d99, r50, r99, k50, k99, w50, w99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number, number, number];
+    const [d50, d99, r50, r99, k50, k99, w50, w99, i50, i99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number, number, number, number, number];
     const cells = [d50, d99, r50, r99, k50, k99, w50, w99].map((value) => value.toFixed(2).padStart(9));
-    const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99, w50 / k50, w99 / k99].map((value) => `${value.toFixed(2).padStart(14)}×`);
+    const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99, w50 / k50, w99 / k99, i50 / k50, i99 / k99].map((value) => `${value.toFixed(2).padStart(14)}×`);
     console.log(`${size.label.padEnd(7)} | ${cells.join(' | ')} | ${ratios.join(' | ')}`);
   }
   for (const client of clients) client.close();

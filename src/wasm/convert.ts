@@ -1,7 +1,7 @@
 import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintOf, withField, type ProtoField } from './proto.ts';
 import type { PullPolicy } from './module-cache.ts';
 
-export const extensionConfigType = 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig';
+export { extensionConfigType } from '../xds/ecds-interceptor.ts';
 const httpWasmType = 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm';
 const networkWasmType = 'type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm';
 const httpRbacType = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC';
