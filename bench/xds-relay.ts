@@ -2,7 +2,12 @@
 // relay's memory while its client is stalled during 50 MB pushes. The relay
 // runs twice side by side: as shipped (keeping the last ACKed response for
 // last-known-good) and with keeping off, the relay as it was before: the
-// baseline for what keeping costs in latency and memory.
+// baseline for what keeping costs in latency and memory. A third relay runs
+// as the agent does by default, keeping and with Wasm remote load conversion,
+// its client having asked for ECDS (so every response is looked at for its
+// type): against `keep`, what the ECDS interception costs other responses.
+// A fourth (`idle`) is the same relay whose client never asks for ECDS, as
+// for an Envoy without Wasm plugins: only the frames are followed.
 // The control plane, the relay and the clients each run in their own process;
 // direct and relayed pushes alternate, so both see the same machine state.
 // Two placements of the control plane: on loopback, where every hop is
@@ -17,6 +22,8 @@ import { execa, execaNode } from 'execa';
 import { AdsTestClient, sotwRequest } from '../test/support/ads-client.ts';
 import { shapedLink } from './shaped-link.ts';
 import { typeUrl, type PlaneCommand } from './xds-plane.ts';
+
+const ecdsType = 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig';
 
 const quick = process.argv.includes('--quick');
 const sizes = [
@@ -43,12 +50,14 @@ class Plane {
   }
 
   /** Opens a client through `target` under the name `client` and waits until the plane knows it. */
-  async connect(target: string, client: string, autoAck = true): Promise<AdsTestClient> {
+  async connect(target: string, client: string, autoAck = true, askEcds = false): Promise<AdsTestClient> {
     const ads = new AdsTestClient(target);
     ads.autoAck = autoAck;
     const known = this.#child.getOneMessage({ filter: (message) => (message as { connected?: string }).connected === client });
     ads.send(sotwRequest({ typeUrl, nodeId: client }));
     await known;
+    // As an Envoy with Wasm plugins: the relay then sniffs every response's type.
+    if (askEcds) ads.send(sotwRequest({ typeUrl: ecdsType, nodeId: client }));
     return ads;
   }
 
@@ -65,7 +74,7 @@ class Plane {
 }
 
 /** The relay alone in a fresh process, as in the agent, so its memory figures are its own. */
-async function startRelay(socket: string, host: string, port: number, keep: 'keep' | 'nokeep') {
+async function startRelay(socket: string, host: string, port: number, keep: 'keep' | 'nokeep' | 'wasm') {
   const child = execaNode(new URL('./xds-relay-child.ts', import.meta.url).pathname, [socket, String(port), host, keep], { buffer: false, reject: false });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { pid: child.pid!, stop: async () => (child.kill('SIGTERM'), await child) };
@@ -74,20 +83,20 @@ async function startRelay(socket: string, host: string, port: number, keep: 'kee
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-/** Push-to-ACK per size: direct, through the relay without keeping (baseline) and with it. */
-async function latencies(plane: Plane, direct: string, plain: string, keeping: string): Promise<void> {
-  const names = ['direct', 'nokeep', 'keep'] as const;
-  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep')];
-  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99');
+/** Push-to-ACK per size: direct, through the relay without keeping (baseline), with it, and with Wasm conversion armed. */
+async function latencies(plane: Plane, direct: string, plain: string, keeping: string, wasm: string): Promise<void> {
+  const names = ['direct', 'nokeep', 'keep', 'wasm', 'idle'] as const;
+  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep'), await plane.connect(wasm, 'wasm', true, true), await plane.connect(wasm, 'idle')];
+  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | wasm p50 | wasm p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99 | wasm/keep p50 | wasm/keep p99 | idle/keep p50 | idle/keep p99');
   for (const size of sizes) {
     for (const name of names) await plane.push(name, size.bytes); // warm-up, not counted
-    const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[] };
+    const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[], wasm: [] as number[], idle: [] as number[] };
     for (let i = 0; i < size.samples; i++) {
       for (const name of names) times[name].push(await plane.push(name, size.bytes));
     }
-    const [d50, d99, r50, r99, k50, k99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number];
-    const cells = [d50, d99, r50, r99, k50, k99].map((value) => value.toFixed(2).padStart(9));
-    const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99].map((value) => `${value.toFixed(2).padStart(14)}×`);
+    const [d50, d99, r50, r99, k50, k99, w50, w99, i50, i99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number, number, number, number, number];
+    const cells = [d50, d99, r50, r99, k50, k99, w50, w99].map((value) => value.toFixed(2).padStart(9));
+    const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99, w50 / k50, w99 / k99, i50 / k50, i99 / k99].map((value) => `${value.toFixed(2).padStart(14)}×`);
     console.log(`${size.label.padEnd(7)} | ${cells.join(' | ')} | ${ratios.join(' | ')}`);
   }
   for (const client of clients) client.close();
@@ -95,7 +104,7 @@ async function latencies(plane: Plane, direct: string, plain: string, keeping: s
 
 /** Relay RSS while the client reads nothing and three 50 MB responses are pushed. */
 async function stalledMemory(plane: Plane, target: string, pid: number, name: string): Promise<{ before: number; peak: number }> {
-  const client = await plane.connect(target, name, false);
+  const client = await plane.connect(target, name, false, name.endsWith('wasm'));
   client.stream.pause();
   const before = rssMiB(pid);
   let peak = before;
@@ -112,18 +121,18 @@ async function stalledMemory(plane: Plane, target: string, pid: number, name: st
 async function scenario(title: string, dir: string, plane: Plane, host: string, options: { memory: boolean }): Promise<void> {
   console.log(`\n${title}`);
   const port = await plane.port();
-  const sockets = { nokeep: join(dir, 'XDS-nokeep'), keep: join(dir, 'XDS-keep') };
-  const relays = { nokeep: await startRelay(sockets.nokeep, host, port, 'nokeep'), keep: await startRelay(sockets.keep, host, port, 'keep') };
-  await latencies(plane, `${host}:${port}`, `unix://${sockets.nokeep}`, `unix://${sockets.keep}`);
-  if (options.memory) console.log(`relay RSS after the pushes (last ACKed: one 50 MB response): ${rssMiB(relays.nokeep.pid).toFixed(0)} MiB without keeping, ${rssMiB(relays.keep.pid).toFixed(0)} MiB keeping it`);
-  await Promise.all([relays.nokeep.stop(), relays.keep.stop()]);
+  const sockets = { nokeep: join(dir, 'XDS-nokeep'), keep: join(dir, 'XDS-keep'), wasm: join(dir, 'XDS-wasm') };
+  const relays = { nokeep: await startRelay(sockets.nokeep, host, port, 'nokeep'), keep: await startRelay(sockets.keep, host, port, 'keep'), wasm: await startRelay(sockets.wasm, host, port, 'wasm') };
+  await latencies(plane, `${host}:${port}`, `unix://${sockets.nokeep}`, `unix://${sockets.keep}`, `unix://${sockets.wasm}`);
+  if (options.memory) console.log(`relay RSS after the pushes (last ACKed: one 50 MB response): ${rssMiB(relays.nokeep.pid).toFixed(0)} MiB without keeping, ${rssMiB(relays.keep.pid).toFixed(0)} MiB keeping it, ${rssMiB(relays.wasm.pid).toFixed(0)} MiB keeping it with Wasm conversion armed`);
+  await Promise.all([relays.nokeep.stop(), relays.keep.stop(), relays.wasm.stop()]);
   if (!options.memory) return;
-  for (const keep of ['nokeep', 'keep'] as const) {
+  for (const keep of ['nokeep', 'keep', 'wasm'] as const) {
     const fresh = await startRelay(sockets[keep], host, port, keep);
     const memory = await stalledMemory(plane, `unix://${sockets[keep]}`, fresh.pid, `stalled-${keep}`);
     await fresh.stop();
     const grown = memory.peak - memory.before;
-    console.log(`relay RSS with a stalled client, 3 × 50 MB pushed (${keep === 'keep' ? 'keeping' : 'baseline, no keeping'}): ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`);
+    console.log(`relay RSS with a stalled client, 3 × 50 MB pushed (${keep === 'keep' ? 'keeping' : keep === 'wasm' ? 'keeping, Wasm conversion armed' : 'baseline, no keeping'}): ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`);
   }
 }
 

@@ -6,6 +6,7 @@ import { envoyEnv } from '../settings/envoy-env.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
 import { statusEnv } from '../settings/status-env.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
+import { wasmEnv } from '../settings/wasm-env.ts';
 import type { EnvSetting } from '../settings/env-settings.ts';
 import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
@@ -45,7 +46,7 @@ describe('README and docs/settings.md say what the settings\' rows say', () => {
     for (const spec of visible.filter((flag) => flag.env)) {
       assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from docs/settings.md's env table, or not next to --${spec.flag}`);
     }
-    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv), ...Object.values<EnvSetting>(dnsEnv)]) {
+    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv), ...Object.values<EnvSetting>(dnsEnv), ...Object.values<EnvSetting>(wasmEnv)]) {
       for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from docs/settings.md's env table`);
     }
   });

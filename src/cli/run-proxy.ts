@@ -43,6 +43,8 @@ import { nodeMetadata } from './node-metadata.ts';
 import type { NodeMetadata } from '../role/metadata.ts';
 import { superviseProxyless } from './run-proxyless.ts';
 import { proxylessEnv } from '../settings/proxyless-env.ts';
+import { wasmEnv } from '../settings/wasm-env.ts';
+import { startWasmLoader } from '../wasm/start.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 import { processGuard } from './process-guard.ts';
 import { certFilesIn } from '../shared/istio-files.ts';
@@ -92,6 +94,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
   const proxyless = readEnvSettings(env, proxylessEnv);
   const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
+  const wasm = readEnvSettings(env, wasmEnv);
   const bootstrap = await prepareBootstrap(config, options.context);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
@@ -110,7 +113,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   await checkXdsUpstream(config);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch, grpcBootstrapPath, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' } }, logger);
+  return superviseEnvoy(config, bootstrap, { caSettings: ca, app, launch, grpcBootstrapPath, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' }, wasm }, logger);
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
@@ -161,7 +164,7 @@ interface DnsInputs {
   namespace: string;
 }
 
-async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined; dns: DnsInputs }, logger: Logger): Promise<number> {
+async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string }, inputs: { caSettings: CaSettings | undefined; app: StartStatusOptions['app']; launch: EnvoyLaunch; grpcBootstrapPath: string | undefined; dns: DnsInputs; wasm: EnvValues<typeof wasmEnv> }, logger: Logger): Promise<number> {
   const registry = new Registry();
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = await startDnsWhenOn(config, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId, registry, logger });
@@ -177,7 +180,8 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: dns?.nameTables });
+  const wasm = startWasmLoader(inputs.wasm, { clock: systemClock, logger: logger.child({ component: 'wasm' }) });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: dns?.nameTables, ecds: wasm?.convert });
   await relay.start();
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
   if (inputs.grpcBootstrapPath) await writeGrpcBootstrap(inputs.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: xdsSocketPath(config), nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }));
@@ -219,7 +223,7 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   gate.stop();
   for (const undo of unguard) undo();
   try {
-    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => wasm?.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
   } finally {
     allClosed();
   }

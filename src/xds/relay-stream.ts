@@ -9,6 +9,7 @@ import type { KeptConfig } from './kept-config.ts';
 import { KeptRecorder } from './kept-recorder.ts';
 import { KeptSession } from './kept-session.ts';
 import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
+import { EcdsInterceptor, type EcdsConverter } from './ecds-interceptor.ts';
 import { tapResponses } from './response-tap.ts';
 import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
@@ -49,6 +50,8 @@ export interface RelayStreamOptions {
   lastDialFailed(): boolean;
   /** With DNS on: the agent subscribes to the name table on this stream and takes its responses. */
   nameTables?: NameTableSink;
+  /** With Wasm remote load conversion on: ECDS responses go through it. */
+  ecds?: EcdsConverter;
 }
 
 /** How a relayed stream ended, and the status Envoy's stream is closed with. */
@@ -91,6 +94,8 @@ export class RelayStream {
   #keptSession: KeptSession | undefined;
   /** The agent's name table subscription, with DNS on. */
   #nds: NdsSubscription | undefined;
+  /** Remote Wasm conversion, when on. */
+  #ecds: EcdsInterceptor | undefined;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -205,6 +210,7 @@ export class RelayStream {
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
     this.#nds?.envoyRequested(fields.typeUrl);
+    this.#ecds?.envoyRequested(fields);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -220,18 +226,23 @@ export class RelayStream {
   }
 
   #relayResponses({ stream: upstream }: UpstreamStream): void {
-    const { nameTables, logger, limits } = this.#options;
+    const { nameTables, ecds, logger, limits } = this.#options;
     const passOn = (bytes: Buffer) => this.#passOn(bytes, upstream);
     if (nameTables) this.#nds = new NdsSubscription({ mode: this.mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes: limits.responseBytes, logger });
+    const afterEcds = (bytes: Buffer) => (this.#nds ? this.#nds.push(bytes) : passOn(bytes));
+    const badFrame = (error: Error) => {
+      this.#options.stats.upstreamFailure('BAD_FRAME');
+      this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${error.message}` });
+    };
+    if (ecds) this.#ecds = new EcdsInterceptor({ mode: this.mode, convert: ecds, forward: (bytes) => !this.#ending && afterEcds(bytes), send: (request) => void upstream.write(frame(request)), failed: badFrame, maxBytes: limits.responseBytes, logger });
     upstream.on('response', (headers) => this.#onUpstreamHeaders(headers));
     upstream.on('data', (chunk: Buffer) => {
       if (this.#ending) return;
       try {
-        if (this.#nds) this.#nds.push(chunk);
-        else passOn(chunk);
+        if (this.#ecds) this.#ecds.push(chunk);
+        else afterEcds(chunk);
       } catch (error) {
-        this.#options.stats.upstreamFailure('BAD_FRAME');
-        return this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${(error as Error).message}` });
+        return badFrame(error as Error);
       }
     });
     upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
@@ -276,7 +287,7 @@ export class RelayStream {
       this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#upstreamError ? `, ${this.#upstreamError.message}` : ''})`);
-    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
+    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }
@@ -292,6 +303,7 @@ export class RelayStream {
       this.#upstream.close();
     }
     this.#keptSession?.stop();
+    this.#ecds?.close();
     this.#finishDownstream(ending);
     this.#resolveDone(ending.reason);
   }

@@ -11,6 +11,7 @@ import { encodeGrpcMessage, GrpcStatus } from './grpc-status.ts';
 import { KeptConfig } from './kept-config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from './keepalive.ts';
 import type { NameTableSink } from './nds-subscription.ts';
+import type { EcdsConverter } from './ecds-interceptor.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions, UpstreamStream } from './upstream.ts';
@@ -37,6 +38,8 @@ export interface XdsRelayOptions {
   random?: RandomSource;
   /** With DNS on: where the name tables (NDS) go; each stream subscribes to them. */
   nameTables?: NameTableSink;
+  /** With Wasm remote load conversion on: rewrites ECDS responses before Envoy sees them. */
+  ecds?: EcdsConverter;
 }
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
@@ -186,6 +189,7 @@ export class XdsRelay {
       },
       lastDialFailed: () => this.#reachable === false,
       nameTables: this.#options.nameTables,
+      ecds: this.#options.ecds,
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();

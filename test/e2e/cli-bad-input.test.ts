@@ -66,6 +66,10 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'DNS forward timeout that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_FORWARD_TIMEOUT: 'soon' }, line: /^pilot-agent: env DNS_FORWARD_TIMEOUT: .*not a Go duration/ },
     { name: 'DNS proxy address without a port', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: 'localhost' }, line: /^pilot-agent: env DNS_PROXY_ADDR: "localhost" is not host:port/ },
     { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
+    { name: 'Wasm fetch timeout that does not parse', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_TIMEOUT: 'soon' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_TIMEOUT: .*not a Go duration/ },
+    { name: 'Wasm remote load switch that is not a boolean', args: () => ['sidecar', ...ok], env: { ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: 'yes' }, line: /^pilot-agent: env ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: .*not a boolean/ },
+    { name: 'Wasm retries of zero', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_MAX_RETRIES: '0' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_MAX_RETRIES: .*at least 1/ },
+    { name: 'Wasm blocked range that is not a CIDR', args: () => ['sidecar', ...ok], env: { BLOCKED_CIDRS_IN_WASM_FETCH: '10.0.0.0/8,nope' }, line: /^pilot-agent: env BLOCKED_CIDRS_IN_WASM_FETCH: "nope" is not a CIDR/ },
   ];
 
   for (const testCase of cases) {

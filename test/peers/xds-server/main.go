@@ -257,6 +257,7 @@ var supportedTypes = []string{
 	resourcev3.ClusterType,
 	resourcev3.EndpointType,
 	resourcev3.SecretType,
+	resourcev3.ExtensionConfigType,
 }
 
 // parseConfig decodes {"resources":[{"@type":...,...},...]} (JSON or YAML).

@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { silentLogger } from '../shared/log.ts';
+import { extensionConfigType } from './convert.ts';
+import { convertEcdsResponse } from './ecds-response.ts';
+import type { ModuleRequest } from './module-cache.ts';
+import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintField, type ProtoField } from './proto.ts';
+
+const msg = (...fields: ProtoField[]) => encodeMessage(fields);
+const wasmType = 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm';
+
+function wasmExtension(name: string, options: { failOpen?: boolean; secret?: string } = {}): Buffer {
+  const remote = msg(lenField(1, msg(lenField(1, 'https://m.example/p.wasm'))), lenField(2, 'nil'));
+  const env = options.secret === undefined ? [] : [lenField(7, msg(lenField(2, msg(lenField(1, 'ISTIO_META_WASM_IMAGE_PULL_SECRET'), lenField(2, options.secret)))))];
+  const vm = msg(lenField(3, msg(lenField(2, remote))), ...env);
+  const plugin = msg(lenField(3, vm), ...(options.failOpen ? [varintField(7, 3)] : []));
+  return msg(lenField(1, name), lenField(2, msg(lenField(1, wasmType), lenField(2, msg(lenField(1, plugin))))));
+}
+const any = (value: Buffer) => msg(lenField(1, extensionConfigType), lenField(2, value));
+const sotw = (...resources: Buffer[]) => msg(lenField(1, 'v1'), ...resources.map((resource) => lenField(2, any(resource))), lenField(4, extensionConfigType), lenField(5, 'n1'));
+
+/** The TypedExtensionConfig of each resource of a converted SotW response. */
+const extensions = (message: Buffer) => decodeMessage(message).filter((field) => field.number === 2).map((field) => decodeMessage(bytesOf(decodeMessage(field.value), 2)!));
+const typeOf = (extension: ProtoField[]) => stringOf(decodeMessage(bytesOf(extension, 2)!), 1);
+
+function cache(fail?: string) {
+  const asked: ModuleRequest[] = [];
+  return { asked, get: async (request: ModuleRequest) => (asked.push(request), fail ? Promise.reject(new Error(fail)) : '/cache/p.wasm') };
+}
+
+describe('ECDS responses', () => {
+  it('rewrites remote Wasm resources and keeps the others and the envelope', async () => {
+    const other = msg(lenField(1, 'router'), lenField(2, msg(lenField(1, 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router'))));
+    const modules = cache();
+    const outcome = await convertEcdsResponse(sotw(wasmExtension('a'), other), { mode: 'sotw', cache: modules, logger: silentLogger });
+    assert.ok('message' in outcome && outcome.message);
+    const [a, b] = extensions(outcome.message);
+    assert.equal(typeOf(a!), wasmType);
+    assert.ok(bytesOf(a!, 2)!.includes(Buffer.from('/cache/p.wasm')));
+    assert.deepEqual(msg(...b!), other);
+    assert.equal(stringOf(decodeMessage(outcome.message), 5), 'n1');
+    assert.equal(modules.asked[0]!.checksum, '', "istiod's nil is no checksum");
+  });
+
+  it('leaves a response without remote Wasm untouched (undefined: forward the original bytes)', async () => {
+    const outcome = await convertEcdsResponse(sotw(msg(lenField(1, 'x'))), { mode: 'sotw', cache: cache(), logger: silentLogger });
+    assert.deepEqual(outcome, { message: undefined });
+  });
+
+  it('a failed fetch becomes deny-all, or allow-all for fail open; an empty pull secret fails before fetching', async () => {
+    for (const [failOpen, type] of [[false, 'deny'], [true, 'allow']] as const) {
+      const outcome = await convertEcdsResponse(sotw(wasmExtension('a', { failOpen })), { mode: 'sotw', cache: cache('unreachable'), logger: silentLogger });
+      assert.ok('message' in outcome && outcome.message);
+      const [extension] = extensions(outcome.message);
+      assert.equal(typeOf(extension!), 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC');
+      assert.ok(bytesOf(extension!, 2)!.includes(Buffer.from(`wasm-default-${type}`)));
+    }
+    const modules = cache();
+    const outcome = await convertEcdsResponse(sotw(wasmExtension('a', { secret: '' })), { mode: 'sotw', cache: modules, logger: silentLogger });
+    assert.ok('message' in outcome && outcome.message?.includes(Buffer.from('wasm-default-deny')));
+    assert.equal(modules.asked.length, 0);
+  });
+
+  it('NACKs a resource it cannot read, with the response nonce', async () => {
+    const broken = msg(lenField(1, 'a'), lenField(2, msg(lenField(1, wasmType), lenField(2, Buffer.from([0x0a, 0xff])))));
+    const outcome = await convertEcdsResponse(sotw(broken), { mode: 'sotw', cache: cache(), logger: silentLogger });
+    assert.ok('nack' in outcome);
+    assert.equal(outcome.nonce, 'n1');
+  });
+
+  it('Delta: the Any inside each Resource is rewritten, the Resource\'s name and version kept', async () => {
+    const resource = msg(lenField(1, 'r7'), lenField(2, any(wasmExtension('a'))), lenField(3, 'a'));
+    const outcome = await convertEcdsResponse(msg(lenField(2, resource), lenField(4, extensionConfigType), lenField(5, 'n2')), { mode: 'delta', cache: cache(), logger: silentLogger });
+    assert.ok('message' in outcome && outcome.message);
+    const rewritten = decodeMessage(bytesOf(decodeMessage(outcome.message), 2)!);
+    assert.equal(stringOf(rewritten, 1), 'r7');
+    assert.equal(stringOf(rewritten, 3), 'a');
+    assert.ok(bytesOf(rewritten, 2)!.includes(Buffer.from('/cache/p.wasm')));
+  });
+});

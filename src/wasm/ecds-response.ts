@@ -1,0 +1,91 @@
+import type { Logger } from '../shared/log.ts';
+import type { EcdsOutcome } from '../xds/ecds-interceptor.ts';
+import type { XdsMode } from '../xds/wire.ts';
+import { ConvertError, extensionConfigType, fallbackFilter, parseRemoteWasm, withLocalCode } from './convert.ts';
+import type { ModuleCache } from './module-cache.ts';
+import { decodeMessage, encodeMessage, lenField, ProtoError, stringOf, withField, type ProtoField } from './proto.ts';
+
+export interface EcdsConverterOptions {
+  mode: XdsMode;
+  cache: Pick<ModuleCache, 'get'>;
+  logger: Logger;
+}
+
+// DiscoveryResponse and DeltaDiscoveryResponse: resources 2, nonce 5. Any: type_url 1, value 2. Delta Resource: resource 2.
+const responseResources = 2;
+const responseNonce = 5;
+
+/**
+ * One whole ECDS response: each remote Wasm filter fetched and pointed at
+ * its local file, or replaced by an RBAC fallback when it cannot be had.
+ * The response is re-encoded only when some resource changed; a resource
+ * that cannot be read at all is a NACK, as with Istio's agent.
+ */
+export async function convertEcdsResponse(message: Buffer, options: EcdsConverterOptions): Promise<EcdsOutcome> {
+  let fields: ProtoField[];
+  try {
+    fields = decodeMessage(message);
+  } catch (error) {
+    return { nack: `malformed ECDS response: ${(error as Error).message}`, nonce: '' };
+  }
+  const nonce = stringOf(fields, responseNonce) ?? '';
+  let changed = false;
+  const errors: string[] = [];
+  const converted = await Promise.all(fields.map(async (field) => {
+    if (field.number !== responseResources || field.wireType !== 2) return field;
+    try {
+      const value = await convertResource(field.value, options);
+      if (!value) return field;
+      changed = true;
+      return lenField(responseResources, value);
+    } catch (error) {
+      errors.push((error as Error).message);
+      return field;
+    }
+  }));
+  if (errors.length) return { nack: errors.join('; '), nonce };
+  return { message: changed ? encodeMessage(converted) : undefined };
+}
+
+/** A SotW Any, or a Delta Resource wrapping one: the rewritten bytes, or undefined when unchanged. */
+async function convertResource(resource: Buffer, options: EcdsConverterOptions): Promise<Buffer | undefined> {
+  const outer = decodeMessage(resource);
+  if (options.mode === 'delta') {
+    const any = outer.find((field) => field.number === 2 && field.wireType === 2);
+    if (!any) return undefined;
+    const value = await convertAny(any.value, options);
+    return value && encodeMessage(withField(outer, 2, lenField(2, value)));
+  }
+  return convertAny(resource, options);
+}
+
+async function convertAny(anyBytes: Buffer, options: EcdsConverterOptions): Promise<Buffer | undefined> {
+  const any = decodeMessage(anyBytes);
+  if (stringOf(any, 1) !== extensionConfigType) return undefined;
+  const extension = await convertExtension(any.find((field) => field.number === 2)?.value ?? Buffer.alloc(0), options);
+  return extension && encodeMessage(withField(any, 2, lenField(2, extension)));
+}
+
+async function convertExtension(bytes: Buffer, { cache, logger }: EcdsConverterOptions): Promise<Buffer | undefined> {
+  let parsed: ReturnType<typeof parseRemoteWasm>;
+  try {
+    parsed = parseRemoteWasm(bytes);
+  } catch (error) {
+    if (error instanceof ProtoError) throw new ConvertError(`ECDS resource is not a TypedExtensionConfig: ${error.message}`);
+    throw error;
+  }
+  if (!parsed) return undefined;
+  const started = performance.now();
+  try {
+    if (!parsed.url) throw new Error('the remote code has no http_uri');
+    // istiod names a secret it could not read with an empty value: pulling anonymously would hide that.
+    if (parsed.pullSecret === '') throw new Error('the image pull secret is missing');
+    const path = await cache.get({ url: parsed.url, checksum: parsed.sha256, resourceName: parsed.name, resourceVersion: parsed.resourceVersion, pullPolicy: parsed.pullPolicy, pullSecret: parsed.pullSecret, timeoutMs: parsed.timeoutMs });
+    logger.info({ filter: parsed.name, url: parsed.url, path, ms: Math.round(performance.now() - started) }, 'Wasm module ready; Envoy gets it as a local file');
+    return withLocalCode(parsed, path);
+  } catch (error) {
+    const fallback = parsed.failOpen ? 'allow-all' : 'deny-all';
+    logger.error({ filter: parsed.name, url: parsed.url, error: (error as Error).message, fallback }, `Wasm module not fetched; Envoy gets a ${fallback} RBAC filter instead`);
+    return fallbackFilter(parsed.name, parsed.kind, parsed.failOpen);
+  }
+}

@@ -1,0 +1,215 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock, Timer } from '../shared/clock.ts';
+import type { Logger } from '../shared/log.ts';
+import { isWasm, unbox } from './unbox.ts';
+
+export type PullPolicy = 'unspecified' | 'IfNotPresent' | 'Always';
+
+export interface ModuleRequest {
+  url: string;
+  /** Hex sha256 the plugin names (for OCI, of the manifest); empty: trust what comes. */
+  checksum: string;
+  /** The ECDS resource the module is for, and its version (ISTIO_META_WASM_PLUGIN_RESOURCE_VERSION). */
+  resourceName: string;
+  resourceVersion: string;
+  pullPolicy: PullPolicy;
+  pullSecret?: string;
+  /** The whole fetch, retries included (the plugin's http_uri timeout). */
+  timeoutMs: number;
+}
+
+/** What a fetcher found at a URL: its digest first, the module bytes only if still wanted. */
+export interface Fetched {
+  digest: string;
+  module(): Promise<Buffer>;
+}
+
+export interface ModuleCacheOptions {
+  dir: string;
+  /** A module unused this long is removed at the next purge (WASM_MODULE_EXPIRY). */
+  expiryMs: number;
+  purgeIntervalMs: number;
+  clock: Clock;
+  logger: Logger;
+  fetch(request: ModuleRequest): Promise<Fetched>;
+  /** Largest module accepted, unwrapped. */
+  maxBytes: number;
+}
+
+interface Entry {
+  path: string;
+  lastUsed: number;
+  urls: Set<string>;
+}
+
+const hex64 = /^[0-9a-f]{64}$/;
+
+/** The module's name: for OCI the repository without tag or digest, else the URL. */
+export function moduleName(url: string): string {
+  if (!url.startsWith('oci://')) return url;
+  return url.replace(/@sha256:[0-9a-f]+$/, '').replace(/:[^/:]+$/, '');
+}
+
+/** Whether a push may reuse the module found for an earlier version of its resource. */
+function ignoresResourceVersion(policy: PullPolicy, url: string): boolean {
+  if (policy === 'Always') return false;
+  if (policy === 'IfNotPresent') return true;
+  // Istio's default: only an OCI :latest tag is pulled again when the resource changes.
+  return !(url.startsWith('oci://') && url.endsWith(':latest'));
+}
+
+/**
+ * Wasm modules on disk, under <dir>/<sha256 of the module name>/<checksum>.wasm.
+ * The disk is the index for modules whose checksum is known, so an agent
+ * that restarts finds them again; which checksum a URL without one last gave
+ * is remembered in memory, as Istio does. A module with a wrong checksum is
+ * never written.
+ */
+export class ModuleCache {
+  readonly #options: ModuleCacheOptions;
+  readonly #entries = new Map<string, Entry>();
+  /** url → the checksum it last gave, and the resource versions that saw it. */
+  readonly #checksums = new Map<string, { checksum: string; versions: Map<string, string> }>();
+  readonly #inFlight = new Map<string, Promise<string>>();
+  #timer: Timer | undefined;
+
+  constructor(options: ModuleCacheOptions) {
+    this.#options = options;
+  }
+
+  /** The purge the timer started last (tests wait for it). */
+  lastPurge: Promise<void> = Promise.resolve();
+
+  /** Purges every purge interval until stop(). */
+  start(): void {
+    const tick = () => {
+      this.#timer = this.#options.clock.setTimeout(() => {
+        this.lastPurge = this.purge().catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'Wasm cache purge failed')).finally(tick);
+      }, this.#options.purgeIntervalMs);
+    };
+    tick();
+  }
+
+  stop(): void {
+    this.#timer?.cancel();
+  }
+
+  /** The local file holding the module; fetches it when it is not cached. */
+  async get(request: ModuleRequest): Promise<string> {
+    const key = `${request.url} ${request.checksum} ${request.resourceName} ${request.resourceVersion}`;
+    const running = this.#inFlight.get(key);
+    if (running) return running;
+    const done = this.#get(request).finally(() => this.#inFlight.delete(key));
+    this.#inFlight.set(key, done);
+    return done;
+  }
+
+  async #get(request: ModuleRequest): Promise<string> {
+    const checksum = this.#knownChecksum(request);
+    if (checksum) {
+      const hit = await this.#lookup(request.url, checksum);
+      if (hit) return hit;
+    }
+    const fetched = await this.#options.fetch(request);
+    if (checksum && fetched.digest !== checksum) throw new Error(`module from ${request.url} has checksum ${fetched.digest}, not ${checksum}`);
+    if (!checksum) {
+      // OCI told the digest before the blob: it may be cached under it already.
+      const hit = await this.#lookup(request.url, fetched.digest);
+      if (hit) return (this.#remember(request, fetched.digest), hit);
+    }
+    const module = unbox(await fetched.module(), this.#options.maxBytes);
+    if (!isWasm(module)) throw new Error(`module from ${request.url} is not a Wasm binary`);
+    const path = await this.#write(request.url, fetched.digest, module);
+    this.#remember(request, fetched.digest);
+    return path;
+  }
+
+  /** The checksum to look for: the plugin's, an OCI digest in the URL, or the one this URL gave before. */
+  #knownChecksum(request: ModuleRequest): string | undefined {
+    const given = request.checksum.toLowerCase();
+    if (given) return given;
+    const pinned = /@sha256:([0-9a-f]{64})$/.exec(request.url)?.[1];
+    if (pinned) return pinned;
+    const seen = this.#checksums.get(request.url);
+    if (!seen) return undefined;
+    const sameVersion = seen.versions.get(request.resourceName) === request.resourceVersion;
+    seen.versions.set(request.resourceName, request.resourceVersion);
+    return ignoresResourceVersion(request.pullPolicy, request.url) || sameVersion ? seen.checksum : undefined;
+  }
+
+  #remember(request: ModuleRequest, checksum: string): void {
+    const seen = this.#checksums.get(request.url) ?? { checksum, versions: new Map() };
+    seen.checksum = checksum;
+    seen.versions.set(request.resourceName, request.resourceVersion);
+    this.#checksums.set(request.url, seen);
+    this.#entries.get(this.#pathOf(request.url, checksum))?.urls.add(request.url);
+  }
+
+  #pathOf(url: string, checksum: string): string {
+    const folder = createHash('sha256').update(moduleName(url)).digest('hex');
+    return join(this.#options.dir, folder, `${checksum}.wasm`);
+  }
+
+  /** A cached module (in memory or left on disk by an earlier run), marked used now. */
+  async #lookup(url: string, checksum: string): Promise<string | undefined> {
+    if (!hex64.test(checksum)) return undefined;
+    const path = this.#pathOf(url, checksum);
+    const entry = this.#entries.get(path);
+    if (!entry) {
+      try {
+        await stat(path);
+      } catch {
+        return undefined;
+      }
+      this.#options.logger.debug({ path, url }, 'Wasm module found on disk');
+    }
+    await this.#touch(path, url);
+    return path;
+  }
+
+  async #touch(path: string, url: string): Promise<void> {
+    const now = this.#options.clock.now();
+    const entry = this.#entries.get(path) ?? { path, lastUsed: now, urls: new Set<string>() };
+    entry.lastUsed = now;
+    entry.urls.add(url);
+    this.#entries.set(path, entry);
+    // The file's mtime is its last use: a restarted agent expires it from there.
+    await utimes(path, now / 1000, now / 1000).catch(() => undefined);
+  }
+
+  async #write(url: string, checksum: string, module: Buffer): Promise<string> {
+    const path = this.#pathOf(url, checksum);
+    await mkdir(join(path, '..'), { recursive: true, mode: 0o755 });
+    const partial = `${path}.${process.pid}.partial`;
+    await writeFile(partial, module, { mode: 0o644 });
+    await rename(partial, path);
+    await this.#touch(path, url);
+    this.#options.logger.info({ url, path, bytes: module.length }, 'Wasm module fetched and cached');
+    return path;
+  }
+
+  /** Removes modules unused for longer than the expiry, found in memory or on disk. */
+  async purge(): Promise<void> {
+    const now = this.#options.clock.now();
+    let folders: string[];
+    try {
+      folders = await readdir(this.#options.dir);
+    } catch {
+      return;
+    }
+    for (const folder of folders) {
+      const files = await readdir(join(this.#options.dir, folder)).catch(() => [] as string[]);
+      for (const file of files.filter((name) => name.endsWith('.wasm'))) {
+        const path = join(this.#options.dir, folder, file);
+        const lastUsed = this.#entries.get(path)?.lastUsed ?? (await stat(path).then((info) => info.mtimeMs, () => now));
+        if (now - lastUsed <= this.#options.expiryMs) continue;
+        await rm(path, { force: true });
+        for (const url of this.#entries.get(path)?.urls ?? []) this.#checksums.delete(url);
+        this.#entries.delete(path);
+        this.#options.logger.info({ path }, 'expired Wasm module removed');
+      }
+    }
+  }
+}
