@@ -16,9 +16,8 @@ export function sourceBoundTarget(options: { host: string; port: number; localAd
 }
 
 /**
- * A channel of its own subchannels: grpc-js' global pool would hand a later
- * channel a subchannel it already has for the same target, whose socket
- * another channel may have opened.
+ * A channel of its own subchannels: a probe's connection is never one another
+ * channel opened or reuses, and it goes when the channel is closed.
  */
 export const sourceBoundChannelOptions: ChannelOptions = { 'grpc.use_local_subchannel_pool': 1 };
 
@@ -38,8 +37,8 @@ const registered = new WeakSet<GrpcModule>();
  * untouched. The other ways considered: custom channel credentials
  * (`_createSecureConnector`) only see a socket already connected from the
  * wrong address; replacing `Http2SubchannelConnector.tcpConnect` would patch
- * grpc-js' internals for every channel. source-address.test.ts fails if a
- * grpc-js upgrade stops passing the field through.
+ * grpc-js' internals for every channel. app-probes/grpc-health.test.ts
+ * fails if a grpc-js upgrade stops passing the field through.
  */
 export function registerSourceAddressResolver(grpc: GrpcModule): void {
   if (registered.has(grpc)) return;
