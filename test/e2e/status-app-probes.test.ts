@@ -120,6 +120,7 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
   let localTcp: RecordingApp;
   let secure: RecordingApp;
   let secureHttp1: RecordingApp;
+  let podGrpc: Awaited<ReturnType<typeof startGrpcApp>>;
   /** Defaults: pod IP, HTTP/2 probing on, no keep-alive. */
   let statusA: number;
   /** REWRITE_PROBE_LEGACY_LOCALHOST_DESTINATION, ISTIO_ENABLE_HTTP2_PROBING=false, ENABLE_PROBE_KEEPALIVE_CONNECTIONS. */
@@ -144,6 +145,8 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
     ]);
     for (const app of apps) cleanup.defer(() => app.close());
     [localOnly, pod, podTcp, localTcp, secure, secureHttp1] = apps;
+    podGrpc = await startGrpcApp(podIp);
+    cleanup.defer(() => podGrpc.close());
     const probers = JSON.stringify({
       '/app-health/local/livez': { httpGet: { path: '/local', port: localOnly.port } },
       '/app-health/pod/livez': { httpGet: { path: '/live', port: pod.port } },
@@ -152,6 +155,7 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
       '/app-lifecycle/pod/poststartz': { tcpSocket: { port: podTcp.port } },
       '/app-health/secure/livez': { httpGet: { path: '/secure', port: secure.port, scheme: 'HTTPS' } },
       '/app-health/secure1/livez': { httpGet: { path: '/secure1', port: secureHttp1.port, scheme: 'HTTPS' } },
+      '/app-health/grpc/livez': { grpc: { port: podGrpc.port, service: 'api' } },
     });
     const start = async (env: Record<string, string>) => {
       const statusPort = await freePort();
@@ -176,6 +180,14 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
     assert.equal((await get(statusA, '/app-health/localtcp/readyz')).status, 500, 'nor over TCP');
     const seen = await seenDuring(pod, async () => assert.equal((await get(statusA, '/app-health/pod/livez')).status, 200));
     assert.deepEqual(seen.map(({ address, path }) => [address, path]), [['127.0.0.6', '/live']]);
+  });
+
+  it('a gRPC probe (through grpc-js) reaches the pod-IP app from 127.0.0.6', async () => {
+    const from = podGrpc.sources.length;
+    const answer = await get(statusA, '/app-health/grpc/livez');
+    assert.equal(answer.status, 200, answer.body);
+    assert.deepEqual(podGrpc.sources.slice(from), ['127.0.0.6']);
+    assert.deepEqual(podGrpc.services.slice(from), ['api']);
   });
 
   it('/app-lifecycle/<container>/{prestopz,poststartz} run the hooks the injector moved (ISTIO_KUBE_APP_PROBERS)', async () => {

@@ -60,20 +60,22 @@ const healthService: grpc.ServiceDefinition = {
   Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity },
 };
 
-/** gRPC: a grpc-js grpc.health.v1 service answering SERVING (1) or NOT_SERVING (2). */
-export async function startGrpcApp(): Promise<ProbeApp & { services: string[] }> {
-  const app = { healthy: true, services: [] as string[] };
+/** gRPC on `host`: a grpc-js grpc.health.v1 service answering SERVING (1) or NOT_SERVING (2), recording each call's service and source address. */
+export async function startGrpcApp(host = '127.0.0.1'): Promise<ProbeApp & { services: string[]; sources: string[] }> {
+  const app = { healthy: true, services: [] as string[], sources: [] as string[] };
   const server = new grpc.Server();
   server.addService(healthService, {
     Check: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       app.services.push(call.request.length > 2 ? call.request.subarray(2).toString() : '');
+      app.sources.push(call.getPeer().replace(/:\d+$/, '').replace(/^\[|\]$/g, ''));
       callback(null, Buffer.from([0x08, app.healthy ? 1 : 2]));
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:0`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
   return {
     port,
     services: app.services,
+    sources: app.sources,
     setHealthy: async (healthy) => void (app.healthy = healthy),
     close: () => new Promise((resolve) => server.tryShutdown(() => resolve())),
   };

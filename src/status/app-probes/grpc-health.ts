@@ -1,24 +1,58 @@
-import { connect } from 'node:http2';
-import { connect as netConnect } from 'node:net';
-import { unaryCall } from './grpc-unary.ts';
+import type * as Grpc from '@grpc/grpc-js';
+import { loadGrpc } from '../../grpc/load.ts';
+import { registerSourceAddressResolver, sourceBoundChannelOptions, sourceBoundTarget } from '../../grpc/source-address.ts';
 import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
 import type { ProbeAction } from './config.ts';
 
+const path = '/grpc.health.v1.Health/Check';
 /** grpc.health.v1.HealthCheckResponse.ServingStatus.SERVING */
 const serving = 1;
 /** A health answer is a few bytes; anything bigger is not one. */
 const maxResponseBytes = 1024;
 
+export interface GrpcHealthCheck {
+  action: Extract<ProbeAction, { kind: 'grpc' }>;
+  /** The probe source (127.0.0.6 or ::6), so Istio's capture lets the probe reach the app directly. */
+  localAddress: string;
+  /** The probe's timeout, sent as the call's deadline. */
+  timeoutMs: number;
+  /** The kubelet's request going away cancels the call. */
+  signal: AbortSignal;
+}
+
 /**
- * One unary grpc.health.v1.Health/Check on node:http2 (plaintext, as the
- * kubelet's gRPC probe). Resolves true when the app answers SERVING.
+ * One grpc.health.v1.Health/Check through @grpc/grpc-js, plaintext as the
+ * kubelet's gRPC probe, on a channel of its own closed afterwards: one probe,
+ * one connection, as Istio's. Resolves true only for SERVING; a status other
+ * than OK rejects with grpc-js' error. The two messages are one field each,
+ * hand-encoded with the relay's varints rather than loading a .proto.
  */
-export async function checkGrpcHealth(action: Extract<ProbeAction, { kind: 'grpc' }>, localAddress: string, signal: AbortSignal): Promise<boolean> {
-  const authority = `http://${action.host.includes(':') ? `[${action.host}]` : action.host}:${action.port}`;
-  const outcome = await unaryCall({ session: connect(authority, { createConnection: () => netConnect({ host: action.host, port: action.port, localAddress }) }), path: '/grpc.health.v1.Health/Check', request: encodeRequest(action.service), maxAnswerBytes: maxResponseBytes, signal });
-  if (outcome.kind === 'failed') throw outcome.error;
-  if (outcome.code !== 0) throw new Error(`grpc-status ${outcome.code}`);
-  return outcome.answers.length === 1 && servingStatus(outcome.answers[0]!) === serving;
+export async function checkGrpcHealth(check: GrpcHealthCheck): Promise<boolean> {
+  const grpc = await loadGrpc();
+  registerSourceAddressResolver(grpc);
+  const { action, localAddress } = check;
+  const client = new grpc.Client(sourceBoundTarget({ host: action.host, port: action.port, localAddress }), grpc.credentials.createInsecure(), {
+    ...sourceBoundChannelOptions,
+    'grpc.max_receive_message_length': maxResponseBytes,
+  });
+  try {
+    const answer = await callCheck(client, check);
+    return servingStatus(answer) === serving;
+  } finally {
+    client.close();
+  }
+}
+
+function callCheck(client: Grpc.Client, check: GrpcHealthCheck): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (check.signal.aborted) return reject(new Error('aborted'));
+    const call = client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeRequest(check.action.service), { deadline: Date.now() + check.timeoutMs }, (error, answer) => {
+      check.signal.removeEventListener('abort', cancel);
+      return error ? reject(error) : resolve(answer!);
+    });
+    const cancel = () => call.cancel();
+    check.signal.addEventListener('abort', cancel, { once: true });
+  });
 }
 
 /** HealthCheckRequest { string service = 1; } */

@@ -26,7 +26,7 @@ export function probeRunner(probe: AppProbe, network: ProbeNetwork): ProbeRunner
     const timeout = timeoutSignal(probe.timeoutMs);
     const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      return await runAction(probe.action, { signal: bounded, network, client });
+      return await runAction(probe.action, { signal: bounded, network, client, timeoutMs: probe.timeoutMs });
     } catch (error) {
       const reason = timeout.aborted ? `timed out after ${probe.timeoutMs} ms` : (error as Error).message;
       return { status: 500, reason: `${probe.action.kind} probe failed: ${reason}` };
@@ -38,6 +38,7 @@ interface RunContext {
   signal: AbortSignal;
   network: ProbeNetwork;
   client?: HttpProbeClient;
+  timeoutMs: number;
 }
 
 function runAction(action: ProbeAction, context: RunContext): Promise<ProbeVerdict> {
@@ -45,7 +46,7 @@ function runAction(action: ProbeAction, context: RunContext): Promise<ProbeVerdi
   switch (action.kind) {
     case 'http': return followRedirects(action, (hop) => context.client!.get(hop, signal)).then((status) => ({ status, reason: `app answered ${status}` }));
     case 'tcp': return tcpProbe(action, network.localAddress, signal).then(() => ({ status: 200, reason: 'tcp connect succeeded' }));
-    case 'grpc': return checkGrpcHealth(action, network.localAddress, signal).then((serving) => serving
+    case 'grpc': return checkGrpcHealth({ action, localAddress: network.localAddress, timeoutMs: context.timeoutMs, signal }).then((serving) => serving
       ? { status: 200, reason: 'grpc health: SERVING' }
       : { status: 500, reason: 'grpc health: not SERVING' });
   }
