@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { NameInfo } from './name-table-wire.ts';
+import { entryAt, readNameEntry, type NameInfo } from './name-table-wire.ts';
 
 /** What the pod knows of itself, for Kubernetes short names and the first search domain. */
 export interface PodDomain {
@@ -27,10 +27,19 @@ export interface LookupEntry {
  * list gets to the real name in one step. Keys are lower case, ending in a dot.
  */
 export class LookupTable {
-  readonly #names = new Map<string, LookupEntry>();
+  /**
+   * A name's answers, or where its entry starts in the NameTable's bytes
+   * (`source`), read again per query (a few µs). A number is no object for
+   * the GC: 100,000 names built as objects made its pauses the longest
+   * stalls of a build, and the bytes are kept anyway.
+   */
+  readonly #names = new Map<string, LookupEntry | number>();
+  readonly #source: Buffer | undefined;
   readonly #domain: { namespace: string; domain: string; parts: string[]; firstSearch: string | undefined };
 
-  constructor(pod: PodDomain) {
+  /** `source`: the NameTable the entries' offsets point into (see add). */
+  constructor(pod: PodDomain, source?: Buffer) {
+    this.#source = source;
     const parts = pod.domain.split('.').filter(Boolean);
     if (parts[0] === pod.namespace) parts.shift();
     const first = pod.search[0];
@@ -49,32 +58,33 @@ export class LookupTable {
    */
   get(name: string): LookupEntry | undefined {
     const entry = this.#names.get(name);
-    if (entry) return entry;
-    const search = this.#domain.firstSearch;
-    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
-    const base = name.slice(0, -search.length);
-    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? { cname: base } : undefined;
+    if (entry !== undefined) return typeof entry === 'number' ? addressesOf(readNameEntry(entryAt(this.#source!, entry))[1].ips) : entry;
+    const base = this.#twinOf(name);
+    return base === undefined ? undefined : { cname: base };
   }
 
   has(name: string): boolean {
-    return this.get(name) !== undefined;
+    return this.#names.has(name) || this.#twinOf(name) !== undefined;
   }
 
-  /** Adds one NameTable entry; false when it has no usable address (Istio skips those too). */
-  add(host: string, info: NameInfo): boolean {
-    const v4: string[] = [];
-    const v6: string[] = [];
-    for (const ip of info.ips) {
-      const family = isIP(ip);
-      if (family === 4) v4.push(ip);
-      else if (family === 6) v6.push(ip);
-    }
-    if (v4.length === 0 && v6.length === 0) return false;
-    const alts = this.#altHosts(host, info);
-    const entry: LookupEntry = {};
-    if (v4.length > 0) entry.v4 = v4;
-    if (v6.length > 0) entry.v6 = v6;
-    for (const alt of alts) this.#names.set(alt, entry);
+  /** The known name whose twin under the first search domain `name` is. */
+  #twinOf(name: string): string | undefined {
+    const search = this.#domain.firstSearch;
+    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
+    const base = name.slice(0, -search.length);
+    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? base : undefined;
+  }
+
+  /**
+   * Adds one NameTable entry; false when it has no usable address (Istio
+   * skips those too). `at`: where the entry starts in the table's bytes
+   * (given to the constructor); the names then keep only that number.
+   */
+  add(host: string, info: NameInfo, at?: number): boolean {
+    const entry = addressesOf(info.ips);
+    if (!entry.v4 && !entry.v6) return false;
+    const value = at ?? entry;
+    for (const alt of this.#altHosts(host, info)) this.#names.set(alt, value);
     return true;
   }
 
@@ -94,4 +104,19 @@ export class LookupTable {
     for (const alt of info.altHosts) out.add(`${alt.toLowerCase()}.`);
     return out;
   }
+}
+
+/** A name's addresses by family; unparsable ones left out. */
+function addressesOf(ips: readonly string[]): LookupEntry {
+  const v4: string[] = [];
+  const v6: string[] = [];
+  for (const ip of ips) {
+    const family = isIP(ip);
+    if (family === 4) v4.push(ip);
+    else if (family === 6) v6.push(ip);
+  }
+  const entry: LookupEntry = {};
+  if (v4.length > 0) entry.v4 = v4;
+  if (v6.length > 0) entry.v6 = v6;
+  return entry;
 }
