@@ -1,0 +1,22 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LookupTable } from './lookup-table.ts';
+
+const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: [] };
+const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [], ...extra });
+
+describe('LookupTable', () => {
+  it('counts a name once however many entries give it, and finds every name it holds (split over many maps)', () => {
+    const table = new LookupTable(pod);
+    table.add('a.default.svc.cluster.local', info(['10.0.0.1'], { registry: 'Kubernetes', shortname: 'a', namespace: 'default' }));
+    assert.equal(table.size, 4, 'the host, a.default, a.default.svc and a');
+    // An External host that is one of those short forms already: replaced, not counted again.
+    table.add('a.default', info(['10.0.0.2']));
+    assert.equal(table.size, 4);
+    assert.deepEqual(table.get('a.default.')?.v4, ['10.0.0.2']);
+    for (let at = 0; at < 5000; at++) table.add(`svc-${at}.mesh.internal`, info([`10.1.${at >> 8}.${at & 255}`]));
+    assert.equal(table.size, 5004);
+    for (let at = 0; at < 5000; at++) assert.deepEqual(table.get(`svc-${at}.mesh.internal.`)?.v4, [`10.1.${at >> 8}.${at & 255}`]);
+    assert.equal(table.has('svc-5000.mesh.internal.'), false);
+  });
+});
