@@ -16,7 +16,7 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
-import { appUid, clusterDnsIp, getent, proxyUid, runClient, runIstioInit, startClusterDns, writeNetnsResolvConf, type ClientResult, type ResolverLogEntry } from '../support/dns-netns.ts';
+import { appUid, clusterDnsIp, getent, proxyUid, runClient, runIstioInit, startClusterDns, startResolver, writeNetnsResolvConf, type ClientResult, type ResolverLogEntry } from '../support/dns-netns.ts';
 import { uidCannotRunCheckout } from '../support/paths.ts';
 import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
 import { startPeer, type NameTableJson, type Peer } from '../support/peer.ts';
@@ -60,11 +60,12 @@ interface World {
   dir: string;
 }
 
-async function setUp(cleanup: Cleanup, table: NameTableJson | undefined): Promise<World> {
+/** `loopbackResolver`: the resolver on the pod's own loopback (as systemd-resolved's 127.0.0.53) instead of the cluster DNS. */
+async function setUp(cleanup: Cleanup, table: NameTableJson | undefined, options: { loopbackResolver?: string } = {}): Promise<World> {
   const netns = await makeNetns('dns');
   cleanup.defer(() => netns.remove());
-  cleanup.defer(await writeNetnsResolvConf(netns.name, clusterDnsIp));
-  const clusterDns = await startClusterDns(netns.name);
+  cleanup.defer(await writeNetnsResolvConf(netns.name, options.loopbackResolver ?? clusterDnsIp));
+  const clusterDns = options.loopbackResolver ? await startResolver(netns.name, options.loopbackResolver) : await startClusterDns(netns.name);
   cleanup.defer(() => clusterDns.stop());
   // istio-init reads resolv.conf's nameserver for its DNS rules: after it is written.
   await runIstioInit(netns.name);
@@ -95,10 +96,10 @@ async function startDnsAgent(world: World, options: { delta?: boolean; viaProxyC
 }
 
 /** Polls until the app resolves `name` (the table arrives a moment after Envoy's config). */
-async function untilResolved(world: World, name: string, timeoutMs = 20_000): Promise<ClientResult> {
+async function untilResolved(world: World, name: string, server = clusterDnsIp, timeoutMs = 20_000): Promise<ClientResult> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const [result] = await runClient(world.netns.name, [{ op: 'raw', name, proto: 'udp' }]);
+    const [result] = await runClient(world.netns.name, [{ op: 'raw', name, proto: 'udp', server }]);
     if (result!.answers?.length || Date.now() > deadline) return result!;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -165,6 +166,30 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       });
     });
   }
+
+  describe('a resolver on the pod\'s loopback, under the same istio-init rules', () => {
+    const cleanup = suiteCleanup();
+
+    it('forwards to 127.0.0.53 over UDP and TCP: the agent (uid 1337) is not captured, the app is', async () => {
+      const loopback = '127.0.0.53';
+      const world = await setUp(cleanup, nameTable, { loopbackResolver: loopback });
+      const agent = await startDnsAgent(world);
+      cleanup.defer(async () => void (await agent.stop()));
+      assert.deepEqual((await untilResolved(world, 'db.legacy.internal', loopback)).answers, [`A db.legacy.internal ${vips.db}`]);
+      const [udp, tcp, known] = await runClient(world.netns.name, [
+        { op: 'raw', name: 'external.test', proto: 'udp', server: loopback },
+        { op: 'raw', name: 'external.test', proto: 'tcp', server: loopback },
+        { op: 'raw', name: 'db.legacy.internal', proto: 'udp', server: loopback },
+      ]);
+      assert.deepEqual([udp!.answers, udp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(udp));
+      assert.deepEqual([tcp!.answers, tcp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(tcp));
+      assert.deepEqual([known!.answers, known!.aa], [[`A db.legacy.internal ${vips.db}`], true], 'the app\'s query to the loopback resolver was captured to the agent');
+      const upstreamRequests = Number(/^istio_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
+      const queries = world.resolverLog().filter((entry) => entry.event === 'query');
+      assert.deepEqual(queries.map((entry) => [entry.proto, entry.name]), [['udp', 'external.test'], ['tcp', 'external.test']], 'only the agent\'s forwards reached the resolver');
+      assert.equal(upstreamRequests, queries.length);
+    });
+  });
 
   describe('readiness, TCP and truncation, metrics, and the kept table after a restart (sotw)', () => {
     const cleanup = suiteCleanup();
