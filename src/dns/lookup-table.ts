@@ -26,14 +26,20 @@ export interface LookupEntry {
  * CNAME twin under the first search domain, so a resolver walking the search
  * list gets to the real name in one step. Keys are lower case, ending in a dot.
  */
+/** Where a name's entry starts in the NameTable's bytes, or (a table built without them) the entry and the names it gives. */
+type Slot = number | { names: Set<string>; entry: LookupEntry };
+
 export class LookupTable {
   /**
-   * A name's answers, or where its entry starts in the NameTable's bytes
-   * (`source`), read again per query (a few µs). A number is no object for
-   * the GC: 100,000 names built as objects made its pauses the longest
-   * stalls of a build, and the bytes are kept anyway.
+   * Names by a hash of them, each to where its entry starts in the
+   * NameTable's bytes (`source`), or (a table built without bytes) to the
+   * entry itself. A query hashes the name and checks it against the names
+   * its candidates give (read again from the bytes, a few µs). Numbers both
+   * ways are no objects for the GC: 200,000 names kept as strings and
+   * objects made its pauses the longest stalls of a build.
    */
-  readonly #names = new ShardedMap<LookupEntry | number>();
+  readonly #slots = new ShardedMap<Slot | Slot[]>();
+  #size = 0;
   readonly #source: Buffer | undefined;
   readonly #domain: { namespace: string; domain: string; parts: string[]; firstSearch: string | undefined };
 
@@ -47,7 +53,7 @@ export class LookupTable {
   }
 
   get size(): number {
-    return this.#names.size;
+    return this.#size;
   }
 
   /**
@@ -57,14 +63,14 @@ export class LookupTable {
    * table's memory, with the same answers (a real name wins over a twin).
    */
   get(name: string): LookupEntry | undefined {
-    const entry = this.#names.get(name);
-    if (entry !== undefined) return typeof entry === 'number' ? addressesOf(readNameEntry(entryAt(this.#source!, entry))[1].ips) : entry;
+    const slot = this.#find(name);
+    if (slot !== undefined) return typeof slot === 'number' ? addressesOf(this.#read(slot)[1].ips) : slot.entry;
     const base = this.#twinOf(name);
     return base === undefined ? undefined : { cname: base };
   }
 
   has(name: string): boolean {
-    return this.#names.has(name) || this.#twinOf(name) !== undefined;
+    return this.#find(name) !== undefined || this.#twinOf(name) !== undefined;
   }
 
   /** The known name whose twin under the first search domain `name` is. */
@@ -72,20 +78,67 @@ export class LookupTable {
     const search = this.#domain.firstSearch;
     if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
     const base = name.slice(0, -search.length);
-    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? base : undefined;
+    return base.endsWith('.') && !base.endsWith(search) && this.#find(base) !== undefined ? base : undefined;
   }
 
   /**
    * Adds one NameTable entry; false when it has no usable address (Istio
    * skips those too). `at`: where the entry starts in the table's bytes
-   * (given to the constructor); the names then keep only that number.
+   * (given to the constructor); the names then keep only that number. A
+   * name an earlier entry gave is answered from this one now.
    */
   add(host: string, info: NameInfo, at?: number): boolean {
     const entry = addressesOf(info.ips);
     if (!entry.v4 && !entry.v6) return false;
-    const value = at ?? entry;
-    for (const alt of this.#altHosts(host, info)) this.#names.set(alt, value);
+    const names = this.#altHosts(host, info);
+    const slot: Slot = at ?? { names, entry };
+    for (const name of names) this.#put(name, slot);
     return true;
+  }
+
+  #put(name: string, slot: Slot): void {
+    const key = hashOf(name);
+    const found = this.#slots.get(key);
+    if (found === undefined) {
+      this.#slots.set(key, slot);
+      this.#size++;
+      return;
+    }
+    // Another name with the same hash (rare: a chain), or this name again (replaced).
+    const chain = Array.isArray(found) ? found : [found];
+    const same = chain.findIndex((candidate) => this.#namesOf(candidate).has(name));
+    if (same >= 0) chain[same] = slot;
+    else {
+      chain.push(slot);
+      this.#size++;
+    }
+    this.#slots.set(key, chain.length === 1 ? chain[0]! : chain);
+  }
+
+  #find(name: string): Slot | undefined {
+    const found = this.#slots.get(hashOf(name));
+    if (found === undefined) return undefined;
+    if (!Array.isArray(found)) return this.#namesOf(found).has(name) ? found : undefined;
+    return found.find((candidate) => this.#namesOf(candidate).has(name));
+  }
+
+  /** The entry last read from the bytes: a query asks has() and get() of one name, a twin's base too. */
+  #last: { at: number; read: [host: string, info: NameInfo]; names: Set<string> } | undefined;
+
+  #readAt(at: number): { read: [host: string, info: NameInfo]; names: Set<string> } {
+    if (this.#last?.at !== at) {
+      const read = readNameEntry(entryAt(this.#source!, at));
+      this.#last = { at, read, names: this.#altHosts(...read) };
+    }
+    return this.#last;
+  }
+
+  #read(at: number): [host: string, info: NameInfo] {
+    return this.#readAt(at).read;
+  }
+
+  #namesOf(slot: Slot): Set<string> {
+    return typeof slot === 'number' ? this.#readAt(slot).names : slot.names;
   }
 
   #altHosts(host: string, info: NameInfo): Set<string> {
@@ -121,42 +174,30 @@ function addressesOf(ips: readonly string[]): LookupEntry {
   return entry;
 }
 
+/** FNV-1a over the UTF-16 code units, cut to 30 bits so that it stays a small integer (no heap number). */
+function hashOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let at = 0; at < name.length; at++) hash = Math.imul(hash ^ name.charCodeAt(at), 0x01000193);
+  return hash & 0x3fffffff;
+}
+
 /** Maps a table is split into; 400,000 names make ~6,000 a map. */
 const shardCount = 64;
 
 /**
- * A Map split by a hash of the key. One Map grows by copying all of itself
+ * A Map split by its (hashed) keys. One Map grows by copying all of itself
  * in one step: past 131,072 names that step took 16-50 ms (35-200 ms at
  * 262,144) on this machine, however the build around it is sliced; each of
  * these grows a 64th as much.
  */
 class ShardedMap<V> {
-  readonly #shards = Array.from({ length: shardCount }, () => new Map<string, V>());
-  #size = 0;
+  readonly #shards = Array.from({ length: shardCount }, () => new Map<number, V>());
 
-  get size(): number {
-    return this.#size;
+  get(key: number): V | undefined {
+    return this.#shards[key % shardCount]!.get(key);
   }
 
-  get(key: string): V | undefined {
-    return this.#shardOf(key).get(key);
-  }
-
-  has(key: string): boolean {
-    return this.#shardOf(key).has(key);
-  }
-
-  set(key: string, value: V): void {
-    const shard = this.#shardOf(key);
-    const before = shard.size;
-    shard.set(key, value);
-    this.#size += shard.size - before;
-  }
-
-  /** FNV-1a over the UTF-16 code units: cheap, and spreads names that differ in one digit. */
-  #shardOf(key: string): Map<string, V> {
-    let hash = 0x811c9dc5;
-    for (let at = 0; at < key.length; at++) hash = Math.imul(hash ^ key.charCodeAt(at), 0x01000193);
-    return this.#shards[(hash >>> 0) % shardCount]!;
+  set(key: number, value: V): void {
+    this.#shards[key % shardCount]!.set(key, value);
   }
 }
