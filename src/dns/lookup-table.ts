@@ -19,6 +19,9 @@ export interface LookupEntry {
   cname?: string;
 }
 
+/** Where a name's entry starts in the NameTable's bytes, or (a table built without them) the entry and the names it gives. */
+type Slot = number | { names: Set<string>; entry: LookupEntry };
+
 /**
  * The names the agent answers, built the way Istio's agent builds them
  * (`pkg/dns/client/dns.go`): a Kubernetes service also answers as `name.ns`,
@@ -26,9 +29,6 @@ export interface LookupEntry {
  * CNAME twin under the first search domain, so a resolver walking the search
  * list gets to the real name in one step. Keys are lower case, ending in a dot.
  */
-/** Where a name's entry starts in the NameTable's bytes, or (a table built without them) the entry and the names it gives. */
-type Slot = number | { names: Set<string>; entry: LookupEntry };
-
 export class LookupTable {
   /**
    * Names by a hash of them, each to where its entry starts in the
