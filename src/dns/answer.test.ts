@@ -4,19 +4,24 @@ import * as dnsPacket from 'dns-packet';
 import type { Packet } from 'dns-packet';
 import { answerQuery, type AnswerContext } from './answer.ts';
 import { LookupTable } from './lookup-table.ts';
+import { encodeNameTable, nameTableEntriesAt, readNameEntry } from './name-table-wire.ts';
 
 const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'] };
 const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [], ...extra });
 
+/** Built as the store builds it: from a NameTable's bytes, each name keeping where its entry starts. */
 function table(): LookupTable {
-  const built = new LookupTable(pod);
-  built.add('db.legacy.internal', info(['240.240.0.1']));
-  built.add('v6only.example.org', info(['2001:db8::1']));
-  built.add('reviews.default.svc.cluster.local', info(['10.0.0.9'], { registry: 'Kubernetes', shortname: 'reviews', namespace: 'default' }));
-  built.add('ratings.other.svc.cluster.local', info(['10.0.0.10'], { registry: 'Kubernetes', shortname: 'ratings', namespace: 'other' }));
-  built.add('*.wild.example.com', info(['240.240.0.2']));
-  built.add('headless.example.com', Array.from({ length: 60 }, (_, at) => `10.1.${at >> 8}.${at & 255}`).reduce((entry, ip) => (entry.ips.push(ip), entry), info([])));
-  built.add('broken.example.com', info(['not-an-ip']));
+  const bytes = encodeNameTable([
+    ['db.legacy.internal', info(['240.240.0.1'])],
+    ['v6only.example.org', info(['2001:db8::1'])],
+    ['reviews.default.svc.cluster.local', info(['10.0.0.9'], { registry: 'Kubernetes', shortname: 'reviews', namespace: 'default' })],
+    ['ratings.other.svc.cluster.local', info(['10.0.0.10'], { registry: 'Kubernetes', shortname: 'ratings', namespace: 'other' })],
+    ['*.wild.example.com', info(['240.240.0.2'])],
+    ['headless.example.com', info(Array.from({ length: 60 }, (_, at) => `10.1.${at >> 8}.${at & 255}`))],
+    ['broken.example.com', info(['not-an-ip'])],
+  ]);
+  const built = new LookupTable(pod, bytes);
+  for (const [at, entry] of nameTableEntriesAt(bytes)) built.add(...readNameEntry(entry), at);
   return built;
 }
 

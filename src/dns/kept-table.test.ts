@@ -19,6 +19,12 @@ describe('KeptTable', async () => {
     assert.equal((await stat(path)).mode & 0o777, 0o600);
   });
 
+  it('gives back a table of many base64 slices byte for byte', async () => {
+    const table = Buffer.from(Array.from({ length: 700_001 }, (_, at) => (at * 7919) & 255));
+    await kept().write('v2', table);
+    assert.deepEqual(await kept().read(), { ok: true, version: 'v2', table });
+  });
+
   it('is not used by another node, nor after a day', async () => {
     assert.deepEqual(await kept('sidecar~2~b~').read(), { ok: false, reason: 'kept for node sidecar~1~a~, not this one' });
     now += 25 * 3_600_000;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { NameInfo } from './name-table-wire.ts';
+import { entryAt, readNameEntry, type NameInfo } from './name-table-wire.ts';
 
 /** What the pod knows of itself, for Kubernetes short names and the first search domain. */
 export interface PodDomain {
@@ -19,6 +19,9 @@ export interface LookupEntry {
   cname?: string;
 }
 
+/** Where a name's entry starts in the NameTable's bytes, or (a table built without them) the entry and the names it gives. */
+type Slot = number | { names: Set<string>; entry: LookupEntry };
+
 /**
  * The names the agent answers, built the way Istio's agent builds them
  * (`pkg/dns/client/dns.go`): a Kubernetes service also answers as `name.ns`,
@@ -27,10 +30,22 @@ export interface LookupEntry {
  * list gets to the real name in one step. Keys are lower case, ending in a dot.
  */
 export class LookupTable {
-  readonly #names = new Map<string, LookupEntry>();
+  /**
+   * Names by a hash of them, each to where its entry starts in the
+   * NameTable's bytes (`source`), or (a table built without bytes) to the
+   * entry itself. A query hashes the name and checks it against the names
+   * its candidates give (read again from the bytes, a few µs). Numbers both
+   * ways are no objects for the GC: 200,000 names kept as strings and
+   * objects made its pauses the longest stalls of a build.
+   */
+  readonly #slots = new ShardedMap<Slot | Slot[]>();
+  #size = 0;
+  readonly #source: Buffer | undefined;
   readonly #domain: { namespace: string; domain: string; parts: string[]; firstSearch: string | undefined };
 
-  constructor(pod: PodDomain) {
+  /** `source`: the NameTable the entries' offsets point into (see add). */
+  constructor(pod: PodDomain, source?: Buffer) {
+    this.#source = source;
     const parts = pod.domain.split('.').filter(Boolean);
     if (parts[0] === pod.namespace) parts.shift();
     const first = pod.search[0];
@@ -38,7 +53,7 @@ export class LookupTable {
   }
 
   get size(): number {
-    return this.#names.size;
+    return this.#size;
   }
 
   /**
@@ -48,34 +63,82 @@ export class LookupTable {
    * table's memory, with the same answers (a real name wins over a twin).
    */
   get(name: string): LookupEntry | undefined {
-    const entry = this.#names.get(name);
-    if (entry) return entry;
-    const search = this.#domain.firstSearch;
-    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
-    const base = name.slice(0, -search.length);
-    return base.endsWith('.') && !base.endsWith(search) && this.#names.has(base) ? { cname: base } : undefined;
+    const slot = this.#find(name);
+    if (slot !== undefined) return typeof slot === 'number' ? addressesOf(this.#read(slot)[1].ips) : slot.entry;
+    const base = this.#twinOf(name);
+    return base === undefined ? undefined : { cname: base };
   }
 
   has(name: string): boolean {
-    return this.get(name) !== undefined;
+    return this.#find(name) !== undefined || this.#twinOf(name) !== undefined;
   }
 
-  /** Adds one NameTable entry; false when it has no usable address (Istio skips those too). */
-  add(host: string, info: NameInfo): boolean {
-    const v4: string[] = [];
-    const v6: string[] = [];
-    for (const ip of info.ips) {
-      const family = isIP(ip);
-      if (family === 4) v4.push(ip);
-      else if (family === 6) v6.push(ip);
-    }
-    if (v4.length === 0 && v6.length === 0) return false;
-    const alts = this.#altHosts(host, info);
-    const entry: LookupEntry = {};
-    if (v4.length > 0) entry.v4 = v4;
-    if (v6.length > 0) entry.v6 = v6;
-    for (const alt of alts) this.#names.set(alt, entry);
+  /** The known name whose twin under the first search domain `name` is. */
+  #twinOf(name: string): string | undefined {
+    const search = this.#domain.firstSearch;
+    if (!search || name.length <= search.length || !name.endsWith(search)) return undefined;
+    const base = name.slice(0, -search.length);
+    return base.endsWith('.') && !base.endsWith(search) && this.#find(base) !== undefined ? base : undefined;
+  }
+
+  /**
+   * Adds one NameTable entry; false when it has no usable address (Istio
+   * skips those too). `at`: where the entry starts in the table's bytes
+   * (given to the constructor); the names then keep only that number. A
+   * name an earlier entry gave is answered from this one now.
+   */
+  add(host: string, info: NameInfo, at?: number): boolean {
+    const entry = addressesOf(info.ips);
+    if (!entry.v4 && !entry.v6) return false;
+    const names = this.#altHosts(host, info);
+    const slot: Slot = at ?? { names, entry };
+    for (const name of names) this.#put(name, slot);
     return true;
+  }
+
+  #put(name: string, slot: Slot): void {
+    const key = hashOf(name);
+    const found = this.#slots.get(key);
+    if (found === undefined) {
+      this.#slots.set(key, slot);
+      this.#size++;
+      return;
+    }
+    // Another name with the same hash (rare: a chain), or this name again (replaced).
+    const chain = Array.isArray(found) ? found : [found];
+    const same = chain.findIndex((candidate) => this.#namesOf(candidate).has(name));
+    if (same >= 0) chain[same] = slot;
+    else {
+      chain.push(slot);
+      this.#size++;
+    }
+    this.#slots.set(key, chain.length === 1 ? chain[0]! : chain);
+  }
+
+  #find(name: string): Slot | undefined {
+    const found = this.#slots.get(hashOf(name));
+    if (found === undefined) return undefined;
+    if (!Array.isArray(found)) return this.#namesOf(found).has(name) ? found : undefined;
+    return found.find((candidate) => this.#namesOf(candidate).has(name));
+  }
+
+  /** The entry last read from the bytes: a query asks has() and get() of one name, a twin's base too. */
+  #last: { at: number; read: [host: string, info: NameInfo]; names: Set<string> } | undefined;
+
+  #readAt(at: number): { read: [host: string, info: NameInfo]; names: Set<string> } {
+    if (this.#last?.at !== at) {
+      const read = readNameEntry(entryAt(this.#source!, at));
+      this.#last = { at, read, names: this.#altHosts(...read) };
+    }
+    return this.#last;
+  }
+
+  #read(at: number): [host: string, info: NameInfo] {
+    return this.#readAt(at).read;
+  }
+
+  #namesOf(slot: Slot): Set<string> {
+    return typeof slot === 'number' ? this.#readAt(slot).names : slot.names;
   }
 
   #altHosts(host: string, info: NameInfo): Set<string> {
@@ -93,5 +156,48 @@ export class LookupTable {
     out.add(`${short}.${parts[0]}.`);
     for (const alt of info.altHosts) out.add(`${alt.toLowerCase()}.`);
     return out;
+  }
+}
+
+/** A name's addresses by family; unparsable ones left out. */
+function addressesOf(ips: readonly string[]): LookupEntry {
+  const v4: string[] = [];
+  const v6: string[] = [];
+  for (const ip of ips) {
+    const family = isIP(ip);
+    if (family === 4) v4.push(ip);
+    else if (family === 6) v6.push(ip);
+  }
+  const entry: LookupEntry = {};
+  if (v4.length > 0) entry.v4 = v4;
+  if (v6.length > 0) entry.v6 = v6;
+  return entry;
+}
+
+/** FNV-1a over the UTF-16 code units, cut to 30 bits so that it stays a small integer (no heap number). */
+function hashOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let at = 0; at < name.length; at++) hash = Math.imul(hash ^ name.charCodeAt(at), 0x01000193);
+  return hash & 0x3fffffff;
+}
+
+/** Maps a table is split into; 400,000 names make ~6,000 a map. */
+const shardCount = 64;
+
+/**
+ * A Map split by its (hashed) keys. One Map grows by copying all of itself
+ * in one step: past 131,072 names that step took 16-50 ms (35-200 ms at
+ * 262,144) on this machine, however the build around it is sliced; each of
+ * these grows a 64th as much.
+ */
+class ShardedMap<V> {
+  readonly #shards = Array.from({ length: shardCount }, () => new Map<number, V>());
+
+  get(key: number): V | undefined {
+    return this.#shards[key % shardCount]!.get(key);
+  }
+
+  set(key: number, value: V): void {
+    this.#shards[key % shardCount]!.set(key, value);
   }
 }

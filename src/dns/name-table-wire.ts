@@ -62,11 +62,23 @@ function eachLenField(bytes: Buffer, range: { start: number; end: number }, onFi
 
 /** The map entries of a NameTable, one at a time as views into its bytes, so a caller can read them in batches. */
 export function* nameTableEntries(table: Buffer): Generator<Buffer> {
+  for (const [, entry] of nameTableEntriesAt(table)) yield entry;
+}
+
+/** As nameTableEntries, with where each entry starts: `entryAt(table, at)` reads it again. */
+export function* nameTableEntriesAt(table: Buffer): Generator<[at: number, entry: Buffer]> {
   for (let at = 0; at < table.length; ) {
     const { field, len, next } = readField(table, at, table.length);
-    if (field === 1 && len) yield table.subarray(len.start, len.end);
+    if (field === 1 && len) yield [at, table.subarray(len.start, len.end)];
     at = next;
   }
+}
+
+/** The map entry starting at `at` of a NameTable that nameTableEntriesAt has read. */
+export function entryAt(table: Buffer, at: number): Buffer {
+  const { len } = readField(table, at, table.length);
+  if (!len) throw new WireError(`no map entry at byte ${at}`);
+  return table.subarray(len.start, len.end);
 }
 
 /** One map entry: the host name and its NameInfo. Throws WireError when it does not parse. */

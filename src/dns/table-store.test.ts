@@ -43,8 +43,8 @@ describe('TableStore', () => {
     assert.deepEqual(store.debug(true), { loaded: false });
     await store.load(encodeNameTable([['db.legacy.internal', { ips: ['240.240.0.1'] }], ['broken.internal', { ips: ['nope'] }]]), 'v7', 'kept');
     now += 42_000;
-    const { buildMs, longestStepMs, ...shown } = store.debug(true);
-    assert.ok(buildMs! >= longestStepMs! && longestStepMs! >= 0);
+    const { buildMs, longestStepMs, slices, ...shown } = store.debug(true);
+    assert.ok(buildMs! >= longestStepMs! && longestStepMs! >= 0 && slices! >= 1);
     assert.deepEqual(shown, { loaded: true, version: 'v7', source: 'kept', receivedAt: new Date(1_000_000).toISOString(), ageSeconds: 42, entries: 2, names: 1, bytes: store.debug(false).bytes, skipped: 1, table: { 'db.legacy.internal': ['240.240.0.1'], 'broken.internal': ['nope'] } });
   });
 });
@@ -60,5 +60,57 @@ describe('TableStore, the same table again', () => {
     assert.equal(store.table, first);
     assert.equal(store.debug(false).version, 'v2');
     assert.equal(store.debug(false).receivedAt, new Date(5_000).toISOString());
+  });
+});
+
+/** A monotonic clock that moves `stepMs` each time it is read (once a name, about), and turns of the loop that call `atTurn` instead. */
+function fakeLoop(stepMs: number, atTurn: () => void = () => {}) {
+  let now = 0;
+  return { monotonic: () => (now += stepMs), yieldToLoop: async () => atTurn() };
+}
+
+describe('TableStore, slices and the swap (fake clock and loop)', () => {
+  it('answers from the old table at every turn of a build, and swaps the new one in whole, once', async () => {
+    const turns: { version?: string; oldAnswer?: string[]; newKnown?: boolean; size?: number }[] = [];
+    let store: TableStore | undefined;
+    const atTurn = () => turns.push({ version: store!.debug(false).version, oldAnswer: store!.table?.get('old-7.mesh.internal.')?.v4, newKnown: store!.table?.has('new-1.mesh.internal.'), size: store!.table?.size });
+    store = new TableStore({ pod, now: () => 0, sliceMs: 2, ...fakeLoop(0.25, atTurn) });
+    await store.load(table(50, 'old'), 'v1', 'nds');
+    const old = store.table;
+    turns.length = 0;
+    const swaps: (number | undefined)[] = [];
+    store.onLoad(() => swaps.push(store.table?.size));
+    await store.load(table(1000, 'new'), 'v2', 'nds');
+    assert.ok(turns.length >= 100, `the build let the loop turn ${turns.length} times`);
+    assert.deepEqual(new Set(turns.map((turn) => JSON.stringify(turn))), new Set([JSON.stringify({ version: 'v1', oldAnswer: ['10.0.0.7'], newKnown: false, size: 50 })]), 'every turn saw the old table, whole and answering');
+    assert.deepEqual(swaps, [1000], 'one swap, to the whole new table');
+    assert.notEqual(store.table, old);
+    assert.deepEqual(store.table?.get('new-999.mesh.internal.')?.v4, ['10.0.3.231']);
+    assert.equal(store.table?.has('old-7.mesh.internal.'), false);
+    assert.equal(store.debug(false).version, 'v2');
+  });
+
+  it('keeps each slice within sliceMs (plus the name that crossed it); Infinity builds in one go', async () => {
+    const sliced = new TableStore({ pod, now: () => 0, sliceMs: 2, ...fakeLoop(0.25) });
+    await sliced.load(table(1000), 'v1', 'nds');
+    const { longestStepMs, slices } = sliced.debug(false);
+    assert.ok(longestStepMs! <= 2.5, `longest step ${longestStepMs} ms`);
+    assert.ok(slices! >= 100, `${slices} slices`);
+    let turns = 0;
+    const whole = new TableStore({ pod, now: () => 0, sliceMs: Infinity, ...fakeLoop(0.25, () => turns++) });
+    await whole.load(table(1000), 'v1', 'nds');
+    assert.deepEqual([whole.debug(false).slices, turns, whole.table?.size], [1, 0, 1000]);
+  });
+
+  it('a table that breaks part-way, after turns, leaves the old one in place', async () => {
+    let turns = 0;
+    const store = new TableStore({ pod, now: () => 0, sliceMs: 2, ...fakeLoop(0.25, () => turns++) });
+    await store.load(table(5, 'old'), 'v1', 'nds');
+    const old = store.table;
+    await assert.rejects(store.load(Buffer.concat([table(500, 'new'), Buffer.from([0x0a, 0xff, 0xff, 0x01])]), 'v2', 'nds'));
+    assert.ok(turns > 10, `${turns} turns before it broke`);
+    assert.equal(store.table, old);
+    assert.deepEqual(store.table?.get('old-3.mesh.internal.')?.v4, ['10.0.0.3']);
+    assert.equal(store.debug(false).version, 'v1');
   });
 });

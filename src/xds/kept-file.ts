@@ -142,7 +142,7 @@ function ownedByUs(info: Stats): string | undefined {
 }
 
 /** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
-export async function writeAtomically(path: string, text: string): Promise<void> {
+export async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
   const temporary = `${path}.${process.pid}.tmp`;
   await writeSyncedFile(temporary, text, 'w');
   await rename(temporary, path);

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { LookupTable } from './lookup-table.ts';
+import { encodeNameTable, nameTableEntriesAt, readNameEntry } from './name-table-wire.ts';
+
+const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: [] };
+const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [], ...extra });
+
+describe('LookupTable', () => {
+  it('counts a name once however many entries give it, and finds every name it holds (split over many maps)', () => {
+    const table = new LookupTable(pod);
+    table.add('a.default.svc.cluster.local', info(['10.0.0.1'], { registry: 'Kubernetes', shortname: 'a', namespace: 'default' }));
+    assert.equal(table.size, 4, 'the host, a.default, a.default.svc and a');
+    // An External host that is one of those short forms already: replaced, not counted again.
+    table.add('a.default', info(['10.0.0.2']));
+    assert.equal(table.size, 4);
+    assert.deepEqual(table.get('a.default.')?.v4, ['10.0.0.2']);
+    for (let at = 0; at < 5000; at++) table.add(`svc-${at}.mesh.internal`, info([`10.1.${at >> 8}.${at & 255}`]));
+    assert.equal(table.size, 5004);
+    for (let at = 0; at < 5000; at++) assert.deepEqual(table.get(`svc-${at}.mesh.internal.`)?.v4, [`10.1.${at >> 8}.${at & 255}`]);
+    assert.equal(table.has('svc-5000.mesh.internal.'), false);
+  });
+
+  it('tells apart names whose hashes are the same, built from bytes or not', () => {
+    // Found by search: FNV-1a, cut to 30 bits, is the same for both of each pair.
+    const pairs = [['1wnmcc2.mesh', '1kprzgl.mesh'], ['xjr4lt.mesh', 'b86hzb.mesh']];
+    const hosts: [string, { ips: string[] }][] = pairs.flat().map((host, at) => [host, { ips: [`10.2.0.${at + 1}`] }]);
+    const bytes = encodeNameTable([...hosts, ['xjr4lt.mesh', { ips: ['10.2.0.9'] }]]);
+    const fromBytes = new LookupTable(pod, bytes);
+    for (const [at, entry] of nameTableEntriesAt(bytes)) fromBytes.add(...readNameEntry(entry), at);
+    const fromEntries = new LookupTable(pod);
+    for (const [host, { ips }] of hosts) fromEntries.add(host, info(ips));
+    fromEntries.add('xjr4lt.mesh', info(['10.2.0.9']));
+    for (const table of [fromBytes, fromEntries]) {
+      assert.equal(table.size, 4);
+      assert.deepEqual(pairs.flat().map((host) => table.get(`${host}.`)?.v4), [['10.2.0.1'], ['10.2.0.2'], ['10.2.0.9'], ['10.2.0.4']], 'each its own, the later entry for a name given twice');
+      assert.equal(table.has('1wnmcc3.mesh.'), false);
+    }
+  });
+});
+
