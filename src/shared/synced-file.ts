@@ -6,7 +6,7 @@ import { open } from 'node:fs/promises';
  * `wx` refuses a file that exists (a fresh version directory), `w` replaces
  * a temporary left by a crash.
  */
-export async function writeSyncedFile(path: string, content: string, flags: 'w' | 'wx'): Promise<void> {
+export async function writeSyncedFile(path: string, content: string | Uint8Array, flags: 'w' | 'wx'): Promise<void> {
   const file = await open(path, flags, 0o600);
   try {
     await file.writeFile(content);
