@@ -20,25 +20,39 @@ export interface LiveEpoch {
   tookOver: boolean;
 }
 
+/**
+ * Where the agent is in its life: serving (and reconciling), draining before
+ * exit, or stopping epochs newest first once the drain is over.
+ */
+export type Phase = 'running' | 'draining' | 'stopping';
+
+/**
+ * The restart gate (restart-gate.ts) as the reducer sees it: open unless told
+ * otherwise; `holding` is closed with a hot restart waiting behind it.
+ */
+export type Gate = { state: 'open' } | { state: 'closed' | 'holding'; reason: string };
+
 export interface State {
   desired?: string;
   current?: string;
   live: readonly LiveEpoch[];
   budget: number;
+  phase: Phase;
+  gate: Gate;
+  /**
+   * Pending work, not phases: a retry timer runs, or a retry came due while
+   * aborted epochs were still exiting. Both can hold at once (a retry comes due
+   * and waits, then the starting epoch fails and schedules the next one).
+   */
   retryScheduled: boolean;
-  /** A retry came due while aborted epochs were still exiting. */
   reconcileWhenSettled: boolean;
-  shuttingDown: boolean;
-  /** The shutdown drain is over: epochs are being stopped, newest first. */
-  stopping: boolean;
   /** Why the last epoch failed, for the log line when the budget is spent. */
   lastFailure?: string;
-  /** The restart gate; open unless told otherwise. */
-  gateClosed?: { reason: string };
-  /** A hot restart is held behind the closed gate. */
-  restartHeld?: boolean;
   policy: RetryPolicy;
 }
+
+/** Draining or stopping: no new epoch starts and no retry is scheduled. */
+export const shuttingDown = (state: Pick<State, 'phase'>): boolean => state.phase !== 'running';
 
 /** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
 export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';

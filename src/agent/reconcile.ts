@@ -1,6 +1,7 @@
 import { shortHash } from '../watch/cert-set.ts';
 import { afterFailure, log, scheduleRetry, withRetry } from './reconcile-failures.ts';
-import type { Action, Event, ExitEvent, LiveEpoch, RetryPolicy, State, Step } from './reconcile-types.ts';
+import { drainTakeover, exitWhileShuttingDown, onShutdown, stopNewest } from './reconcile-shutdown.ts';
+import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, type RetryPolicy, type State, type Step } from './reconcile-types.ts';
 
 /*
  * The reconcile loop as a pure function: `reduce(state, event)` returns the
@@ -35,7 +36,7 @@ import type { Action, Event, ExitEvent, LiveEpoch, RetryPolicy, State, Step } fr
  */
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, retryScheduled: false, reconcileWhenSettled: false, shuttingDown: false, stopping: false, policy };
+  return { live: [], budget: policy.budget, phase: 'running', gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -55,12 +56,12 @@ export function reduce(state: State, event: Event): Step {
     case 'shutdown':
       return onShutdown(state);
     case 'drained':
-      return stopNewest({ ...state, stopping: true });
+      return stopNewest({ ...state, phase: 'stopping' });
   }
 }
 
 function onConfigChanged(state: State, config: string): Step {
-  if (config === state.desired || state.shuttingDown) return [state, []];
+  if (config === state.desired || shuttingDown(state)) return [state, []];
   const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
   const [after, actions] = reconcile(next);
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
@@ -75,11 +76,11 @@ function onConfigChanged(state: State, config: string): Step {
  * or exited.
  */
 function reconcile(state: State): Step {
-  if (state.shuttingDown || state.desired === undefined || state.desired === state.current) {
+  if (shuttingDown(state) || state.desired === undefined || state.desired === state.current) {
     return [{ ...state, reconcileWhenSettled: false }, []];
   }
   // Held before "wait for the starting epoch": a restart into nothing is the worse outcome, and the hold is logged.
-  if (state.gateClosed && state.live.length > 0) return holdRestart(state);
+  if (state.gate.state !== 'open' && state.live.length > 0) return holdRestart(state);
   if (state.live.some((entry) => entry.aborting || !entry.tookOver)) return [{ ...state, reconcileWhenSettled: true }, []];
   const epoch = Math.max(-1, ...state.live.map((entry) => entry.epoch)) + 1;
   const live = [...state.live, { epoch, config: state.desired, aborting: false, tookOver: false }];
@@ -88,15 +89,17 @@ function reconcile(state: State): Step {
 }
 
 function holdRestart(state: State): Step {
-  if (state.restartHeld) return [state, []];
-  const fields = { config: shortHash(state.desired!), reason: state.gateClosed!.reason, serving: state.live.map((entry) => entry.epoch) };
-  return [{ ...state, restartHeld: true }, [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)]];
+  if (state.gate.state !== 'closed') return [state, []];
+  const fields = { config: shortHash(state.desired!), reason: state.gate.reason, serving: state.live.map((entry) => entry.epoch) };
+  return [{ ...state, gate: { state: 'holding', reason: state.gate.reason } }, [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)]];
 }
 
 function onGateChanged(state: State, event: Extract<Event, { type: 'gate-changed' }>): Step {
-  if (!event.open) return [{ ...state, gateClosed: { reason: event.reason } }, []];
-  const next = { ...state, gateClosed: undefined, restartHeld: false };
-  if (!state.restartHeld) return [next, []];
+  const held = state.gate.state === 'holding';
+  // A restart held behind the gate stays held when it closes again for another reason.
+  if (!event.open) return [{ ...state, gate: { state: held ? 'holding' : 'closed', reason: event.reason } }, []];
+  const next: State = { ...state, gate: { state: 'open' } };
+  if (!held) return [next, []];
   const [after, actions] = reconcile(next);
   return [after, [log('info', 'hot restart released', { reason: event.reason }), ...actions]];
 }
@@ -107,14 +110,7 @@ function onEpochExited(state: State, event: ExitEvent): Step {
   const failure = event.kind === 'failed' || event.kind === 'rejected';
   const next = { ...state, live, current: currentConfig(live), lastFailure: failure ? event.detail : state.lastFailure };
   const actions: Action[] = [...exitLog(event), { type: 'remove-bootstrap', epoch: event.epoch }];
-  if (state.shuttingDown) {
-    if (failure) actions.unshift(log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }));
-    if (live.length === 0) return [next, [...actions, { type: 'exit', code: 0 }]];
-    // A parent leaving mid-drain (its --parent-shutdown-time-s) must not cut the child's drain short.
-    if (!state.stopping) return [next, actions];
-    const [after, more] = stopNewest(next);
-    return [after, [...actions, ...more]];
-  }
+  if (shuttingDown(state)) return exitWhileShuttingDown(next, event, actions);
   const [after, more] = afterExit(next, event, exited);
   return [after, [...actions, ...more]];
 }
@@ -138,50 +134,22 @@ function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined
   }
 }
 
-/**
- * Stops epochs one at a time, newest first. A hot-restart child that stops
- * still messages its parent; were the parent already gone, Envoy would retry
- * that for 10 s before exiting. So the parent goes last.
- */
-function stopNewest(state: State): Step {
-  if (state.live.some((entry) => entry.aborting)) return [state, []];
-  if (state.live.length === 0) return [state, []];
-  const newest = state.live.reduce((a, b) => (b.epoch > a.epoch ? b : a));
-  const live = state.live.map((entry) => (entry === newest ? { ...entry, aborting: true } : entry));
-  return [{ ...state, live, current: undefined }, [{ type: 'abort-epoch', epoch: newest.epoch }]];
-}
-
-/**
- * Marks the epoch as having taken over. During the shutdown drain, an epoch
- * that takes over would otherwise serve undrained (its parent was drained by
- * the hot restart, or by our admin calls before the child held admin).
- */
+/** Marks the epoch as having taken over (during the shutdown drain it is drained too). */
 function onEpochLive(state: State, epoch: number): Step {
   const entry = state.live.find((candidate) => candidate.epoch === epoch);
   if (!entry) return [state, []];
   const live = state.live.map((candidate) => (candidate === entry ? { ...candidate, tookOver: true } : candidate));
   const next = { ...state, live };
-  if (!state.shuttingDown) {
-    const stable: Action = { type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs };
-    const [after, actions] = next.reconcileWhenSettled ? reconcile(next) : [next, []];
-    return [after, [stable, ...actions]];
-  }
-  if (entry.aborting) return [next, []];
-  return [next, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch }), { type: 'drain-listeners', epoch }]];
+  if (shuttingDown(state)) return drainTakeover(next, entry);
+  const stable: Action = { type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: state.policy.stableAfterMs };
+  const [after, actions] = next.reconcileWhenSettled ? reconcile(next) : [next, []];
+  return [after, [stable, ...actions]];
 }
 
 function onEpochStable(state: State, epoch: number): Step {
   const entry = state.live.find((candidate) => candidate.epoch === epoch);
   if (!entry || entry.aborting || state.budget === state.policy.budget) return [state, []];
   return [{ ...state, budget: state.policy.budget }, [log('info', 'epoch stayed live; retry budget refilled', { epoch, budget: state.policy.budget })]];
-}
-
-function onShutdown(state: State): Step {
-  if (state.shuttingDown) return [state, []];
-  const next = { ...state, shuttingDown: true, retryScheduled: false };
-  const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
-  if (state.live.length === 0) return [next, [...cancel, { type: 'exit', code: 0 }]];
-  return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
 }
 
 /** The config of the newest epoch that is not on its way out. */

@@ -18,7 +18,7 @@ const margin = 10 * 60_000;
 function rig(options: { canConfigure: boolean; notAfter?: () => number | undefined; running?: string; start?: number }) {
   const clock = new FakeClock(options.start ?? 1000 * hour);
   const events: Event[] = [];
-  const state: { current?: string; restartHeld?: boolean } = { current: options.running ?? 'A' };
+  const state: Pick<State, 'current' | 'gate'> = { current: options.running ?? 'A', gate: { state: 'open' } };
   let unsubscribed = 0;
   const registry = new Registry();
   const gate = new RestartGate({
@@ -89,11 +89,11 @@ describe('RestartGate, edges', () => {
 
   it('exports istio_agent_restart_held from the reconcile state', async () => {
     const { registry, state } = rig({ canConfigure: true });
-    state.restartHeld = true;
+    state.gate = { state: 'holding', reason: 'upstream unreachable' };
     const held = await registry.metrics();
     assert.match(held, /^# HELP istio_agent_restart_held A hot restart waits: the discovery server cannot be reached/m);
     assert.match(held, /^istio_agent_restart_held 1$/m);
-    state.restartHeld = false;
+    state.gate = { state: 'open' };
     assert.match(await registry.metrics(), /^istio_agent_restart_held 0$/m);
   });
 });

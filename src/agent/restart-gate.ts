@@ -47,7 +47,7 @@ export class RestartGate {
 
   constructor(options: RestartGateOptions) {
     this.#options = options;
-    new Gauge({ name: 'istio_agent_restart_held', help: 'A hot restart waits: the discovery server cannot be reached and no last-known-good config covers what Envoy needs', registers: [options.registry], collect() { this.set(options.state().restartHeld ? 1 : 0); } });
+    new Gauge({ name: 'istio_agent_restart_held', help: 'A hot restart waits: the discovery server cannot be reached and no last-known-good config covers what Envoy needs', registers: [options.registry], collect() { this.set(options.state().gate.state === 'holding' ? 1 : 0); } });
   }
 
   start(): void {

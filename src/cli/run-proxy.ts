@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { Registry } from '../metrics/index.ts';
 import { Agent } from '../agent/agent.ts';
+import { shuttingDown } from '../agent/reconcile-types.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from '../agent/restart-gate.ts';
 import { customAdminPort } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
@@ -200,7 +201,7 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   const agent = new Agent({ proxy, clock: systemClock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) });
   const stop = (signal: NodeJS.Signals) => {
     logger.info({ signal }, 'signal received');
-    if (agent.state.shuttingDown) agent.hurry();
+    if (shuttingDown(agent.state)) agent.hurry();
     agent.dispatch({ type: 'shutdown' });
   };
   agent.onEvent(countAgentEvents(metrics));

@@ -1,5 +1,5 @@
 import type { Proxy, RunOptions } from '../agent/proxy.ts';
-import type { ExitKind, State } from '../agent/reconcile-types.ts';
+import { shuttingDown, type ExitKind, type State } from '../agent/reconcile-types.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { NotLive } from './readiness.ts';
@@ -92,7 +92,7 @@ export class EpochTracker {
       live,
       recentExits: [...this.#exits],
       retry: { budget: state.budget, of: state.policy.budget, scheduled: state.retryScheduled },
-      shuttingDown: state.shuttingDown,
+      shuttingDown: shuttingDown(state),
     };
   }
 

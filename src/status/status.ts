@@ -1,5 +1,5 @@
 import type { Registry } from '../metrics/index.ts';
-import type { Event, State } from '../agent/reconcile-types.ts';
+import { shuttingDown, type Event, type State } from '../agent/reconcile-types.ts';
 import { adminClient } from '../envoy/admin.ts';
 import { drainListeners } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
@@ -59,7 +59,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const admin = adminClient(options.adminPort);
   let drained = false;
   const scrapes = registerScrapeMetrics(registry);
-  const readiness = new ReadinessProbe({ admin, stopping: () => drained || agent.state.shuttingDown, notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
+  const readiness = new ReadinessProbe({ admin, stopping: () => drained || shuttingDown(agent.state), notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
   const appTargets = options.app?.metrics ?? [];
   return {
     readiness: recordStartup(readiness, scrapes.startup, logger),
