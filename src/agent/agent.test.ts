@@ -118,6 +118,27 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.equal((await exitOf(agent)).code, 0);
   });
 
+  it('takes no event once it has ended: a late certificate change starts no Envoy', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
+    proxy.exit(0, 'normal');
+    assert.equal((await exitOf(agent)).code, 0);
+    agent.dispatch({ type: 'config-changed', config: 'B' });
+    assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }]);
+    assert.equal(agent.state.desired, 'A');
+  });
+
+  it('disposed: stops every epoch at once, without waiting for a drain', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
+    await within(agent[Symbol.asyncDispose](), 5000, 'the disposal to end');
+    assert.deepEqual(proxy.running, []);
+    assert.equal((await exitOf(agent)).code, 0);
+    await agent[Symbol.asyncDispose](); // once ended: nothing left to stop
+  });
+
   it('reports every event and the state after it to listeners', () => {
     const { agent } = setup();
     const seen: string[] = [];

@@ -38,6 +38,8 @@ export class Agent {
   #drainController = new AbortController();
   /** POST /drain already drained Envoy (native sidecars' preStop): the SIGTERM that follows stops at once. */
   #drainedEarly = false;
+  /** Every epoch is gone after the exit: the loop takes no more events. */
+  #ended = false;
   #resolveExit!: (result: AgentExit) => void;
   readonly #exited: Promise<AgentExit>;
   readonly #listeners = new Set<(event: Event, state: State) => void>();
@@ -64,6 +66,8 @@ export class Agent {
   }
 
   dispatch(event: Event): void {
+    // A late event (a certificate change, the gate opening) must not start an Envoy after the exit.
+    if (this.#ended) return;
     const [next, actions] = reduce(this.#state, event);
     this.#state = next;
     for (const listener of this.#listeners) listener(event, next);
@@ -145,11 +149,26 @@ export class Agent {
     this.#drainController.abort();
   }
 
+  /** Stops every epoch now, without a drain (a fault, a start that failed part way); a no-op once ended. */
+  stopNow(): void {
+    this.hurry();
+    this.dispatch({ type: 'shutdown' });
+  }
+
+  /** `stopNow`, then resolves once every epoch is gone: a disposable stack's Envoy step. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.stopNow();
+    await this.#exited;
+  }
+
   #exit(result: AgentExit): void {
     for (const timer of this.#timers) timer.cancel();
     this.#timers.clear();
     for (const controller of this.#epochs.values()) controller.abort();
     // No Envoy may outlive the agent: resolve only once every epoch is gone.
-    void Promise.all(this.#running).then(() => this.#resolveExit(result));
+    void Promise.all(this.#running).then(() => {
+      this.#ended = true;
+      this.#resolveExit(result);
+    });
   }
 }

@@ -11,8 +11,11 @@ import { SecretStore } from './secret-store.ts';
 import { claimSdsSocket } from './socket.ts';
 
 export interface SdsRuntime {
-  /** The certificate dir watch's consistent sets go here; restarts only what SDS cannot deliver. */
-  onCertFiles: (hash: string, files: readonly FileRead[]) => void;
+  /**
+   * Where the certificate dir watch's consistent sets go, given what starts a
+   * new epoch for a set Envoy must restart to see; restarts only what SDS cannot deliver.
+   */
+  certFeed(restart: (hash: string) => void): (hash: string, files: readonly FileRead[]) => void;
   /** What is served; undefined when another process serves the socket. A CA client feeds it. */
   store: SecretStore | undefined;
   debug(): unknown;
@@ -24,8 +27,6 @@ export interface StartSdsOptions {
   registry: Registry;
   clock: Clock;
   logger: Logger;
-  /** Starts a new epoch for a set Envoy must restart to see. */
-  restart: (hash: string) => void;
   /** The workload identity comes from a CA, not from `default`/`ROOTCA` files in --certDir. */
   workloadFromCa: boolean;
 }
@@ -40,16 +41,16 @@ export async function startSds(options: StartSdsOptions): Promise<SdsRuntime> {
   const store = new SecretStore();
   if ((await claimSdsSocket(config.sdsSocket)) === 'foreign') {
     logger.info({ socket: config.sdsSocket }, 'SDS socket is served by another process; Envoy reads its certificates there');
-    const onCertFiles = feedCertDir({ store, certDir: config.certDir, rotation: 'restart', coveredFiles: () => new Set(), restart: options.restart, logger });
-    return { onCertFiles, store: undefined, debug: () => ({ socket: config.sdsSocket, serving: false, servedBy: 'another process' }), stop: async () => undefined };
+    const certFeed = (restart: (hash: string) => void) => feedCertDir({ store, certDir: config.certDir, rotation: 'restart', coveredFiles: () => new Set(), restart, logger });
+    return { certFeed, store: undefined, debug: () => ({ socket: config.sdsSocket, serving: false, servedBy: 'another process' }), stop: async () => undefined };
   }
   const metrics = registerSdsMetrics(options.registry, store, () => clock.now());
   const sources = new FileSecretSources({ store, clock, logger, metrics, debounceMs: config.certDebounceMs, resyncMs: config.certResyncMs });
   const server = new SdsServer({ socketPath: config.sdsSocket, store, subscriptions: sources, metrics, logger, now: () => clock.now() });
   await server.start();
-  const onCertFiles = feedCertDir({ store, certDir: config.certDir, rotation: config.certRotation, coveredFiles: () => server.coveredFiles(), restart: options.restart, logger, storesWorkload: !options.workloadFromCa });
+  const certFeed = (restart: (hash: string) => void) => feedCertDir({ store, certDir: config.certDir, rotation: config.certRotation, coveredFiles: () => server.coveredFiles(), restart, logger, storesWorkload: !options.workloadFromCa });
   return {
-    onCertFiles,
+    certFeed,
     store,
     debug: () => server.debug(),
     stop: async () => {

@@ -6,7 +6,7 @@ import { initialState, reduce } from '../agent/reconcile.ts';
 import type { State } from '../agent/reconcile-types.ts';
 import { FakeClock } from '../shared/clock.ts';
 import { EpochTracker } from './epochs.ts';
-import { countAgentEvents, registerAgentMetrics } from './metrics.ts';
+import { countAgentEvents, registerAgentMetrics, registerStateGauges } from './metrics.ts';
 
 /** A proxy whose epochs start with a pid and end when the test says. */
 function manualProxy() {
@@ -31,7 +31,8 @@ describe('EpochTracker', () => {
     const clock = new FakeClock(Date.UTC(2026, 0, 1));
     const registry = new Registry();
     let state: State = initialState(policy);
-    const metrics = registerAgentMetrics(registry, () => state);
+    const metrics = registerAgentMetrics(registry);
+    registerStateGauges(registry, () => state);
     const tracker = new EpochTracker({ clock, metrics, keepExits: 1 });
     const { proxy, end } = manualProxy();
     const wrapped = tracker.wrap(proxy);
@@ -82,7 +83,8 @@ describe('countAgentEvents', () => {
   it('counts retries and certificate changes after the first', async () => {
     const registry = new Registry();
     let state = initialState(policy);
-    const metrics = registerAgentMetrics(registry, () => state);
+    const metrics = registerAgentMetrics(registry);
+    registerStateGauges(registry, () => state);
     const observe = countAgentEvents(metrics);
     for (const event of [
       { type: 'config-changed', config: 'a' },

@@ -10,21 +10,26 @@ export interface AgentMetrics {
   certReloads: Counter;
 }
 
-/**
- * Registers the agent's metrics. Gauges read the reconcile state when
- * scraped, so they never go stale.
- */
-export function registerAgentMetrics(registry: Registry, state: () => State): AgentMetrics {
+/** Registers the agent's runtime metrics and the counters the epoch tracker and the events feed. */
+export function registerAgentMetrics(registry: Registry): AgentMetrics {
   const registers = [registry];
   registerRuntimeMetrics(registry, 'istio_agent_');
-  new Gauge({ name: 'istio_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
-  new Gauge({ name: 'istio_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
   return {
     epochsStarted: new Counter({ name: 'istio_agent_epochs_started_total', help: 'Envoy epochs started (the first start, hot restarts and retries)', registers }),
     epochExits: new Counter({ name: 'istio_agent_epoch_exits_total', help: 'Envoy epochs that ended, by how they ended', labelNames: ['kind'], registers }),
     retries: new Counter({ name: 'istio_agent_retries_total', help: 'Retries of the desired config after an Envoy failure', registers }),
     certReloads: new Counter({ name: 'istio_agent_cert_reloads_total', help: 'Changes of the watched certificate files after the first', registers }),
   };
+}
+
+/**
+ * Registers the gauges of the reconcile state, once the agent that holds it
+ * exists. They read it when scraped, so they never go stale.
+ */
+export function registerStateGauges(registry: Registry, state: () => State): void {
+  const registers = [registry];
+  new Gauge({ name: 'istio_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
+  new Gauge({ name: 'istio_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
 }
 
 /** Counts what only the reconcile loop's events tell: retries and certificate changes. */
