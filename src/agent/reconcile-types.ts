@@ -1,4 +1,4 @@
-/** The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`). */
+/** The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`, `reconcile-failures.ts` and `reconcile-shutdown.ts`). */
 
 export interface RetryPolicy {
   initialDelayMs: number;
