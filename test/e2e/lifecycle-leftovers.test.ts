@@ -6,6 +6,8 @@ import { assertGone, startAgent } from '../support/agent.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { duplicateKeys } from '../support/duplicate-keys.ts';
 import { epochLive, startTlsRig } from './reconcile-support.ts';
+import { startPeer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
 
 const exists = (path: string) => access(path).then(() => true, () => false);
 
@@ -47,4 +49,22 @@ it('the shared memory a SIGKILLed agent left (its base id still in --configPath)
   deferStop(cleanup, agent);
   await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
   assert.equal(await exists(stale), false, `${stale} left behind`);
+});
+
+it('a start that fails part way (the status port taken by the DNS proxy) undoes what had started: no socket left, no Envoy, one line', { timeout: 60_000 }, async (t) => {
+  await using cleanup = new AsyncDisposableStack();
+  const peer = await startPeer([]);
+  cleanup.defer(() => peer.stop());
+  const statusPort = await freePort();
+  // Checked free before anything starts; the DNS proxy, started first, then holds it on 127.0.0.1.
+  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--statusPort', String(statusPort)], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: `127.0.0.1:${statusPort}` } });
+  deferStop(cleanup, agent);
+  const result = await agent.exited;
+  assert.notEqual(result.exitCode, 0, agent.stderr());
+  const lines = agent.stderr().trim().split('\n');
+  assert.equal(lines.length, 1, agent.stderr());
+  assert.match(lines[0]!, /EADDRINUSE/);
+  t.diagnostic(`exit ${result.exitCode}: ${lines[0]}`);
+  assert.deepEqual(agent.envoyPids(), [], 'no Envoy was started');
+  for (const socket of [join(agent.dir, 'config', 'XDS'), join(agent.dir, 'sds.sock')]) assert.equal(await exists(socket), false, `${socket} left behind`);
 });
