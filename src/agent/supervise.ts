@@ -7,7 +7,7 @@
 import type { CaSettings } from '../ca/ca-settings.ts';
 import type { CaRuntime } from '../ca/start.ts';
 import type { DnsRuntime } from '../dns/start.ts';
-import { type EnvoyLaunch } from '../envoy/args.ts';
+import type { EnvoyLaunch } from '../envoy/args.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 import { Registry } from '../metrics/index.ts';
@@ -94,13 +94,7 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
     agent, epochs, registry, xds: relay, sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem() ?? dns?.problem(), app: options.app, dns, clock: systemClock, logger: logger.child({ component: 'status' }),
   });
   if (status) stack.defer(() => status.close());
-  // SIGTERM, SIGINT and SIGHUP drain (a second one hurries the drain); a fault stops Envoy at once and waits for the whole stack.
-  stack.defer(options.guard.onTerminate((signal) => {
-    logger.info({ signal }, 'signal received');
-    if (shuttingDown(agent.state)) agent.hurry();
-    agent.dispatch({ type: 'shutdown' });
-  }));
-  stack.defer(options.guard.whileRunning(async () => (agent.stopNow(), await closed)));
+  hookProcess(stack, { guard: options.guard, agent, closed, logger });
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   const restart = (hash: string) => {
     gate.certsChanged(hash);
@@ -113,6 +107,24 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
   if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
   if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
   return exit.code;
+}
+
+/**
+ * Signals and faults reach the loop from now on: SIGTERM, SIGINT and SIGHUP
+ * drain (a second one hurries the drain); a fault stops Envoy at once and
+ * waits for `closed`, the whole stack undone, before the process exits 1.
+ */
+function hookProcess(stack: AsyncDisposableStack, parts: { guard: ProcessHooks; agent: Agent; closed: Promise<void>; logger: Logger }): void {
+  const { guard, agent } = parts;
+  stack.defer(guard.onTerminate((signal) => {
+    parts.logger.info({ signal }, 'signal received');
+    if (shuttingDown(agent.state)) agent.hurry();
+    agent.dispatch({ type: 'shutdown' });
+  }));
+  stack.defer(guard.whileRunning(async () => {
+    agent.stopNow();
+    await parts.closed;
+  }));
 }
 
 /**
