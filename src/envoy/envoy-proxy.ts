@@ -33,6 +33,8 @@ export interface EnvoyProxyOptions {
 }
 
 const baseIdWaitMs = 10_000;
+/** Epoch 0's `--mode validate` beside its Envoy: the lowest priority, it is off the path to ready. */
+const validateNiceness = 19;
 
 /** The real Envoy behind the agent's `Proxy` interface. */
 export class EnvoyProxy implements Proxy {
@@ -69,7 +71,11 @@ export class EnvoyProxy implements Proxy {
     // validate.ts): it is validated first. Epoch 0 has no parent to protect,
     // so Envoy starts at once and `--mode validate` runs beside it, off the
     // path to ready; its verdict still decides (it is stricter than a start).
-    const verdict = epoch === 0 ? rejectionMessage(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)).catch(() => undefined) : undefined;
+    // It is spawned just after Envoy, and niced: Envoy's spawn does not wait
+    // for it, and on a node of pods starting together (CPU-bound) it takes
+    // the CPU Envoy and the agent leave. Readiness asks Envoy itself, so the
+    // verdict is not on the path to ready; it gates LIVE only.
+    const validate = epoch === 0 ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch), niceness: validateNiceness }).catch(() => undefined) : undefined;
     const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)) : undefined;
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
@@ -78,19 +84,18 @@ export class EnvoyProxy implements Proxy {
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     const tookOver = (details: LiveDetails) => ((this.#servingCerts = certs), onLive(details));
-    return this.#spawn({ epoch, bootstrapPath, signal, verdict, onStarted, onLive: tookOver });
+    return this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
   }
 
   /**
-   * Runs one epoch's Envoy to its end. `verdict` (epoch 0): a rejection
-   * stops Envoy and is what the epoch ends with; LIVE counts only once the
-   * bootstrap passed.
+   * Runs one epoch's Envoy to its end. `validate` (epoch 0), run once Envoy
+   * is spawned: a rejection stops Envoy and is what the epoch ends with;
+   * LIVE counts only once the bootstrap passed.
    */
-  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; verdict: Promise<string | undefined> | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
-    const { epoch, bootstrapPath, signal, verdict } = options;
+  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
+    const { epoch, bootstrapPath, signal } = options;
     const { config, logger } = this.#options;
     const rejected = new AbortController();
-    void verdict?.then((reason) => reason !== undefined && rejected.abort());
     const args = await this.#envoyArgs(epoch, bootstrapPath, signal);
     const epochLogger = logger.child({ epoch });
     // Own process group: a terminal's Ctrl-C reaches the agent only, which
@@ -107,6 +112,8 @@ export class EnvoyProxy implements Proxy {
       buffer: false,
       all: true,
     });
+    const verdict = options.validate?.();
+    void verdict?.then((reason) => reason !== undefined && rejected.abort());
     epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
     if (child.pid !== undefined) options.onStarted?.({ pid: child.pid });
     this.#options.onSpawn?.(epoch);
