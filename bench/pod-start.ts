@@ -86,6 +86,7 @@ try {
 
 const summary = (list: Sample[]) => ({
   execToReadyMs: round(median(list.map((s) => s.readyMs))),
+  readyEachMs: list.map((s) => Math.round(s.readyMs)),
   agentCpuMsToReady: round(median(list.map((s) => s.agentCpuMsToReady))),
   execToFirstRequestMs: round(median(list.map((s) => s.firstRequestMs))),
   phasesMs: Object.fromEntries(phases.map(([name]) => [name, round(median(list.map((s) => s.phases[name] ?? Number.NaN)))])),
