@@ -7,7 +7,7 @@ import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ProxyConfig } from '../shared/proxy-config.ts';
-import { adminClient, serverInfo, type AdminClient } from './admin.ts';
+import { adminClient, isLive, serverInfo, type AdminClient } from './admin.ts';
 import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
 import { classifyExit } from './exit.ts';
@@ -192,9 +192,17 @@ export class EnvoyProxy implements Proxy {
    * on the admin port must prove it: its config path is this epoch's
    * bootstrap, which no other agent's Envoy, nor another epoch, runs with.
    */
+  /**
+   * Polls admin's `/ready` (5 bytes) until it says LIVE, and only then asks
+   * `/server_info` (~120 KB: ~1.8 ms of Envoy's CPU and ~0.7 ms of the
+   * agent's per call, against ~0.15 and ~0.3 for /ready) whether that Envoy
+   * is this epoch's. A node of pods starting together is CPU-bound, and
+   * this poll runs every 100 ms until each Envoy is LIVE.
+   */
   async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: (details: LiveDetails) => void): Promise<void> {
     while (!signal.aborted) {
-      const info = await serverInfo(this.#admin, signal);
+      const live = await isLive(this.#admin, signal);
+      const info = live ? await serverInfo(this.#admin, signal) : undefined;
       if (info?.state === 'LIVE' && info.configPath === bootstrapPath) {
         if (!signal.aborted) onLive({ envoyVersion: info.version });
         return;
