@@ -191,13 +191,10 @@ export class EnvoyProxy implements Proxy {
    * Polls admin until this epoch's own Envoy reports LIVE. Whatever answers
    * on the admin port must prove it: its config path is this epoch's
    * bootstrap, which no other agent's Envoy, nor another epoch, runs with.
-   */
-  /**
-   * Polls admin's `/ready` (5 bytes) until it says LIVE, and only then asks
+   * The poll asks `/ready` (5 bytes) and only once it says LIVE
    * `/server_info` (~120 KB: ~1.8 ms of Envoy's CPU and ~0.7 ms of the
-   * agent's per call, against ~0.15 and ~0.3 for /ready) whether that Envoy
-   * is this epoch's. A node of pods starting together is CPU-bound, and
-   * this poll runs every 100 ms until each Envoy is LIVE.
+   * agent's per call, against ~0.15 and ~0.3 for /ready): a node of pods
+   * starting together is CPU-bound, and this runs every 100 ms until LIVE.
    */
   async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: (details: LiveDetails) => void): Promise<void> {
     while (!signal.aborted) {
