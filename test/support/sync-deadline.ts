@@ -18,9 +18,17 @@ export const syncDeadlineMs = 1000;
 
 const context = createContext({ body: undefined as (() => unknown) | undefined });
 const call = new Script('body()');
+/**
+ * The first body that spun in this process. A loop that stops advancing
+ * usually spins every later test of the file too; each would wait out the
+ * full deadline, and together they outlast the time a mutation run grants a
+ * mutant. So later bodies fail at once, naming the first.
+ */
+let spun: string | undefined;
 
 /** Runs `body` and returns what it returns; throws naming `what` when it is still running after `ms`. */
 export function withinSync<T>(what: string, body: () => T, ms = syncDeadlineMs): T {
+  if (spun !== undefined) throw new Error(`${what} not run: ${spun} spun past its deadline earlier in this process`);
   context.body = body;
   try {
     const result = call.runInContext(context, { timeout: ms }) as T;
@@ -29,6 +37,7 @@ export function withinSync<T>(what: string, body: () => T, ms = syncDeadlineMs):
     return result;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {
+      spun = what;
       throw new Error(`${what} still running after ${ms} ms: a synchronous loop that does not end`, { cause: error });
     }
     throw error;
