@@ -52,6 +52,11 @@ export const equivalent = [
     why: "a leaf without SANs: any text that has no 'URI:' item (Stryker's 'Stryker was here!' too) yields no URI, the same refusal",
   },
   {
+    file: 'src/ca/check-chain.ts',
+    code: "'an unreadable date'",
+    why: "a date Date.parse cannot read: node:crypto prints every validFrom/validTo X.509 can hold (UTCTime from 1950 to GeneralizedTime 9999, checked) in a form Date.parse reads, so no certificate reaches it",
+  },
+  {
     file: 'src/agent/restart-gate.ts',
     code: '{\n    return undefined;\n  }',
     parent: 'catch {\n    return undefined;\n  }',
