@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentError } from '../shared/errors.ts';
-import { gatherFlags, parseBool, resolveCaptureConfig } from './config.ts';
+import { gatherFlags, goDuration, parseBool, resolveCaptureConfig } from './config.ts';
 
 /** Edges of config.ts the mutation run found unguarded: whole-text matches, range bounds, the env-only checks. */
 const resolve = (cli: Record<string, string>, env: Record<string, string> = {}) => resolveCaptureConfig(gatherFlags(cli, env), env);
@@ -41,5 +41,14 @@ describe('config edges', () => {
     assert.equal(resolve({}, groups(64)).ownerGroups.values.length, 64);
     rejects(() => resolve({}, groups(65)), /^env ISTIO_OUTBOUND_OWNER_GROUPS: 65 groups, at most 64$/);
     assert.deepEqual(resolve({}, { ISTIO_OUTBOUND_OWNER_GROUPS: ' * ', ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: '7' }).ownerGroups, { except: true, values: ['7'] });
+  });
+
+  it('--probe-timeout: a whole Go duration from 1ms to 1h, decimals of any length', () => {
+    const at = (text: string) => goDuration({ text, name: '--probe-timeout' });
+    assert.equal(at('1.25s'), 1250);
+    assert.equal(at(' 1h '), 3_600_000);
+    assert.equal(at('1ms'), 1);
+    for (const text of ['', ' ', '5', 's', '5sx', 'x5s', '1s 2s']) assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration like 5s or 500ms$`), JSON.stringify(text));
+    for (const text of ['0s', '0ms', '1h1ms', '61m']) assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration from 1ms to 1h$`), text);
   });
 });
