@@ -30,7 +30,7 @@ export const equivalent = [
     why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
   },
   {
-    file: 'src/xds/field-scanner.ts',
+    file: 'src/grpc/field-scanner.ts',
     code: 'false',
     parent: '#wanted = false;',
     why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',

@@ -1,4 +1,4 @@
-import { WireError, wireLen } from '../xds/field-scanner.ts';
+import { WireError, wireLen } from '../grpc/field-scanner.ts';
 import { decodeVarint, lenField } from '../xds/wire.ts';
 
 /**

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { silentLogger } from '../shared/log.ts';
 import { EcdsInterceptor, extensionConfigType, type EcdsOutcome } from './ecds-interceptor.ts';
-import { frame } from './grpc-frame.ts';
+import { frame } from '../grpc/grpc-frame.ts';
 import { lenField, readRequest, type RequestFields } from './wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';

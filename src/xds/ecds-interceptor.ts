@@ -1,5 +1,5 @@
 import type { Logger } from '../shared/log.ts';
-import { GrpcFrameReader, frame, prefixBytes } from './grpc-frame.ts';
+import { GrpcFrameReader, frame, prefixBytes } from '../grpc/grpc-frame.ts';
 import { findString } from './nds-splitter.ts';
 import { encodeVarint, lenField, type RequestFields, type XdsMode } from './wire.ts';
 

@@ -1,4 +1,4 @@
-import { FieldScanner, wireLen } from './field-scanner.ts';
+import { FieldScanner, wireLen } from '../grpc/field-scanner.ts';
 import { lenField } from './wire.ts';
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { encodeNameTable } from '../dns/name-table-wire.ts';
-import { frame } from './grpc-frame.ts';
+import { frame } from '../grpc/grpc-frame.ts';
 import { NdsSplitter } from './nds-splitter.ts';
 import { nameTableType, ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
 import { lenField } from './wire.ts';

@@ -1,5 +1,5 @@
 import { decodeVarint } from './wire.ts';
-import { GrpcFrameReader, prefixBytes } from './grpc-frame.ts';
+import { GrpcFrameReader, prefixBytes } from '../grpc/grpc-frame.ts';
 import { nameTableType } from './nds-wire.ts';
 import type { XdsMode } from './wire.ts';
 

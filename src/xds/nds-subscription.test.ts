@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createLogger } from '../shared/log.ts';
-import { frame } from './grpc-frame.ts';
+import { frame } from '../grpc/grpc-frame.ts';
 import { NdsSubscription } from './nds-subscription.ts';
 import { nameTableType } from './nds-wire.ts';
 import { lenField, readRequest } from './wire.ts';

@@ -1,4 +1,4 @@
-import { FieldScanner, WireError, wireLen, wireVarint } from './field-scanner.ts';
+import { FieldScanner, WireError, wireLen, wireVarint } from '../grpc/field-scanner.ts';
 import { encodeVarint, lenField, type XdsMode } from './wire.ts';
 
 /** Istio's name table type (NDS): the agent asks for it on Envoy's stream and keeps its responses. */

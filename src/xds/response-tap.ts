@@ -1,4 +1,4 @@
-import { GrpcFrameReader } from './grpc-frame.ts';
+import { GrpcFrameReader } from '../grpc/grpc-frame.ts';
 import type { KeptRecorder } from './kept-recorder.ts';
 import { responseReader, type ResponseFields, type XdsMode } from './wire.ts';
 

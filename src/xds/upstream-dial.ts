@@ -1,6 +1,6 @@
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import type { KeepaliveOptions } from './keepalive.ts';
+import type { KeepaliveOptions } from '../grpc/keepalive.ts';
 import type { XdsStats } from './stats.ts';
 import { dialUpstream, UpstreamDialError, type UpstreamOptions, type UpstreamStream } from './upstream.ts';
 

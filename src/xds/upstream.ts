@@ -7,7 +7,7 @@ import { badFile, badFlag } from '../shared/errors.ts';
 import { formatHostPort, type HostPort } from '../shared/host-port.ts';
 import { agentVersion } from '../shared/version.ts';
 import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './client-credential.ts';
-import { keepAlive, type KeepaliveOptions } from './keepalive.ts';
+import { keepAlive, type KeepaliveOptions } from '../grpc/keepalive.ts';
 import { boundedTimer } from '../shared/clock.ts';
 import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
 import { certFileNames } from '../shared/istio-files.ts';

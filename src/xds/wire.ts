@@ -1,4 +1,4 @@
-import { FieldScanner, WireError, wireLen, type FieldSink } from './field-scanner.ts';
+import { FieldScanner, WireError, wireLen, type FieldSink } from '../grpc/field-scanner.ts';
 
 /**
  * Reads the few fields the relay needs straight from protobuf wire bytes, so

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { frame } from '../../src/xds/grpc-frame.ts';
+import { frame } from '../../src/grpc/grpc-frame.ts';
 import { upstreamWindowBytes } from '../../src/xds/upstream.ts';
 import { sotwRequest } from '../support/ads-client.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
-import type { KeepaliveOptions } from '../../src/xds/keepalive.ts';
+import type { KeepaliveOptions } from '../../src/grpc/keepalive.ts';
 import { XdsRelay } from '../../src/xds/relay.ts';
 import type { UpstreamOptions } from '../../src/xds/upstream.ts';
 
