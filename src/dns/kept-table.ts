@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { keptFileMaxAgeMs, writeAtomically } from '../xds/kept-file.ts';
+import { lastKnownGoodMaxAgeMs } from '../shared/last-known-good.ts';
+import { writeAtomically } from '../shared/synced-file.ts';
 
 export interface KeptTableOptions {
   path: string;
@@ -40,7 +41,7 @@ export class KeptTable {
     if (typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
     if (parsed.node !== this.#options.node) return { ok: false, reason: `kept for node ${String(parsed.node)}, not this one` };
     const age = this.#options.now() - parsed.at;
-    if (age > keptFileMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${keptFileMaxAgeMs / 60_000} allowed` };
+    if (age > lastKnownGoodMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${lastKnownGoodMaxAgeMs / 60_000} allowed` };
     return { ok: true, version: parsed.version, table: Buffer.from(parsed.table, 'base64') };
   }
 

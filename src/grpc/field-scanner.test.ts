@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FieldScanner, WireError } from './field-scanner.ts';
-import { encodeVarint } from '../xds/wire.ts';
+import { encodeVarint } from './proto-wire.ts';
 
 const len = (field: number, value: Buffer | string) => {
   const bytes = Buffer.from(value);

@@ -4,7 +4,7 @@ import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc, type GrpcModule } from '../grpc/load.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
-import { WireError } from '../xds/wire.ts';
+import { WireError } from '../grpc/field-scanner.ts';
 import type { SdsMetrics } from './metrics.ts';
 import { BadSdsRequest, SdsStream, TooManyNames, type Subscriptions } from './sds-stream.ts';
 import type { SecretStore } from './secret-store.ts';

@@ -1,4 +1,5 @@
-import { secretType, type KeptConfig, type KeptType } from './kept-config.ts';
+import { secretType } from './type-urls.ts';
+import { type KeptConfig, type KeptType } from './kept-config.ts';
 import type { XdsMode } from './wire.ts';
 
 /**

@@ -19,7 +19,6 @@ export interface KeptType {
 export type KeptChange = { mode: XdsMode; typeUrl: string };
 
 /** Secrets (SDS over ADS) are kept in memory only: never written to disk. */
-export const secretType = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 
 /**
  * The last accepted configuration, per stream kind and type, shared by every

@@ -8,7 +8,7 @@ import pino from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { KeptConfig } from './kept-config.ts';
 import { KeptFile, keptFileName } from './kept-file.ts';
-import { lenField } from './wire.ts';
+import { lenField } from '../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const dirs: string[] = [];

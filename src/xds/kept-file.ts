@@ -1,10 +1,11 @@
 import type { Stats } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import { writeSyncedFile } from '../shared/synced-file.ts';
+import { lastKnownGoodMaxAgeMs } from '../shared/last-known-good.ts';
+import { writeAtomically } from '../shared/synced-file.ts';
 import { decodeKept, encodeKept } from './kept-codec.ts';
 import { KeptConfig } from './kept-config.ts';
 
@@ -21,8 +22,6 @@ export interface KeptFileOptions {
 
 /** 64 MiB: several times a 3000-service mesh's config; past it the file is not written (nor kept). */
 export const keptFileMaxBytes = 64 * 1024 * 1024;
-/** A kept config older than a day is not trusted: its certificates and endpoints have moved on. */
-export const keptFileMaxAgeMs = 24 * 3_600_000;
 /** A write waits this long after a change, so a burst of pushes costs one write. */
 const writeDelayMs = 1_000;
 /**
@@ -57,7 +56,7 @@ export class KeptFile {
     const { logger, clock, node } = this.#options;
     const text = await this.#read();
     if (text === undefined) return;
-    const decoded = decodeKept(text, { node, now: clock.now(), maxAgeMs: keptFileMaxAgeMs });
+    const decoded = decodeKept(text, { node, now: clock.now(), maxAgeMs: lastKnownGoodMaxAgeMs });
     if (!decoded.ok) return void logger.warn({ file: this.path, reason: decoded.reason }, 'ignoring the kept last-known-good config file');
     for (const { mode, entry } of decoded.types) kept.restore(mode, entry);
     logger.info({ file: this.path, types: decoded.types.length, writtenAt: new Date(decoded.writtenAt).toISOString() }, 'restored the last-known-good config');
@@ -139,13 +138,6 @@ function ownedByUs(info: Stats): string | undefined {
   if (uid !== undefined && info.uid !== uid) return `is owned by uid ${info.uid}, not the agent's ${uid}`;
   if ((info.mode & 0o022) !== 0) return `is writable by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')})`;
   return undefined;
-}
-
-/** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
-export async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeSyncedFile(temporary, text, 'w');
-  await rename(temporary, path);
 }
 
 /** The kept config as the last agent left it (when trustworthy), written on from now on. */

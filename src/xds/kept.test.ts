@@ -6,7 +6,7 @@ import { KeptConfig } from './kept-config.ts';
 import { KeptRecorder } from './kept-recorder.ts';
 import { KeptAnswers } from './kept-serve.ts';
 import { deltaResponse, readDeltaChanges } from './kept-wire.ts';
-import { lenField } from './wire.ts';
+import { lenField } from '../grpc/proto-wire.ts';
 import { readResponse, type RequestFields, type XdsMode } from './wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';

@@ -3,8 +3,9 @@ import { describe, it } from 'node:test';
 import { encodeNameTable } from '../dns/name-table-wire.ts';
 import { frame } from '../grpc/grpc-frame.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { nameTableType, ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
-import { lenField } from './wire.ts';
+import { nameTableType } from './type-urls.ts';
+import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
+import { lenField } from '../grpc/proto-wire.ts';
 import { readRequest, type XdsMode } from './wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';

@@ -1,6 +1,6 @@
-import { decodeVarint } from './wire.ts';
+import { decodeVarint } from '../grpc/proto-wire.ts';
 import { GrpcFrameReader, prefixBytes } from '../grpc/grpc-frame.ts';
-import { nameTableType } from './nds-wire.ts';
+import { nameTableType } from './type-urls.ts';
 import type { XdsMode } from './wire.ts';
 
 /**

@@ -1,9 +1,9 @@
 import type { Logger } from '../shared/log.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { nameTableType, ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
+import { listenerType, nameTableType } from './type-urls.ts';
+import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
 import type { XdsMode } from './wire.ts';
 
-const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 
 /** Where the name tables go: resolves undefined when the table is taken, or why not (a NACK). */
 export interface NameTableSink {

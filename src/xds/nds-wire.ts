@@ -1,8 +1,9 @@
 import { FieldScanner, WireError, wireLen, wireVarint } from '../grpc/field-scanner.ts';
-import { encodeVarint, lenField, type XdsMode } from './wire.ts';
+import { encodeVarint, lenField } from '../grpc/proto-wire.ts';
+import { nameTableType } from './type-urls.ts';
+import type { XdsMode } from './wire.ts';
 
 /** Istio's name table type (NDS): the agent asks for it on Envoy's stream and keeps its responses. */
-export const nameTableType = 'type.googleapis.com/istio.networking.nds.v1.NameTable';
 
 // discovery.proto numbers. Requests: SotW version 1, type 4, nonce 5, error 6; Delta type 2, nonce 6, error 7.
 const request = { sotw: { version: 1, type: 4, nonce: 5, error: 6 }, delta: { version: 0, type: 2, nonce: 6, error: 7 } } as const;

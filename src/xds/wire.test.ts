@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { encodeVarint, readRequest, readResponse, responseReader, withNode, WireError } from './wire.ts';
+import { encodeVarint } from '../grpc/proto-wire.ts';
+import { readRequest, readResponse, responseReader, withNode } from './wire.ts';
+import { WireError } from '../grpc/field-scanner.ts';
 
 /** Encodes one length-delimited field, the way protoc would. */
 const len = (field: number, value: Buffer | string) => {

@@ -5,7 +5,7 @@ import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
 import { KeptConfig } from '../../src/xds/kept-config.ts';
-import { lenField } from '../../src/xds/wire.ts';
+import { lenField } from '../../src/grpc/proto-wire.ts';
 import { XdsRelay } from '../../src/xds/relay.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
