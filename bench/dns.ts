@@ -23,7 +23,7 @@ import { encodeNameTable, type NameInfo } from '../src/dns/name-table-wire.ts';
 import { KeptTable } from '../src/dns/kept-table.ts';
 import { defaultSliceMs, TableStore } from '../src/dns/table-store.ts';
 import { nameTableType } from '../src/xds/type-urls.ts';
-import { readNdsResponse } from '../src/xds/nds-wire.ts';
+import { readNdsResponse } from '../src/xds/relay/nds-wire.ts';
 import { lenField } from '../src/grpc/proto-wire.ts';
 import { startAgent } from '../test/support/agent.ts';
 import { clusterDnsIp, startClusterDns, writeNetnsResolvConf } from '../test/support/dns-netns.ts';

@@ -5,7 +5,7 @@
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { getEachMessage, sendMessage } from 'execa';
 import { FieldScanner } from '../src/grpc/field-scanner.ts';
-import { adsMethods } from '../src/xds/relay.ts';
+import { adsMethods } from '../src/xds/relay/relay.ts';
 import { readRequest } from '../src/xds/wire.ts';
 import { resourceBlock, responseBytes, type PlaneCommand } from './xds-plane.ts';
 

@@ -17,8 +17,8 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { StatusDeps } from '../status/handler.ts';
 import type { Readiness } from '../status/readiness.ts';
 import { startStatusServer } from '../status/server.ts';
-import { loadKeptConfig } from '../xds/kept-file.ts';
-import { XdsRelay } from '../xds/relay.ts';
+import { loadKeptConfig } from '../xds/last-known-good/file.ts';
+import { XdsRelay } from '../xds/relay/relay.ts';
 import { processGuard } from './process-guard.ts';
 import { xdsUpstream } from './xds-transport.ts';
 

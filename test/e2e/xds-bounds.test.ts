@@ -3,7 +3,7 @@ import { connect as connectHttp2 } from 'node:http2';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { before, describe, it } from 'node:test';
 import { frame } from '../../src/grpc/grpc-frame.ts';
-import { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from '../../src/xds/relay.ts';
+import { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from '../../src/xds/relay/relay.ts';
 import { sotwRequest } from '../support/ads-client.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';

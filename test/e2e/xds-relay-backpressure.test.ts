@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { frame } from '../../src/grpc/grpc-frame.ts';
-import { upstreamWindowBytes } from '../../src/xds/upstream.ts';
+import { upstreamWindowBytes } from '../../src/xds/upstream/session.ts';
 import { sotwRequest } from '../support/ads-client.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { rawAdsCall, startScriptedUpstream } from '../support/scripted-upstream.ts';

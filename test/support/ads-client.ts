@@ -1,5 +1,5 @@
 import { Client, credentials, type ChannelCredentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
-import { adsMethods } from '../../src/xds/relay.ts';
+import { adsMethods } from '../../src/xds/relay/relay.ts';
 import { encodeVarint } from '../../src/grpc/proto-wire.ts';
 import { readResponse, type ResponseFields } from '../../src/xds/wire.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from '../metrics/index.ts';
-import { FakeClock } from '../shared/clock.ts';
-import { silentLogger } from '../shared/log.ts';
-import { KeptConfig } from './kept-config.ts';
-import { KeptSession } from './kept-session.ts';
-import { XdsStats } from './stats.ts';
-import type { UpstreamStream } from './upstream.ts';
+import { Registry } from '../../metrics/index.ts';
+import { FakeClock } from '../../shared/clock.ts';
+import { silentLogger } from '../../shared/log.ts';
+import { KeptConfig } from './config.ts';
+import { KeptSession } from './session.ts';
+import { XdsStats } from '../relay/stats.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 const backoff = { initialMs: 1000, multiplier: 1.6, jitter: 0.4, maxMs: 2500 };

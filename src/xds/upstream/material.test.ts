@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { getCACertificates } from 'node:tls';
-import { makeCa, type TestCa } from '../../test/support/certs.ts';
-import type { HeldCertificate } from './client-credential.ts';
-import { loadMaterial, type UpstreamOptions } from './upstream.ts';
+import { makeCa, type TestCa } from '../../../test/support/certs.ts';
+import type { HeldCertificate } from './credentials.ts';
+import { loadMaterial, type UpstreamOptions } from './material.ts';
 
 const now = 1_800_000_000_000;
 let dir: string;

@@ -1,13 +1,13 @@
 import type { Stats } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
-import type { Clock, Timer } from '../shared/clock.ts';
-import type { Logger } from '../shared/log.ts';
-import { lastKnownGoodMaxAgeMs } from '../shared/last-known-good.ts';
-import { writeAtomically } from '../shared/synced-file.ts';
-import { decodeKept, encodeKept } from './kept-codec.ts';
-import { KeptConfig } from './kept-config.ts';
+import { FileRefused, readBoundedFile } from '../../shared/bounded-file.ts';
+import type { Clock, Timer } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/log.ts';
+import { lastKnownGoodMaxAgeMs } from '../../shared/last-known-good.ts';
+import { writeAtomically } from '../../shared/synced-file.ts';
+import { decodeKept, encodeKept } from './codec.ts';
+import { KeptConfig } from './config.ts';
 
 export interface KeptFileOptions {
   /** --configPath: the file is `<configPath>/last-known-good.json`. */

@@ -1,20 +1,20 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import type { BackoffPolicy, RandomSource } from '../shared/backoff.ts';
-import type { Clock } from '../shared/clock.ts';
-import type { Logger } from '../shared/log.ts';
-import type { UpstreamCredential } from './client-credential.ts';
-import { frame, FrameTooLarge, GrpcFrameReader } from '../grpc/grpc-frame.ts';
-import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from '../grpc/grpc-status.ts';
-import type { KeptConfig } from './kept-config.ts';
-import { KeptRecorder } from './kept-recorder.ts';
-import { KeptSession } from './kept-session.ts';
+import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { UpstreamCredential } from '../upstream/credentials.ts';
+import { frame, FrameTooLarge, GrpcFrameReader } from '../../grpc/grpc-frame.ts';
+import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
+import type { KeptConfig } from '../last-known-good/config.ts';
+import { KeptRecorder } from '../last-known-good/recorder.ts';
+import { KeptSession } from '../last-known-good/session.ts';
 import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
 import { EcdsInterceptor, type EcdsConverter } from './ecds-interceptor.ts';
 import { tapResponses } from './response-tap.ts';
 import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
-import type { UpstreamStream } from './upstream.ts';
-import { readRequest, withNode, type ResponseFields, type XdsMode } from './wire.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
+import { readRequest, withNode, type ResponseFields, type XdsMode } from '../wire.ts';
 
 export interface RelayLimits {
   /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */

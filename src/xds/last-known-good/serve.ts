@@ -1,6 +1,6 @@
-import type { KeptConfig, KeptType } from './kept-config.ts';
-import { deltaResponse, withNonce } from './kept-wire.ts';
-import { responseReader, type RequestFields, type XdsMode } from './wire.ts';
+import type { KeptConfig, KeptType } from './config.ts';
+import { deltaResponse, withNonce } from './wire.ts';
+import { responseReader, type RequestFields, type XdsMode } from '../wire.ts';
 
 function countResources(chunks: readonly Buffer[]): number {
   const { scanner, fields } = responseReader(chunks.reduce((sum, chunk) => sum + chunk.length, 0), 'sotw');

@@ -1,9 +1,9 @@
-import type { Logger } from '../shared/log.ts';
-import { GrpcFrameReader, frame, prefixBytes } from '../grpc/grpc-frame.ts';
+import type { Logger } from '../../shared/log.ts';
+import { GrpcFrameReader, frame, prefixBytes } from '../../grpc/grpc-frame.ts';
 import { findString } from './nds-splitter.ts';
-import { encodeVarint, lenField } from '../grpc/proto-wire.ts';
-import { extensionConfigType } from './type-urls.ts';
-import type { RequestFields, XdsMode } from './wire.ts';
+import { encodeVarint, lenField } from '../../grpc/proto-wire.ts';
+import { extensionConfigType } from '../type-urls.ts';
+import type { RequestFields, XdsMode } from '../wire.ts';
 
 /** Where a response's type shows first (see nds-splitter.ts). */
 type Path = { [field: number]: Path | 'leaf' };

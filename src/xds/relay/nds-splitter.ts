@@ -1,7 +1,7 @@
-import { decodeVarint } from '../grpc/proto-wire.ts';
-import { GrpcFrameReader, prefixBytes } from '../grpc/grpc-frame.ts';
-import { nameTableType } from './type-urls.ts';
-import type { XdsMode } from './wire.ts';
+import { decodeVarint } from '../../grpc/proto-wire.ts';
+import { GrpcFrameReader, prefixBytes } from '../../grpc/grpc-frame.ts';
+import { nameTableType } from '../type-urls.ts';
+import type { XdsMode } from '../wire.ts';
 
 /**
  * Where a response's type URL can be read first: its own type_url (4), or

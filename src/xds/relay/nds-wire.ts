@@ -1,7 +1,7 @@
-import { FieldScanner, WireError, wireLen, wireVarint } from '../grpc/field-scanner.ts';
-import { encodeVarint, lenField } from '../grpc/proto-wire.ts';
-import { nameTableType } from './type-urls.ts';
-import type { XdsMode } from './wire.ts';
+import { FieldScanner, WireError, wireLen, wireVarint } from '../../grpc/field-scanner.ts';
+import { encodeVarint, lenField } from '../../grpc/proto-wire.ts';
+import { nameTableType } from '../type-urls.ts';
+import type { XdsMode } from '../wire.ts';
 
 /** Istio's name table type (NDS): the agent asks for it on Envoy's stream and keeps its responses. */
 

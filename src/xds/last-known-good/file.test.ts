@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
-import { FakeClock } from '../shared/clock.ts';
-import { KeptConfig } from './kept-config.ts';
-import { KeptFile, keptFileName } from './kept-file.ts';
-import { lenField } from '../grpc/proto-wire.ts';
+import { FakeClock } from '../../shared/clock.ts';
+import { KeptConfig } from './config.ts';
+import { KeptFile, keptFileName } from './file.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const dirs: string[] = [];

@@ -1,8 +1,8 @@
-import type { Logger } from '../shared/log.ts';
+import type { Logger } from '../../shared/log.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { listenerType, nameTableType } from './type-urls.ts';
+import { listenerType, nameTableType } from '../type-urls.ts';
 import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
-import type { XdsMode } from './wire.ts';
+import type { XdsMode } from '../wire.ts';
 
 
 /** Where the name tables go: resolves undefined when the table is taken, or why not (a NACK). */

@@ -1,22 +1,23 @@
 import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import type { Registry } from '../metrics/index.ts';
-import type { BackoffPolicy, RandomSource } from '../shared/backoff.ts';
-import { boundedTimer, type Clock, type Timer } from '../shared/clock.ts';
-import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
-import { AgentError } from '../shared/errors.ts';
-import { formatHostPort } from '../shared/host-port.ts';
-import type { Logger } from '../shared/log.ts';
-import { encodeGrpcMessage, GrpcStatus } from '../grpc/grpc-status.ts';
-import { KeptConfig } from './kept-config.ts';
-import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../grpc/keepalive.ts';
+import type { Registry } from '../../metrics/index.ts';
+import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
+import { boundedTimer, type Clock, type Timer } from '../../shared/clock.ts';
+import { ConnectionCap, shedLog } from '../../shared/connection-cap.ts';
+import { AgentError } from '../../shared/errors.ts';
+import { formatHostPort } from '../../shared/host-port.ts';
+import type { Logger } from '../../shared/log.ts';
+import { encodeGrpcMessage, GrpcStatus } from '../../grpc/grpc-status.ts';
+import { KeptConfig } from '../last-known-good/config.ts';
+import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import type { NameTableSink } from './nds-subscription.ts';
 import type { EcdsConverter } from './ecds-interceptor.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
-import type { UpstreamOptions, UpstreamStream } from './upstream.ts';
-import { dialWithCredentials, RefusedCertificate } from './upstream-dial.ts';
-import type { XdsMode } from './wire.ts';
+import type { UpstreamOptions } from '../upstream/material.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
+import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
+import type { XdsMode } from '../wire.ts';
 
 export interface XdsRelayOptions {
   /** The Unix socket Envoy connects to (`<configPath>/XDS`). */

@@ -1,8 +1,8 @@
-import { Counter, Gauge, type Registry } from '../metrics/index.ts';
-import type { Clock } from '../shared/clock.ts';
-import type { UpstreamCredential } from './client-credential.ts';
-import { typeKey } from './type-urls.ts';
-import type { RequestFields, ResponseFields, XdsMode } from './wire.ts';
+import { Counter, Gauge, type Registry } from '../../metrics/index.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { UpstreamCredential } from '../upstream/credentials.ts';
+import { typeKey } from '../type-urls.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
 
 /** Why a relayed stream ended; one label value of the terminations counter. */
 export type TerminationReason =

@@ -1,5 +1,5 @@
-import type { KeptResource } from './kept-wire.ts';
-import type { XdsMode } from './wire.ts';
+import type { KeptResource } from './wire.ts';
+import type { XdsMode } from '../wire.ts';
 
 /** What Envoy last accepted for one type on one kind of stream. */
 export interface KeptType {

@@ -1,6 +1,6 @@
-import { secretType } from './type-urls.ts';
-import { type KeptConfig, type KeptType } from './kept-config.ts';
-import type { XdsMode } from './wire.ts';
+import { secretType } from '../type-urls.ts';
+import { type KeptConfig, type KeptType } from './config.ts';
+import type { XdsMode } from '../wire.ts';
 
 /**
  * The kept config as a file: JSON with the protobuf bytes in base64. What

@@ -1,8 +1,9 @@
-import type { Clock } from '../shared/clock.ts';
-import type { Logger } from '../shared/log.ts';
-import type { KeepaliveOptions } from '../grpc/keepalive.ts';
-import type { XdsStats } from './stats.ts';
-import { dialUpstream, UpstreamDialError, type UpstreamOptions, type UpstreamStream } from './upstream.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { KeepaliveOptions } from '../../grpc/keepalive.ts';
+import type { XdsStats } from '../relay/stats.ts';
+import { dialUpstream, UpstreamDialError, type UpstreamStream } from './session.ts';
+import { type UpstreamOptions } from './material.ts';
 
 /**
  * The held certificate the discovery server last refused: later dials leave

@@ -1,9 +1,9 @@
-import type { Clock } from '../shared/clock.ts';
-import type { Logger } from '../shared/log.ts';
-import type { KeptConfig } from './kept-config.ts';
-import { readDeltaChanges } from './kept-wire.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { KeptConfig } from './config.ts';
+import { readDeltaChanges } from './wire.ts';
 import { PendingResponses } from './pending-responses.ts';
-import type { RequestFields, ResponseFields, XdsMode } from './wire.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
 
 export interface KeptRecorderOptions {
   mode: XdsMode;

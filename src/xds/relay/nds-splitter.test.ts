@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { encodeNameTable } from '../dns/name-table-wire.ts';
-import { frame } from '../grpc/grpc-frame.ts';
+import { encodeNameTable } from '../../dns/name-table-wire.ts';
+import { frame } from '../../grpc/grpc-frame.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { nameTableType } from './type-urls.ts';
+import { nameTableType } from '../type-urls.ts';
 import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
-import { lenField } from '../grpc/proto-wire.ts';
-import { readRequest, type XdsMode } from './wire.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
+import { readRequest, type XdsMode } from '../wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const any = (typeUrl: string, value: Buffer) => Buffer.concat([lenField(1, typeUrl), lenField(2, value)]);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate } from './client-credential.ts';
+import { chooseHeldCertificate, classifyTlsFailure, credentialLabel, type HeldCertificate } from './credentials.ts';
 
 const now = 1_800_000_000_000;
 const held: HeldCertificate = { chain: Buffer.from('chain'), key: Buffer.from('key'), expiresAt: now + 60_000 };

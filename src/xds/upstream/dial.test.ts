@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { HeldCertificate } from './client-credential.ts';
-import { RefusedCertificate } from './upstream-dial.ts';
-import type { UpstreamOptions } from './upstream.ts';
+import type { HeldCertificate } from './credentials.ts';
+import { RefusedCertificate } from './dial.ts';
+import type { UpstreamOptions } from './material.ts';
 
 const certificate = (chain: string): HeldCertificate => ({ chain: Buffer.from(chain), key: Buffer.from('key'), expiresAt: Number.MAX_SAFE_INTEGER });
 

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock } from '../shared/clock.ts';
-import { silentLogger } from '../shared/log.ts';
-import { KeptConfig } from './kept-config.ts';
-import { KeptRecorder } from './kept-recorder.ts';
-import { KeptAnswers } from './kept-serve.ts';
-import { deltaResponse, readDeltaChanges } from './kept-wire.ts';
-import { lenField } from '../grpc/proto-wire.ts';
-import { readResponse, type RequestFields, type XdsMode } from './wire.ts';
+import { FakeClock } from '../../shared/clock.ts';
+import { silentLogger } from '../../shared/log.ts';
+import { KeptConfig } from './config.ts';
+import { KeptRecorder } from './recorder.ts';
+import { KeptAnswers } from './serve.ts';
+import { deltaResponse, readDeltaChanges } from './wire.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
+import { readResponse, type RequestFields, type XdsMode } from '../wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';

@@ -1,5 +1,5 @@
-import { FieldScanner, wireLen } from '../grpc/field-scanner.ts';
-import { lenField } from '../grpc/proto-wire.ts';
+import { FieldScanner, wireLen } from '../../grpc/field-scanner.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
 
 /**
  * The few encodings the relay needs to answer Envoy by itself from kept

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeKept, encodeKept } from './kept-codec.ts';
-import { KeptConfig } from './kept-config.ts';
-import { secretType } from './type-urls.ts';
-import { lenField } from '../grpc/proto-wire.ts';
+import { decodeKept, encodeKept } from './codec.ts';
+import { KeptConfig } from './config.ts';
+import { secretType } from '../type-urls.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';

@@ -1,11 +1,11 @@
-import { Backoff, type BackoffPolicy, type RandomSource } from '../shared/backoff.ts';
-import type { Clock } from '../shared/clock.ts';
-import type { Logger } from '../shared/log.ts';
-import type { KeptConfig } from './kept-config.ts';
-import { KeptAnswers, type KeptOutcome } from './kept-serve.ts';
-import type { XdsStats } from './stats.ts';
-import type { UpstreamStream } from './upstream.ts';
-import type { RequestFields, XdsMode } from './wire.ts';
+import { Backoff, type BackoffPolicy, type RandomSource } from '../../shared/backoff.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { KeptConfig } from './config.ts';
+import { KeptAnswers, type KeptOutcome } from './serve.ts';
+import type { XdsStats } from '../relay/stats.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
+import type { RequestFields, XdsMode } from '../wire.ts';
 
 export interface KeptSessionOptions {
   id: number;
