@@ -33,7 +33,7 @@ import { startCertWatch } from '../watch/start.ts';
 import { startDns, type DnsRuntime } from '../dns/start.ts';
 import { readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
-import { loadKeptConfig } from '../xds/last-known-good/file.ts';
+import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
 import { XdsRelay } from '../xds/relay/relay.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream } from './preflight.ts';
@@ -177,11 +177,11 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   } });
   // Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
   const xdsLogger = logger.child({ component: 'xds' });
-  const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
+  const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: config.configPath, node: bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
   const wasm = startWasmLoader(inputs.wasm, { clock: systemClock, logger: logger.child({ component: 'wasm' }) });
-  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: dns?.nameTables, ecds: wasm?.convert });
+  const relay = new XdsRelay({ socketPath: xdsSocketPath(config), upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood, nameTables: dns?.nameTables, ecds: wasm?.convert });
   await relay.start();
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
   if (inputs.grpcBootstrapPath) await writeGrpcBootstrap(inputs.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: xdsSocketPath(config), nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }));
@@ -223,7 +223,7 @@ async function superviseEnvoy(config: AgentConfig, bootstrap: { nodeId: string; 
   gate.stop();
   for (const undo of unguard) undo();
   try {
-    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => wasm?.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => keptFile.close()]) await close();
+    for (const close of [() => certs.close(), () => status?.close(), () => relay.stop(), () => wasm?.stop(), () => dns?.stop(), () => ca?.stop(), () => sds.stop(), () => lastKnownGoodFile.close()]) await close();
   } finally {
     allClosed();
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { decodeKept, encodeKept } from './codec.ts';
-import { KeptConfig } from './config.ts';
+import { decodeLastKnownGood, encodeLastKnownGood } from './codec.ts';
+import { LastKnownGoodConfig } from './config.ts';
 import { secretType } from '../type-urls.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
@@ -10,20 +10,20 @@ const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment'
 const hour = 3_600_000;
 const expect = { node: 'sidecar~1~a~b', now: 10 * hour, maxAgeMs: 24 * hour };
 
-function sample(): KeptConfig {
-  const kept = new KeptConfig();
-  kept.subscribe('sotw', cds, []);
-  kept.keepSotw(cds, 'v1', [lenField(1, 'v1'), lenField(4, cds)], 5);
-  kept.keepSotw(secretType, 'v1', [Buffer.from('-----BEGIN PRIVATE KEY-----')], 5);
-  kept.applyDelta(eds, { version: 'd1', resources: [{ name: 'a', version: 'd1', bytes: Buffer.from([1, 2, 3]) }], removed: [], reset: true }, 6);
-  return kept;
+function sample(): LastKnownGoodConfig {
+  const lastKnownGood = new LastKnownGoodConfig();
+  lastKnownGood.subscribe('sotw', cds, []);
+  lastKnownGood.keepSotw(cds, 'v1', [lenField(1, 'v1'), lenField(4, cds)], 5);
+  lastKnownGood.keepSotw(secretType, 'v1', [Buffer.from('-----BEGIN PRIVATE KEY-----')], 5);
+  lastKnownGood.applyDelta(eds, { version: 'd1', resources: [{ name: 'a', version: 'd1', bytes: Buffer.from([1, 2, 3]) }], removed: [], reset: true }, 6);
+  return lastKnownGood;
 }
 
 describe('kept file codec', () => {
   it('round-trips SotW responses and Delta resources, without Secrets', () => {
-    const text = encodeKept(sample(), expect.node, expect.now);
+    const text = encodeLastKnownGood(sample(), expect.node, expect.now);
     assert.doesNotMatch(text, /Secret|PRIVATE/);
-    const decoded = decodeKept(text, expect);
+    const decoded = decodeLastKnownGood(text, expect);
     assert.ok(decoded.ok);
     const byType = new Map(decoded.types.map(({ mode, entry }) => [`${mode} ${entry.typeUrl}`, entry]));
     assert.deepEqual([...byType.keys()].sort(), [`delta ${eds}`, `sotw ${cds}`]);
@@ -31,7 +31,7 @@ describe('kept file codec', () => {
     assert.deepEqual([...byType.get(`delta ${eds}`)!.resources!.values()][0], { name: 'a', version: 'd1', bytes: Buffer.from([1, 2, 3]) });
   });
 
-  const text = encodeKept(sample(), expect.node, expect.now);
+  const text = encodeLastKnownGood(sample(), expect.node, expect.now);
   const rows: { name: string; input: string; now?: number; reason: RegExp; secret?: string }[] = [
     { name: 'garbage', input: 'not json', reason: /not a kept-config file/ },
     { name: 'another file (its first bytes never in the reason)', input: 'root:x:0:0:SECRET-LINE', reason: /not a kept-config file/, secret: 'SECRET' },
@@ -43,7 +43,7 @@ describe('kept file codec', () => {
   ];
   for (const row of rows) {
     it(`ignores ${row.name}`, () => {
-      const decoded = decodeKept(row.input, { ...expect, now: row.now ?? expect.now });
+      const decoded = decodeLastKnownGood(row.input, { ...expect, now: row.now ?? expect.now });
       assert.equal(decoded.ok, false);
       assert.match((decoded as { reason: string }).reason, row.reason);
       if (row.secret) assert.ok(!(decoded as { reason: string }).reason.includes(row.secret), 'no content of the file in the reason');

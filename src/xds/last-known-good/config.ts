@@ -1,8 +1,8 @@
-import type { KeptResource } from './wire.ts';
+import type { LastKnownGoodResource } from './wire.ts';
 import type { XdsMode } from '../wire.ts';
 
 /** What Envoy last accepted for one type on one kind of stream. */
-export interface KeptType {
+export interface LastKnownGoodType {
   typeUrl: string;
   /** version_info (SotW) or system_version_info (Delta) of the last ACKed response. */
   version: string;
@@ -11,12 +11,12 @@ export interface KeptType {
   /** SotW: the whole response message as the server sent it, in the chunks it came in. */
   response?: Buffer[];
   /** Delta: every resource Envoy holds, by name, after the removals. */
-  resources?: Map<string, KeptResource>;
+  resources?: Map<string, LastKnownGoodResource>;
   /** The names Envoy last asked for (SotW resource_names, Delta subscribe). */
   names: string[];
 }
 
-export type KeptChange = { mode: XdsMode; typeUrl: string };
+export type LastKnownGoodChange = { mode: XdsMode; typeUrl: string };
 
 /** Secrets (SDS over ADS) are kept in memory only: never written to disk. */
 
@@ -26,9 +26,9 @@ export type KeptChange = { mode: XdsMode; typeUrl: string };
  * never does. Memory: one copy of the last ACKed response per SotW type and
  * one copy of each Delta resource, i.e. about one full config.
  */
-export class KeptConfig {
-  readonly #types: Record<XdsMode, Map<string, KeptType>> = { sotw: new Map(), delta: new Map() };
-  readonly #listeners = new Set<(change: KeptChange) => void>();
+export class LastKnownGoodConfig {
+  readonly #types: Record<XdsMode, Map<string, LastKnownGoodType>> = { sotw: new Map(), delta: new Map() };
+  readonly #listeners = new Set<(change: LastKnownGoodChange) => void>();
   /** Every type Envoy asked for on a kind of stream (the types a new Envoy will need), and the names. */
   readonly #asked: Record<XdsMode, Map<string, string[]>> = { sotw: new Map(), delta: new Map() };
 
@@ -39,9 +39,9 @@ export class KeptConfig {
   }
 
   /** A Delta response Envoy ACKed: its resources and removals apply on top (on nothing when `reset`). */
-  applyDelta(typeUrl: string, change: { version: string; resources: KeptResource[]; removed: string[]; reset: boolean }, at: number): void {
+  applyDelta(typeUrl: string, change: { version: string; resources: LastKnownGoodResource[]; removed: string[]; reset: boolean }, at: number): void {
     const previous = this.#types.delta.get(typeUrl);
-    const resources = change.reset || !previous?.resources ? new Map<string, KeptResource>() : previous.resources;
+    const resources = change.reset || !previous?.resources ? new Map<string, LastKnownGoodResource>() : previous.resources;
     for (const resource of change.resources) resources.set(resource.name, resource);
     for (const name of change.removed) resources.delete(name);
     this.#types.delta.set(typeUrl, { typeUrl, version: change.version, ackedAt: at, resources, names: this.#asked.delta.get(typeUrl) ?? [] });
@@ -71,17 +71,17 @@ export class KeptConfig {
     if (this.#types[mode].delete(typeUrl)) this.#changed(mode, typeUrl);
   }
 
-  /** Puts back a whole type, as read from the kept file at start. */
-  restore(mode: XdsMode, entry: KeptType): void {
+  /** Puts back a whole type, as read from the last-known-good file at start. */
+  restore(mode: XdsMode, entry: LastKnownGoodType): void {
     this.#types[mode].set(entry.typeUrl, entry);
     this.#asked[mode].set(entry.typeUrl, entry.names);
   }
 
-  get(mode: XdsMode, typeUrl: string): KeptType | undefined {
+  get(mode: XdsMode, typeUrl: string): LastKnownGoodType | undefined {
     return this.#types[mode].get(typeUrl);
   }
 
-  types(mode: XdsMode): KeptType[] {
+  types(mode: XdsMode): LastKnownGoodType[] {
     return [...this.#types[mode].values()];
   }
 
@@ -89,7 +89,7 @@ export class KeptConfig {
     return this.#types[mode].size > 0;
   }
 
-  onChange(listener: (change: KeptChange) => void): () => void {
+  onChange(listener: (change: LastKnownGoodChange) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
@@ -100,7 +100,7 @@ export class KeptConfig {
 
   /** Sizes and versions for /debug/xds. */
   summary(): Record<XdsMode, Record<string, { version: string; ackedAt: string; bytes: number; resources?: number }>> {
-    const describe = (entry: KeptType) => ({
+    const describe = (entry: LastKnownGoodType) => ({
       version: entry.version,
       ackedAt: new Date(entry.ackedAt).toISOString(),
       bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce((sum, bytes) => sum + bytes.length, 0),

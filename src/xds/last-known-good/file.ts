@@ -6,13 +6,13 @@ import type { Clock, Timer } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import { lastKnownGoodMaxAgeMs } from '../../shared/last-known-good.ts';
 import { writeAtomically } from '../../shared/synced-file.ts';
-import { decodeKept, encodeKept } from './codec.ts';
-import { KeptConfig } from './config.ts';
+import { decodeLastKnownGood, encodeLastKnownGood } from './codec.ts';
+import { LastKnownGoodConfig } from './config.ts';
 
-export interface KeptFileOptions {
+export interface LastKnownGoodFileOptions {
   /** --configPath: the file is `<configPath>/last-known-good.json`. */
   configPath: string;
-  /** The node id the kept config belongs to; a file for another one is ignored. */
+  /** The node id the last-known-good config belongs to; a file for another one is ignored. */
   node: string;
   clock: Clock;
   logger: Logger;
@@ -21,7 +21,7 @@ export interface KeptFileOptions {
 }
 
 /** 64 MiB: several times a 3000-service mesh's config; past it the file is not written (nor kept). */
-export const keptFileMaxBytes = 64 * 1024 * 1024;
+export const lastKnownGoodFileMaxBytes = 64 * 1024 * 1024;
 /** A write waits this long after a change, so a burst of pushes costs one write. */
 const writeDelayMs = 1_000;
 /**
@@ -31,34 +31,34 @@ const writeDelayMs = 1_000;
  */
 const writeIntervalMs = 10_000;
 
-export const keptFileName = 'last-known-good.json';
+export const lastKnownGoodFileName = 'last-known-good.json';
 
 /**
- * Keeps the kept config on disk across agent restarts: written (0600, to a
+ * Keeps the last-known-good config on disk across agent restarts: written (0600, to a
  * temporary file renamed over the old one) a second after a change, at most
  * every 10 s; read once at start.
  */
-export class KeptFile {
-  readonly #options: KeptFileOptions;
+export class LastKnownGoodFile {
+  readonly #options: LastKnownGoodFileOptions;
   readonly path: string;
   #timer: Timer | undefined;
   #lastWriteAt = -Infinity;
   #writing: Promise<void> = Promise.resolve();
-  #kept: KeptConfig | undefined;
+  #lastKnownGood: LastKnownGoodConfig | undefined;
 
-  constructor(options: KeptFileOptions) {
+  constructor(options: LastKnownGoodFileOptions) {
     this.#options = options;
-    this.path = join(options.configPath, keptFileName);
+    this.path = join(options.configPath, lastKnownGoodFileName);
   }
 
-  /** Restores what the file holds into `kept`, when it is there and trustworthy; one log line otherwise. */
-  async load(kept: KeptConfig): Promise<void> {
+  /** Restores what the file holds into `lastKnownGood`, when it is there and trustworthy; one log line otherwise. */
+  async load(lastKnownGood: LastKnownGoodConfig): Promise<void> {
     const { logger, clock, node } = this.#options;
     const text = await this.#read();
     if (text === undefined) return;
-    const decoded = decodeKept(text, { node, now: clock.now(), maxAgeMs: lastKnownGoodMaxAgeMs });
+    const decoded = decodeLastKnownGood(text, { node, now: clock.now(), maxAgeMs: lastKnownGoodMaxAgeMs });
     if (!decoded.ok) return void logger.warn({ file: this.path, reason: decoded.reason }, 'ignoring the kept last-known-good config file');
-    for (const { mode, entry } of decoded.types) kept.restore(mode, entry);
+    for (const { mode, entry } of decoded.types) lastKnownGood.restore(mode, entry);
     logger.info({ file: this.path, types: decoded.types.length, writtenAt: new Date(decoded.writtenAt).toISOString() }, 'restored the last-known-good config');
   }
 
@@ -79,10 +79,10 @@ export class KeptFile {
     }
   }
 
-  /** Writes the file after every change of `kept`, debounced. */
-  follow(kept: KeptConfig): void {
-    this.#kept = kept;
-    kept.onChange(() => {
+  /** Writes the file after every change of `lastKnownGood`, debounced. */
+  follow(lastKnownGood: LastKnownGoodConfig): void {
+    this.#lastKnownGood = lastKnownGood;
+    lastKnownGood.onChange(() => {
       if (this.#timer) return; // the write already scheduled takes the state as it is then
       const now = this.#options.clock.now();
       const due = Math.max(now + writeDelayMs, this.#lastWriteAt + writeIntervalMs);
@@ -95,15 +95,15 @@ export class KeptFile {
     this.#timer?.cancel();
     this.#timer = undefined;
     this.#lastWriteAt = this.#options.clock.now();
-    const kept = this.#kept;
-    if (!kept) return this.#writing;
-    this.#writing = this.#writing.then(() => this.#write(kept));
+    const lastKnownGood = this.#lastKnownGood;
+    if (!lastKnownGood) return this.#writing;
+    this.#writing = this.#writing.then(() => this.#write(lastKnownGood));
     return this.#writing;
   }
 
-  async #write(kept: KeptConfig): Promise<void> {
+  async #write(lastKnownGood: LastKnownGoodConfig): Promise<void> {
     const { logger, clock, node } = this.#options;
-    const text = encodeKept(kept, node, clock.now());
+    const text = encodeLastKnownGood(lastKnownGood, node, clock.now());
     try {
       if (Buffer.byteLength(text) > this.#maxBytes) {
         await rm(this.path, { force: true }); // an older, smaller one would be a config Envoy has moved on from
@@ -121,14 +121,14 @@ export class KeptFile {
   }
 
   get #maxBytes(): number {
-    return this.#options.maxBytes ?? keptFileMaxBytes;
+    return this.#options.maxBytes ?? lastKnownGoodFileMaxBytes;
   }
 
   /** Writes a change still waiting for its delay; then nothing more is written. */
   async close(): Promise<void> {
     if (this.#timer) await this.flush();
     else await this.#writing;
-    this.#kept = undefined;
+    this.#lastKnownGood = undefined;
   }
 }
 
@@ -140,11 +140,11 @@ function ownedByUs(info: Stats): string | undefined {
   return undefined;
 }
 
-/** The kept config as the last agent left it (when trustworthy), written on from now on. */
-export async function loadKeptConfig(options: KeptFileOptions): Promise<{ kept: KeptConfig; keptFile: KeptFile }> {
-  const kept = new KeptConfig();
-  const keptFile = new KeptFile(options);
-  await keptFile.load(kept);
-  keptFile.follow(kept);
-  return { kept, keptFile };
+/** The last-known-good config as the last agent left it (when trustworthy), written on from now on. */
+export async function loadLastKnownGoodConfig(options: LastKnownGoodFileOptions): Promise<{ lastKnownGood: LastKnownGoodConfig; lastKnownGoodFile: LastKnownGoodFile }> {
+  const lastKnownGood = new LastKnownGoodConfig();
+  const lastKnownGoodFile = new LastKnownGoodFile(options);
+  await lastKnownGoodFile.load(lastKnownGood);
+  lastKnownGoodFile.follow(lastKnownGood);
+  return { lastKnownGood, lastKnownGoodFile };
 }

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../shared/clock.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { KeptConfig } from './config.ts';
-import { KeptRecorder } from './recorder.ts';
-import { KeptAnswers } from './serve.ts';
+import { LastKnownGoodConfig } from './config.ts';
+import { LastKnownGoodRecorder } from './recorder.ts';
+import { LastKnownGoodAnswers } from './serve.ts';
 import { deltaResponse, readDeltaChanges } from './wire.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 import { readResponse, type RequestFields, type XdsMode } from '../wire.ts';
@@ -22,45 +22,45 @@ const request = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestF
 
 /** A recorder fed whole responses in two chunks each, as the relay feeds it. */
 function record(mode: XdsMode, pendingBytes = 1 << 20) {
-  const kept = new KeptConfig();
+  const lastKnownGood = new LastKnownGoodConfig();
   const clock = new FakeClock(1_000);
-  const recorder = new KeptRecorder({ mode, kept, clock, logger: silentLogger, pendingBytes });
+  const recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock, logger: silentLogger, pendingBytes });
   const relay = (message: Buffer) => {
     recorder.begin(message.length);
     recorder.data(message.subarray(0, 3));
     recorder.data(message.subarray(3));
     recorder.end(readResponse(message, mode));
   };
-  return { kept, recorder, relay };
+  return { lastKnownGood, recorder, relay };
 }
 
-const names = (kept: KeptConfig, typeUrl: string) => [...kept.get('delta', typeUrl)!.resources!.keys()].sort();
+const names = (lastKnownGood: LastKnownGoodConfig, typeUrl: string) => [...lastKnownGood.get('delta', typeUrl)!.resources!.keys()].sort();
 
 describe('KeptRecorder: only what Envoy ACKed is kept', () => {
   it('SotW: an ACKed response is kept whole; a NACKed one after it is not', () => {
-    const { kept, recorder, relay } = record('sotw');
+    const { lastKnownGood, recorder, relay } = record('sotw');
     const first = sotwResponse('v1', 'n1', ['a']);
     relay(first);
-    assert.equal(kept.get('sotw', cds), undefined, 'not before the ACK');
+    assert.equal(lastKnownGood.get('sotw', cds), undefined, 'not before the ACK');
     recorder.request(request(cds, { nonce: 'n1', versionInfo: 'v1' }));
-    assert.deepEqual(Buffer.concat(kept.get('sotw', cds)!.response!), first);
+    assert.deepEqual(Buffer.concat(lastKnownGood.get('sotw', cds)!.response!), first);
     relay(sotwResponse('v2', 'n2', ['a', 'bad']));
     recorder.request(request(cds, { nonce: 'n2', versionInfo: 'v1', error: 'bad cluster' }));
-    assert.equal(kept.get('sotw', cds)?.version, 'v1');
-    assert.equal(kept.get('sotw', cds)?.ackedAt, 1_000);
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v1');
+    assert.equal(lastKnownGood.get('sotw', cds)?.ackedAt, 1_000);
   });
 
   it('SotW: a response larger than the budget is never kept, and the type is forgotten', () => {
-    const { kept, recorder, relay } = record('sotw', 64);
+    const { lastKnownGood, recorder, relay } = record('sotw', 64);
     relay(sotwResponse('v1', 'n1', ['a']));
     recorder.request(request(cds, { nonce: 'n1' }));
-    assert.ok(kept.get('sotw', cds));
+    assert.ok(lastKnownGood.get('sotw', cds));
     relay(sotwResponse('v2', 'n2', ['x'.repeat(100)]));
-    assert.equal(kept.get('sotw', cds), undefined);
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
   });
 
   it('Delta: ACKed changes add up, removals apply, a NACKed change is dropped', () => {
-    const { kept, recorder, relay } = record('delta');
+    const { lastKnownGood, recorder, relay } = record('delta');
     recorder.request(request(eds, { names: ['a', 'b', 'c'] }));
     relay(deltaMessage(eds, 'v1', 'n1', ['a', 'b']));
     recorder.request(request(eds, { nonce: 'n1' }));
@@ -68,33 +68,33 @@ describe('KeptRecorder: only what Envoy ACKed is kept', () => {
     recorder.request(request(eds, { nonce: 'n2' }));
     relay(deltaMessage(eds, 'v3', 'n3', ['d'], ['b']));
     recorder.request(request(eds, { nonce: 'n3', error: 'no' }));
-    assert.deepEqual(names(kept, eds), ['b', 'c']);
-    assert.equal(kept.get('delta', eds)?.version, 'v2');
-    assert.deepEqual(kept.get('delta', eds)?.names, ['a', 'b', 'c']);
+    assert.deepEqual(names(lastKnownGood, eds), ['b', 'c']);
+    assert.equal(lastKnownGood.get('delta', eds)?.version, 'v2');
+    assert.deepEqual(lastKnownGood.get('delta', eds)?.names, ['a', 'b', 'c']);
   });
 
   it('Delta: a stream whose Envoy holds nothing starts the type afresh; one that holds resources builds on them', () => {
     const fresh = record('delta');
-    fresh.kept.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['stale'])).resources, removed: [], reset: true }, 0);
+    fresh.lastKnownGood.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['stale'])).resources, removed: [], reset: true }, 0);
     fresh.recorder.request(request(eds));
     fresh.relay(deltaMessage(eds, 'v1', 'n1', ['a']));
     fresh.recorder.request(request(eds, { nonce: 'n1' }));
-    assert.deepEqual(names(fresh.kept, eds), ['a']);
+    assert.deepEqual(names(fresh.lastKnownGood, eds), ['a']);
     const resumed = record('delta');
-    resumed.kept.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['kept'])).resources, removed: [], reset: true }, 0);
+    resumed.lastKnownGood.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['kept'])).resources, removed: [], reset: true }, 0);
     resumed.recorder.request(request(eds, { initialVersions: 1 }));
     resumed.relay(deltaMessage(eds, 'v1', 'n1', ['a']));
     resumed.recorder.request(request(eds, { nonce: 'n1' }));
-    assert.deepEqual(names(resumed.kept, eds), ['a', 'kept']);
+    assert.deepEqual(names(resumed.lastKnownGood, eds), ['a', 'kept']);
   });
 });
 
 describe('KeptAnswers: a stream served from the kept config', () => {
   it('SotW: each type once, with a fresh nonce that wins over the kept one; ACK and NACK are told apart', () => {
-    const kept = new KeptConfig();
+    const lastKnownGood = new LastKnownGoodConfig();
     const response = sotwResponse('v1', 'server-nonce', ['a', 'b']);
-    kept.keepSotw(cds, 'v1', [response.subarray(0, 7), response.subarray(7)], 0);
-    const answers = new KeptAnswers('sotw', kept, 'lkg-1');
+    lastKnownGood.keepSotw(cds, 'v1', [response.subarray(0, 7), response.subarray(7)], 0);
+    const answers = new LastKnownGoodAnswers('sotw', lastKnownGood, 'lkg-1');
     const sent = answers.answer(request(cds));
     assert.equal(sent.kind, 'send');
     const fields = readResponse((sent as { message: Buffer }).message, 'sotw');
@@ -106,51 +106,51 @@ describe('KeptAnswers: a stream served from the kept config', () => {
   });
 
   it('Delta: the subscribed names only, later subscriptions as they come; a wildcard gets everything', () => {
-    const kept = new KeptConfig();
-    kept.applyDelta(eds, { version: 'v1', resources: readDeltaChanges(deltaMessage(eds, 'v1', 'x', ['a', 'b', 'c'])).resources, removed: [], reset: true }, 0);
-    const answers = new KeptAnswers('delta', kept, 'lkg-2');
-    const sentNames = (outcome: ReturnType<KeptAnswers['answer']>) => readDeltaChanges((outcome as { message: Buffer }).message).resources.map((entry) => entry.name);
+    const lastKnownGood = new LastKnownGoodConfig();
+    lastKnownGood.applyDelta(eds, { version: 'v1', resources: readDeltaChanges(deltaMessage(eds, 'v1', 'x', ['a', 'b', 'c'])).resources, removed: [], reset: true }, 0);
+    const answers = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-2');
+    const sentNames = (outcome: ReturnType<LastKnownGoodAnswers['answer']>) => readDeltaChanges((outcome as { message: Buffer }).message).resources.map((entry) => entry.name);
     assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['a'] }))), ['a']);
     assert.equal(answers.answer(request(eds, { nonce: 'lkg-2-1' })).kind, 'ack');
     assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['c', 'zz'] }))), ['c']);
     assert.equal(answers.answer(request(eds, { names: ['zz'] })).kind, 'nothing');
-    const wildcard = new KeptAnswers('delta', kept, 'lkg-3');
+    const wildcard = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-3');
     assert.deepEqual(sentNames(wildcard.answer(request(eds))), ['a', 'b', 'c']);
   });
 
   it('covers(): something kept for every type Envoy asked for', () => {
-    const kept = new KeptConfig();
-    assert.equal(kept.covers('sotw'), false);
-    kept.keepSotw(cds, 'v1', [sotwResponse('v1', 'n', [])], 0);
-    assert.equal(kept.covers('sotw'), true);
-    kept.subscribe('sotw', eds, ['a']);
-    assert.equal(kept.covers('sotw'), false);
+    const lastKnownGood = new LastKnownGoodConfig();
+    assert.equal(lastKnownGood.covers('sotw'), false);
+    lastKnownGood.keepSotw(cds, 'v1', [sotwResponse('v1', 'n', [])], 0);
+    assert.equal(lastKnownGood.covers('sotw'), true);
+    lastKnownGood.subscribe('sotw', eds, ['a']);
+    assert.equal(lastKnownGood.covers('sotw'), false);
   });
 });
 
 describe('KeptRecorder: what it holds until Envoy answers', () => {
   it('SotW: a newer response replaces an older one still waiting; the older one\'s late ACK keeps nothing', () => {
-    const { kept, recorder, relay } = record('sotw');
+    const { lastKnownGood, recorder, relay } = record('sotw');
     relay(sotwResponse('v1', 'n1', ['a']));
     const second = sotwResponse('v2', 'n2', ['a', 'b']);
     relay(second);
     assert.equal(recorder.pendingBytes, second.length);
     recorder.request(request(cds, { nonce: 'n1' }));
-    assert.equal(kept.get('sotw', cds), undefined);
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
     recorder.request(request(cds, { nonce: 'n2' }));
-    assert.equal(kept.get('sotw', cds)?.version, 'v2');
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v2');
     assert.equal(recorder.pendingBytes, 0);
   });
 
   it('Delta: every unanswered response is held, up to the budget; past it the type is forgotten', () => {
-    const { kept, recorder, relay } = record('delta', 200);
+    const { lastKnownGood, recorder, relay } = record('delta', 200);
     recorder.request(request(eds));
     relay(deltaMessage(eds, 'v1', 'n1', ['a']));
     recorder.request(request(eds, { nonce: 'n1' }));
     relay(deltaMessage(eds, 'v2', 'n2', ['b']));
     relay(deltaMessage(eds, 'v3', 'n3', ['c']));
-    assert.ok(kept.get('delta', eds));
+    assert.ok(lastKnownGood.get('delta', eds));
     relay(deltaMessage(eds, 'v4', 'n4', ['d'.repeat(100)]));
-    assert.equal(kept.get('delta', eds), undefined, 'v2 dropped unanswered: the Delta state can no longer be rebuilt');
+    assert.equal(lastKnownGood.get('delta', eds), undefined, 'v2 dropped unanswered: the Delta state can no longer be rebuilt');
   });
 });

@@ -1,13 +1,13 @@
 import type { Clock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { KeptConfig } from './config.ts';
+import type { LastKnownGoodConfig } from './config.ts';
 import { readDeltaChanges } from './wire.ts';
 import { PendingResponses } from './pending-responses.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
 
-export interface KeptRecorderOptions {
+export interface LastKnownGoodRecorderOptions {
   mode: XdsMode;
-  kept: KeptConfig;
+  lastKnownGood: LastKnownGoodConfig;
   clock: Clock;
   logger: Logger;
   /** Most bytes of unanswered responses one stream holds (and the largest response kept); 0 keeps nothing. */
@@ -18,10 +18,10 @@ export interface KeptRecorderOptions {
  * The relayed stream's side of last-known-good: holds on to each response's
  * chunks as they stream past to Envoy (the same buffers, not copies: while
  * Envoy is slow they sit in the write queue anyway), until Envoy answers,
- * and hands ACKed ones to the kept config. A NACKed response is dropped.
+ * and hands ACKed ones to the last-known-good config. A NACKed response is dropped.
  */
-export class KeptRecorder {
-  readonly #options: KeptRecorderOptions;
+export class LastKnownGoodRecorder {
+  readonly #options: LastKnownGoodRecorderOptions;
   readonly #pending: PendingResponses;
   /** The chunks of the response going past, when it fits the budget. */
   #chunks: Buffer[] | undefined;
@@ -30,7 +30,7 @@ export class KeptRecorder {
   readonly #fresh = new Set<string>();
   readonly #asked = new Set<string>();
 
-  constructor(options: KeptRecorderOptions) {
+  constructor(options: LastKnownGoodRecorderOptions) {
     this.#options = options;
     this.#pending = new PendingResponses({ limitBytes: options.pendingBytes, latestOnly: options.mode === 'sotw', onLost: (typeUrl) => this.#lost(typeUrl) });
   }
@@ -60,31 +60,31 @@ export class KeptRecorder {
 
   /** A request from Envoy: its subscription, and maybe an ACK or NACK. */
   request(fields: RequestFields): void {
-    const { mode, kept } = this.#options;
+    const { mode, lastKnownGood } = this.#options;
     if (!this.#asked.has(fields.typeUrl)) {
       this.#asked.add(fields.typeUrl);
       if (mode === 'delta' && fields.initialVersions === 0) this.#fresh.add(fields.typeUrl);
     }
     if (fields.nonce) this.#settle(fields);
-    kept.subscribe(mode, fields.typeUrl, fields.names);
+    lastKnownGood.subscribe(mode, fields.typeUrl, fields.names);
   }
 
   #settle(fields: RequestFields): void {
     const answered = this.#pending.settle(fields.typeUrl, fields.nonce);
     if (!answered || fields.error !== undefined) return;
-    const { mode, kept, clock } = this.#options;
-    if (mode === 'sotw') return kept.keepSotw(answered.typeUrl, answered.version, answered.chunks, clock.now());
+    const { mode, lastKnownGood, clock } = this.#options;
+    if (mode === 'sotw') return lastKnownGood.keepSotw(answered.typeUrl, answered.version, answered.chunks, clock.now());
     const reset = this.#fresh.delete(answered.typeUrl);
     try {
-      kept.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
+      lastKnownGood.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
     } catch (error) {
       this.#options.logger.warn({ type: answered.typeUrl, error: (error as Error).message }, 'cannot read an ACKed Delta response; its type is not kept');
-      kept.forget(mode, answered.typeUrl);
+      lastKnownGood.forget(mode, answered.typeUrl);
     }
   }
 
   #lost(typeUrl: string): void {
     this.#options.logger.warn({ type: typeUrl, limitBytes: this.#options.pendingBytes }, 'a response too large to hold until its ACK; its type is not kept');
-    this.#options.kept.forget(this.#options.mode, typeUrl);
+    this.#options.lastKnownGood.forget(this.#options.mode, typeUrl);
   }
 }

@@ -1,4 +1,4 @@
-import type { KeptConfig, KeptType } from './config.ts';
+import type { LastKnownGoodConfig, LastKnownGoodType } from './config.ts';
 import { deltaResponse, withNonce } from './wire.ts';
 import { responseReader, type RequestFields, type XdsMode } from '../wire.ts';
 
@@ -8,21 +8,21 @@ function countResources(chunks: readonly Buffer[]): number {
   return fields.resources;
 }
 
-/** What a stream served from kept config sends, and what Envoy said about it. */
-export type KeptOutcome =
+/** What a stream served from last-known-good config sends, and what Envoy said about it. */
+export type LastKnownGoodOutcome =
   | { kind: 'send'; typeUrl: string; version: string; message: Buffer; resources: number }
   | { kind: 'ack' | 'nack' | 'missing' | 'nothing'; typeUrl: string; version?: string; error?: string };
 
 /**
- * Answers one Envoy stream from the kept config while the discovery server
+ * Answers one Envoy stream from the last-known-good config while the discovery server
  * cannot be reached: each type Envoy asks for once, with a fresh nonce.
  * Delta: only the names Envoy subscribes to (all, for a wildcard), and
- * names it subscribes to later as they come. It never writes to the kept
+ * names it subscribes to later as they come. It never writes to the last-known-good
  * config: what Envoy ACKs here is what it was already kept.
  */
-export class KeptAnswers {
+export class LastKnownGoodAnswers {
   readonly #mode: XdsMode;
-  readonly #kept: KeptConfig;
+  readonly #lastKnownGood: LastKnownGoodConfig;
   readonly #noncePrefix: string;
   #nextNonce = 1;
   /** Per type: the nonce and version last sent. */
@@ -30,47 +30,47 @@ export class KeptAnswers {
   /** Delta, per type: wildcard or not, and the names sent so far. */
   readonly #delta = new Map<string, { wildcard: boolean; subscribed: Set<string>; sent: Set<string> }>();
 
-  constructor(mode: XdsMode, kept: KeptConfig, noncePrefix: string) {
+  constructor(mode: XdsMode, lastKnownGood: LastKnownGoodConfig, noncePrefix: string) {
     this.#mode = mode;
-    this.#kept = kept;
+    this.#lastKnownGood = lastKnownGood;
     this.#noncePrefix = noncePrefix;
   }
 
-  answer(request: RequestFields): KeptOutcome {
+  answer(request: RequestFields): LastKnownGoodOutcome {
     const { typeUrl } = request;
     const sent = this.#sent.get(typeUrl);
     if (sent && request.nonce === sent.nonce) {
       return request.error === undefined ? { kind: 'ack', typeUrl, version: sent.version } : { kind: 'nack', typeUrl, version: sent.version, error: request.error };
     }
-    const kept = this.#kept.get(this.#mode, typeUrl);
-    if (!kept) return { kind: 'missing', typeUrl };
-    return this.#mode === 'sotw' ? this.#sotw(kept, sent !== undefined) : this.#deltaAnswer(kept, request);
+    const lastKnownGood = this.#lastKnownGood.get(this.#mode, typeUrl);
+    if (!lastKnownGood) return { kind: 'missing', typeUrl };
+    return this.#mode === 'sotw' ? this.#sotw(lastKnownGood, sent !== undefined) : this.#deltaAnswer(lastKnownGood, request);
   }
 
-  #sotw(kept: KeptType, alreadySent: boolean): KeptOutcome {
-    if (alreadySent) return { kind: 'nothing', typeUrl: kept.typeUrl };
-    const nonce = this.#nonce(kept);
-    return { kind: 'send', typeUrl: kept.typeUrl, version: kept.version, message: withNonce(kept.response!, nonce), resources: countResources(kept.response!) };
+  #sotw(lastKnownGood: LastKnownGoodType, alreadySent: boolean): LastKnownGoodOutcome {
+    if (alreadySent) return { kind: 'nothing', typeUrl: lastKnownGood.typeUrl };
+    const nonce = this.#nonce(lastKnownGood);
+    return { kind: 'send', typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, message: withNonce(lastKnownGood.response!, nonce), resources: countResources(lastKnownGood.response!) };
   }
 
-  #deltaAnswer(kept: KeptType, request: RequestFields): KeptOutcome {
-    let state = this.#delta.get(kept.typeUrl);
+  #deltaAnswer(lastKnownGood: LastKnownGoodType, request: RequestFields): LastKnownGoodOutcome {
+    let state = this.#delta.get(lastKnownGood.typeUrl);
     if (!state) {
       state = { wildcard: request.names.length === 0, subscribed: new Set(), sent: new Set() };
-      this.#delta.set(kept.typeUrl, state);
+      this.#delta.set(lastKnownGood.typeUrl, state);
     }
     for (const name of request.names) name === '*' ? (state.wildcard = true) : state.subscribed.add(name);
-    const due = [...kept.resources!.values()].filter((resource) => (state.wildcard || state.subscribed.has(resource.name)) && !state.sent.has(resource.name));
-    if (due.length === 0 && this.#sent.has(kept.typeUrl)) return { kind: 'nothing', typeUrl: kept.typeUrl };
+    const due = [...lastKnownGood.resources!.values()].filter((resource) => (state.wildcard || state.subscribed.has(resource.name)) && !state.sent.has(resource.name));
+    if (due.length === 0 && this.#sent.has(lastKnownGood.typeUrl)) return { kind: 'nothing', typeUrl: lastKnownGood.typeUrl };
     for (const resource of due) state.sent.add(resource.name);
-    const nonce = this.#nonce(kept);
-    const message = deltaResponse({ typeUrl: kept.typeUrl, version: kept.version, nonce, resources: due.map((resource) => resource.bytes) });
-    return { kind: 'send', typeUrl: kept.typeUrl, version: kept.version, message, resources: due.length };
+    const nonce = this.#nonce(lastKnownGood);
+    const message = deltaResponse({ typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, nonce, resources: due.map((resource) => resource.bytes) });
+    return { kind: 'send', typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, message, resources: due.length };
   }
 
-  #nonce(kept: KeptType): string {
+  #nonce(lastKnownGood: LastKnownGoodType): string {
     const nonce = `${this.#noncePrefix}-${this.#nextNonce++}`;
-    this.#sent.set(kept.typeUrl, { nonce, version: kept.version });
+    this.#sent.set(lastKnownGood.typeUrl, { nonce, version: lastKnownGood.version });
     return nonce;
   }
 }

@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { Registry } from '../../metrics/index.ts';
 import { FakeClock } from '../../shared/clock.ts';
 import { silentLogger } from '../../shared/log.ts';
-import { KeptConfig } from './config.ts';
-import { KeptSession } from './session.ts';
+import { LastKnownGoodConfig } from './config.ts';
+import { LastKnownGoodSession } from './session.ts';
 import { XdsStats } from '../relay/stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 
@@ -18,8 +18,8 @@ function rig(upAt: number, random: () => number = () => 0.5) {
   const events: string[] = [];
   const handedOver: UpstreamStream[] = [];
   const registry = new Registry();
-  const session = new KeptSession({
-    id: 1, mode: 'sotw', kept: new KeptConfig(), clock, logger: silentLogger, stats: new XdsStats(registry, clock),
+  const session = new LastKnownGoodSession({
+    id: 1, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger: silentLogger, stats: new XdsStats(registry, clock),
     send: () => undefined,
     dial: async () => {
       dials.push(clock.now());

@@ -1,16 +1,16 @@
 import { Backoff, type BackoffPolicy, type RandomSource } from '../../shared/backoff.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
-import type { KeptConfig } from './config.ts';
-import { KeptAnswers, type KeptOutcome } from './serve.ts';
+import type { LastKnownGoodConfig } from './config.ts';
+import { LastKnownGoodAnswers, type LastKnownGoodOutcome } from './serve.ts';
 import type { XdsStats } from '../relay/stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import type { RequestFields, XdsMode } from '../wire.ts';
 
-export interface KeptSessionOptions {
+export interface LastKnownGoodSessionOptions {
   id: number;
   mode: XdsMode;
-  kept: KeptConfig;
+  lastKnownGood: LastKnownGoodConfig;
   clock: Clock;
   logger: Logger;
   stats: XdsStats;
@@ -30,25 +30,25 @@ export interface KeptSessionOptions {
 }
 
 /**
- * An Envoy stream served from the kept config while the discovery server is
+ * An Envoy stream served from the last-known-good config while the discovery server is
  * unreachable, and the upstream dialled again with backoff until it answers.
  */
-export class KeptSession {
+export class LastKnownGoodSession {
   readonly since: number;
-  readonly #options: KeptSessionOptions;
-  readonly #answers: KeptAnswers;
+  readonly #options: LastKnownGoodSessionOptions;
+  readonly #answers: LastKnownGoodAnswers;
   readonly #stopped = new AbortController();
 
-  constructor(options: KeptSessionOptions) {
+  constructor(options: LastKnownGoodSessionOptions) {
     this.#options = options;
     this.since = options.clock.now();
-    this.#answers = new KeptAnswers(options.mode, options.kept, `lkg-${options.id}-${this.since}`);
+    this.#answers = new LastKnownGoodAnswers(options.mode, options.lastKnownGood, `lkg-${options.id}-${this.since}`);
   }
 
   start(reason: string): void {
     const { logger, stats, mode } = this.#options;
     logger.warn({ stream: this.#options.id, mode, since: new Date(this.since).toISOString(), reason }, 'serving last-known-good config: the discovery server cannot be reached');
-    stats.keptStreamOpened();
+    stats.lastKnownGoodStreamOpened();
     void this.#probe();
   }
 
@@ -58,14 +58,14 @@ export class KeptSession {
     this.#report(outcome);
   }
 
-  #report(outcome: KeptOutcome): void {
+  #report(outcome: LastKnownGoodOutcome): void {
     const { logger, stats } = this.#options;
     const fields = { stream: this.#options.id, type: outcome.typeUrl, version: outcome.version };
     if (outcome.kind === 'send') {
-      stats.keptResponse(outcome.typeUrl, outcome.message.length);
+      stats.lastKnownGoodResponse(outcome.typeUrl, outcome.message.length);
       logger.info({ ...fields, resources: outcome.resources }, 'sent a last-known-good response');
     } else if (outcome.kind === 'nack') {
-      stats.keptNack(outcome.typeUrl);
+      stats.lastKnownGoodNack(outcome.typeUrl);
       logger.warn({ ...fields, error: outcome.error }, 'Envoy rejected a last-known-good response (NACK)');
     } else if (outcome.kind === 'missing') {
       logger.warn(fields, 'nothing kept for a type Envoy asks for; it waits for the discovery server');
@@ -92,6 +92,6 @@ export class KeptSession {
   stop(): void {
     if (this.#stopped.signal.aborted) return;
     this.#stopped.abort();
-    this.#options.stats.keptStreamClosed();
+    this.#options.stats.lastKnownGoodStreamClosed();
   }
 }

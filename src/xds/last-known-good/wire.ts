@@ -2,7 +2,7 @@ import { FieldScanner, wireLen } from '../../grpc/field-scanner.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
 /**
- * The few encodings the relay needs to answer Envoy by itself from kept
+ * The few encodings the relay needs to answer Envoy by itself from the last-known-good
  * responses. Field numbers from envoy/service/discovery/v3/discovery.proto.
  */
 const response = { version: 1, resources: 2, type: 4, nonce: 5, removed: 6 } as const;
@@ -18,15 +18,15 @@ export function withNonce(chunks: readonly Buffer[], nonce: string): Buffer {
 }
 
 /** A Delta resource as kept: its name, version and the Resource message bytes. */
-export interface KeptResource {
+export interface LastKnownGoodResource {
   name: string;
   version: string;
   bytes: Buffer;
 }
 
 /** The resources and removals of a whole DeltaDiscoveryResponse; throws WireError when malformed. */
-export function readDeltaChanges(message: Buffer): { resources: KeptResource[]; removed: string[] } {
-  const resources: KeptResource[] = [];
+export function readDeltaChanges(message: Buffer): { resources: LastKnownGoodResource[]; removed: string[] } {
+  const resources: LastKnownGoodResource[] = [];
   const removed: string[] = [];
   scanAll(message, (number) => number === response.resources || number === response.removed, (number, bytes) => {
     if (number === response.removed) removed.push(bytes.toString('utf8'));
@@ -35,9 +35,9 @@ export function readDeltaChanges(message: Buffer): { resources: KeptResource[]; 
   return { resources, removed };
 }
 
-function readResource(bytes: Buffer): KeptResource {
+function readResource(bytes: Buffer): LastKnownGoodResource {
   // A copy: a kept resource must not pin the whole response it came in.
-  const entry: KeptResource = { name: '', version: '', bytes: Buffer.from(bytes) };
+  const entry: LastKnownGoodResource = { name: '', version: '', bytes: Buffer.from(bytes) };
   scanAll(bytes, (number) => number === resource.name || number === resource.version, (number, value) => {
     if (number === resource.name) entry.name = value.toString('utf8');
     else entry.version = value.toString('utf8');

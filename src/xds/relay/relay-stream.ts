@@ -5,9 +5,9 @@ import type { Logger } from '../../shared/log.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
 import { frame, FrameTooLarge, GrpcFrameReader } from '../../grpc/grpc-frame.ts';
 import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
-import type { KeptConfig } from '../last-known-good/config.ts';
-import { KeptRecorder } from '../last-known-good/recorder.ts';
-import { KeptSession } from '../last-known-good/session.ts';
+import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
+import { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
+import { LastKnownGoodSession } from '../last-known-good/session.ts';
 import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
 import { EcdsInterceptor, type EcdsConverter } from './ecds-interceptor.ts';
 import { tapResponses } from './response-tap.ts';
@@ -37,9 +37,9 @@ export interface RelayStreamOptions {
   node: { get(): Buffer | undefined; set(node: Buffer): void };
   limits: RelayLimits;
   /** The last accepted config: fed by ACKs, and what Envoy is served when upstream is down. */
-  kept: KeptConfig;
+  lastKnownGood: LastKnownGoodConfig;
   clock: Clock;
-  /** Redialling while serving from kept config. */
+  /** Redialling while serving from last-known-good config. */
   backoff: BackoffPolicy;
   random?: RandomSource;
   /** The redial that reached the server: the relay gives it to the next stream of this mode. */
@@ -89,9 +89,9 @@ export class RelayStream {
   readonly #sent = new Map<string, { version: string; nonce: string }>();
   readonly #requests: GrpcFrameReader;
   readonly #responses: GrpcFrameReader;
-  readonly #recorder: KeptRecorder;
-  /** Set while Envoy is served from kept config. */
-  #keptSession: KeptSession | undefined;
+  readonly #recorder: LastKnownGoodRecorder;
+  /** Set while Envoy is served from last-known-good config. */
+  #lastKnownGoodSession: LastKnownGoodSession | undefined;
   /** The agent's name table subscription, with DNS on. */
   #nds: NdsSubscription | undefined;
   /** Remote Wasm conversion, when on. */
@@ -104,8 +104,8 @@ export class RelayStream {
     this.id = options.id;
     this.mode = options.mode;
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
-    const { mode, kept, clock, logger, limits } = options;
-    this.#recorder = new KeptRecorder({ mode, kept, clock, logger, pendingBytes: limits.pendingBytes });
+    const { mode, lastKnownGood, clock, logger, limits } = options;
+    this.#recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock, logger, pendingBytes: limits.pendingBytes });
     this.#requests = this.#requestReader();
     this.#responses = tapResponses({ mode, maxBytes: limits.responseBytes, recorder: this.#recorder, onResponse: (fields, bytes) => this.#onResponse(fields, bytes) });
   }
@@ -121,7 +121,7 @@ export class RelayStream {
     downstream.on('error', () => undefined); // 'close' follows, and ends the relay
     downstream.on('close', () => this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy closed the stream' }));
     // A dial may take the 10 s connect limit; a new Envoy should not wait that out again.
-    if (this.#options.lastDialFailed() && this.#options.kept.has(this.mode)) return this.#serveKept('the last dial failed; redialling in the background');
+    if (this.#options.lastDialFailed() && this.#options.lastKnownGood.has(this.mode)) return this.#serveLastKnownGood('the last dial failed; redialling in the background');
     try {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
@@ -133,7 +133,7 @@ export class RelayStream {
       stats.upstreamFailure('DIAL');
       this.#options.reachable(false);
       const details = `cannot reach the discovery server: ${(error as Error).message}`;
-      if (this.#options.kept.has(this.mode) && !this.#ending) return this.#serveKept(details);
+      if (this.#options.lastKnownGood.has(this.mode) && !this.#ending) return this.#serveLastKnownGood(details);
       this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details });
       return this.#done;
     }
@@ -142,10 +142,10 @@ export class RelayStream {
     return this.#done;
   }
 
-  /** Answers Envoy from the kept config, redialling until the discovery server answers. */
-  #serveKept(reason: string): Promise<TerminationReason> {
+  /** Answers Envoy from the last-known-good config, redialling until the discovery server answers. */
+  #serveLastKnownGood(reason: string): Promise<TerminationReason> {
     const { downstream } = this.#options;
-    this.#keptSession = new KeptSession({
+    this.#lastKnownGoodSession = new LastKnownGoodSession({
       ...this.#options,
       send: (message) => void downstream.write(frame(message)),
       handover: (upstream) => {
@@ -155,14 +155,14 @@ export class RelayStream {
     });
     this.upstreamState = 'last-known-good';
     if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });
-    this.#keptSession.start(reason);
+    this.#lastKnownGoodSession.start(reason);
     this.#readRequests(() => undefined);
     return this.#done;
   }
 
-  /** When Envoy is served from kept config, since when (ms). */
-  get keptSince(): number | undefined {
-    return this.#keptSession?.since;
+  /** When Envoy is served from last-known-good config, since when (ms). */
+  get lastKnownGoodSince(): number | undefined {
+    return this.#lastKnownGoodSession?.since;
   }
 
   #relayRequests({ stream: upstream }: UpstreamStream): void {
@@ -200,7 +200,7 @@ export class RelayStream {
   /** Throws WireError for a request that does not parse; the caller ends the stream. */
   #onRequest(request: Buffer): void {
     const fields = readRequest(request, this.mode);
-    if (this.#keptSession) return this.#keptSession.request(fields);
+    if (this.#lastKnownGoodSession) return this.#lastKnownGoodSession.request(fields);
     const message = this.#withNode(request, fields.node);
     const sent = this.#sent.get(fields.typeUrl);
     const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
@@ -302,7 +302,7 @@ export class RelayStream {
       this.#options.stats.upstreamClosed();
       this.#upstream.close();
     }
-    this.#keptSession?.stop();
+    this.#lastKnownGoodSession?.stop();
     this.#ecds?.close();
     this.#finishDownstream(ending);
     this.#resolveDone(ending.reason);

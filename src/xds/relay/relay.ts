@@ -8,7 +8,7 @@ import { AgentError } from '../../shared/errors.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
 import { encodeGrpcMessage, GrpcStatus } from '../../grpc/grpc-status.ts';
-import { KeptConfig } from '../last-known-good/config.ts';
+import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import type { NameTableSink } from './nds-subscription.ts';
 import type { EcdsConverter } from './ecds-interceptor.ts';
@@ -30,10 +30,10 @@ export interface XdsRelayOptions {
   /** HTTP/2 pings on Envoy's connections and the upstream ones (default 30 s, 10 s to answer). */
   keepalive?: KeepaliveOptions;
   /** The last accepted config; a fresh one when absent (the agent passes the one it read from disk). */
-  kept?: KeptConfig;
+  lastKnownGood?: LastKnownGoodConfig;
   /** False: keep nothing (the relay as it was before last-known-good, for the bench's baseline). */
   keepLastKnownGood?: boolean;
-  /** Redialling while a stream is served from kept config (default: reconnectBackoff). */
+  /** Redialling while a stream is served from last-known-good config (default: reconnectBackoff). */
   backoff?: BackoffPolicy;
   /** Jitter for those redials (Math.random when absent). */
   random?: RandomSource;
@@ -105,7 +105,7 @@ export class XdsRelay {
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
-  readonly kept: KeptConfig;
+  readonly lastKnownGood: LastKnownGoodConfig;
   /** The last dial's outcome; unknown (undefined) until the first. */
   #reachable: boolean | undefined;
   readonly #gateListeners = new Set<(open: boolean) => void>();
@@ -114,9 +114,9 @@ export class XdsRelay {
   constructor(options: XdsRelayOptions) {
     this.#options = options;
     this.#keepalive = options.keepalive ?? keepaliveDefaults;
-    this.kept = options.kept ?? new KeptConfig();
-    this.#stats = new XdsStats(options.registry, options.clock, () => this.servingKeptSince());
-    this.kept.onChange(() => this.#gateMayChange());
+    this.lastKnownGood = options.lastKnownGood ?? new LastKnownGoodConfig();
+    this.#stats = new XdsStats(options.registry, options.clock, () => this.servingLastKnownGoodSince());
+    this.lastKnownGood.onChange(() => this.#gateMayChange());
   }
 
   /** Listens on the socket (owner-only); rejects when it cannot. */
@@ -179,7 +179,7 @@ export class XdsRelay {
       logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
       limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
-      kept: this.kept,
+      lastKnownGood: this.lastKnownGood,
       clock: this.#options.clock,
       backoff: this.#options.backoff ?? reconnectBackoff,
       random: this.#options.random,
@@ -250,7 +250,7 @@ export class XdsRelay {
    * for every type Envoy asked for. The restart gate reads it.
    */
   canConfigure(): boolean {
-    return this.#reachable !== false || this.kept.covers('sotw') || this.kept.covers('delta');
+    return this.#reachable !== false || this.lastKnownGood.covers('sotw') || this.lastKnownGood.covers('delta');
   }
 
   /** Calls `listener` whenever canConfigure() changes. */
@@ -266,9 +266,9 @@ export class XdsRelay {
     for (const listener of this.#gateListeners) listener(open);
   }
 
-  /** Since when (ms) the oldest stream still served from kept config is; undefined when none is. */
-  servingKeptSince(): number | undefined {
-    const since = [...this.#streams].map((stream) => stream.keptSince).filter((at) => at !== undefined);
+  /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */
+  servingLastKnownGoodSince(): number | undefined {
+    const since = [...this.#streams].map((stream) => stream.lastKnownGoodSince).filter((at) => at !== undefined);
     return since.length > 0 ? Math.min(...since) : undefined;
   }
 
@@ -278,10 +278,10 @@ export class XdsRelay {
     return {
       socket: this.#options.socketPath,
       upstream: formatHostPort(this.#options.upstream.address),
-      servingLastKnownGoodSince: iso(this.servingKeptSince()),
-      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, credential: stream.upstreamCredential, lastKnownGoodSince: iso(stream.keptSince) })),
+      servingLastKnownGoodSince: iso(this.servingLastKnownGoodSince()),
+      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, credential: stream.upstreamCredential, lastKnownGoodSince: iso(stream.lastKnownGoodSince) })),
       ...this.#stats.snapshot(),
-      kept: this.kept.summary(),
+      kept: this.lastKnownGood.summary(),
     };
   }
 }

@@ -1,5 +1,5 @@
 import { GrpcFrameReader } from '../../grpc/grpc-frame.ts';
-import type { KeptRecorder } from '../last-known-good/recorder.ts';
+import type { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
 import { responseReader, type ResponseFields, type XdsMode } from '../wire.ts';
 
 /**
@@ -7,7 +7,7 @@ import { responseReader, type ResponseFields, type XdsMode } from '../wire.ts';
  * recorder holds its chunks for last-known-good; `onResponse` once its last
  * byte is through. Throws WireError at the first malformed byte.
  */
-export function tapResponses(options: { mode: XdsMode; maxBytes: number; recorder: KeptRecorder; onResponse(fields: ResponseFields, bytes: number): void }): GrpcFrameReader {
+export function tapResponses(options: { mode: XdsMode; maxBytes: number; recorder: LastKnownGoodRecorder; onResponse(fields: ResponseFields, bytes: number): void }): GrpcFrameReader {
   const { mode, recorder } = options;
   let current: (ReturnType<typeof responseReader> & { length: number }) | undefined;
   return new GrpcFrameReader({

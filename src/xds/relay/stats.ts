@@ -45,7 +45,7 @@ export interface RelayDebug {
   socket: string;
   upstream: string;
   streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; credential?: UpstreamCredential; lastKnownGoodSince?: string }[];
-  /** Set while some Envoy stream is served from the kept config. */
+  /** Set while some Envoy stream is served from the last-known-good config. */
   servingLastKnownGoodSince?: string;
   /** What is kept, per stream kind and type. */
   kept?: unknown;
@@ -70,8 +70,8 @@ export class XdsStats {
   #upstreamFailures = 0;
   readonly #metrics;
 
-  /** `keptSince`: since when the oldest stream still served from kept config is (ms), if any. */
-  constructor(registry: Registry, clock: Clock, keptSince: () => number | undefined = () => undefined) {
+  /** `keptSince`: since when the oldest stream still served from last-known-good config is (ms), if any. */
+  constructor(registry: Registry, clock: Clock, lastKnownGoodSince: () => number | undefined = () => undefined) {
     this.#clock = clock;
     const registers = [registry];
     this.#metrics = {
@@ -88,18 +88,18 @@ export class XdsStats {
       envoyTerminations: new Counter({ name: 'istio_agent_envoy_connection_terminations', help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)', labelNames: ['type'], registers }),
       streams: new Gauge({ name: 'istio_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
       upstreams: new Gauge({ name: 'istio_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
-      keptStreams: new Gauge({ name: 'istio_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
-      keptSince: new Gauge({
+      lastKnownGoodStreams: new Gauge({ name: 'istio_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
+      lastKnownGoodSince: new Gauge({
         name: 'istio_agent_xds_last_known_good_since_seconds',
         help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
         registers,
         collect() {
-          const since = keptSince();
+          const since = lastKnownGoodSince();
           this.set(since === undefined ? 0 : since / 1000);
         },
       }),
-      keptResponses: new Counter({ name: 'istio_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
-      keptNacks: new Counter({ name: 'istio_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
+      lastKnownGoodResponses: new Counter({ name: 'istio_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
+      lastKnownGoodNacks: new Counter({ name: 'istio_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
     };
   }
 
@@ -168,22 +168,22 @@ export class XdsStats {
     this.#metrics.upstreams.dec();
   }
 
-  keptStreamOpened(): void {
-    this.#metrics.keptStreams.inc();
+  lastKnownGoodStreamOpened(): void {
+    this.#metrics.lastKnownGoodStreams.inc();
   }
 
-  keptStreamClosed(): void {
-    this.#metrics.keptStreams.dec();
+  lastKnownGoodStreamClosed(): void {
+    this.#metrics.lastKnownGoodStreams.dec();
   }
 
-  keptResponse(typeUrl: string, bytes: number): void {
+  lastKnownGoodResponse(typeUrl: string, bytes: number): void {
     const type = shortType(typeUrl);
-    this.#metrics.keptResponses.inc({ type });
+    this.#metrics.lastKnownGoodResponses.inc({ type });
     this.#metrics.bytes.inc({ type, direction: 'last_known_good' }, bytes);
   }
 
-  keptNack(typeUrl: string): void {
-    this.#metrics.keptNacks.inc({ type: shortType(typeUrl) });
+  lastKnownGoodNack(typeUrl: string): void {
+    this.#metrics.lastKnownGoodNacks.inc({ type: shortType(typeUrl) });
   }
 
   streamOpened(): void {

@@ -2,28 +2,28 @@ import { readFile } from 'node:fs/promises';
 import { lastKnownGoodMaxAgeMs } from '../shared/last-known-good.ts';
 import { writeAtomically } from '../shared/synced-file.ts';
 
-export interface KeptTableOptions {
+export interface LastKnownGoodTableOptions {
   path: string;
   /** The node id the table belongs to: a file another proxy left is not used. */
   node: string;
   now: () => number;
 }
 
-/** A kept table, or why the file is not used. */
-export type KeptRead = { ok: true; version: string; table: Buffer } | { ok: false; reason: string };
+/** A last-known-good table, or why the file is not used. */
+export type LastKnownGoodRead = { ok: true; version: string; table: Buffer } | { ok: false; reason: string };
 
 /**
- * The last name table the agent accepted, on disk beside the kept xDS config
+ * The last name table the agent accepted, on disk beside the last-known-good xDS config
  * (`<configPath>/dns-name-table.json`, 0600), so a restarted agent answers
- * names while the discovery server is down. Same rules as the kept xDS
+ * names while the discovery server is down. Same rules as the last-known-good xDS
  * config: this node's only, and no older than a day. Written after each
  * accepted table, one write at a time, the newest last.
  */
-export class KeptTable {
-  readonly #options: KeptTableOptions;
+export class LastKnownGoodTable {
+  readonly #options: LastKnownGoodTableOptions;
   #writing: Promise<void> = Promise.resolve();
 
-  constructor(options: KeptTableOptions) {
+  constructor(options: LastKnownGoodTableOptions) {
     this.#options = options;
   }
 
@@ -31,7 +31,7 @@ export class KeptTable {
     return this.#options.path;
   }
 
-  async read(): Promise<KeptRead> {
+  async read(): Promise<LastKnownGoodRead> {
     let parsed: { node?: unknown; at?: unknown; version?: unknown; table?: unknown };
     try {
       parsed = JSON.parse(await readFile(this.#options.path, 'utf8')) as typeof parsed;
@@ -47,7 +47,7 @@ export class KeptTable {
 
   /** Queues a write; rejects with the write's error (the caller logs it). */
   write(version: string, table: Buffer): Promise<void> {
-    const text = () => keptText({ node: this.#options.node, at: this.#options.now(), version }, table);
+    const text = () => lastKnownGoodText({ node: this.#options.node, at: this.#options.now(), version }, table);
     const next = this.#writing.then(async () => writeAtomically(this.#options.path, await text()));
     this.#writing = next.catch(() => undefined);
     return next;
@@ -68,7 +68,7 @@ const base64SliceBytes = 3 * 64 * 1024;
  * ~15 ms, longer than any step of the table's build. base64 needs no JSON
  * escaping, so the text is put together around it.
  */
-async function keptText(head: { node: string; at: number; version: string }, table: Buffer): Promise<Buffer> {
+async function lastKnownGoodText(head: { node: string; at: number; version: string }, table: Buffer): Promise<Buffer> {
   const json = JSON.stringify({ ...head, table: '' });
   const parts = [Buffer.from(json.slice(0, -2))];
   for (let start = 0; start < table.length; start += base64SliceBytes) {
