@@ -1,10 +1,11 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
 import { frame, FrameTooLarge, GrpcFrameReader } from '../../grpc/grpc-frame.ts';
-import { encodeGrpcMessage, GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
+import { GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
+import { GrpcServerCall } from '../../grpc/server-call.ts';
 import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
 import { LastKnownGoodSession } from '../last-known-good/session.ts';
@@ -61,8 +62,6 @@ interface Ending {
   details: string;
 }
 
-const grpcHeaders = { ':status': 200, 'content-type': 'application/grpc' } as const;
-
 /**
  * One Envoy stream and its own upstream stream. Responses are passed on
  * chunk by chunk as they arrive, so a 50 MB push reaches Envoy while it is
@@ -83,12 +82,13 @@ export class RelayStream {
   /** What upstream's trailers (or Trailers-Only headers) said. */
   #upstreamStatus: { code: number; message: string } | undefined;
   #upstreamError: Error | undefined;
-  #trailers: OutgoingHttpHeaders | undefined;
   #firstRequest = true;
   /** Per type: the last response sent, to tell which one a request answers. */
   readonly #sent = new Map<string, { version: string; nonce: string }>();
   readonly #requests: GrpcFrameReader;
   readonly #responses: GrpcFrameReader;
+  /** Envoy's call: its response headers and status. */
+  readonly #call: GrpcServerCall;
   readonly #recorder: LastKnownGoodRecorder;
   /** Set while Envoy is served from last-known-good config. */
   #lastKnownGoodSession: LastKnownGoodSession | undefined;
@@ -104,6 +104,7 @@ export class RelayStream {
     this.id = options.id;
     this.mode = options.mode;
     this.#done = new Promise((resolve) => (this.#resolveDone = resolve));
+    this.#call = new GrpcServerCall(options.downstream);
     const { mode, lastKnownGood, clock, logger, limits } = options;
     this.#recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock, logger, pendingBytes: limits.pendingBytes });
     this.#requests = this.#requestReader();
@@ -117,7 +118,6 @@ export class RelayStream {
   /** Dials upstream, then relays until either side ends. */
   async run(): Promise<TerminationReason> {
     const { downstream, stats } = this.#options;
-    downstream.on('wantTrailers', () => downstream.sendTrailers(this.#trailers ?? { 'grpc-status': String(GrpcStatus.OK) }));
     downstream.on('error', () => undefined); // 'close' follows, and ends the relay
     downstream.on('close', () => this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy closed the stream' }));
     // A dial may take the 10 s connect limit; a new Envoy should not wait that out again.
@@ -154,7 +154,7 @@ export class RelayStream {
       },
     });
     this.upstreamState = 'last-known-good';
-    if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });
+    this.#call.respond();
     this.#lastKnownGoodSession.start(reason);
     this.#readRequests(() => undefined);
     return this.#done;
@@ -274,8 +274,7 @@ export class RelayStream {
     this.#upstreamStatus = statusFromHeaders(headers); // Trailers-Only: the call ends with no message
     if (this.#upstreamStatus) return;
     this.upstreamState = 'open';
-    const { downstream } = this.#options;
-    if (!downstream.closed && !downstream.destroyed) downstream.respond(grpcHeaders, { waitForTrailers: true });
+    this.#call.respond();
   }
 
   #onUpstreamClosed(rstCode: number | undefined): void {
@@ -312,11 +311,8 @@ export class RelayStream {
   #finishDownstream({ status, details }: Ending): void {
     const { downstream } = this.#options;
     if (downstream.closed || downstream.destroyed) return;
-    const trailers = { 'grpc-status': String(status), 'grpc-message': encodeGrpcMessage(details) };
     downstream.resume(); // later requests are read and dropped, so the stream can close
-    if (!downstream.headersSent) return void downstream.respond({ ...grpcHeaders, ...trailers }, { endStream: true });
-    this.#trailers = trailers;
-    downstream.end();
+    this.#call.finish(status, details);
   }
 
   /** Ends the stream because the relay is stopping. */

@@ -1,5 +1,5 @@
 import { chmod, lstat, rm } from 'node:fs/promises';
-import { createServer, type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { createServer, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../../metrics/index.ts';
 import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
 import { boundedTimer, type Clock, type Timer } from '../../shared/clock.ts';
@@ -7,8 +7,8 @@ import { ConnectionCap, shedLog } from '../../shared/connection-cap.ts';
 import { AgentError } from '../../shared/errors.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
-import { encodeGrpcMessage, GrpcStatus } from '../../grpc/grpc-status.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
+import { routeGrpcCall } from '../../grpc/server-call.ts';
 import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import type { NameTableSink } from './nds-subscription.ts';
 import type { EcdsConverter } from './ecds-interceptor.ts';
@@ -48,7 +48,6 @@ export const adsMethods: Record<XdsMode, string> = {
   sotw: `/${service}/StreamAggregatedResources`,
   delta: `/${service}/DeltaAggregatedResources`,
 };
-const modeByPath = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, mode as XdsMode]));
 
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
@@ -110,6 +109,8 @@ export class XdsRelay {
   #reachable: boolean | undefined;
   readonly #gateListeners = new Set<(open: boolean) => void>();
   #gateOpen = true;
+  /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
+  readonly #methods = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, (stream: ServerHttp2Stream) => this.#serve(mode as XdsMode, stream)]));
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
@@ -132,7 +133,7 @@ export class XdsRelay {
       const session = stream.session!;
       cap.busy(session);
       stream.once('close', () => cap.idle(session));
-      this.#route(stream, headers);
+      routeGrpcCall(stream, headers, this.#methods);
     });
     server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
     await new Promise<void>((resolve, reject) => {
@@ -151,19 +152,6 @@ export class XdsRelay {
     session.on('close', () => this.#sessions.delete(session));
     session.on('error', () => undefined); // its streams close too, and report it
     keepAlive(session, this.#keepalive);
-  }
-
-  /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
-  #route(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
-    const path = headers[':path'] ?? '';
-    if (headers[':method'] !== 'POST' || !headers['content-type']?.startsWith('application/grpc')) {
-      return void stream.respond({ ':status': 415 }, { endStream: true });
-    }
-    const mode = modeByPath.get(path);
-    if (!mode) {
-      return void stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(GrpcStatus.UNIMPLEMENTED), 'grpc-message': encodeGrpcMessage(`unknown method ${path}`) }, { endStream: true });
-    }
-    this.#serve(mode, stream);
   }
 
   #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {

@@ -3,6 +3,7 @@ import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } f
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { keepAlive, type KeepaliveOptions } from '../../grpc/keepalive.ts';
+import { grpcContentType } from '../../grpc/server-call.ts';
 import { boundedTimer } from '../../shared/clock.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
 import { certFileNames } from '../../shared/istio-files.ts';
@@ -65,7 +66,7 @@ export async function dialUpstream(options: UpstreamOptions, dial: DialOptions):
     ':method': 'POST',
     ':path': dial.path,
     ':authority': options.serverName ?? formatHostPort(options.address),
-    'content-type': 'application/grpc',
+    'content-type': grpcContentType,
     te: 'trailers',
     'grpc-accept-encoding': 'identity',
     'user-agent': `pilot-agent/${agentVersion()}`,
