@@ -1,21 +1,23 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { ServerHttp2Stream } from 'node:http2';
 import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
-import { frame, FrameTooLarge, GrpcFrameReader } from '../../grpc/grpc-frame.ts';
-import { GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
+import { frame } from '../../grpc/grpc-frame.ts';
+import { GrpcStatus } from '../../grpc/grpc-status.ts';
 import { GrpcServerCall } from '../../grpc/server-call.ts';
 import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
 import { LastKnownGoodSession } from '../last-known-good/session.ts';
-import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
-import { EcdsInterceptor, type EcdsConverter } from './ecds-interceptor.ts';
-import { tapResponses } from './response-tap.ts';
-import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
+import type { NameTableSink } from './nds-subscription.ts';
+import type { EcdsConverter } from './ecds-interceptor.ts';
+import { readRequests } from './request-leg.ts';
+import type { Ending } from './ending.ts';
+import { ResponseLeg } from './response-leg.ts';
+import { pauseUntilDrained } from './stream-flow.ts';
 import type { TerminationReason, XdsStats } from './stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import { readRequest, withNode, type ResponseFields, type XdsMode } from '../wire.ts';
+import { readRequest, withNode, type XdsMode } from '../wire.ts';
 
 export interface RelayLimits {
   /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */
@@ -55,12 +57,15 @@ export interface RelayStreamOptions {
   ecds?: EcdsConverter;
 }
 
-/** How a relayed stream ended, and the status Envoy's stream is closed with. */
-interface Ending {
-  reason: TerminationReason;
-  status: number;
-  details: string;
-}
+/**
+ * Where the stream stands with the discovery server: dialling; relaying
+ * (`open` once the server answered the call); or serving Envoy from the
+ * last-known-good config while redialling.
+ */
+type Phase =
+  | { name: 'dialing' }
+  | { name: 'relaying'; upstream: UpstreamStream; responses: ResponseLeg; open: boolean }
+  | { name: 'last-known-good'; session: LastKnownGoodSession };
 
 /**
  * One Envoy stream and its own upstream stream. Responses are passed on
@@ -73,29 +78,16 @@ export class RelayStream {
   readonly id: number;
   readonly mode: XdsMode;
   readonly since = new Date();
-  upstreamState: 'dialing' | 'open' | 'last-known-good' = 'dialing';
   /** What the current upstream connection proves us with (/debug/xds). */
   upstreamCredential: UpstreamCredential | undefined;
   readonly #options: RelayStreamOptions;
-  #upstream: UpstreamStream | undefined;
+  #phase: Phase = { name: 'dialing' };
+  /** The first reason the stream ends with; set once. */
   #ending: Ending | undefined;
-  /** What upstream's trailers (or Trailers-Only headers) said. */
-  #upstreamStatus: { code: number; message: string } | undefined;
-  #upstreamError: Error | undefined;
   #firstRequest = true;
-  /** Per type: the last response sent, to tell which one a request answers. */
-  readonly #sent = new Map<string, { version: string; nonce: string }>();
-  readonly #requests: GrpcFrameReader;
-  readonly #responses: GrpcFrameReader;
   /** Envoy's call: its response headers and status. */
   readonly #call: GrpcServerCall;
   readonly #recorder: LastKnownGoodRecorder;
-  /** Set while Envoy is served from last-known-good config. */
-  #lastKnownGoodSession: LastKnownGoodSession | undefined;
-  /** The agent's name table subscription, with DNS on. */
-  #nds: NdsSubscription | undefined;
-  /** Remote Wasm conversion, when on. */
-  #ecds: EcdsInterceptor | undefined;
   readonly #done: Promise<TerminationReason>;
   #resolveDone!: (reason: TerminationReason) => void;
 
@@ -107,12 +99,22 @@ export class RelayStream {
     this.#call = new GrpcServerCall(options.downstream);
     const { mode, lastKnownGood, clock, logger, limits } = options;
     this.#recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock, logger, pendingBytes: limits.pendingBytes });
-    this.#requests = this.#requestReader();
-    this.#responses = tapResponses({ mode, maxBytes: limits.responseBytes, recorder: this.#recorder, onResponse: (fields, bytes) => this.#onResponse(fields, bytes) });
   }
 
   get done(): Promise<TerminationReason> {
     return this.#done;
+  }
+
+  /** For /debug/xds: dialing until the server answers the call, then open; or last-known-good. */
+  get upstreamState(): 'dialing' | 'open' | 'last-known-good' {
+    const phase = this.#phase;
+    if (phase.name === 'last-known-good') return 'last-known-good';
+    return phase.name === 'relaying' && phase.open ? 'open' : 'dialing';
+  }
+
+  /** When Envoy is served from last-known-good config, since when (ms). */
+  get lastKnownGoodSince(): number | undefined {
+    return this.#phase.name === 'last-known-good' ? this.#phase.session.since : undefined;
   }
 
   /** Dials upstream, then relays until either side ends. */
@@ -125,7 +127,7 @@ export class RelayStream {
     try {
       const upstream = await this.#options.dial();
       if (this.#ending) return (upstream.close(), this.#done);
-      this.#upstream = upstream;
+      this.#phase = { name: 'relaying', upstream, responses: this.#responseLeg(upstream), open: false };
       this.upstreamCredential = upstream.credential;
       stats.upstreamOpened();
       this.#options.reachable(true);
@@ -137,15 +139,15 @@ export class RelayStream {
       this.#end({ reason: 'dial_failed', status: GrpcStatus.UNAVAILABLE, details });
       return this.#done;
     }
-    this.#relayResponses(this.#upstream);
-    this.#relayRequests(this.#upstream);
+    const { stream: upstream } = this.#phase.upstream;
+    this.#readRequests(() => upstream.end());
     return this.#done;
   }
 
   /** Answers Envoy from the last-known-good config, redialling until the discovery server answers. */
   #serveLastKnownGood(reason: string): Promise<TerminationReason> {
     const { downstream } = this.#options;
-    this.#lastKnownGoodSession = new LastKnownGoodSession({
+    const session = new LastKnownGoodSession({
       ...this.#options,
       send: (message) => void downstream.write(frame(message)),
       handover: (upstream) => {
@@ -153,64 +155,51 @@ export class RelayStream {
         this.#end({ reason: 'handed_over', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server answers again: reconnect through the relay' });
       },
     });
-    this.upstreamState = 'last-known-good';
+    this.#phase = { name: 'last-known-good', session };
     this.#call.respond();
-    this.#lastKnownGoodSession.start(reason);
+    session.start(reason);
     this.#readRequests(() => undefined);
     return this.#done;
   }
 
-  /** When Envoy is served from last-known-good config, since when (ms). */
-  get lastKnownGoodSince(): number | undefined {
-    return this.#lastKnownGoodSession?.since;
-  }
-
-  #relayRequests({ stream: upstream }: UpstreamStream): void {
-    this.#readRequests(() => upstream.end());
-  }
-
-  #readRequests(onEnd: () => void): void {
-    const { downstream } = this.#options;
-    downstream.on('data', (chunk: Buffer) => {
-      if (this.#ending) return;
-      try {
-        this.#requests.push(chunk);
-      } catch (error) {
-        const status = error instanceof FrameTooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INVALID_ARGUMENT;
-        this.#end({ reason: 'bad_envoy_frame', status, details: `malformed request from Envoy: ${(error as Error).message}` });
-      }
-    });
-    downstream.on('end', () => {
-      if (this.#ending) return;
-      if (!this.#requests.atBoundary) return this.#end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
-      onEnd();
+  #responseLeg({ stream: upstream }: UpstreamStream): ResponseLeg {
+    const { downstream, limits, stats, logger, nameTables, ecds } = this.#options;
+    return new ResponseLeg({
+      mode: this.mode, upstream, downstream, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger, nameTables, ecds,
+      ending: () => this.#ending !== undefined,
+      opened: () => {
+        if (this.#phase.name === 'relaying') this.#phase.open = true;
+        this.#call.respond();
+      },
+      end: (ending) => this.#end(ending),
     });
   }
 
-  /** Whole requests: they are small, and the first may need the node added. */
-  #requestReader(): GrpcFrameReader {
-    let parts: Buffer[] = [];
-    return new GrpcFrameReader({
-      begin: () => (parts = []),
-      data: (bytes) => parts.push(bytes),
-      end: () => this.#onRequest(parts.length === 1 ? parts[0]! : Buffer.concat(parts)),
-    }, this.#options.limits.requestBytes);
+  #readRequests(finished: () => void): void {
+    readRequests({
+      downstream: this.#options.downstream,
+      maxBytes: this.#options.limits.requestBytes,
+      ending: () => this.#ending !== undefined,
+      request: (message) => this.#onRequest(message),
+      end: (ending) => this.#end(ending),
+      finished,
+    });
   }
 
   /** Throws WireError for a request that does not parse; the caller ends the stream. */
   #onRequest(request: Buffer): void {
     const fields = readRequest(request, this.mode);
-    if (this.#lastKnownGoodSession) return this.#lastKnownGoodSession.request(fields);
+    const phase = this.#phase;
+    if (phase.name === 'last-known-good') return phase.session.request(fields);
+    if (phase.name !== 'relaying') return; // requests are read once relaying or serving, never while dialling
     const message = this.#withNode(request, fields.node);
-    const sent = this.#sent.get(fields.typeUrl);
-    const acked = sent && fields.nonce === sent.nonce ? sent : undefined;
+    const acked = phase.responses.answered(fields);
     this.#options.stats.request(fields, request.length, acked);
     if (acked && fields.error !== undefined) this.#options.logger.warn({ type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
-    const upstream = this.#upstream!.stream;
+    const upstream = phase.upstream.stream;
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#options.downstream, upstream);
     this.#recorder.request(fields); // after the write: the ACK leaves first
-    this.#nds?.envoyRequested(fields.typeUrl);
-    this.#ecds?.envoyRequested(fields);
+    phase.responses.envoyRequested(fields);
   }
 
   /** Keeps the node of a first request, or adds the last known one when it is missing. */
@@ -225,84 +214,19 @@ export class RelayStream {
     return known ? withNode(request, known, this.mode) : request;
   }
 
-  #relayResponses({ stream: upstream }: UpstreamStream): void {
-    const { nameTables, ecds, logger, limits } = this.#options;
-    const passOn = (bytes: Buffer) => this.#passOn(bytes, upstream);
-    if (nameTables) this.#nds = new NdsSubscription({ mode: this.mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes: limits.responseBytes, logger });
-    const afterEcds = (bytes: Buffer) => (this.#nds ? this.#nds.push(bytes) : passOn(bytes));
-    const badFrame = (error: Error) => {
-      this.#options.stats.upstreamFailure('BAD_FRAME');
-      this.#end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${error.message}` });
-    };
-    if (ecds) this.#ecds = new EcdsInterceptor({ mode: this.mode, convert: ecds, forward: (bytes) => !this.#ending && afterEcds(bytes), send: (request) => void upstream.write(frame(request)), failed: badFrame, maxBytes: limits.responseBytes, logger });
-    upstream.on('response', (headers) => this.#onUpstreamHeaders(headers));
-    upstream.on('data', (chunk: Buffer) => {
-      if (this.#ending) return;
-      try {
-        if (this.#ecds) this.#ecds.push(chunk);
-        else afterEcds(chunk);
-      } catch (error) {
-        return badFrame(error as Error);
-      }
-    });
-    upstream.on('trailers', (trailers) => (this.#upstreamStatus = statusFromHeaders(trailers)));
-    upstream.on('error', (error) => (this.#upstreamError = error));
-    upstream.on('close', () => this.#onUpstreamClosed(upstream.rstCode));
-  }
-
-  /** Envoy's response bytes: read on the way (throws WireError when malformed), then written. */
-  #passOn(bytes: Buffer, upstream: UpstreamStream['stream']): void {
-    const { downstream } = this.#options;
-    this.#responses.push(bytes);
-    corkUntilNextTick(downstream);
-    if (!downstream.write(bytes)) pauseUntilDrained(upstream, downstream);
-  }
-
-  #onResponse(fields: ResponseFields, bytes: number): void {
-    this.#sent.set(fields.typeUrl, { version: fields.version, nonce: fields.nonce });
-    this.#options.stats.response(fields, bytes);
-    this.#options.logger.debug({ type: fields.typeUrl, version: fields.version, resources: fields.resources, bytes }, 'response relayed');
-  }
-
-  #onUpstreamHeaders(headers: IncomingHttpHeaders): void {
-    if (this.#ending) return;
-    const httpStatus = Number(headers[':status']);
-    if (httpStatus !== 200) {
-      this.#options.stats.upstreamFailure(`HTTP_${httpStatus}`);
-      return this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server answered HTTP ${httpStatus}` });
-    }
-    this.#upstreamStatus = statusFromHeaders(headers); // Trailers-Only: the call ends with no message
-    if (this.#upstreamStatus) return;
-    this.upstreamState = 'open';
-    this.#call.respond();
-  }
-
-  #onUpstreamClosed(rstCode: number | undefined): void {
-    if (this.#ending) return;
-    const status = this.#upstreamStatus;
-    const ended = (code: string, details: string) => {
-      this.#options.stats.upstreamFailure(code);
-      // UNAVAILABLE makes Envoy reconnect with backoff, which dials a fresh upstream.
-      this.#end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
-    };
-    if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#upstreamError ? `, ${this.#upstreamError.message}` : ''})`);
-    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
-    if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
-    this.#end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
-  }
-
   /** Ends both sides once, with the first reason. */
   #end(ending: Ending): void {
     if (this.#ending) return;
     this.#ending = ending;
     const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' || ending.reason === 'handed_over' ? 'info' : 'warn';
     this.#options.logger[level]({ reason: ending.reason, details: ending.details }, 'xDS stream ended');
-    if (this.#upstream) {
+    const phase = this.#phase;
+    if (phase.name === 'relaying') {
       this.#options.stats.upstreamClosed();
-      this.#upstream.close();
+      phase.upstream.close();
+      phase.responses.close();
     }
-    this.#lastKnownGoodSession?.stop();
-    this.#ecds?.close();
+    if (phase.name === 'last-known-good') phase.session.stop();
     this.#finishDownstream(ending);
     this.#resolveDone(ending.reason);
   }

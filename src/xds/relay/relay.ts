@@ -2,7 +2,7 @@ import { chmod, lstat, rm } from 'node:fs/promises';
 import { createServer, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../../metrics/index.ts';
 import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
-import { boundedTimer, type Clock, type Timer } from '../../shared/clock.ts';
+import { boundedTimer, type Clock } from '../../shared/clock.ts';
 import { ConnectionCap, shedLog } from '../../shared/connection-cap.ts';
 import { AgentError } from '../../shared/errors.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
@@ -13,9 +13,10 @@ import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../../grpc/
 import type { NameTableSink } from './nds-subscription.ts';
 import type { EcdsConverter } from './ecds-interceptor.ts';
 import { RelayStream, type RelayLimits } from './relay-stream.ts';
+import { SpareUpstreams } from './spare-upstreams.ts';
+import { ConfigGate } from './config-gate.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from '../upstream/material.ts';
-import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
 import type { XdsMode } from '../wire.ts';
 
@@ -60,11 +61,6 @@ const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib, 
  */
 export const reconnectBackoff: BackoffPolicy = { initialMs: 1_000, multiplier: 1.6, jitter: 0.4, maxMs: 2_500 };
 /**
- * How long a redial that reached the server waits for the Envoy stream it
- * was made for. Envoy reconnects within its first backoff step (≤ 1 s).
- */
-const spareTtlMs = 10_000;
-/**
  * Streams one Envoy connection may hold open at once. Envoy runs one ADS
  * stream (two briefly while it replaces one); every stream dials the
  * discovery server, so an unbounded count would let one client open
@@ -99,25 +95,22 @@ export class XdsRelay {
   readonly #streams = new Set<RelayStream>();
   readonly #sessions = new Set<Http2Session>();
   readonly #refused = new RefusedCertificate();
-  /** Per mode: an upstream call a redial opened, for the next Envoy stream. */
-  readonly #spares = new Map<XdsMode, { upstream: UpstreamStream; expiry: Timer }>();
+  readonly #spares: SpareUpstreams;
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
   readonly lastKnownGood: LastKnownGoodConfig;
-  /** The last dial's outcome; unknown (undefined) until the first. */
-  #reachable: boolean | undefined;
-  readonly #gateListeners = new Set<(open: boolean) => void>();
-  #gateOpen = true;
+  readonly #gate: ConfigGate;
   /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
   readonly #methods = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, (stream: ServerHttp2Stream) => this.#serve(mode as XdsMode, stream)]));
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
     this.#keepalive = options.keepalive ?? keepaliveDefaults;
+    this.#spares = new SpareUpstreams(options.clock, options.logger);
     this.lastKnownGood = options.lastKnownGood ?? new LastKnownGoodConfig();
     this.#stats = new XdsStats(options.registry, options.clock, () => this.servingLastKnownGoodSince());
-    this.lastKnownGood.onChange(() => this.#gateMayChange());
+    this.#gate = new ConfigGate(this.lastKnownGood);
   }
 
   /** Listens on the socket (owner-only); rejects when it cannot. */
@@ -162,7 +155,7 @@ export class XdsRelay {
       id,
       mode,
       downstream,
-      dial: () => this.#takeSpare(mode) ?? dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
+      dial: () => this.#spares.take(mode) ?? dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
       stats: this.#stats,
       logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
@@ -171,12 +164,9 @@ export class XdsRelay {
       clock: this.#options.clock,
       backoff: this.#options.backoff ?? reconnectBackoff,
       random: this.#options.random,
-      keepForNextStream: (spare) => this.#keepSpare(mode, spare),
-      reachable: (ok) => {
-        this.#reachable = ok;
-        this.#gateMayChange();
-      },
-      lastDialFailed: () => this.#reachable === false,
+      keepForNextStream: (spare) => this.#spares.keep(mode, spare),
+      reachable: (ok) => this.#gate.dialed(ok),
+      lastDialFailed: () => this.#gate.lastDialFailed,
       nameTables: this.#options.nameTables,
       ecds: this.#options.ecds,
     });
@@ -189,35 +179,9 @@ export class XdsRelay {
     });
   }
 
-  #keepSpare(mode: XdsMode, upstream: UpstreamStream): void {
-    this.#dropSpare(mode);
-    const expiry = this.#options.clock.setTimeout(() => this.#dropSpare(mode), spareTtlMs);
-    this.#spares.set(mode, { upstream, expiry });
-  }
-
-  /** The spare call for this mode while it is still open; one use only. */
-  #takeSpare(mode: XdsMode): Promise<UpstreamStream> | undefined {
-    const spare = this.#spares.get(mode);
-    if (!spare) return undefined;
-    this.#spares.delete(mode);
-    spare.expiry.cancel();
-    const { stream } = spare.upstream;
-    if (stream.closed || stream.destroyed) return void spare.upstream.close();
-    this.#options.logger.debug({ mode }, 'a new stream takes the connection the redial opened');
-    return Promise.resolve(spare.upstream);
-  }
-
-  #dropSpare(mode: XdsMode): void {
-    const spare = this.#spares.get(mode);
-    if (!spare) return;
-    this.#spares.delete(mode);
-    spare.expiry.cancel();
-    spare.upstream.close();
-  }
-
   /** Ends every stream and stops listening. */
   async stop(): Promise<void> {
-    for (const mode of [...this.#spares.keys()]) this.#dropSpare(mode);
+    this.#spares.dropAll();
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
     const server = this.#server;
@@ -232,26 +196,14 @@ export class XdsRelay {
     await rm(this.#options.socketPath, { force: true });
   }
 
-  /**
-   * Whether a new Envoy would get config now: the discovery server was
-   * reachable at the last dial (or not tried yet), or something is kept
-   * for every type Envoy asked for. The restart gate reads it.
-   */
+  /** Whether a new Envoy would get config now (see ConfigGate); the restart gate reads it. */
   canConfigure(): boolean {
-    return this.#reachable !== false || this.lastKnownGood.covers('sotw') || this.lastKnownGood.covers('delta');
+    return this.#gate.open;
   }
 
   /** Calls `listener` whenever canConfigure() changes. */
   onGateChange(listener: (open: boolean) => void): () => void {
-    this.#gateListeners.add(listener);
-    return () => this.#gateListeners.delete(listener);
-  }
-
-  #gateMayChange(): void {
-    const open = this.canConfigure();
-    if (open === this.#gateOpen) return;
-    this.#gateOpen = open;
-    for (const listener of this.#gateListeners) listener(open);
+    return this.#gate.onChange(listener);
   }
 
   /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */
