@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { LastKnownGoodTable } from './last-known-good-table.ts';
 
-describe('KeptTable', async () => {
+describe('LastKnownGoodTable', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'kept-table-'));
   after(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'dns-name-table.json');

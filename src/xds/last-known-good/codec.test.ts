@@ -19,7 +19,7 @@ function sample(): LastKnownGoodConfig {
   return lastKnownGood;
 }
 
-describe('kept file codec', () => {
+describe('last-known-good file codec', () => {
   it('round-trips SotW responses and Delta resources, without Secrets', () => {
     const text = encodeLastKnownGood(sample(), expect.node, expect.now);
     assert.doesNotMatch(text, /Secret|PRIVATE/);

@@ -25,7 +25,7 @@ async function rig(maxBytes?: number) {
   return { dir, lines, clock, file };
 }
 
-describe('KeptFile', () => {
+describe('LastKnownGoodFile', () => {
   it('writes a second after a change, 0600, replacing the file whole; a fresh start reads it back', async () => {
     const { dir, clock, file } = await rig();
     const lastKnownGood = new LastKnownGoodConfig();

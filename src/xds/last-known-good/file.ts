@@ -16,7 +16,7 @@ export interface LastKnownGoodFileOptions {
   node: string;
   clock: Clock;
   logger: Logger;
-  /** Largest file written or read (default keptFileMaxBytes). */
+  /** Largest file written or read (default lastKnownGoodFileMaxBytes). */
   maxBytes?: number;
 }
 

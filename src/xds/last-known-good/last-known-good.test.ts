@@ -36,7 +36,7 @@ function record(mode: XdsMode, pendingBytes = 1 << 20) {
 
 const names = (lastKnownGood: LastKnownGoodConfig, typeUrl: string) => [...lastKnownGood.get('delta', typeUrl)!.resources!.keys()].sort();
 
-describe('KeptRecorder: only what Envoy ACKed is kept', () => {
+describe('LastKnownGoodRecorder: only what Envoy ACKed is kept', () => {
   it('SotW: an ACKed response is kept whole; a NACKed one after it is not', () => {
     const { lastKnownGood, recorder, relay } = record('sotw');
     const first = sotwResponse('v1', 'n1', ['a']);
@@ -89,7 +89,7 @@ describe('KeptRecorder: only what Envoy ACKed is kept', () => {
   });
 });
 
-describe('KeptAnswers: a stream served from the kept config', () => {
+describe('LastKnownGoodAnswers: a stream served from the last-known-good config', () => {
   it('SotW: each type once, with a fresh nonce that wins over the kept one; ACK and NACK are told apart', () => {
     const lastKnownGood = new LastKnownGoodConfig();
     const response = sotwResponse('v1', 'server-nonce', ['a', 'b']);
@@ -128,7 +128,7 @@ describe('KeptAnswers: a stream served from the kept config', () => {
   });
 });
 
-describe('KeptRecorder: what it holds until Envoy answers', () => {
+describe('LastKnownGoodRecorder: what it holds until Envoy answers', () => {
   it('SotW: a newer response replaces an older one still waiting; the older one\'s late ACK keeps nothing', () => {
     const { lastKnownGood, recorder, relay } = record('sotw');
     relay(sotwResponse('v1', 'n1', ['a']));

@@ -42,7 +42,7 @@ async function advance(clock: FakeClock, ms: number, step = 100): Promise<void> 
   }
 }
 
-describe('KeptSession: redials with jittered backoff and hands over', () => {
+describe('LastKnownGoodSession: redials with jittered backoff and hands over', () => {
   it('dials at the policy\'s delays up to the cap, until the server answers; then hands that same call over, unclosed', async () => {
     const { clock, dials, events, handedOver, session, registry } = rig(8000);
     session.start('refused');

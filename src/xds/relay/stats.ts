@@ -70,7 +70,7 @@ export class XdsStats {
   #upstreamFailures = 0;
   readonly #metrics;
 
-  /** `keptSince`: since when the oldest stream still served from last-known-good config is (ms), if any. */
+  /** `lastKnownGoodSince`: since when the oldest stream still served from last-known-good config is (ms), if any. */
   constructor(registry: Registry, clock: Clock, lastKnownGoodSince: () => number | undefined = () => undefined) {
     this.#clock = clock;
     const registers = [registry];
