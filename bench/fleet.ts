@@ -4,7 +4,9 @@
 // pod serves requests through its capture. Run for this checkout and for
 // the previous build (a git ref, default main), one after the other, each
 // on a fresh mesh, so the figures read as ratios.
-// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60] [--baseline main] [--quick]
+// Several baselines: repeat --baseline. --outages none: rollout and steady
+// state only; --rounds N: N rollouts per build, alternating, medians kept.
+// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60|none] [--baseline main ...] [--rounds 1] [--quick]
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -13,9 +15,10 @@ import { buildRef, currentBuild, type Build } from './cost-build.ts';
 import { activity, memory } from './cost-proc.ts';
 import { median, percentile, ratio, round } from './figures.ts';
 
-const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' } } });
+const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' } } });
 const podCount = flags.quick ? 4 : Number(flags.pods);
-const outagesS = (flags.quick ? '5' : flags.outages).split(',').map(Number);
+const outagesS = (flags.quick ? '5' : flags.outages).split(',').filter((text) => text !== '' && text !== 'none').map(Number);
+const rounds = Number(flags.rounds);
 const connectedLine = 'connected to the discovery server';
 
 interface Rollout { readyP50Ms: number; readyP90Ms: number; readyMaxMs: number; allReadyMs: number; agentCpuSToReady: number; serverCpuS: number }
@@ -136,19 +139,32 @@ if (skip) {
   console.log(JSON.stringify({ skipped: skip }));
   process.exit(0);
 }
-const builds = [currentBuild(), await buildRef(flags.baseline)];
-const results = [];
+const builds = [currentBuild()];
+for (const ref of flags.baseline) builds.push(await buildRef(ref));
+type Result = Awaited<ReturnType<typeof scenario>>;
+const perBuild: Result[][] = builds.map(() => []);
 try {
-  for (const build of builds) results.push(await scenario(build));
+  for (let round = 0; round < rounds; round++) {
+    // Alternate, so neither build always runs on a warmer machine.
+    const order = builds.map((_, index) => index);
+    for (const index of round % 2 ? order.reverse() : order) perBuild[index]!.push(await scenario(builds[index]!));
+  }
 } finally {
   for (const build of builds) await build.remove();
 }
-const [now, before] = results;
+/** Each figure's median over the rounds (storms: the first round's). */
+const medianOf = <T extends object>(list: T[]): T => Object.fromEntries(Object.keys(list[0]!).map((key) => [key, median(list.map((item) => (item as Record<string, number>)[key]!))])) as T;
+const results = perBuild.map((list) => ({ rollout: medianOf(list.map((r) => r.rollout)), steady: medianOf(list.map((r) => r.steady)), storms: list[0]!.storms }));
+const [now, ...before] = results;
 const rounded = (figures: object) => Object.fromEntries(Object.entries(figures).map(([key, value]) => [key, typeof value === 'number' ? round(value) : value]));
 const ratios = (a: object, b: object) => Object.fromEntries(Object.entries(a).filter(([key]) => key !== 'outageS').map(([key, value]) => [key, ratio(value as number, (b as Record<string, number>)[key]!)]));
+const shown = (result: Result) => ({ rollout: rounded(result.rollout), steady: rounded(result.steady), storms: result.storms.map(rounded) });
 console.log(JSON.stringify({
   pods: podCount,
-  [builds[0]!.label]: { rollout: rounded(now!.rollout), steady: rounded(now!.steady), storms: now!.storms.map(rounded) },
-  [builds[1]!.label]: { rollout: rounded(before!.rollout), steady: rounded(before!.steady), storms: before!.storms.map(rounded) },
-  ratios: { rollout: ratios(now!.rollout, before!.rollout), steady: ratios(now!.steady, before!.steady), storms: now!.storms.map((storm, i) => ({ outageS: storm.outageS, ...ratios(storm, before!.storms[i]!) })) },
+  rounds,
+  ...Object.fromEntries(results.map((result, index) => [builds[index]!.label, shown(result)])),
+  ...Object.fromEntries(before.map((then, index) => [`vs ${builds[index + 1]!.label}`, {
+    rollout: ratios(now!.rollout, then.rollout), steady: ratios(now!.steady, then.steady),
+    storms: now!.storms.map((storm, i) => ({ outageS: storm.outageS, ...(then.storms[i] ? ratios(storm, then.storms[i]) : {}) })),
+  }])),
 }, null, 2));

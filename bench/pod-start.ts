@@ -5,14 +5,17 @@
 // readiness 200 on 15021 over the pod network, and to the first request
 // through the capture; then phase by phase from the agent's own log.
 // Beside it, in the same run and alternating: the previous build (a git ref,
-// default main), so a change reads as a ratio. Medians of --runs (default 5).
-// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main] [--env NAME=VALUE ...]
+// default main; repeat --baseline for several), so a change reads as a ratio.
+// Also the agent's own CPU from exec to ready (/proc, Envoy excluded).
+// Medians of --runs (default 5).
+// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main ...] [--env NAME=VALUE ...]
 import { parseArgs } from 'node:util';
 import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
 import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { activity } from './cost-proc.ts';
 import { median, ratio, round } from './figures.ts';
 
-const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', default: 'main' }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] } } });
+const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', multiple: true, default: ['main'] }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] } } });
 const runs = flags.quick ? 1 : Number(flags.runs);
 /** --env NAME=VALUE (repeatable): over the template's env in both builds' pods, e.g. ECC_SIGNATURE_ALGORITHM=ECDSA. */
 const podEnv = Object.fromEntries(flags.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
@@ -38,18 +41,19 @@ export function phaseTimes(pod: Pod): Record<string, number | undefined> {
   }));
 }
 
-interface Sample { readyMs: number; firstRequestMs: number; phases: Record<string, number | undefined> }
+interface Sample { readyMs: number; agentCpuMsToReady: number; firstRequestMs: number; phases: Record<string, number | undefined> }
 
 async function onePod(build: Build, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
   const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: podEnv });
   try {
     const readyMs = await untilPodReady(pod, 30_000, 5);
+    const agentCpuMsToReady = activity(pod.agentPid).cpuNs / 1e6;
     while (!(await requestThroughCapture(pod, 1000))) {
       if (performance.now() - pod.execAt > 30_000) throw new Error(`${build.label}: no request through the capture in 30 s`);
     }
     const firstRequestMs = performance.now() - pod.execAt;
     await pod.log.waitFor((entry) => entry.msg === 'epoch live', 10_000, 'epoch live').catch(() => undefined);
-    return { readyMs, firstRequestMs, phases: phaseTimes(pod) };
+    return { readyMs, agentCpuMsToReady, firstRequestMs, phases: phaseTimes(pod) };
   } finally {
     await pod.stop();
   }
@@ -60,7 +64,8 @@ if (skip) {
   console.log(JSON.stringify({ skipped: skip }));
   process.exit(0);
 }
-const builds = [currentBuild(), await buildRef(flags.baseline)];
+const builds = [currentBuild()];
+for (const ref of flags.baseline) builds.push(await buildRef(ref));
 const samples: Sample[][] = builds.map(() => []);
 const mesh = await startMesh();
 try {
@@ -68,7 +73,8 @@ try {
   try {
     for (let run = 0; run < runs; run++) {
       // Alternate, so neither build always starts on a warmer machine.
-      for (const index of run % 2 ? [1, 0] : [0, 1]) samples[index]!.push(await onePod(builds[index]!, mesh, netns));
+      const order = builds.map((_, index) => index);
+      for (const index of run % 2 ? order.reverse() : order) samples[index]!.push(await onePod(builds[index]!, mesh, netns));
     }
   } finally {
     await netns.remove();
@@ -80,14 +86,19 @@ try {
 
 const summary = (list: Sample[]) => ({
   execToReadyMs: round(median(list.map((s) => s.readyMs))),
+  readyEachMs: list.map((s) => Math.round(s.readyMs)),
+  agentCpuMsToReady: round(median(list.map((s) => s.agentCpuMsToReady))),
   execToFirstRequestMs: round(median(list.map((s) => s.firstRequestMs))),
   phasesMs: Object.fromEntries(phases.map(([name]) => [name, round(median(list.map((s) => s.phases[name] ?? Number.NaN)))])),
 });
-const [current, previous] = samples.map(summary);
+const [current, ...previous] = samples.map(summary);
 console.log(JSON.stringify({
   runs,
   [builds[0]!.label]: current,
-  [builds[1]!.label]: previous,
-  readyVsPrevious: ratio(current!.execToReadyMs, previous!.execToReadyMs),
-  firstRequestVsPrevious: ratio(current!.execToFirstRequestMs, previous!.execToFirstRequestMs),
+  ...Object.fromEntries(previous.map((figures, index) => [builds[index + 1]!.label, figures])),
+  ...Object.fromEntries(previous.map((figures, index) => [`vs ${builds[index + 1]!.label}`, {
+    ready: ratio(current!.execToReadyMs, figures!.execToReadyMs),
+    agentCpuToReady: ratio(current!.agentCpuMsToReady, figures!.agentCpuMsToReady),
+    firstRequest: ratio(current!.execToFirstRequestMs, figures!.execToFirstRequestMs),
+  }])),
 }, null, 2));

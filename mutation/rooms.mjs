@@ -29,7 +29,7 @@ export const rooms = {
   // iptables rules.
   iptables: {
     mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {

@@ -28,10 +28,15 @@ test('a refused chain names its last certificate and the start of its SHA-256, n
   assert.equal(refused, `the chain's root (CN=mesh-root, SHA-256 ${fingerprint}…) is not a root this agent trusts`);
 });
 
-test('a trusted certificate anywhere in the chain anchors it, even one the top does not chain to', () => {
-  // An intermediate pinned as the trust anchor: the root above it is not trusted, the intermediate is.
-  const pinned = check([leaf(now - minute, intermediate), intermediate.pem, root.pem], { trustedRoots: intermediate.pem });
-  assert.equal(typeof pinned, 'object', String(pinned));
+test('a trusted certificate below the top does not anchor the chain: the untrusted top would be served as ROOTCA', () => {
+  // An intermediate pinned as the trust anchor, and the CA sends the root above it too: that root would become Envoy's anchor for every peer.
+  const refused = check([leaf(now - minute, intermediate), intermediate.pem, root.pem], { trustedRoots: intermediate.pem });
+  const fingerprint = new X509Certificate(root.pem).fingerprint256.slice(0, 23);
+  assert.equal(refused, `the chain's root (CN=mesh-root, SHA-256 ${fingerprint}…) is not a root this agent trusts`);
+  // The same pinned intermediate as the top of the chain is the anchor, and what is served.
+  const pinned = check([leaf(now - minute, intermediate), intermediate.pem], { trustedRoots: intermediate.pem });
+  assert.ok(typeof pinned === 'object', String(pinned));
+  assert.equal(pinned.pems.at(-1), intermediate.pem);
 });
 
 test('only CERTIFICATE blocks of the trusted bundle count: the same DER under another label is not trusted', () => {

@@ -95,13 +95,18 @@ function checkSignatures(certificates: X509Certificate[]): string | undefined {
   return undefined;
 }
 
-/** The chain ends in, or is signed by, a root we trust: a CA may not vouch for itself. */
+/**
+ * The chain's top is a root we trust, or is signed by one: a CA may not vouch
+ * for itself. The top, not just some certificate of the chain, because the top
+ * is what the agent serves as ROOTCA (the anchor Envoy checks every peer
+ * against) and writes as root-cert.pem: a trusted certificate lower in the
+ * chain does not make an untrusted one above it trusted, else the mesh's trust
+ * would widen past CA_ROOT_CA to whatever the CA sends on top.
+ */
 function checkAnchor(certificates: X509Certificate[], trustedRoots: string | undefined): string | undefined {
   if (trustedRoots === undefined) return undefined;
-  const trusted = parseTrusted(trustedRoots);
   const top = certificates.at(-1)!;
-  const fingerprints = new Set(certificates.map((certificate) => certificate.fingerprint256));
-  const anchored = trusted.some((root) => fingerprints.has(root.fingerprint256) || (top.checkIssued(root) && top.verify(root.publicKey)));
+  const anchored = parseTrusted(trustedRoots).some((root) => root.fingerprint256 === top.fingerprint256 || (top.checkIssued(root) && top.verify(root.publicKey)));
   return anchored ? undefined : `the chain's root (${oneLine(top.subject)}, SHA-256 ${top.fingerprint256.slice(0, 23)}…) is not a root this agent trusts`;
 }
 

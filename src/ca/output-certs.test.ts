@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
+import { within } from '../../test/support/within.ts';
 import { writeOutputCerts } from './output-certs.ts';
 
 const version = (n: number) => ({ key: `KEY ${n}\n`, chain: `CHAIN ${n}\n`, root: `ROOT ${n}\n` });
@@ -34,20 +35,23 @@ parentPort.postMessage({ reads, mixed: mixed.slice(0, 5), mixedCount: mixed.leng
 
 test('OUTPUT_CERTS: a reader never sees the key of one version with the chain or root of another', { timeout: 60_000 }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'output-certs-'));
+  const stop = new SharedArrayBuffer(4);
+  let reader: Worker | undefined;
   try {
     await writeOutputCerts(dir, version(0));
-    const stop = new SharedArrayBuffer(4);
-    const reader = new Worker(readerSource, { eval: true, workerData: { dir, stop } });
-    const result = new Promise<{ reads: number; mixed: string[]; mixedCount: number; failed: string[] }>((resolve, reject) => reader.once('message', resolve).once('error', reject));
+    reader = new Worker(readerSource, { eval: true, workerData: { dir, stop } });
+    const result = new Promise<{ reads: number; mixed: string[]; mixedCount: number; failed: string[] }>((resolve, reject) => reader!.once('message', resolve).once('error', reject));
     for (let n = 1; n <= 300; n++) await writeOutputCerts(dir, version(n));
     Atomics.store(new Int32Array(stop), 0, 1);
-    const { reads, mixed, mixedCount, failed } = await result;
-    await reader.terminate();
+    const { reads, mixed, mixedCount, failed } = await within(result, 10_000, 'the reader thread to report');
     assert.ok(reads > 100, `the reader read while versions were swapped (${reads})`);
     assert.equal(mixedCount, 0, `mixed versions seen: ${mixed.join(', ')}`);
     // 300 swaps back to back can retire a version a slow read resolved two swaps ago: it then finds nothing (and resolves again), never a mix.
     assert.ok(failed.every((code) => code === 'ENOENT'), `only a retired version is missing: ${failed.join(', ')}`);
   } finally {
+    // Also when a write throws: the reader spins until told to stop, and a live thread keeps the file from exiting.
+    Atomics.store(new Int32Array(stop), 0, 1);
+    await reader?.terminate();
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -43,6 +43,12 @@ export interface ServerInfo {
   version: string;
 }
 
+/** Admin's `/ready`: 200 only when server.state is LIVE (whichever Envoy holds the port). */
+export async function isLive(admin: AdminClient, signal?: AbortSignal): Promise<boolean> {
+  const result = await admin.get('/ready', signal);
+  return result.ok && result.status === 200;
+}
+
 /** The server state, restart epoch and bootstrap path from /server_info, or undefined when admin is not up. */
 export async function serverInfo(admin: AdminClient, signal?: AbortSignal): Promise<ServerInfo | undefined> {
   const result = await admin.get('/server_info', signal);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
-import { FieldScanner, WireError } from './field-scanner.ts';
+import { describe } from 'node:test';
+import { it } from '../../test/support/sync-deadline.ts';
+import { advanced, FieldScanner, NoProgress, WireError } from './field-scanner.ts';
 import { encodeVarint } from './proto-wire.ts';
 
 /** Edges of field-scanner.test.ts that mutation testing showed untested. */
@@ -58,5 +59,20 @@ describe('FieldScanner, edges', () => {
     message[message.length - 1] = 'E'.charCodeAt(0);
     assert.equal(values[0]!.toString(), 'noncE', 'a view of the pushed bytes, not a copy');
     assert.equal(scan(message, 2, [1]).values[0]!.toString(), 'noncE');
+  });
+});
+
+describe('advanced, the no-progress guard of the wire parsers', () => {
+  it('passes a step that moved forward, even by one byte', () => {
+    assert.equal(advanced(3, 4, 'a parser'), 4);
+    assert.equal(advanced(0, 1000, 'a parser'), 1000);
+  });
+
+  it('refuses a step that ended where it began or before it: a NoProgress, a WireError, naming the parser and the byte', () => {
+    for (const to of [3, 2]) {
+      assert.throws(() => advanced(3, to, 'the test parser'), (error: unknown) =>
+        error instanceof NoProgress && error instanceof WireError && error.name === 'NoProgress'
+        && error.message === `the test parser made no progress at byte 3 (its step ended at ${to})`);
+    }
   });
 });

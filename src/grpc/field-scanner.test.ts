@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
+import { it } from '../../test/support/sync-deadline.ts';
 import { FieldScanner, WireError } from './field-scanner.ts';
 import { encodeVarint } from './proto-wire.ts';
 

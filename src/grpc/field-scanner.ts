@@ -10,6 +10,26 @@ export class WireError extends Error {
   override name = 'WireError';
 }
 
+/**
+ * A parsing step that consumed nothing. Every step of the wire parsers'
+ * loops must move forward; one that does not repeats on the same bytes
+ * forever, and a synchronous loop freezes the whole agent (health, SDS,
+ * every other stream) where one odd frame from Envoy or the discovery
+ * server should only end its own stream. Today's steps all advance; the
+ * check turns a future slip, met by some peer's frame, into that stream's
+ * error (a WireError, which every reader of the wire already handles)
+ * instead of a process spinning at 100 % CPU.
+ */
+export class NoProgress extends WireError {
+  override name = 'NoProgress';
+}
+
+/** `to` when it is past `from`; otherwise throws NoProgress naming the parser and where it stood. */
+export function advanced(from: number, to: number, parser: string): number {
+  if (to > from) return to;
+  throw new NoProgress(`${parser} made no progress at byte ${from} (its step ended at ${to})`);
+}
+
 export const wireVarint = 0;
 export const wireFixed64 = 1;
 export const wireLen = 2;
@@ -55,8 +75,8 @@ export class FieldScanner {
     if (this.#offset + chunk.length > this.#length) throw new WireError(`message is longer than its declared ${this.#length} bytes`);
     let pos = 0;
     while (pos < chunk.length) {
-      if (this.#state === 'skip' || this.#state === 'collect') pos = this.#takeValue(chunk, pos);
-      else pos = this.#takeVarint(chunk, pos);
+      const next = this.#state === 'skip' || this.#state === 'collect' ? this.#takeValue(chunk, pos) : this.#takeVarint(chunk, pos);
+      pos = advanced(pos, next, 'the field scanner');
     }
   }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '../../test/support/sync-deadline.ts';
 import { frame, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 
 /** Edges of grpc-frame.test.ts that mutation testing showed untested. */

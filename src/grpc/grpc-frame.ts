@@ -1,4 +1,4 @@
-import { WireError } from './field-scanner.ts';
+import { advanced, WireError } from './field-scanner.ts';
 
 /**
  * gRPC's length-prefixed messages on an HTTP/2 stream: 1 flag byte
@@ -40,17 +40,18 @@ export class GrpcFrameReader {
   push(chunk: Buffer): void {
     let pos = 0;
     while (pos < chunk.length) {
-      if (this.#left === -1) {
-        pos = this.#takePrefix(chunk, pos);
-        continue;
-      }
-      const take = Math.min(this.#left, chunk.length - pos);
-      // Mid-message, a DATA frame is usually all body: hand it over as it is.
-      this.#handler.data(take === chunk.length ? chunk : chunk.subarray(pos, pos + take));
-      pos += take;
-      this.#left -= take;
-      if (this.#left === 0) this.#endMessage();
+      const next = this.#left === -1 ? this.#takePrefix(chunk, pos) : this.#takeBody(chunk, pos);
+      pos = advanced(pos, next, 'the gRPC frame reader');
     }
+  }
+
+  #takeBody(chunk: Buffer, pos: number): number {
+    const take = Math.min(this.#left, chunk.length - pos);
+    // Mid-message, a DATA frame is usually all body: hand it over as it is.
+    this.#handler.data(take === chunk.length ? chunk : chunk.subarray(pos, pos + take));
+    this.#left -= take;
+    if (this.#left === 0) this.#endMessage();
+    return pos + take;
   }
 
   #takePrefix(chunk: Buffer, pos: number): number {

@@ -24,6 +24,8 @@ export function decodeVarint(bytes: Buffer, from: number): [value: number, next:
 
 /** Encodes a varint (for the node field the relay may add to a request). */
 export function encodeVarint(value: number): Buffer {
+  // NaN and Infinity never drop below 128: the loop would grow its array until memory runs out.
+  if (!Number.isFinite(value) || value < 0) throw new RangeError(`a varint holds a finite number >= 0, not ${value}`);
   const bytes: number[] = [];
   for (let rest = value; ; rest = Math.floor(rest / 128)) {
     if (rest < 128) {

@@ -30,13 +30,19 @@ export async function configureRoutes(config: CaptureConfig, ipv6: boolean, exec
   }
 }
 
-/** `ip rule add` stacks duplicates; a rerun removes its own first. */
-async function replaceRule(exec: Exec, family: '-4' | '-6', mark: string, table: string): Promise<void> {
+/** More copies of our rule than any run of reruns leaves; an `ip` that keeps saying it deleted one is broken. */
+export const maxStaleRules = 100;
+
+/** `ip rule add` stacks duplicates; a rerun removes its own first (until `ip` says none is left). */
+export async function replaceRule(exec: Exec, family: '-4' | '-6', mark: string, table: string): Promise<void> {
   const rule = ['fwmark', mark, 'lookup', table];
+  let deleted = 0;
   try {
-    for (;;) await exec('ip', [family, 'rule', 'del', ...rule]);
+    // Bounded: an `ip` (or a wrapper of it) that succeeds on every call would keep the capture step looping forever.
+    for (; deleted <= maxStaleRules; deleted++) await exec('ip', [family, 'rule', 'del', ...rule]);
   } catch {
     // None left.
   }
+  if (deleted > maxStaleRules) throw new Error(`ip ${family} rule del ${rule.join(' ')} still succeeding after ${maxStaleRules + 1} deletions: not a stale copy left by a rerun`);
   await ipCommand(exec, [family, 'rule', 'add', ...rule]);
 }

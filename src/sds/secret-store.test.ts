@@ -77,3 +77,18 @@ test('a listener that unsubscribed hears nothing more', () => {
   store.put('a', secret(roots('2')));
   assert.deepEqual(heard, ['a']);
 });
+
+test('forget drops a name and its problem, and only that name; a later put of the same bytes is heard again', () => {
+  const { store, heard } = watched();
+  store.put('file-root:/a', secret(roots('r')));
+  store.put('file-root:/b', secret(roots('r')));
+  store.setProblem('file-root:/a', 'file gone');
+  store.setProblem('file-root:/b', 'file gone');
+  store.forget('file-root:/a');
+  assert.equal(store.get('file-root:/a'), undefined);
+  assert.equal(store.problem('file-root:/a'), undefined, 'nobody holds it: no problem to report either');
+  assert.ok(store.get('file-root:/b'));
+  assert.equal(store.problem('file-root:/b'), 'file gone');
+  store.put('file-root:/a', secret(roots('r')));
+  assert.deepEqual(heard, ['file-root:/a', 'file-root:/b', 'file-root:/a'], 'the same bytes after forget are a new secret');
+});

@@ -97,3 +97,51 @@ test('shed lines: at most one a minute, with the counts since the last', () => {
   onShed('evicted', true);
   assert.deepEqual(lines, [{ listener: 'status', refused: 1 }, { listener: 'status', refused: 999, evictedLoopback: 1 }]);
 });
+
+/** Timers the test fires by hand: `armed` is how many wait now. */
+function fakeTimers() {
+  let now = 0;
+  const pending = new Map<number, { at: number; callback: () => void }>();
+  let next = 0;
+  const host = {
+    setTimeout: (callback: () => void, ms: number) => (pending.set(++next, { at: now + ms, callback }), next),
+    clearTimeout: (handle: unknown) => void pending.delete(handle as number),
+    monotonicNow: () => now,
+  };
+  /** Moves time on by `ms`, firing what falls due (bounded: a sweeper that re-arms forever fails by name). */
+  const advance = (ms: number) => {
+    const until = now + ms;
+    for (let steps = 0; ; steps++) {
+      assert.ok(steps < 1000, 'timers kept firing: the sweeper never settles');
+      const due = [...pending].filter(([, timer]) => timer.at <= until).sort((a, b) => a[1].at - b[1].at)[0];
+      if (!due) break;
+      pending.delete(due[0]);
+      now = due[1].at;
+      due[1].callback();
+    }
+    now = until;
+  };
+  return { host, advance, armed: () => pending.size, now: () => now };
+}
+
+test('the idle sweeper runs only while a connection is idle: no connection, or only busy ones, arm no timer', () => {
+  const timers = fakeTimers();
+  const cap = new ConnectionCap<FakeConnection>({ max: 3, reservedForTrusted: 0, idleMs: 4000, trusted: () => false, now: timers.now, timers: timers.host });
+  const server = new EventEmitter();
+  cap.attach(server as never, false);
+  assert.equal(timers.armed(), 0, 'attached with no connection: nothing to sweep, no timer');
+  const stream = new FakeConnection('envoy', false);
+  cap.admit(stream);
+  assert.equal(timers.armed(), 1, 'an idle connection arms the sweeper');
+  cap.busy(stream);
+  timers.advance(1000);
+  assert.equal(timers.armed(), 0, 'only a busy connection: the sweeper stops at its next tick');
+  cap.idle(stream);
+  assert.equal(timers.armed(), 1, 'idle again: the sweeper is back');
+  timers.advance(5000);
+  assert.ok(stream.destroyed, 'idle past idleMs: closed by the sweep');
+  assert.equal(timers.armed(), 0, 'nothing left open: the sweeper stops');
+  cap.admit(new FakeConnection('late', false));
+  server.emit('close');
+  assert.equal(timers.armed(), 0, 'the server closed: the sweeper stops for good');
+});

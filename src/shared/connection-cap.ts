@@ -1,5 +1,5 @@
 import type { Server, Socket } from 'node:net';
-import { boundedInterval, type Timer } from './clock.ts';
+import { boundedInterval, type Timer, type TimerHost } from './clock.ts';
 
 /** A connection as the cap sees it: a socket (HTTP/1) or an HTTP/2 session. */
 export interface Connection {
@@ -20,6 +20,8 @@ export interface ConnectionCapOptions<C extends Connection = Socket> {
   onShed?(what: 'refused' | 'evicted' | 'idle', trusted: boolean): void;
   /** Monotonic ms; tests pass their own. */
   now?: () => number;
+  /** The sweeper's timers; tests pass fakes. */
+  timers?: TimerHost;
 }
 
 interface Tracked {
@@ -40,6 +42,7 @@ export class ConnectionCap<C extends Connection = Socket> {
   readonly #open = new Map<C, Tracked>();
   readonly #now: () => number;
   #sweeper: Timer | undefined;
+  #attached = false;
 
   constructor(options: ConnectionCapOptions<C>) {
     this.#options = options;
@@ -49,13 +52,14 @@ export class ConnectionCap<C extends Connection = Socket> {
   /** Watches `server`'s connections from now on (`admit` is then called for each); the sweep stops when the server closes. */
   attach(server: Server, admitEach = true): void {
     if (admitEach) server.on('connection', (socket: C) => this.admit(socket));
-    this.#sweeper ??= boundedInterval(() => this.sweep(), Math.max(250, Math.min(1000, this.#options.idleMs / 4)), { unref: true });
+    this.#attached = true;
+    if (this.#anyIdle()) this.#wake();
     server.once('close', () => this.stop());
   }
 
   stop(): void {
-    this.#sweeper?.cancel();
-    this.#sweeper = undefined;
+    this.#attached = false;
+    this.#sleep();
   }
 
   /** Takes a new connection in, making room or refusing it. True when it stays. */
@@ -73,6 +77,7 @@ export class ConnectionCap<C extends Connection = Socket> {
     }
     this.#open.set(socket, { trusted, busy: 0, idleSince: this.#now() });
     socket.once('close', () => this.#open.delete(socket));
+    this.#wake();
     return true;
   }
 
@@ -86,7 +91,10 @@ export class ConnectionCap<C extends Connection = Socket> {
   idle(socket: C): void {
     const tracked = this.#open.get(socket);
     if (!tracked || tracked.busy === 0) return;
-    if (--tracked.busy === 0) tracked.idleSince = this.#now();
+    if (--tracked.busy === 0) {
+      tracked.idleSince = this.#now();
+      this.#wake();
+    }
   }
 
   /** Closes connections idle past `idleMs`. */
@@ -126,6 +134,32 @@ export class ConnectionCap<C extends Connection = Socket> {
       if (better) best = entry;
     }
     return best?.[0];
+  }
+
+  /**
+   * The sweeper runs only while some connection is idle: an agent with no
+   * connection, or only Envoy's busy xDS and SDS streams, has no timer
+   * waking it (one a second per listener was most of an idle agent's
+   * wake-ups). It stops at the first tick that finds nothing idle.
+   */
+  #wake(): void {
+    if (!this.#attached || this.#sweeper) return;
+    this.#sweeper = boundedInterval(() => this.#tick(), Math.max(250, Math.min(1000, this.#options.idleMs / 4)), { unref: true, host: this.#options.timers });
+  }
+
+  #tick(): void {
+    this.sweep();
+    if (!this.#anyIdle()) this.#sleep();
+  }
+
+  #sleep(): void {
+    this.#sweeper?.cancel();
+    this.#sweeper = undefined;
+  }
+
+  #anyIdle(): boolean {
+    for (const tracked of this.#open.values()) if (tracked.busy === 0) return true;
+    return false;
   }
 
   #drop(socket: C): void {

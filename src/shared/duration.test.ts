@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { test } from '../../test/support/sync-deadline.ts';
 import { durationRangeError, formatDuration, maxTimerMs, parseDuration, type DurationRange } from './duration.ts';
 
 test('parseDuration reads Go durations', () => {

@@ -8,7 +8,10 @@ const unitMs: Record<string, number> = {
   h: 3_600_000,
 };
 
-const term = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
+const termSource = String.raw`(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)`;
+/** Terms back to back, nothing between or around them (`1sx2s` is not a duration). */
+const wholeText = new RegExp(`^(?:${termSource})+$`);
+const term = new RegExp(termSource, 'g');
 
 /**
  * Kept over `ms` (2.1, already in node_modules): ms('1m30s') is undefined, and
@@ -21,14 +24,12 @@ export function parseDuration(text: string): number | undefined {
   if (text === '0') return 0;
   const sign = text.startsWith('-') ? -1 : 1;
   const body = text.replace(/^[-+]/, '');
-  if (body === '') return undefined;
+  // No hand-written scanning loop: one that stopped advancing would spin on a
+  // setting's text; matchAll always moves on. The terms are unambiguous (a unit
+  // is letters, a number digits), so the check is linear in the text.
+  if (!wholeText.test(body)) return undefined;
   let total = 0;
-  term.lastIndex = 0;
-  while (term.lastIndex < body.length) {
-    const match = term.exec(body);
-    if (!match) return undefined;
-    total += Number(match[1]) * unitMs[match[2]!]!;
-  }
+  for (const [, amount, unit] of body.matchAll(term)) total += Number(amount) * unitMs[unit!]!;
   return sign * total;
 }
 

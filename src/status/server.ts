@@ -27,10 +27,13 @@ type Handler = (deps: StatusDeps, request: StatusRequest) => Promise<StatusRespo
  * connection that sends nothing, or headers a byte at a time, for as long
  * as the peer likes: enough of them exhaust the agent's file descriptors,
  * and readiness, SDS and certificate reads then fail. So: headers within
- * 10 s, a whole request within 20 s (checked every second), keep-alive idle
- * 5 s, and a cap on connections at once.
+ * 10 s, a whole request within 20 s, keep-alive idle 5 s, and a cap on
+ * connections at once. Node checks the first two on an interval that runs
+ * even with no connection open, once per server: every 5 s, not every
+ * second, keeps an idle agent's wake-ups near a bare node's (a slow peer is
+ * cut at most 5 s late, and the cap still bounds how many it holds).
  */
-export const statusServerTimeouts = { headersTimeout: 10_000, requestTimeout: 20_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 } as const;
+export const statusServerTimeouts = { headersTimeout: 10_000, requestTimeout: 20_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 5_000 } as const;
 /**
  * 128 connections from the pod network (kubelet, Prometheus), and 32 more
  * only loopback peers may take (the agent's own container and the app's);

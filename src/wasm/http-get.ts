@@ -1,8 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isIP, type BlockList, type LookupFunction } from 'node:net';
 import { boundedTimer } from '../shared/clock.ts';
+import { http, https } from '../shared/node-http.ts';
 import { refusedAddress } from './ssrf.ts';
 
 export interface HttpGetOptions {
@@ -67,7 +67,7 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
   // Node does not look up an IP literal: check it here.
   const refused = isIP(host) ? refusedAddress(host, options.blocked) : undefined;
   if (refused) return Promise.reject(new FetchRefused(refused));
-  const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  const request = target.protocol === 'https:' ? https.request : http.request;
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([, value]) => value));
   return new Promise((resolve, reject) => {
     const call = request(target, { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs, signal: options.signal }, (response) => {

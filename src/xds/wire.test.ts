@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
+import { it } from '../../test/support/sync-deadline.ts';
 import { encodeVarint } from '../grpc/proto-wire.ts';
 import { readRequest, readResponse, responseReader, withNode } from './wire.ts';
 import { WireError } from '../grpc/field-scanner.ts';

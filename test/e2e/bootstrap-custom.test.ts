@@ -36,7 +36,7 @@ function envoysUnder(dir: string): number[] {
 async function get(port: number, timeoutMs = 15_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const response = await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined);
+    const response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
     if (response?.status === 200) return response.text();
     if (Date.now() > deadline) throw new Error(`no 200 from Envoy on ${port}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

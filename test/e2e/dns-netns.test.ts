@@ -90,6 +90,8 @@ async function startDnsAgent(world: World, options: { delta?: boolean; viaProxyC
     // As the template runs it: uid 1337, which istio-init's rules let through (its own upstream DNS included).
     wrap: ['ip', 'netns', 'exec', world.netns.name, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', '--'],
     dir: world.dir,
+    // The pod's own cwd: the relative defaults (--meshConfig ./etc/istio/config/mesh) never reach into the checkout, which uid 1337 may not enter.
+    cwd: world.dir,
     args: ['--domain', 'default.svc.cluster.local', '--statusPort', String(statusPort), ...(options.delta ? ['--deltaXds'] : [])],
     env: { ...(options.viaProxyConfig ? { PROXY_CONFIG: JSON.stringify({ proxyMetadata: capture }) } : capture), POD_NAMESPACE: 'default' },
   });

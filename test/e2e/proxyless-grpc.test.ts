@@ -119,7 +119,7 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     const deadline = Date.now() + 20_000;
     let last = { status: 0, body: '' };
     while (Date.now() < deadline) {
-      const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`).catch(() => undefined);
+      const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
       last = { status: response?.status ?? 0, body: (await response?.text()) ?? '' };
       if (last.status === 200) break;
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -160,9 +160,12 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
 
       const before = await readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
       await agent.log.waitFor((entry) => entry.msg === 'workload certificate issued by the CA' && entry.serial !== agent.log.find((first) => first.msg === 'workload certificate issued by the CA')?.serial, 30_000, 'the renewed certificate');
-      await within((async () => {
-        while ((await readFile(join(certsDir, 'cert-chain.pem'), 'utf8')) === before) await new Promise((resolve) => setTimeout(resolve, 50));
-      })(), 5000, 'OUTPUT_CERTS to hold the renewed certificate');
+      // Its own deadline, not within(): a loop within() gave up on would poll on and keep the file from exiting.
+      const renewedBy = Date.now() + 5000;
+      while ((await readFile(join(certsDir, 'cert-chain.pem'), 'utf8')) === before) {
+        if (Date.now() > renewedBy) assert.fail('OUTPUT_CERTS still held the first certificate 5 s after the renewal');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       const again = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
       try {
         assert.equal(await within(callSay(again, 'after rotation'), 15_000, 'a call after the rotation'), 'pong:after rotation');

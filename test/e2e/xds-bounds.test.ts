@@ -99,7 +99,7 @@ describe('the XDS socket bounds what one client can make the relay hold', () => 
 async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
+    if (Date.now() > deadline) throw new Error(`not met in ${timeoutMs} ms: ${condition.toString()}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -63,7 +63,7 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
       const deadline = Date.now() + 20_000;
       let last = '';
       while (Date.now() < deadline && last !== 'through istiod-shaped xDS') {
-        last = await fetch(`http://127.0.0.1:${listenerPort}/`).then((response) => response.text(), (error: Error) => error.message);
+        last = await fetch(`http://127.0.0.1:${listenerPort}/`, { signal: AbortSignal.timeout(2000) }).then((response) => response.text(), (error: Error) => error.message);
         await sleep(100);
       }
       assert.equal(last, 'through istiod-shaped xDS');

@@ -34,7 +34,7 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
     const deadline = Date.now() + 30_000;
     let seen = '';
     while (Date.now() < deadline) {
-      const debug = (await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/xds`)).json()) as { streams: { credential?: string }[] };
+      const debug = (await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/xds`, { signal: AbortSignal.timeout(5000) })).json()) as { streams: { credential?: string }[] };
       seen = JSON.stringify(debug.streams);
       if (debug.streams.some((stream) => stream.credential === credential)) return;
       await new Promise((resolve) => setTimeout(resolve, 200));

@@ -22,15 +22,17 @@ const options = (dir: string, extra: Partial<PortAllocatorOptions> = {}): PortAl
   dir, range: { low: 100, high: 109 }, ephemeral: { low: 105, high: 200 }, owner: 'a', ownerAlive: () => true, bindable: async () => true, ...extra,
 });
 
+/** Takes ports until the allocator refuses; bounded, so an allocator that never runs out fails here instead of looping. */
 async function takeAll(allocator: PortAllocator): Promise<number[]> {
   const ports: number[] = [];
-  for (;;) {
+  for (let taken = 0; taken <= 1000; taken++) {
     try {
       ports.push(await allocator.take());
     } catch {
       return ports;
     }
   }
+  throw new Error(`the allocator handed out more than 1000 ports and never ran out: ${ports.slice(0, 20).join(', ')}, …`);
 }
 
 describe('test ports', () => {

@@ -27,6 +27,8 @@ function lenFields(buf: Buffer): Array<[number, Buffer]> {
   const varint = () => {
     let value = 0;
     for (let shift = 0; ; shift += 7) {
+      // Past the end (a truncated answer from the agent) this loop would never see a last byte: fail, do not spin.
+      if (pos >= buf.length || shift > 63) throw new Error(`SDS response: malformed varint at byte ${pos} of ${buf.length}`);
       const byte = buf[pos++]!;
       value += (byte & 0x7f) * 2 ** shift;
       if (byte < 0x80) return value;

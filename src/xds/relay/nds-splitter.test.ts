@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
+import { it } from '../../../test/support/sync-deadline.ts';
 import { encodeNameTable } from '../../dns/name-table-wire.ts';
 import { frame } from '../../grpc/grpc-frame.ts';
 import { NdsSplitter } from './nds-splitter.ts';

@@ -1,3 +1,4 @@
+import { advanced } from '../../grpc/field-scanner.ts';
 import { decodeVarint } from '../../grpc/proto-wire.ts';
 import { GrpcFrameReader, prefixBytes } from '../../grpc/grpc-frame.ts';
 import { nameTableType } from '../type-urls.ts';
@@ -96,6 +97,7 @@ export class NdsSplitter {
 export function findString(bytes: Buffer, start: number, end: number, path: Path): string | null | undefined {
   let at = start;
   while (at < end) {
+    const from = at;
     const tag = decodeVarint(bytes, at);
     if (!tag) return at >= bytes.length || bytes.length - at < 10 ? undefined : null;
     const [key, next] = tag;
@@ -123,6 +125,7 @@ export function findString(bytes: Buffer, start: number, end: number, path: Path
     } else {
       return null;
     }
+    advanced(from, at, 'the NDS type sniffer');
   }
   return at > bytes.length ? undefined : null;
 }

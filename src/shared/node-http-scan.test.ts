@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { test } from 'node:test';
+
+/**
+ * An ES import of node:http or node:https (a value, not a type) reads every
+ * export of the builtin, and its lazy WebSocket/EventSource exports then load
+ * Node's bundled undici: 8–20 ms of CPU at every start and +8 MB anonymous
+ * memory per pod. The product takes them from src/shared/node-http.ts.
+ */
+const valueImport = /^\s*import\s+(?!type\b)[^;]*?from\s+['"](node:)?https?['"]/m;
+
+function productFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return productFiles(path);
+    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
+  });
+}
+
+const root = join(import.meta.dirname, '..', '..');
+
+test('no product file imports node:http or node:https as an ES module (src/shared/node-http.ts does, by require)', () => {
+  const found = productFiles(join(root, 'src'))
+    .filter((path) => valueImport.test(readFileSync(path, 'utf8')))
+    .map((path) => relative(root, path));
+  assert.deepEqual(found, []);
+});
+
+test('the scan sees a value import and lets a type import pass', () => {
+  assert.ok(valueImport.test("import { request } from 'node:http';"));
+  assert.ok(valueImport.test("import * as https from 'node:https';"));
+  assert.ok(!valueImport.test("import type { IncomingHttpHeaders } from 'node:http';"));
+  assert.ok(!valueImport.test("import { connect } from 'node:http2';"));
+});
