@@ -20,10 +20,11 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { execa } from 'execa';
 import { encodeNameTable, type NameInfo } from '../src/dns/name-table-wire.ts';
-import { KeptTable } from '../src/dns/kept-table.ts';
+import { LastKnownGoodTable } from '../src/dns/last-known-good-table.ts';
 import { defaultSliceMs, TableStore } from '../src/dns/table-store.ts';
-import { nameTableType, readNdsResponse } from '../src/xds/nds-wire.ts';
-import { lenField } from '../src/xds/wire.ts';
+import { nameTableType } from '../src/xds/type-urls.ts';
+import { readNdsResponse } from '../src/xds/relay/nds-wire.ts';
+import { lenField } from '../src/grpc/proto-wire.ts';
 import { startAgent } from '../test/support/agent.ts';
 import { clusterDnsIp, startClusterDns, writeNetnsResolvConf } from '../test/support/dns-netns.ts';
 import { makeNetns, netnsSkipReason } from '../test/support/netns.ts';
@@ -154,14 +155,14 @@ async function stallFigures(): Promise<void> {
 
   const dir = await mkdtemp(join(tmpdir(), 'bench-dns-kept-'));
   try {
-    const kept = new KeptTable({ path: join(dir, 'dns-name-table.json'), node: 'bench', now: () => Date.now() });
-    const keptSliced: number[] = [];
-    const keptOneGo: number[] = [];
+    const kept = new LastKnownGoodTable({ path: join(dir, 'dns-name-table.json'), node: 'bench', now: () => Date.now() });
+    const lastKnownGoodSliced: number[] = [];
+    const lastKnownGoodOneGo: number[] = [];
     for (let run = 0; run < runs; run++) {
-      keptOneGo.push(await maxLoopDelay(async () => void JSON.stringify({ node: 'bench', at: Date.now(), version: 'v1', table: bytes.toString('base64') })));
-      keptSliced.push(await maxLoopDelay(() => kept.write('v1', bytes)));
+      lastKnownGoodOneGo.push(await maxLoopDelay(async () => void JSON.stringify({ node: 'bench', at: Date.now(), version: 'v1', table: bytes.toString('base64') })));
+      lastKnownGoodSliced.push(await maxLoopDelay(() => kept.write('v1', bytes)));
     }
-    console.log(`  keeping it on disk: max event-loop delay ${median(keptSliced).toFixed(1)} ms, base64 in slices → ${(median(keptSliced) / median(keptOneGo)).toFixed(2)}× the ${median(keptOneGo).toFixed(1)} ms of one JSON.stringify of it`);
+    console.log(`  keeping it on disk: max event-loop delay ${median(lastKnownGoodSliced).toFixed(1)} ms, base64 in slices → ${(median(lastKnownGoodSliced) / median(lastKnownGoodOneGo)).toFixed(2)}× the ${median(lastKnownGoodOneGo).toFixed(1)} ms of one JSON.stringify of it`);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

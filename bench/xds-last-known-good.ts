@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemClock } from '../src/shared/clock.ts';
 import { silentLogger } from '../src/shared/log.ts';
-import { encodeKept } from '../src/xds/kept-codec.ts';
-import { KeptConfig } from '../src/xds/kept-config.ts';
-import { KeptFile } from '../src/xds/kept-file.ts';
+import { encodeLastKnownGood } from '../src/xds/last-known-good/codec.ts';
+import { LastKnownGoodConfig } from '../src/xds/last-known-good/config.ts';
+import { LastKnownGoodFile } from '../src/xds/last-known-good/file.ts';
 import { assertGone, startAgent, type RunningAgent } from '../test/support/agent.ts';
 import { startPeer, type Peer } from '../test/support/peer.ts';
 import { freePort } from '../test/support/ports.ts';
@@ -94,7 +94,7 @@ async function agentRestarts(mode: Mode): Promise<{ outage: number[]; baseline: 
 }
 
 /** The real agent and Envoy take 3000 services from the peer; then the file it wrote is measured. */
-async function keptAtScale(services: number, mode: Mode): Promise<void> {
+async function lastKnownGoodAtScale(services: number, mode: Mode): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-lkg-scale-'));
   const peer = await startPeer(resources(services), { address: peerAddress });
   const agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs(mode) });
@@ -103,16 +103,16 @@ async function keptAtScale(services: number, mode: Mode): Promise<void> {
     await toFirstRequest(agent, 0);
     await waitForFile(path, services);
     const text = await readFile(path, 'utf8');
-    const kept = new KeptConfig();
-    const file = new KeptFile({ configPath: join(dir, 'bench'), node: String(JSON.parse(text).node), clock: systemClock, logger: silentLogger });
+    const lastKnownGood = new LastKnownGoodConfig();
+    const file = new LastKnownGoodFile({ configPath: join(dir, 'bench'), node: String(JSON.parse(text).node), clock: systemClock, logger: silentLogger });
     await mkdir(join(dir, 'bench'));
     await writeFile(file.path, text);
-    await file.load(kept);
-    file.follow(kept);
-    const encode = timed(() => encodeKept(kept, 'node', Date.now()));
+    await file.load(lastKnownGood);
+    file.follow(lastKnownGood);
+    const encode = timed(() => encodeLastKnownGood(lastKnownGood, 'node', Date.now()));
     const write = await timedAsync(() => file.flush());
     const plain = await timedAsync(() => writeFile(join(dir, 'bench', 'plain'), text));
-    const summary = kept.summary()[JSON.parse(text).types[0].mode as 'sotw' | 'delta'];
+    const summary = lastKnownGood.summary()[JSON.parse(text).types[0].mode as 'sotw' | 'delta'];
     const protobuf = Object.values(summary).reduce((sum, type) => sum + type.bytes, 0);
     console.log(`${mode}: kept config at ${services} services: file ${(text.length / 1e6).toFixed(1)} MB (${(protobuf / 1e6).toFixed(1)} MB of protobuf, base64 in JSON), ${((await stat(path)).size / services / 1000).toFixed(2)} kB per service`);
     console.log(`${mode}: write cost: encode ${encode.toFixed(1)} ms + whole write (encode, write, fsync, rename) ${write.toFixed(1)} ms; baseline plain writeFile of the same bytes ${plain.toFixed(1)} ms (${(write / plain).toFixed(1)}×); written a second after a change, at most every 10 s`);
@@ -161,7 +161,7 @@ try {
   for (const mode of ['sotw', 'delta'] as const) {
     show(`${mode}: Envoy kill -9`, await envoyKills(mode));
     show(`${mode}: agent SIGKILL + restart, same --configPath`, await agentRestarts(mode));
-    await keptAtScale(3000, mode);
+    await lastKnownGoodAtScale(3000, mode);
   }
 } finally {
   await upstream.close();

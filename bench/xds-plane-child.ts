@@ -4,8 +4,8 @@
 // argv: [bind address, default 127.0.0.1]
 import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-js';
 import { getEachMessage, sendMessage } from 'execa';
-import { FieldScanner } from '../src/xds/field-scanner.ts';
-import { adsMethods } from '../src/xds/relay.ts';
+import { FieldScanner } from '../src/grpc/field-scanner.ts';
+import { adsMethods } from '../src/xds/relay/relay.ts';
 import { readRequest } from '../src/xds/wire.ts';
 import { resourceBlock, responseBytes, type PlaneCommand } from './xds-plane.ts';
 

@@ -1,5 +1,5 @@
 // What bench/xds-relay.ts and its control-plane child share: the pushed bytes.
-import { encodeVarint } from '../src/xds/wire.ts';
+import { encodeVarint } from '../src/grpc/proto-wire.ts';
 
 export const typeUrl = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 

@@ -3,7 +3,7 @@
 import { Registry } from '../src/metrics/index.ts';
 import { systemClock } from '../src/shared/clock.ts';
 import { silentLogger } from '../src/shared/log.ts';
-import { XdsRelay } from '../src/xds/relay.ts';
+import { XdsRelay } from '../src/xds/relay/relay.ts';
 import { readEnvSettings } from '../src/settings/env-settings.ts';
 import { wasmEnv } from '../src/settings/wasm-env.ts';
 import { startWasmLoader } from '../src/wasm/start.ts';

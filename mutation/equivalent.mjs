@@ -30,18 +30,18 @@ export const equivalent = [
     why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
   },
   {
-    file: 'src/xds/field-scanner.ts',
+    file: 'src/grpc/field-scanner.ts',
     code: 'false',
     parent: '#wanted = false;',
     why: 'read only in the length state, which only a length-delimited tag enters, and that tag sets it first',
   },
   {
-    file: 'src/xds/field-scanner.ts',
+    file: 'src/grpc/field-scanner.ts',
     code: "'the field scanner'",
     why: 'the parser named in a NoProgress message: it only shows when a step fails to advance, which no step of the scanner does (advanced() itself, and its message, are tested directly)',
   },
   {
-    file: 'src/xds/grpc-frame.ts',
+    file: 'src/grpc/grpc-frame.ts',
     code: "'the gRPC frame reader'",
     why: 'the parser named in a NoProgress message: it only shows when a step fails to advance, which no step of the reader does (advanced() itself, and its message, are tested directly)',
   },

@@ -38,8 +38,8 @@ export const rooms = {
   },
   // The xDS frame and size limits.
   xds: {
-    mutate: ['src/xds/grpc-frame.ts', 'src/xds/field-scanner.ts'],
-    tests: ['src/xds/grpc-frame.test.ts', 'src/xds/grpc-frame-edges.test.ts', 'src/xds/field-scanner.test.ts', 'src/xds/field-scanner-edges.test.ts'],
+    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts'],
+    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts'],
   },
   // The role and node id checks.
   role: {

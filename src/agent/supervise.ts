@@ -25,8 +25,8 @@ import { countAgentEvents, registerAgentMetrics, registerStateGauges } from '../
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startWasmLoader } from '../wasm/start.ts';
 import { startCertWatch } from '../watch/start.ts';
-import { loadKeptConfig } from '../xds/kept-file.ts';
-import { XdsRelay, type XdsRelayOptions } from '../xds/relay.ts';
+import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
+import { XdsRelay, type XdsRelayOptions } from '../xds/relay/relay.ts';
 import { Agent } from './agent.ts';
 import { shuttingDown } from './reconcile-types.ts';
 import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from './restart-gate.ts';
@@ -64,7 +64,7 @@ export const retryPolicy = (config: AgentConfig) => ({ initialDelayMs: config.re
 export async function superviseEnvoy(options: SuperviseOptions): Promise<number> {
   const { config, bootstrap, logger } = options;
   await using stack = new AsyncDisposableStack();
-  // Undone last: a fault waits for every step below (sockets removed, the kept config written) before the process exits 1.
+  // Undone last: a fault waits for every step below (sockets removed, the last-known-good config written) before the process exits 1.
   let allClosed!: () => void;
   const closed = new Promise<void>((resolve) => (allClosed = resolve));
   stack.defer(() => allClosed());
@@ -128,19 +128,19 @@ function hookProcess(stack: AsyncDisposableStack, parts: { guard: ProcessHooks; 
 }
 
 /**
- * The xDS relay with what it serves from: the kept config and the Wasm
+ * The xDS relay with what it serves from: the last-known-good config and the Wasm
  * loader. Listening before Envoy starts: Envoy's first ADS connect then succeeds at once.
  */
 async function startRelay(stack: AsyncDisposableStack, parts: { options: SuperviseOptions; registry: Registry; ca: CaRuntime | undefined; dns: DnsRuntime | undefined }): Promise<XdsRelay> {
   const { options, registry, ca } = parts;
   const xdsLogger = options.logger.child({ component: 'xds' });
-  const { kept, keptFile } = await loadKeptConfig({ configPath: options.config.configPath, node: options.bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
-  stack.defer(() => keptFile.close());
+  const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: options.config.configPath, node: options.bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
+  stack.defer(() => lastKnownGoodFile.close());
   const wasm = startWasmLoader(options.wasm, { clock: systemClock, logger: options.logger.child({ component: 'wasm' }) });
   if (wasm) stack.defer(() => wasm.stop());
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...options.upstream, heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: options.sockets.xds, upstream, registry, clock: systemClock, logger: xdsLogger, kept, nameTables: parts.dns?.nameTables, ecds: wasm?.convert });
+  const relay = new XdsRelay({ socketPath: options.sockets.xds, upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood, nameTables: parts.dns?.nameTables, ecds: wasm?.convert });
   await relay.start();
   stack.defer(() => relay.stop());
   return relay;

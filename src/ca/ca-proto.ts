@@ -1,4 +1,4 @@
-import { decodeVarint, encodeVarint, lenField } from '../xds/wire.ts';
+import { decodeVarint, encodeVarint, lenField } from '../grpc/proto-wire.ts';
 
 /**
  * istio.v1.auth.IstioCertificateRequest / Response on the wire

@@ -2,7 +2,7 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { badFlag } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { loadMaterial } from '../xds/upstream.ts';
+import { loadMaterial } from '../xds/upstream/material.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
 import { xdsUpstream } from './xds-transport.ts';
 

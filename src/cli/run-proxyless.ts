@@ -17,8 +17,8 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { StatusDeps } from '../status/handler.ts';
 import type { Readiness } from '../status/readiness.ts';
 import { startStatusServer } from '../status/server.ts';
-import { loadKeptConfig } from '../xds/kept-file.ts';
-import { XdsRelay } from '../xds/relay.ts';
+import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
+import { XdsRelay } from '../xds/relay/relay.ts';
 import { processGuard } from './process-guard.ts';
 import { xdsUpstream } from './xds-transport.ts';
 
@@ -39,10 +39,10 @@ export async function superviseProxyless(config: AgentConfig, inputs: ProxylessI
   const ca = inputs.caSettings && (await startCa({ settings: inputs.caSettings, store: new SecretStore(), registry, clock: systemClock, logger: logger.child({ component: 'ca' }) }));
   if (ca) stack.defer(() => ca.stop());
   const xdsLogger = logger.child({ component: 'xds' });
-  const { kept, keptFile } = await loadKeptConfig({ configPath: config.configPath, node: inputs.nodeId, clock: systemClock, logger: xdsLogger });
-  stack.defer(() => keptFile.close());
+  const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: config.configPath, node: inputs.nodeId, clock: systemClock, logger: xdsLogger });
+  stack.defer(() => lastKnownGoodFile.close());
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: inputs.xdsSocketPath, upstream, registry, clock: systemClock, logger: xdsLogger, kept });
+  const relay = new XdsRelay({ socketPath: inputs.xdsSocketPath, upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood });
   await relay.start();
   stack.defer(() => relay.stop());
   const bootstrap = buildGrpcBootstrap({ xdsSocketPath: inputs.xdsSocketPath, nodeId: inputs.nodeId, metadata: inputs.metadata, certDir: inputs.caSettings?.outputDir });
@@ -55,7 +55,7 @@ export async function superviseProxyless(config: AgentConfig, inputs: ProxylessI
     const status = await startStatusServer({ port: config.statusPort, readinessSocketPath: inputs.readinessSocketPath, deps, logger: logger.child({ component: 'status' }) });
     stack.defer(() => status.close());
   }
-  // SIGTERM, SIGINT and SIGHUP end the run; a fault waits for the closes above (the socket removed, the kept config written).
+  // SIGTERM, SIGINT and SIGHUP end the run; a fault waits for the closes above (the socket removed, the last-known-good config written).
   const onSignal = (signal: NodeJS.Signals) => (logger.info({ signal }, 'signal received'), stop());
   stack.defer(processGuard.onTerminate(onSignal));
   stack.defer(processGuard.whileRunning(async () => stop()));

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
-import type { UpstreamOptions } from '../xds/upstream.ts';
+import type { UpstreamOptions } from '../xds/upstream/material.ts';
 
 /** Where and how the xDS relay reaches the discovery server. */
 export function xdsUpstream(config: AgentConfig): UpstreamOptions {

@@ -1,5 +1,5 @@
-import { WireError, wireLen } from '../xds/field-scanner.ts';
-import { decodeVarint, lenField } from '../xds/wire.ts';
+import { WireError, wireLen } from '../grpc/field-scanner.ts';
+import { decodeVarint, lenField } from '../grpc/proto-wire.ts';
 
 /**
  * The NameTable of Istio's NDS (`pkg/dns/proto/nds.proto`), read and written

@@ -4,9 +4,9 @@ import type { Clock } from '../shared/clock.ts';
 import { badEnv } from '../shared/errors.ts';
 import type { HostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
-import type { NameTableSink } from '../xds/nds-subscription.ts';
+import type { NameTableSink } from '../xds/relay/nds-subscription.ts';
 import { Forwarder } from './forwarder.ts';
-import { KeptTable } from './kept-table.ts';
+import { LastKnownGoodTable } from './last-known-good-table.ts';
 import { registerDnsMetrics } from './metrics.ts';
 import { istioResolvConf, readResolvConf, type ResolvConf } from './resolv-conf.ts';
 import { DnsServer } from './server.ts';
@@ -20,7 +20,7 @@ export interface StartDnsOptions {
   pod: { namespace: string; domain: string };
   /** --configPath: the last table is kept there. */
   configPath: string;
-  /** The proxy's node id: a kept table is used by the same node only. */
+  /** The proxy's node id: a last-known-good table is used by the same node only. */
   node: string;
   registry: Registry;
   clock: Clock;
@@ -39,15 +39,15 @@ export interface DnsRuntime {
   stop(): Promise<void>;
 }
 
-/** Starts the DNS proxy: the kept table first, then UDP and TCP listeners; NDS tables arrive through `nameTables`. */
+/** Starts the DNS proxy: the last-known-good table first, then UDP and TCP listeners; NDS tables arrive through `nameTables`. */
 export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   const { clock, logger } = options;
   const ownsPort53 = options.address.port === 53 && process.getuid?.() === 0;
   const resolv = readResolvConf(options.resolvConfPaths ?? (ownsPort53 ? [istioResolvConf, '/etc/resolv.conf'] : ['/etc/resolv.conf']));
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
-  const kept = new KeptTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
-  await loadKept(store, kept, logger);
+  const lastKnownGood = new LastKnownGoodTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
+  await loadLastKnownGood(store, lastKnownGood, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
   // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
   const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, metrics: registerDnsMetrics(options.registry), clock, logger });
@@ -55,29 +55,29 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
   return {
-    nameTables: { accept: (table, version) => acceptTable({ store, kept, table, version, logger }) },
+    nameTables: { accept: (table, version) => acceptTable({ store, lastKnownGood, table, version, logger }) },
     problem: () => (store.table ? undefined : 'DNS is on and the name table has not arrived yet (NDS)'),
     debug: (withTable) => store.debug(withTable),
     stop: async () => {
       await server.stop();
-      await kept.close();
+      await lastKnownGood.close();
     },
   };
 }
 
-async function loadKept(store: TableStore, kept: KeptTable, logger: Logger): Promise<void> {
-  const found = await kept.read();
-  if (!found.ok) return void logger.info({ file: kept.path, reason: found.reason }, 'no kept name table used');
+async function loadLastKnownGood(store: TableStore, lastKnownGood: LastKnownGoodTable, logger: Logger): Promise<void> {
+  const found = await lastKnownGood.read();
+  if (!found.ok) return void logger.info({ file: lastKnownGood.path, reason: found.reason }, 'no kept name table used');
   try {
     await store.load(found.table, found.version, 'kept');
-    logger.info({ file: kept.path, version: found.version }, 'DNS answers from the kept name table until the discovery server sends one');
+    logger.info({ file: lastKnownGood.path, version: found.version }, 'DNS answers from the kept name table until the discovery server sends one');
   } catch (error) {
-    logger.warn({ file: kept.path, error: (error as Error).message }, 'the kept name table does not parse; ignored');
+    logger.warn({ file: lastKnownGood.path, error: (error as Error).message }, 'the kept name table does not parse; ignored');
   }
 }
 
-async function acceptTable(input: { store: TableStore; kept: KeptTable; table: Buffer; version: string; logger: Logger }): Promise<string | undefined> {
-  const { store, kept, table, version, logger } = input;
+async function acceptTable(input: { store: TableStore; lastKnownGood: LastKnownGoodTable; table: Buffer; version: string; logger: Logger }): Promise<string | undefined> {
+  const { store, lastKnownGood, table, version, logger } = input;
   try {
     await store.load(table, version, 'nds');
   } catch (error) {
@@ -85,7 +85,7 @@ async function acceptTable(input: { store: TableStore; kept: KeptTable; table: B
   }
   const loaded = store.debug(false);
   logger.info({ version, entries: loaded.entries, names: loaded.names }, 'DNS name table loaded');
-  kept.write(version, table).catch((error: Error) => logger.warn({ file: kept.path, error: error.message }, 'cannot keep the name table on disk'));
+  lastKnownGood.write(version, table).catch((error: Error) => logger.warn({ file: lastKnownGood.path, error: error.message }, 'cannot keep the name table on disk'));
   return undefined;
 }
 

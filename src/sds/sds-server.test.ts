@@ -12,7 +12,7 @@ import { Registry } from '../metrics/index.ts';
 import { registerSdsMetrics } from './metrics.ts';
 import { maxSdsConnections, maxSdsStreamsPerConnection, SdsServer } from './sds-server.ts';
 import { maxNamesPerStream } from './sds-stream.ts';
-import { secretTypeUrl } from './secret-proto.ts';
+import { secretType } from '../xds/type-urls.ts';
 import { SecretStore } from './secret-store.ts';
 
 const service = '/envoy.service.secret.v3.SecretDiscoveryService';
@@ -35,11 +35,11 @@ function open(socketPath: string, names: string[]) {
   const state = { responses: 0, ended: undefined as ServiceError | undefined, done: false };
   stream.on('data', () => {
     state.responses++;
-    stream.write(sotwRequest({ typeUrl: secretTypeUrl, names, nonce: String(state.responses) }));
+    stream.write(sotwRequest({ typeUrl: secretType, names, nonce: String(state.responses) }));
   });
   stream.on('error', (error: ServiceError) => ((state.ended = error), (state.done = true)));
   stream.on('end', () => (state.done = true));
-  stream.write(sotwRequest({ typeUrl: secretTypeUrl, nodeId: 'sidecar~1~x~y', names }));
+  stream.write(sotwRequest({ typeUrl: secretType, nodeId: 'sidecar~1~x~y', names }));
   return { state, close: () => (stream.cancel(), client.close()) };
 }
 
@@ -127,7 +127,7 @@ describe('SdsServer on grpc-js: every change reaches the stream; connections, st
     const session = http2Connect('http://localhost', { createConnection: () => connect(socketPath) });
     session.on('error', () => undefined);
     try {
-      const request = sotwRequest({ typeUrl: secretTypeUrl, nodeId: 'sidecar~1~x~y', names: ['ROOTCA'] });
+      const request = sotwRequest({ typeUrl: secretType, nodeId: 'sidecar~1~x~y', names: ['ROOTCA'] });
       const framed = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), request]);
       framed.writeUInt32BE(request.length, 1);
       for (let i = 0; i < maxSdsStreamsPerConnection + 8; i++) {

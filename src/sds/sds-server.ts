@@ -4,7 +4,7 @@ import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc, type GrpcModule } from '../grpc/load.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
-import { WireError } from '../xds/wire.ts';
+import { WireError } from '../grpc/field-scanner.ts';
 import type { SdsMetrics } from './metrics.ts';
 import { BadSdsRequest, SdsStream, TooManyNames, type Subscriptions } from './sds-stream.ts';
 import type { SecretStore } from './secret-store.ts';
@@ -18,7 +18,7 @@ const maxRequestBytes = 1024 * 1024;
  * ones open, Envoy's among them, keep working.
  */
 export const maxSdsConnections = 32;
-/** Streams one connection may hold open at once, as on the xDS socket (src/xds/relay.ts). */
+/** Streams one connection may hold open at once, as on the xDS socket (src/xds/relay/relay.ts). */
 export const maxSdsStreamsPerConnection = 16;
 /** A connection with no call open this long is closed, one that never spoke too; Envoy's always has its stream open. */
 export const sdsIdleMs = 15_000;

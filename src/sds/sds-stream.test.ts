@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
-import { encodeVarint, readResponse } from '../xds/wire.ts';
+import { encodeVarint } from '../grpc/proto-wire.ts';
+import { readResponse } from '../xds/wire.ts';
 import { registerSdsMetrics } from './metrics.ts';
-import { secretTypeUrl } from './secret-proto.ts';
+import { secretType } from '../xds/type-urls.ts';
 import { SdsStream } from './sds-stream.ts';
 import { SecretStore, type StoredSecret } from './secret-store.ts';
 
@@ -13,7 +14,7 @@ const len = (field: number, value: Buffer | string) => {
   return Buffer.concat([encodeVarint(field * 8 + 2), encodeVarint(bytes.length), bytes]);
 };
 const request = (names: string[], options: { nonce?: string; error?: string; typeUrl?: string } = {}) => Buffer.concat([
-  ...names.map((name) => len(3, name)), len(4, options.typeUrl ?? secretTypeUrl), len(5, options.nonce ?? ''),
+  ...names.map((name) => len(3, name)), len(4, options.typeUrl ?? secretType), len(5, options.nonce ?? ''),
   ...(options.error ? [len(6, len(2, options.error))] : []),
 ]);
 const secret = (serial: string): StoredSecret => ({ material: { kind: 'validation-context', trustedCa: Buffer.from(serial) }, serial, expiresAt: 0, files: [`/certs/${serial}`] });

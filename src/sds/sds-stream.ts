@@ -1,6 +1,7 @@
 import type { Logger } from '../shared/log.ts';
 import { readRequest } from '../xds/wire.ts';
-import { encodeSecretResponse, secretTypeUrl } from './secret-proto.ts';
+import { encodeSecretResponse } from './secret-proto.ts';
+import { secretType } from '../xds/type-urls.ts';
 import type { SecretStore } from './secret-store.ts';
 import type { SdsMetrics } from './metrics.ts';
 
@@ -71,7 +72,7 @@ export class SdsStream {
   /** Handles one DiscoveryRequest; throws BadSdsRequest for one that cannot be served. */
   request(bytes: Buffer): void {
     const request = readRequest(bytes, 'sotw');
-    if (request.typeUrl && request.typeUrl !== secretTypeUrl) throw new BadSdsRequest(`type_url ${request.typeUrl} is not ${secretTypeUrl}`);
+    if (request.typeUrl && request.typeUrl !== secretType) throw new BadSdsRequest(`type_url ${request.typeUrl} is not ${secretType}`);
     if (request.error !== undefined) this.#nacked(request.nonce, request.error);
     const names = new Set(request.names);
     if (names.size > maxNamesPerStream) throw new TooManyNames(`${names.size} names; a stream may hold at most ${maxNamesPerStream}`);

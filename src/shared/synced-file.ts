@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { open, rename } from 'node:fs/promises';
 
 /**
  * Writes `content` to a file only the agent's uid can read (0600) and syncs
@@ -14,4 +14,11 @@ export async function writeSyncedFile(path: string, content: string | Uint8Array
   } finally {
     await file.close();
   }
+}
+
+/** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
+export async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
+  const temporary = `${path}.${process.pid}.tmp`;
+  await writeSyncedFile(temporary, text, 'w');
+  await rename(temporary, path);
 }

@@ -104,7 +104,7 @@ describe('status handlers', () => {
     const epochs = await handleStatus(fakeDeps(), request('GET', '/debug/epochs'));
     assert.deepEqual(JSON.parse(epochs.body), { live: [{ epoch: 0, pid: 42 }] });
     assert.equal((await handleStatus(fakeDeps(), request('GET', '/debug/xds'))).status, 404);
-    const xds = await handleStatus(fakeDeps({ xds: { debug: () => ({ cds: { version: '1' } }) } }), request('GET', '/debug/xds'));
+    const xds = await handleStatus(fakeDeps({ xds: { debug: () => ({ cds: { version: '1' } }), servingLastKnownGoodSince: () => undefined } }), request('GET', '/debug/xds'));
     assert.deepEqual(JSON.parse(xds.body), { cds: { version: '1' } });
   });
 

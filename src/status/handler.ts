@@ -32,8 +32,8 @@ export interface StatusDeps {
   /** Istio's scrape counters (istio_agent_scrapes_total, istio_agent_scrape_failures_total{type}). */
   scrapes?: { scraped(): void; failed(type: 'envoy' | 'application' | 'agent'): void };
   epochs: () => unknown;
-  /** The xDS relay, when it runs; `servingKeptSince` (ms) while it serves last-known-good config. */
-  xds?: { debug(): unknown; servingKeptSince?(): number | undefined };
+  /** The xDS relay, when it runs; `servingLastKnownGoodSince` (ms) while it serves last-known-good config. */
+  xds?: { debug(): unknown; servingLastKnownGoodSince(): number | undefined };
   /** The SDS server, when it runs. */
   sds?: { debug(): unknown };
   /** The DNS proxy, when on: its name table (summary, or whole). */
@@ -113,7 +113,7 @@ async function ready(deps: StatusDeps, request: StatusRequest): Promise<StatusRe
 
 /** Ready or not, say when Envoy runs on config the agent kept rather than on the discovery server's. */
 function lastKnownGood(deps: StatusDeps): string {
-  const since = deps.xds?.servingKeptSince?.();
+  const since = deps.xds?.servingLastKnownGoodSince();
   return since === undefined ? '' : `serving last-known-good config since ${new Date(since).toISOString()}: the discovery server cannot be reached\n`;
 }
 

@@ -1,7 +1,7 @@
 import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintOf, withField, type ProtoField } from './proto.ts';
 import type { PullPolicy } from './module-cache.ts';
 
-export { extensionConfigType } from '../xds/ecds-interceptor.ts';
+export { extensionConfigType } from '../xds/type-urls.ts';
 const httpWasmType = 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm';
 const networkWasmType = 'type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm';
 const httpRbacType = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC';

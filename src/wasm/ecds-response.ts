@@ -1,5 +1,5 @@
 import type { Logger } from '../shared/log.ts';
-import type { EcdsOutcome } from '../xds/ecds-interceptor.ts';
+import type { EcdsOutcome } from '../xds/relay/ecds-interceptor.ts';
 import type { XdsMode } from '../xds/wire.ts';
 import { ConvertError, extensionConfigType, fallbackFilter, parseRemoteWasm, withLocalCode } from './convert.ts';
 import type { ModuleCache } from './module-cache.ts';

@@ -18,8 +18,16 @@ const istioTypes = [
   'istio.security.Authorization',
 ];
 
+const typeUrl = (type: string) => `type.googleapis.com/${type}`;
+
+/** The types the agent itself reads or writes, not only counts. */
+export const listenerType = typeUrl('envoy.config.listener.v3.Listener');
+export const secretType = typeUrl('envoy.extensions.transport_sockets.tls.v3.Secret');
+export const extensionConfigType = typeUrl('envoy.config.core.v3.TypedExtensionConfig');
+export const nameTableType = typeUrl('istio.networking.nds.v1.NameTable');
+
 /** The xDS type URLs a discovery server for Envoy serves; the relay's metrics label only these. */
-export const knownTypeUrls: ReadonlySet<string> = new Set([...envoyTypes, ...istioTypes].map((type) => `type.googleapis.com/${type}`));
+export const knownTypeUrls: ReadonlySet<string> = new Set([...envoyTypes, ...istioTypes].map(typeUrl));
 
 /** One bucket for every other type URL: a client must not mint label values or debug entries at will. */
 export const otherType = 'other';

@@ -3,7 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { loadSync, type MethodDefinition } from '@grpc/proto-loader';
 import { sotwRequest } from '../../test/support/ads-client.ts';
-import { lenField, readRequest, readResponse, withNode, type XdsMode } from './wire.ts';
+import { lenField } from '../grpc/proto-wire.ts';
+import { readRequest, readResponse, withNode, type XdsMode } from './wire.ts';
 
 /**
  * wire.ts and the tests' hand encoders share field numbers, so a wrong number

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import { it } from '../../test/support/sync-deadline.ts';
-import { encodeVarint, readRequest, readResponse, responseReader, withNode, WireError } from './wire.ts';
+import { encodeVarint } from '../grpc/proto-wire.ts';
+import { readRequest, readResponse, responseReader, withNode } from './wire.ts';
+import { WireError } from '../grpc/field-scanner.ts';
 
 /** Encodes one length-delimited field, the way protoc would. */
 const len = (field: number, value: Buffer | string) => {
@@ -85,17 +87,5 @@ describe('withNode', () => {
       assert.equal(fields.typeUrl, cluster);
       assert.deepEqual(fields.node, node);
     }
-  });
-});
-
-describe('encodeVarint', () => {
-  it('encodes seven bits a byte, low first', () => {
-    assert.deepEqual([...encodeVarint(0)], [0]);
-    assert.deepEqual([...encodeVarint(300)], [0xac, 0x02]);
-    assert.deepEqual([...encodeVarint(2 ** 40)], [0x80, 0x80, 0x80, 0x80, 0x80, 0x20]);
-  });
-
-  it('refuses what no varint holds (NaN and Infinity would loop forever), naming the value', () => {
-    for (const value of [Number.NaN, Infinity, -1]) assert.throws(() => encodeVarint(value), new RegExp(`^RangeError: a varint holds a finite number >= 0, not ${value}$`));
   });
 });

@@ -4,9 +4,9 @@ import { before, describe, it } from 'node:test';
 import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
-import { KeptConfig } from '../../src/xds/kept-config.ts';
-import { lenField } from '../../src/xds/wire.ts';
-import { XdsRelay } from '../../src/xds/relay.ts';
+import { LastKnownGoodConfig } from '../../src/xds/last-known-good/config.ts';
+import { lenField } from '../../src/grpc/proto-wire.ts';
+import { XdsRelay } from '../../src/xds/relay/relay.ts';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { freePort } from '../support/ports.ts';
@@ -24,10 +24,10 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
 
   before(async () => {
     dir = await tempDir(cleanup, 'lkg-relay-');
-    const kept = new KeptConfig();
-    kept.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
+    const lastKnownGood = new LastKnownGoodConfig();
+    lastKnownGood.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
     // A redial far away: every dial in these tests is one a stream made itself.
-    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, kept, backoff: { initialMs: 600_000, multiplier: 1, jitter: 0, maxMs: 600_000 } });
+    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, lastKnownGood, backoff: { initialMs: 600_000, multiplier: 1, jitter: 0, maxMs: 600_000 } });
     await relay.start();
     cleanup.defer(() => relay.stop());
     cleanup.defer(() => clients.forEach((client) => client.close()));
@@ -50,7 +50,7 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
     client.send(sotwRequest({ typeUrl: cds, version: 'v7', nonce: 'not ours' }));
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(client.responses.length, 1, 'each type once: an ACK (auto) and an unknown nonce get nothing');
-    assert.ok(relay.servingKeptSince() !== undefined);
+    assert.ok(relay.servingLastKnownGoodSince() !== undefined);
   });
 
   it('once a dial failed, the next stream is served at once, without waiting on another dial', async () => {

@@ -15,13 +15,13 @@ import { waitForSerial } from './reconcile-support.ts';
 const secretType = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 const ignoredLine = 'ignoring the kept last-known-good config file';
 
-interface KeptFileText {
+interface LastKnownGoodFileText {
   node: string;
   types: { typeUrl: string; response?: string; resources?: { bytes: string }[] }[];
 }
 
 /** Every protobuf payload in the kept file, decoded, as one string to search. */
-const payloads = (file: KeptFileText) => file.types.flatMap((type) => [type.response ?? '', ...(type.resources ?? []).map((entry) => entry.bytes)]).map((b64) => Buffer.from(b64, 'base64').toString('latin1')).join('\n');
+const payloads = (file: LastKnownGoodFileText) => file.types.flatMap((type) => [type.response ?? '', ...(type.resources ?? []).map((entry) => entry.bytes)]).map((b64) => Buffer.from(b64, 'base64').toString('latin1')).join('\n');
 
 for (const mode of ['sotw', 'delta'] as const) {
   describe(`last-known-good xDS across an agent restart (${mode})`, () => {
@@ -33,7 +33,7 @@ for (const mode of ['sotw', 'delta'] as const) {
     let peer: Peer | undefined;
     let peerAddress: string;
     let listenerPort: number;
-    const keptPath = () => join(dir, 'config', 'last-known-good.json');
+    const lastKnownGoodPath = () => join(dir, 'config', 'last-known-good.json');
     const start = async () => {
       const agent = await startAgent({ discoveryAddress: peerAddress, dir, args: modeArgs });
       deferStop(cleanup, agent);
@@ -67,8 +67,8 @@ for (const mode of ['sotw', 'delta'] as const) {
       const agent = await start();
       await waitForBody(listenerPort, '/', `a (${mode})`);
       await waitForSerial(tlsPort, pair.serial);
-      const file = await waitForKeptFile(keptPath(), ['Listener', 'ClusterLoadAssignment', 'RouteConfiguration']);
-      assert.equal((await stat(keptPath())).mode & 0o777, 0o600);
+      const file = await waitForLastKnownGoodFile(lastKnownGoodPath(), ['Listener', 'ClusterLoadAssignment', 'RouteConfiguration']);
+      assert.equal((await stat(lastKnownGoodPath())).mode & 0o777, 0o600);
       assert.equal(file.types.some((type) => type.typeUrl === secretType), false, 'no Secret type on disk');
       assert.doesNotMatch(payloads(file), /PRIVATE KEY/);
       assert.ok(agent.log.find((entry) => entry.msg === 'Envoy opened an xDS stream'));
@@ -86,15 +86,15 @@ for (const mode of ['sotw', 'delta'] as const) {
     });
 
     it('a truncated file is ignored with one log line', async () => {
-      const text = await readFile(keptPath(), 'utf8');
-      await writeFile(keptPath(), text.slice(0, text.length / 2), { mode: 0o600 });
+      const text = await readFile(lastKnownGoodPath(), 'utf8');
+      await writeFile(lastKnownGoodPath(), text.slice(0, text.length / 2), { mode: 0o600 });
       await expectIgnored(/not a kept-config file/);
-      await writeFile(keptPath(), text, { mode: 0o600 });
+      await writeFile(lastKnownGoodPath(), text, { mode: 0o600 });
     });
 
     it('a file written for another node id is ignored', async () => {
-      const file = JSON.parse(await readFile(keptPath(), 'utf8')) as KeptFileText;
-      await writeFile(keptPath(), JSON.stringify({ ...file, node: `${file.node}-other` }), { mode: 0o600 });
+      const file = JSON.parse(await readFile(lastKnownGoodPath(), 'utf8')) as LastKnownGoodFileText;
+      await writeFile(lastKnownGoodPath(), JSON.stringify({ ...file, node: `${file.node}-other` }), { mode: 0o600 });
       await expectIgnored(/another node/);
     });
 
@@ -112,10 +112,10 @@ for (const mode of ['sotw', 'delta'] as const) {
 }
 
 /** Polls the kept file until it holds every type named. */
-async function waitForKeptFile(path: string, types: string[], timeoutMs = 30_000): Promise<KeptFileText> {
+async function waitForLastKnownGoodFile(path: string, types: string[], timeoutMs = 30_000): Promise<LastKnownGoodFileText> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const file = await readFile(path, 'utf8').then((text) => JSON.parse(text) as KeptFileText, () => undefined);
+    const file = await readFile(path, 'utf8').then((text) => JSON.parse(text) as LastKnownGoodFileText, () => undefined);
     if (file && types.every((type) => file.types.some((entry) => entry.typeUrl.endsWith(`.${type}`)))) return file;
     if (Date.now() > deadline) throw new Error(`${path} never held ${types.join(', ')}`);
     await sleep(100);

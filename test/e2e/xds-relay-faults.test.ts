@@ -6,10 +6,10 @@ import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { edsCluster } from '../support/resources.ts';
-import { frame } from '../../src/xds/grpc-frame.ts';
+import { frame } from '../../src/grpc/grpc-frame.ts';
 import { rawAdsCall, startFreezableProxy, startScriptedUpstream } from '../support/scripted-upstream.ts';
 import { within } from '../support/within.ts';
-import type { KeepaliveOptions } from '../../src/xds/keepalive.ts';
+import type { KeepaliveOptions } from '../../src/grpc/keepalive.ts';
 
 const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };

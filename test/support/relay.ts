@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { Registry } from '../../src/metrics/index.ts';
 import { systemClock } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
-import type { KeepaliveOptions } from '../../src/xds/keepalive.ts';
-import { XdsRelay } from '../../src/xds/relay.ts';
-import type { UpstreamOptions } from '../../src/xds/upstream.ts';
+import type { KeepaliveOptions } from '../../src/grpc/keepalive.ts';
+import { XdsRelay } from '../../src/xds/relay/relay.ts';
+import type { UpstreamOptions } from '../../src/xds/upstream/material.ts';
 
 /** The relay in the test's own process, its socket in `dir`, its metrics in a fresh registry. */
 export async function startRelay(dir: string, upstream: UpstreamOptions, keepalive?: KeepaliveOptions) {

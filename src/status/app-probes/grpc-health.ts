@@ -1,7 +1,7 @@
 import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc } from '../../grpc/load.ts';
 import { registerSourceAddressResolver, sourceBoundChannelOptions, sourceBoundTarget } from '../../grpc/source-address.ts';
-import { decodeVarint, encodeVarint } from '../../xds/wire.ts';
+import { decodeVarint, encodeVarint } from '../../grpc/proto-wire.ts';
 import type { ProbeAction } from './config.ts';
 
 const path = '/grpc.health.v1.Health/Check';

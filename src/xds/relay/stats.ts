@@ -1,0 +1,209 @@
+import { Counter, Gauge, type Registry } from '../../metrics/index.ts';
+import type { Clock } from '../../shared/clock.ts';
+import type { UpstreamCredential } from '../upstream/credentials.ts';
+import { typeKey } from '../type-urls.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
+
+/** Why a relayed stream ended; one label value of the terminations counter. */
+export type TerminationReason =
+  | 'envoy_closed'
+  | 'upstream_closed'
+  | 'upstream_error'
+  | 'dial_failed'
+  | 'bad_envoy_frame'
+  | 'bad_upstream_frame'
+  | 'relay_stopped'
+  | 'handed_over';
+
+/** How Istio's istiod_/envoy_connection_terminations count a stream's end; the agent's own ends are neither. */
+const istioTermination: Partial<Record<TerminationReason, { side: 'istiod' | 'envoy'; type: 'cancelled' | 'error' }>> = {
+  upstream_closed: { side: 'istiod', type: 'cancelled' },
+  upstream_error: { side: 'istiod', type: 'error' },
+  bad_upstream_frame: { side: 'istiod', type: 'error' },
+  envoy_closed: { side: 'envoy', type: 'cancelled' },
+  bad_envoy_frame: { side: 'envoy', type: 'error' },
+};
+
+/** What the agent knows of one resource type, for the status server's JSON. */
+export interface TypeDebug {
+  /** Last response relayed to Envoy. */
+  version: string;
+  nonce: string;
+  lastPushAt: string | undefined;
+  ack: { version: string; nonce: string; at: string } | undefined;
+  nack: { version: string; nonce: string; error: string; at: string } | undefined;
+  requests: number;
+  responses: number;
+  requestBytes: number;
+  responseBytes: number;
+  nacks: number;
+  /** Names of the last request (SotW resource_names, Delta subscribe). */
+  names: string[];
+}
+
+export interface RelayDebug {
+  socket: string;
+  upstream: string;
+  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; credential?: UpstreamCredential; lastKnownGoodSince?: string }[];
+  /** Set while some Envoy stream is served from the last-known-good config. */
+  servingLastKnownGoodSince?: string;
+  /** What is kept, per stream kind and type. */
+  kept?: unknown;
+  types: Record<string, TypeDebug>;
+  upstreamFailures: number;
+  terminations: Partial<Record<TerminationReason, number>>;
+}
+
+/** The metric label of a type key: the message name of a known type URL, or `other`. */
+const shortType = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
+/**
+ * The relay's counters, twice: metrics in the registry the
+ * status server exposes, and a per-type view for `debug()`. Both are keyed
+ * by known type URLs only (others count as `other`), so what Envoy's side
+ * sends cannot grow either without bound.
+ */
+export class XdsStats {
+  readonly #clock: Clock;
+  readonly #types = new Map<string, TypeDebug>();
+  readonly #terminations: Partial<Record<TerminationReason, number>> = {};
+  #upstreamFailures = 0;
+  readonly #metrics;
+
+  /** `lastKnownGoodSince`: since when the oldest stream still served from last-known-good config is (ms), if any. */
+  constructor(registry: Registry, clock: Clock, lastKnownGoodSince: () => number | undefined = () => undefined) {
+    this.#clock = clock;
+    const registers = [registry];
+    this.#metrics = {
+      requests: new Counter({ name: 'istio_agent_xds_proxy_requests', help: 'xDS requests relayed from Envoy to the discovery server', labelNames: ['type'], registers }),
+      responses: new Counter({ name: 'istio_agent_xds_proxy_responses', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
+      bytes: new Counter({ name: 'istio_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
+      nacks: new Counter({ name: 'istio_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
+      dials: new Counter({ name: 'istio_agent_xds_proxy_upstream_dials_total', help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)', labelNames: ['credential', 'result'], registers }),
+      upstreamFailures: new Counter({ name: 'istio_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
+      terminations: new Counter({ name: 'istio_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
+      // Istio's own names for the same events, which its dashboards and alerts query.
+      istiodFailures: new Counter({ name: 'istio_agent_istiod_connection_failures', help: 'Connections to the discovery server that failed', registers }),
+      istiodTerminations: new Counter({ name: 'istio_agent_istiod_connection_terminations', help: 'Upstream xDS streams ended by the discovery server: cancelled (closed), error', labelNames: ['type'], registers }),
+      envoyTerminations: new Counter({ name: 'istio_agent_envoy_connection_terminations', help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)', labelNames: ['type'], registers }),
+      streams: new Gauge({ name: 'istio_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
+      upstreams: new Gauge({ name: 'istio_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
+      lastKnownGoodStreams: new Gauge({ name: 'istio_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
+      lastKnownGoodSince: new Gauge({
+        name: 'istio_agent_xds_last_known_good_since_seconds',
+        help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
+        registers,
+        collect() {
+          const since = lastKnownGoodSince();
+          this.set(since === undefined ? 0 : since / 1000);
+        },
+      }),
+      lastKnownGoodResponses: new Counter({ name: 'istio_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
+      lastKnownGoodNacks: new Counter({ name: 'istio_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
+    };
+  }
+
+  #type(typeUrl: string): TypeDebug {
+    let entry = this.#types.get(typeUrl);
+    if (!entry) {
+      entry = { version: '', nonce: '', lastPushAt: undefined, ack: undefined, nack: undefined, requests: 0, responses: 0, requestBytes: 0, responseBytes: 0, nacks: 0, names: [] };
+      this.#types.set(typeUrl, entry);
+    }
+    return entry;
+  }
+
+  #now(): string {
+    return new Date(this.#clock.now()).toISOString();
+  }
+
+  /** A request from Envoy; `acked` is the response it answers, if any. */
+  request(fields: RequestFields, bytes: number, acked: { version: string; nonce: string } | undefined): void {
+    const key = typeKey(fields.typeUrl);
+    const type = shortType(key);
+    const entry = this.#type(key);
+    entry.requests++;
+    entry.requestBytes += bytes;
+    entry.names = fields.names;
+    this.#metrics.requests.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'request' }, bytes);
+    if (!acked) return;
+    if (fields.error === undefined) {
+      entry.ack = { version: acked.version, nonce: acked.nonce, at: this.#now() };
+      return;
+    }
+    entry.nacks++;
+    entry.nack = { version: acked.version, nonce: acked.nonce, error: fields.error, at: this.#now() };
+    this.#metrics.nacks.inc({ type });
+  }
+
+  /** A response from the discovery server, relayed to Envoy. */
+  response(fields: ResponseFields, bytes: number): void {
+    const key = typeKey(fields.typeUrl);
+    const type = shortType(key);
+    const entry = this.#type(key);
+    Object.assign(entry, { version: fields.version, nonce: fields.nonce, lastPushAt: this.#now() });
+    entry.responses++;
+    entry.responseBytes += bytes;
+    this.#metrics.responses.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'response' }, bytes);
+  }
+
+  /** A dial of the discovery server: which credential it carried and how it went. */
+  upstreamDial(credential: UpstreamCredential, result: 'connected' | 'certificate_refused' | 'failed'): void {
+    this.#metrics.dials.inc({ credential, result });
+    if (result !== 'connected') this.#metrics.istiodFailures.inc();
+  }
+
+  upstreamFailure(code: string): void {
+    this.#upstreamFailures++;
+    this.#metrics.upstreamFailures.inc({ code });
+  }
+
+  /** An upstream stream is open; paired with upstreamClosed when its relay stream ends. */
+  upstreamOpened(): void {
+    this.#metrics.upstreams.inc();
+  }
+
+  upstreamClosed(): void {
+    this.#metrics.upstreams.dec();
+  }
+
+  lastKnownGoodStreamOpened(): void {
+    this.#metrics.lastKnownGoodStreams.inc();
+  }
+
+  lastKnownGoodStreamClosed(): void {
+    this.#metrics.lastKnownGoodStreams.dec();
+  }
+
+  lastKnownGoodResponse(typeUrl: string, bytes: number): void {
+    const type = shortType(typeUrl);
+    this.#metrics.lastKnownGoodResponses.inc({ type });
+    this.#metrics.bytes.inc({ type, direction: 'last_known_good' }, bytes);
+  }
+
+  lastKnownGoodNack(typeUrl: string): void {
+    this.#metrics.lastKnownGoodNacks.inc({ type: shortType(typeUrl) });
+  }
+
+  streamOpened(): void {
+    this.#metrics.streams.inc();
+  }
+
+  streamEnded(reason: TerminationReason): void {
+    this.#terminations[reason] = (this.#terminations[reason] ?? 0) + 1;
+    this.#metrics.terminations.inc({ reason });
+    const istio = istioTermination[reason];
+    if (istio) this.#metrics[istio.side === 'istiod' ? 'istiodTerminations' : 'envoyTerminations'].inc({ type: istio.type });
+    this.#metrics.streams.dec();
+  }
+
+  /** The per-type and per-connection figures as plain JSON. */
+  snapshot(): Pick<RelayDebug, 'types' | 'upstreamFailures' | 'terminations'> {
+    return {
+      types: Object.fromEntries([...this.#types].map(([typeUrl, entry]) => [typeUrl, structuredClone(entry)])),
+      upstreamFailures: this.#upstreamFailures,
+      terminations: { ...this.#terminations },
+    };
+  }
+}

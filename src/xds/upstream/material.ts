@@ -1,0 +1,132 @@
+import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { join } from 'node:path';
+import type { OutgoingHttpHeaders } from 'node:http2';
+import { getCACertificates } from 'node:tls';
+import { readBoundedFile, readFailure } from '../../shared/bounded-file.ts';
+import { badFile, badFlag } from '../../shared/errors.ts';
+import type { HostPort } from '../../shared/host-port.ts';
+import { certFileNames } from '../../shared/istio-files.ts';
+import { certFileMaxBytes } from '../../watch/cert-set.ts';
+import { chooseHeldCertificate, credentialLabel, type HeldCertificate, type HeldCertificateChoice, type UpstreamCredential } from './credentials.ts';
+
+/** How the agent reaches the discovery server. */
+export interface UpstreamOptions {
+  address: HostPort;
+  /** NONE: plaintext; TLS: istiod's 15012 (server certificate checked, the token proves us); MUTUAL_TLS: our certificate too. */
+  policy: 'NONE' | 'TLS' | 'MUTUAL_TLS';
+  /** MUTUAL_TLS: cert-chain.pem, key.pem, root-cert.pem; read again for every new connection. */
+  certDir: string;
+  /** TLS: the root the server's certificate must chain to; read again for every new connection. */
+  rootCaFile?: string;
+  /** TLS server name (SNI and certificate check); the address's host when absent. */
+  serverName?: string;
+  /** Sent as `authorization: Bearer <content>`; read again for every new stream. */
+  tokenFile?: string;
+  /** TLS: the workload certificate the agent holds now (from the CA, in memory), presented as ours. */
+  heldCertificate?: () => HeldCertificate | undefined;
+}
+
+export interface UpstreamMaterial {
+  /** The root to trust, with our certificate and key for mutual TLS; absent for plaintext. */
+  tls: { cert?: Buffer; key?: Buffer; ca: Buffer | string[] } | undefined;
+  /** Extra request headers: the token, when there is one. */
+  headers: OutgoingHttpHeaders;
+  /** What this connection proves us with. */
+  credential: UpstreamCredential;
+  /** Whether the held certificate goes along, and why not. */
+  held: HeldCertificateChoice;
+  /** Why the token is left out: unreadable while the held certificate speaks for us. */
+  tokenProblem?: string;
+}
+
+/**
+ * Reads the TLS files and the token now, and takes the held certificate;
+ * throws AgentError naming the file at fault. With a certificate to present,
+ * an unreadable token is left out rather than fatal, as Istio's token reader does.
+ */
+export async function loadMaterial(options: UpstreamOptions, now = Date.now()): Promise<UpstreamMaterial> {
+  const held = chooseHeldCertificate(options.policy, options.heldCertificate?.(), now);
+  const headers: OutgoingHttpHeaders = {};
+  let tokenProblem: string | undefined;
+  if (options.tokenFile) {
+    const token = await readText(options.tokenFile, '--xdsTokenFile').catch((error: Error) => {
+      if (!held.present) throw error;
+      tokenProblem = error.message;
+    });
+    if (token !== undefined) headers.authorization = `Bearer ${token.trim()}`;
+  }
+  const base = { headers, held, tokenProblem, credential: credentialLabel(held.present || options.policy === 'MUTUAL_TLS', headers.authorization !== undefined) };
+  if (options.policy === 'NONE') return { tls: undefined, ...base };
+  if (options.policy === 'TLS') {
+    const ca = await readRoot(options.rootCaFile!);
+    return { tls: held.present ? { ca, cert: held.certificate.chain, key: held.certificate.key } : { ca }, ...base };
+  }
+  // One after the other: with several files missing, the error names the same one every time.
+  const files = {} as Record<keyof typeof certFileNames, Buffer>;
+  for (const [key, name] of Object.entries(certFileNames) as [keyof typeof certFileNames, string][]) {
+    files[key] = await readCert(join(options.certDir, name));
+  }
+  checkKeyPair(options.certDir, files.chain, files.key, files.root);
+  return { tls: { cert: files.chain, key: files.key, ca: files.root }, ...base };
+}
+
+/** A service-account token is a few KiB; past this it is not one. A FIFO or device is refused, not waited on. */
+const tokenFileMaxBytes = 1024 * 1024;
+
+async function readText(path: string, flag: string): Promise<string> {
+  try {
+    return (await readBoundedFile(path, { maxBytes: tokenFileMaxBytes })).toString('utf8');
+  } catch (error) {
+    throw badFlag(flag, `cannot read ${path} (${readFailure(error)})`, error);
+  }
+}
+
+/** `--xdsRootCa SYSTEM`, as Istio spells it: the operating system's trust store instead of a file. */
+export const systemRoots = 'SYSTEM';
+
+/** The discovery server's root: a file that is not PEM would only fail at handshake time, far from the cause. */
+async function readRoot(path: string): Promise<Buffer | string[]> {
+  if (path === systemRoots) return systemRootCertificates();
+  let root: Buffer;
+  try {
+    root = await readBoundedFile(path, { maxBytes: certFileMaxBytes });
+  } catch (error) {
+    throw badFile(path, `cannot read (${readFailure(error)}); the discovery server's TLS root (--xdsRootCa, XDS_ROOT_CA)`, error);
+  }
+  try {
+    new X509Certificate(root);
+  } catch (error) {
+    throw badFile(path, 'not a PEM certificate; the discovery server\'s TLS root (--xdsRootCa, XDS_ROOT_CA)', error);
+  }
+  return root;
+}
+
+/** The OS store (as Go's system pool Istio uses), not the Mozilla bundle Node carries. */
+function systemRootCertificates(): string[] {
+  const roots = getCACertificates('system');
+  if (roots.length === 0) throw badFlag('--xdsRootCa', 'SYSTEM asks for the system trust store, and it holds no certificates');
+  return roots;
+}
+
+async function readCert(path: string): Promise<Buffer> {
+  try {
+    return await readBoundedFile(path, { maxBytes: certFileMaxBytes });
+  } catch (error) {
+    throw badFile(path, `cannot read (${readFailure(error)}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
+  }
+}
+
+/** A key that does not match its certificate would only fail at handshake time, far from the cause. */
+function checkKeyPair(certDir: string, chain: Buffer, key: Buffer, root: Buffer): void {
+  const parse = <T>(file: string, make: () => T): T => {
+    try {
+      return make();
+    } catch (error) {
+      throw badFile(join(certDir, file), `not a PEM ${file === certFileNames.key ? 'private key' : 'certificate'}`, error);
+    }
+  };
+  const cert = parse(certFileNames.chain, () => new X509Certificate(chain));
+  const privateKey = parse(certFileNames.key, () => createPrivateKey(key));
+  parse(certFileNames.root, () => new X509Certificate(root));
+  if (!cert.checkPrivateKey(privateKey)) throw badFile(join(certDir, certFileNames.key), `does not match the certificate in ${certFileNames.chain}`);
+}
