@@ -1,17 +1,10 @@
 import type { Logger } from '../../shared/log.ts';
-import { GrpcFrameReader, frame, prefixBytes } from '../../grpc/grpc-frame.ts';
-import { findString } from './nds-splitter.ts';
+import { GrpcFrameReader, frame } from '../../grpc/grpc-frame.ts';
+import { HeldResponse, typePaths, type Path } from './held-response.ts';
 import { encodeVarint, lenField } from '../../grpc/proto-wire.ts';
 import { extensionConfigType } from '../type-urls.ts';
 import type { RequestFields, XdsMode } from '../wire.ts';
 
-/** Where a response's type shows first (see nds-splitter.ts). */
-type Path = { [field: number]: Path | 'leaf' };
-const typePaths: Record<XdsMode, Path> = {
-  sotw: { 4: 'leaf', 2: { 1: 'leaf' } },
-  delta: { 4: 'leaf', 2: { 2: { 1: 'leaf' } } },
-};
-const sniffLimitBytes = 64 * 1024;
 
 /** What the agent makes of a whole ECDS response: a replacement, the original (undefined), or a NACK reason. */
 export type EcdsOutcome = { message: Buffer | undefined } | { nack: string; nonce: string };
@@ -46,9 +39,7 @@ export class EcdsInterceptor {
   readonly #reader: GrpcFrameReader;
   #armed = false;
   #state: 'forward' | 'sniff' | 'capture' = 'forward';
-  #parts: Buffer[] = [];
-  #held = 0;
-  #length = 0;
+  readonly #response = new HeldResponse();
   /** Converted responses waiting for a message boundary. */
   #ready: Buffer[] = [];
   #queue: Promise<void> = Promise.resolve();
@@ -66,27 +57,23 @@ export class EcdsInterceptor {
     const path = typePaths[options.mode];
     this.#reader = new GrpcFrameReader({
       begin: (length) => {
-        const prefix = Buffer.alloc(prefixBytes);
-        prefix.writeUInt32BE(length, 1);
-        this.#length = length;
+        const prefix = this.#response.begin(length);
         if (!this.#armed) {
           this.#state = 'forward';
+          this.#response.release();
           return this.#emit(prefix);
         }
         this.#state = 'sniff';
-        this.#parts = [prefix];
-        this.#held = 0;
       },
       data: (bytes) => {
         if (this.#state === 'forward') return this.#emit(bytes);
-        this.#parts.push(bytes);
-        this.#held += bytes.length;
+        this.#response.add(bytes);
         if (this.#state === 'sniff') this.#sniff(path, false);
       },
       end: () => {
         if (this.#state === 'sniff') this.#sniff(path, true);
-        if (this.#state === 'capture') this.#capture(Buffer.concat(this.#parts.slice(1)));
-        this.#parts = [];
+        if (this.#state === 'capture') this.#capture(this.#response.message());
+        this.#response.release();
         this.#state = 'forward';
         this.#release();
       },
@@ -134,16 +121,13 @@ export class EcdsInterceptor {
   }
 
   #sniff(path: Path, whole: boolean): void {
-    const message = Buffer.concat(this.#parts.slice(1));
-    this.#parts = [this.#parts[0]!, message];
-    const typeUrl = findString(message, 0, this.#length, path);
-    if (typeUrl === extensionConfigType) return void (this.#state = 'capture');
-    if (typeUrl === undefined && !whole && this.#held < sniffLimitBytes) return;
-    this.#state = 'forward';
+    const verdict = this.#response.sniff(path, extensionConfigType, whole);
+    if (verdict === 'wait') return;
+    this.#state = verdict;
+    if (verdict === 'capture') return;
     this.#reassembled = true;
     // Prefix and the bytes so far as two pieces: no second copy of what was held.
-    for (const part of this.#parts) this.#emit(part);
-    this.#parts = [];
+    for (const part of this.#response.release()) this.#emit(part);
   }
 
   #capture(message: Buffer): void {

@@ -1,23 +1,7 @@
-import { advanced } from '../../grpc/field-scanner.ts';
-import { decodeVarint } from '../../grpc/proto-wire.ts';
-import { GrpcFrameReader, prefixBytes } from '../../grpc/grpc-frame.ts';
+import { GrpcFrameReader } from '../../grpc/grpc-frame.ts';
 import { nameTableType } from '../type-urls.ts';
 import type { XdsMode } from '../wire.ts';
-
-/**
- * Where a response's type URL can be read first: its own type_url (4), or
- * the first resource's Any.type_url, which servers write before the rest
- * (SotW resources[2] is an Any; Delta resources[2] is a Resource whose
- * resource[2] is the Any). A leaf is the string field to read.
- */
-type Path = { [field: number]: Path | 'leaf' };
-const typePaths: Record<XdsMode, Path> = {
-  sotw: { 4: 'leaf', 2: { 1: 'leaf' } },
-  delta: { 4: 'leaf', 2: { 2: { 1: 'leaf' } } },
-};
-
-/** How much of a response is held to learn its type; a type not known by then is Envoy's. */
-const sniffLimitBytes = 64 * 1024;
+import { HeldResponse, typePaths, type Path } from './held-response.ts';
 
 export interface NdsSplitterOptions {
   mode: XdsMode;
@@ -37,31 +21,24 @@ export interface NdsSplitterOptions {
 export class NdsSplitter {
   readonly #reader: GrpcFrameReader;
   #state: 'sniff' | 'forward' | 'capture' = 'sniff';
-  #parts: Buffer[] = [];
-  #held = 0;
-  #length = 0;
+  readonly #response = new HeldResponse();
 
   constructor(options: NdsSplitterOptions) {
     const path = typePaths[options.mode];
     this.#reader = new GrpcFrameReader({
       begin: (length) => {
-        const prefix = Buffer.alloc(prefixBytes);
-        prefix.writeUInt32BE(length, 1);
         this.#state = 'sniff';
-        this.#parts = [prefix];
-        this.#held = 0;
-        this.#length = length;
+        this.#response.begin(length);
       },
       data: (bytes) => {
         if (this.#state === 'forward') return options.forward(bytes);
-        this.#parts.push(bytes);
-        this.#held += bytes.length;
+        this.#response.add(bytes);
         if (this.#state === 'sniff') this.#sniff(path, options, false);
       },
       end: () => {
         if (this.#state === 'sniff') this.#sniff(path, options, true);
-        if (this.#state === 'capture') options.nameTable(Buffer.concat(this.#parts.slice(1)));
-        this.#parts = [];
+        if (this.#state === 'capture') options.nameTable(this.#response.message());
+        this.#response.release();
       },
     }, options.maxBytes);
   }
@@ -77,55 +54,9 @@ export class NdsSplitter {
   }
 
   #sniff(path: Path, options: NdsSplitterOptions, whole: boolean): void {
-    const message = Buffer.concat(this.#parts.slice(1));
-    this.#parts = [this.#parts[0]!, message];
-    const typeUrl = findString(message, 0, this.#length, path);
-    if (typeUrl === nameTableType) return void (this.#state = 'capture');
-    if (typeUrl === undefined && !whole && this.#held < sniffLimitBytes) return;
-    this.#state = 'forward';
-    options.forward(Buffer.concat(this.#parts));
-    this.#parts = [];
+    const verdict = this.#response.sniff(path, nameTableType, whole);
+    if (verdict === 'wait') return;
+    this.#state = verdict;
+    if (verdict === 'forward') options.forward(Buffer.concat(this.#response.release()));
   }
-}
-
-/**
- * The first string at one of `path`'s leaves in `bytes[start, end)`, where
- * `bytes` may hold only the beginning of the message: undefined when more
- * bytes are needed, null when the range has none (or is not protobuf; the
- * relay's own reader reports that).
- */
-export function findString(bytes: Buffer, start: number, end: number, path: Path): string | null | undefined {
-  let at = start;
-  while (at < end) {
-    const from = at;
-    const tag = decodeVarint(bytes, at);
-    if (!tag) return at >= bytes.length || bytes.length - at < 10 ? undefined : null;
-    const [key, next] = tag;
-    const field = Math.floor(key / 8);
-    const wireType = key % 8;
-    at = next;
-    if (wireType === 0) {
-      const value = decodeVarint(bytes, at);
-      if (!value) return undefined;
-      at = value[1];
-    } else if (wireType === 1 || wireType === 5) {
-      at += wireType === 1 ? 8 : 4;
-    } else if (wireType === 2) {
-      const length = decodeVarint(bytes, at);
-      if (!length) return undefined;
-      const [size, valueStart] = length;
-      const valueEnd = valueStart + size;
-      const step = path[field];
-      if (step === 'leaf') return valueEnd > bytes.length ? undefined : bytes.toString('utf8', valueStart, valueEnd);
-      if (step) {
-        const inner = findString(bytes, valueStart, Math.min(valueEnd, end), step);
-        if (inner !== null) return inner;
-      }
-      at = valueEnd;
-    } else {
-      return null;
-    }
-    advanced(from, at, 'the NDS type sniffer');
-  }
-  return at > bytes.length ? undefined : null;
 }
