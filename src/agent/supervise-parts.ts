@@ -4,7 +4,7 @@
  */
 import type { CaSettings } from '../ca/ca-settings.ts';
 import { startCa, type CaRuntime } from '../ca/start.ts';
-import { startDns, type DnsRuntime } from '../dns/start.ts';
+import type { DnsRuntime } from '../dns/start.ts';
 import type { Registry } from '../metrics/index.ts';
 import type { SdsRuntime } from '../sds/start.ts';
 import type { dnsEnv } from '../settings/dns-env.ts';
@@ -22,6 +22,8 @@ export interface DnsInputs {
 export async function startDnsWhenOn(config: AgentConfig, options: DnsInputs & { domain: string; node: string; registry: Registry; logger: Logger }): Promise<DnsRuntime | undefined> {
   const { settings } = options;
   if (!(settings.capture && config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
+  // Loaded only when on: the DNS room and dns-packet are not the start's work in a pod without it.
+  const { startDns } = await import('../dns/start.ts');
   return startDns({
     address: settings.address, forwardTimeoutMs: settings.forwardTimeoutMs, forwardParallel: settings.forwardParallel,
     pod: { namespace: options.namespace, domain: options.domain }, configPath: config.configPath, node: options.node,
