@@ -42,13 +42,14 @@ export async function createCertificate(call: CaCall): Promise<CaResult> {
     'grpc.max_receive_message_length': maxAnswerBytes,
     ...(call.endpoint.tls ? { 'grpc.ssl_target_name_override': call.endpoint.tls.serverName, 'grpc.default_authority': call.endpoint.tls.serverName } : {}),
   });
+  const deadline = Date.now() + call.timeoutMs;
   try {
     const answer = await new Promise<Buffer>((resolve, reject) => {
-      client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeCertificateRequest(call.request), metadataFor(grpc, call), { deadline: Date.now() + call.timeoutMs }, (error, response) => (error ? reject(error) : resolve(response!)));
+      client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeCertificateRequest(call.request), metadataFor(grpc, call), { deadline }, (error, response) => (error ? reject(error) : resolve(response!)));
     });
     return { ok: true, chain: decodeCertificateResponse(answer) };
   } catch (error) {
-    return failure(grpc, error as Grpc.ServiceError | Error, call.timeoutMs);
+    return caFailure(grpc.status, error as Grpc.ServiceError | Error, { timeoutMs: call.timeoutMs, late: Date.now() >= deadline - deadlineSlackMs });
   } finally {
     client.close();
   }
@@ -68,17 +69,27 @@ function metadataFor(grpc: typeof Grpc, call: CaCall): Grpc.Metadata {
   return metadata;
 }
 
-function failure(grpc: typeof Grpc, error: Grpc.ServiceError | Error, timeoutMs: number): CaResult {
+/**
+ * A CA that gives up at the deadline it was sent (grpc-timeout) may reset
+ * the stream (CANCELLED) a moment before the client's own deadline timer
+ * runs, on a busy event loop: within this much of the deadline, CANCELLED
+ * is the deadline, and is logged as such.
+ */
+const deadlineSlackMs = 250;
+
+/** What a failed call is, as one log line: `late` when it ended at (or just before) its deadline. */
+export function caFailure(status: typeof Grpc.status, error: Grpc.ServiceError | Error, call: { timeoutMs: number; late: boolean }): CaResult {
   if (!('code' in error) || typeof error.code !== 'number') return { ok: false, code: 'PROTOCOL', message: error.message };
   const details = error.details || error.message;
-  if (error.code === grpc.status.DEADLINE_EXCEEDED) return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms (${details})` };
-  if (error.code === grpc.status.RESOURCE_EXHAUSTED && /larger than max/i.test(details)) return { ok: false, code: 'PROTOCOL', message: `the answer is over ${maxAnswerBytes} bytes (${details})` };
+  const { timeoutMs } = call;
+  if (error.code === status.DEADLINE_EXCEEDED || (error.code === status.CANCELLED && call.late)) return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms (${details})` };
+  if (error.code === status.RESOURCE_EXHAUSTED && /larger than max/i.test(details)) return { ok: false, code: 'PROTOCOL', message: `the answer is over ${maxAnswerBytes} bytes (${details})` };
   // grpc-js reports a connection that never came up as UNAVAILABLE; a TLS
   // failure (wrong root, wrong name) reads differently in a log than a CA that is down.
-  if (error.code === grpc.status.UNAVAILABLE && /No connection established|Failed to connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(details)) {
+  if (error.code === status.UNAVAILABLE && /No connection established|Failed to connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(details)) {
     return { ok: false, code: isTlsFailure(details) ? 'TLS' : 'CONNECT', message: details };
   }
-  return { ok: false, code: grpc.status[error.code] ?? String(error.code), message: details };
+  return { ok: false, code: status[error.code] ?? String(error.code), message: details };
 }
 
 function isTlsFailure(details: string): boolean {
