@@ -1,3 +1,5 @@
+import { decodeVarint, encodeVarint } from '../grpc/proto-wire.ts';
+
 /**
  * Just enough protobuf to rewrite one field deep inside a message and keep
  * every other byte: a message is a list of fields whose values stay as they
@@ -14,28 +16,12 @@ export interface ProtoField {
 
 export class ProtoError extends Error {}
 
-const varintEnd = (bytes: Buffer, from: number): number => {
-  for (let at = from; at < bytes.length && at < from + 10; at++) if (bytes[at]! < 0x80) return at + 1;
-  throw new ProtoError(`truncated varint at byte ${from}`);
-};
-
+/** A varint at `from`: its value and the offset after it (grpc/proto-wire.ts reads it; truncation is a ProtoError here). */
 const readVarint = (bytes: Buffer, from: number): [value: number, next: number] => {
-  const end = varintEnd(bytes, from);
-  let value = 0;
-  for (let at = end - 1; at >= from; at--) value = value * 128 + (bytes[at]! & 0x7f);
-  return [value, end];
+  const read = decodeVarint(bytes, from);
+  if (!read) throw new ProtoError(`truncated varint at byte ${from}`);
+  return read;
 };
-
-export function varint(value: number): Buffer {
-  const out: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 128) | 0x80);
-    rest = Math.floor(rest / 128);
-  }
-  out.push(rest);
-  return Buffer.from(out);
-}
 
 /** The fields of one message, in wire order; throws ProtoError on bytes that are not protobuf. */
 export function decodeMessage(bytes: Buffer): ProtoField[] {
@@ -48,7 +34,7 @@ export function decodeMessage(bytes: Buffer): ProtoField[] {
     if (number === 0) throw new ProtoError(`field number 0 at byte ${at}`);
     let start = valueStart;
     let end: number;
-    if (wireType === 0) end = varintEnd(bytes, start);
+    if (wireType === 0) end = readVarint(bytes, start)[1];
     else if (wireType === 1) end = start + 8;
     else if (wireType === 5) end = start + 4;
     else if (wireType === 2) {
@@ -66,8 +52,8 @@ export function decodeMessage(bytes: Buffer): ProtoField[] {
 export function encodeMessage(fields: readonly ProtoField[]): Buffer {
   const parts: Buffer[] = [];
   for (const field of fields) {
-    parts.push(varint(field.number * 8 + field.wireType));
-    if (field.wireType === 2) parts.push(varint(field.value.length));
+    parts.push(encodeVarint(field.number * 8 + field.wireType));
+    if (field.wireType === 2) parts.push(encodeVarint(field.value.length));
     parts.push(field.value);
   }
   return Buffer.concat(parts);
@@ -75,7 +61,7 @@ export function encodeMessage(fields: readonly ProtoField[]): Buffer {
 
 /** A length-delimited field (message, string or bytes). */
 export const lenField = (number: number, value: Buffer | string): ProtoField => ({ number, wireType: 2, value: Buffer.from(value) });
-export const varintField = (number: number, value: number): ProtoField => ({ number, wireType: 0, value: varint(value) });
+export const varintField = (number: number, value: number): ProtoField => ({ number, wireType: 0, value: encodeVarint(value) });
 
 /** The last occurrence wins, as protobuf parsers merge singular fields. */
 export function lastField(fields: readonly ProtoField[], number: number, wireType = 2): ProtoField | undefined {
