@@ -1,13 +1,86 @@
 import assert from 'node:assert/strict';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { it } from 'node:test';
+import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/cleanup.ts';
 import { within } from '../../test/support/within.ts';
 import { systemClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { EnvoyProxy } from './envoy-proxy.ts';
+
+interface StandIn {
+  /** Serve mode's exit code (it prints Envoy's config error first when not 0). */
+  serveExit: number;
+  /** Whether `--mode validate` accepts the bootstrap. */
+  validateAccepts: boolean;
+  /** Serve mode's failure is Envoy refusing its config (which validate mode may accept: a bad stats regex). */
+  serveRefusesConfig?: boolean;
+}
+
+/** A stand-in Envoy that writes down each exec's mode, and answers as `behaviour` says. */
+const standIn = (record: string, behaviour: StandIn) => `#!/bin/sh
+case "$1" in
+  --version) echo "envoy  version: stand-in/1.40.0/Clean/RELEASE/BoringSSL"; exit 0 ;;
+  --mode)
+    echo validate >> '${record}'
+    ${behaviour.validateAccepts ? `echo "configuration '$4' OK"; exit 0` : `echo "[2026-11-25 00:00:00.000][1][critical][main] error initializing configuration '$4': unknown field 'lisseners'"; exit 1`} ;;
+esac
+echo serve >> '${record}'
+${behaviour.serveExit === 0 ? '' : behaviour.serveRefusesConfig ? 'echo "[2026-11-25 00:00:00.000][1][critical][main] error \\`missing ): (unclosed\\` initializing config \'goo.gle/debugproto\'" >&2' : `echo "[2026-11-25 00:00:00.000][1][critical][main] unable to create shared memory region" >&2`}
+exit ${behaviour.serveExit}
+`;
+
+/** Runs epoch 0 of a stand-in Envoy to its end: what it ended with, and the modes it was exec'd in. */
+async function runEpochZero(behaviour: StandIn): Promise<{ exit: { kind: string; detail: string }; execs: string[] }> {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'envoy-validate-');
+  const record = join(dir, 'record');
+  const binaryPath = join(dir, 'envoy');
+  await writeFile(binaryPath, standIn(record, behaviour));
+  await chmod(binaryPath, 0o755);
+  // Only what EnvoyProxy reads; the admin port has nothing behind it (LIVE never comes).
+  const config = {
+    proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: 1, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
+    serviceCluster: 'validate', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
+    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
+  } as AgentConfig;
+  const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
+  const stop = new AbortController();
+  cleanup.defer(() => stop.abort());
+  const exit = await within(proxy.run(0, '', { signal: stop.signal, onLive: () => undefined }), 10_000, 'epoch 0 of the stand-in Envoy to end');
+  return { exit, execs: (await readFile(record, 'utf8')).trim().split('\n') };
+}
+
+describe('epoch 0 of the built-in template is validated only when its Envoy fails to start', () => {
+  it('an Envoy that starts is never validated: no second Envoy beside every pod start', async () => {
+    const { exit, execs } = await runEpochZero({ serveExit: 0, validateAccepts: true });
+    assert.deepEqual(execs, ['serve']);
+    assert.equal(exit.kind, 'normal');
+  });
+
+  it('a start that fails on a bootstrap Envoy rejects ends as rejected, with Envoy\'s reason (the agent exits 2)', async () => {
+    const { exit, execs } = await runEpochZero({ serveExit: 1, validateAccepts: false });
+    // A second validation without the agent's extra flags tells a refused flag from a refused bootstrap.
+    assert.deepEqual(execs, ['serve', 'validate', 'validate']);
+    assert.equal(exit.kind, 'rejected');
+    assert.match(exit.detail, /Envoy rejects the bootstrap: .*unknown field 'lisseners'/);
+  });
+
+  it('a start where Envoy refuses its config ends as rejected with its words, even where validate mode would pass it', async () => {
+    const { exit, execs } = await runEpochZero({ serveExit: 1, validateAccepts: true, serveRefusesConfig: true });
+    assert.deepEqual(execs, ['serve']);
+    assert.equal(exit.kind, 'rejected');
+    assert.match(exit.detail, /envoy-rev0\.json: Envoy rejects the bootstrap: missing \): \(unclosed$/);
+  });
+
+  it('a start that fails on a bootstrap Envoy accepts stays a failure, which the loop retries', async () => {
+    const { exit, execs } = await runEpochZero({ serveExit: 1, validateAccepts: true });
+    assert.deepEqual(execs, ['serve', 'validate']);
+    assert.equal(exit.kind, 'failed');
+    assert.match(exit.detail, /exit code 1/);
+  });
+});
 
 /**
  * A stand-in Envoy that writes down what each exec saw. `--mode validate`:
@@ -29,7 +102,7 @@ while ! grep -q validate '${record}' && [ $i -lt 300 ]; do i=$((i+1)); sleep 0.0
 exit 0
 `;
 
-it('epoch 0: Envoy is spawned first, then its --mode validate beside it at nice 19 (off the path to ready)', async () => {
+it('epoch 0 of an operator\'s bootstrap: Envoy is spawned first, then its --mode validate beside it at nice 19 (off the path to ready)', async () => {
   await using cleanup = new AsyncDisposableStack();
   const dir = await tempDir(cleanup, 'envoy-validate-');
   const record = join(dir, 'record');
@@ -40,7 +113,7 @@ it('epoch 0: Envoy is spawned first, then its --mode validate beside it at nice 
   const config = {
     proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: 1, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
     serviceCluster: 'validate', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
-    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
+    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true, templateFile: join(dir, 'operator-template.json'),
   } as AgentConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();

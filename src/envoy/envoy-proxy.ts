@@ -10,7 +10,7 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { adminClient, isLive, serverInfo, type AdminClient } from './admin.ts';
 import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
-import { classifyExit } from './exit.ts';
+import { classifyExit, configRefusal } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
 import { removeSharedMemory } from './shared-memory.ts';
 import { bootstrapRejection, rejectionMessage } from './validate.ts';
@@ -33,8 +33,13 @@ export interface EnvoyProxyOptions {
 }
 
 const baseIdWaitMs = 10_000;
-/** Epoch 0's `--mode validate` beside its Envoy: the lowest priority, it is off the path to ready. */
+/** Epoch 0's `--mode validate` beside its Envoy (operator bootstraps): the lowest priority, it is off the path to ready. */
 const validateNiceness = 19;
+
+/** Whether the bootstrap holds what the operator wrote: a custom bootstrap, a template of theirs, or an override merged in. */
+function hasOperatorParts(config: AgentConfig, launch: EnvoyLaunch | undefined): boolean {
+  return Boolean(config.customConfigFile || config.templateFile || launch?.configYaml);
+}
 
 /** The real Envoy behind the agent's `Proxy` interface. */
 export class EnvoyProxy implements Proxy {
@@ -69,13 +74,17 @@ export class EnvoyProxy implements Proxy {
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap, bootstrapExtension(config.customConfigFile));
     // A hot-restart child that fails its start harms its parent (see
     // validate.ts): it is validated first. Epoch 0 has no parent to protect,
-    // so Envoy starts at once and `--mode validate` runs beside it, off the
-    // path to ready; its verdict still decides (it is stricter than a start).
-    // It is spawned just after Envoy, and niced: Envoy's spawn does not wait
-    // for it, and on a node of pods starting together (CPU-bound) it takes
-    // the CPU Envoy and the agent leave. Readiness asks Envoy itself, so the
-    // verdict is not on the path to ready; it gates LIVE only.
-    const validate = epoch === 0 ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch), niceness: validateNiceness }).catch(() => undefined) : undefined;
+    // so Envoy starts at once. A bootstrap with the operator's own parts in
+    // it (a custom bootstrap, template or override) is validated beside it,
+    // niced and off the path to ready, and that verdict decides: validation
+    // is stricter than a start (Envoy 1.40 serves with an unknown enum value
+    // that `--mode validate` refuses). The agent's own rendering of its
+    // built-in template is validated only when Envoy fails before LIVE, to
+    // tell a rejected bootstrap (exit 2) from a start a retry may pass: a
+    // validation beside every pod's start cost ~43 ms of Envoy's CPU, on a
+    // node where pods start together and wait for CPU.
+    const besideStart = epoch === 0 && hasOperatorParts(config, this.#options.launch);
+    const validate = besideStart ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch), niceness: validateNiceness }).catch(() => undefined) : undefined;
     const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)) : undefined;
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
@@ -84,15 +93,29 @@ export class EnvoyProxy implements Proxy {
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     const tookOver = (details: LiveDetails) => ((this.#servingCerts = certs), onLive(details));
-    return this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
+    const { wentLive, ...exit } = await this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
+    return epoch === 0 && !besideStart && exit.kind === 'failed' && !wentLive ? this.#explainFailedStart(exit, bootstrapPath) : exit;
+  }
+
+  /**
+   * Epoch 0's Envoy failed before it went LIVE. A bootstrap Envoy refused,
+   * in its own output or by `--mode validate`, ends the agent with exit 2
+   * and that reason; any other failure is retried.
+   */
+  async #explainFailedStart(exit: ProxyExit, bootstrapPath: string): Promise<ProxyExit> {
+    const refused = configRefusal(exit.detail);
+    if (refused !== undefined) return { kind: 'rejected', detail: `${bootstrapPath}: Envoy rejects the bootstrap: ${refused}` };
+    const { config } = this.#options;
+    const rejection = await rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch) }).catch(() => undefined);
+    return rejection === undefined ? exit : { kind: 'rejected', detail: rejection };
   }
 
   /**
    * Runs one epoch's Envoy to its end. `validate` (epoch 0), run once Envoy
    * is spawned: a rejection stops Envoy and is what the epoch ends with;
-   * LIVE counts only once the bootstrap passed.
+   * LIVE counts only once the bootstrap passed. `wentLive`: it did.
    */
-  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
+  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit & { wentLive: boolean }> {
     const { epoch, bootstrapPath, signal } = options;
     const { config, logger } = this.#options;
     const rejected = new AbortController();
@@ -120,13 +143,14 @@ export class EnvoyProxy implements Proxy {
     const recent = new RecentErrors();
     const output = forwardOutput(child.iterable({ from: 'all' }), epochLogger, recent);
     const stopWatching = new AbortController();
-    const onLive = async (details: LiveDetails) => (await verdict) === undefined && options.onLive(details);
+    let wentLive = false;
+    const onLive = async (details: LiveDetails) => (await verdict) === undefined && ((wentLive = true), options.onLive(details));
     void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
     const result = await child;
     stopWatching.abort();
     await output;
     const reason = await verdict;
-    return reason !== undefined ? { kind: 'rejected', detail: reason } : classifyExit(result, recent, signal.aborted, config);
+    return { ...(reason !== undefined ? { kind: 'rejected', detail: reason } as const : classifyExit(result, recent, signal.aborted, config)), wentLive };
   }
 
   async #envoyArgs(epoch: number, bootstrapPath: string, signal: AbortSignal): Promise<string[]> {

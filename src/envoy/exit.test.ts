@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { classifyExit } from './exit.ts';
+import { classifyExit, configRefusal } from './exit.ts';
 import { RecentErrors } from './output.ts';
 import { rejectionReason } from './validate.ts';
 
@@ -38,4 +38,15 @@ test('rejectionReason keeps the line that says what is wrong, without the log pr
     "[2026-11-21 09:42:35.783][8240][critical][main] [source/server/server.cc:2] error initializing configuration 'x.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap reason INVALID_ARGUMENT:bad) has unknown fields",
   ].join('\n');
   assert.match(rejectionReason(output), /^error initializing configuration 'x.json'/);
+});
+
+test('configRefusal: Envoy refusing its configuration at start, in serve and validate wording', () => {
+  const cases: { name: string; detail: string; want: string | undefined }[] = [
+    { name: 'serve mode (1.40), a bad stats regex', detail: "exit code 1: error `missing ): (unclosed` initializing config 'goo.gle/debugproto   |   /etc/istio/proxy/envoy-rev0.json' | missing ): (unclosed", want: 'missing ): (unclosed' },
+    { name: 'validate wording', detail: "exit code 1: error initializing configuration '/p/envoy-rev0.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields | next", want: 'Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields' },
+    { name: 'a crash', detail: 'signal SIGSEGV', want: undefined },
+    { name: 'shared memory', detail: 'exit code 1: unable to create shared memory region', want: undefined },
+    { name: 'nothing said', detail: 'exit code 1', want: undefined },
+  ];
+  for (const { name, detail, want } of cases) assert.equal(configRefusal(detail), want, name);
 });

@@ -37,3 +37,15 @@ function describeBindFailure(line: string, ports: PortFlags | undefined): string
   const flag = flags.find(([, value]) => value === Number(port))?.[0] ?? 'a listener';
   return `${flag}: Envoy cannot bind port ${port} on ${host} (${why})`;
 }
+
+/**
+ * What Envoy said when it refused its configuration at start, from an exit's
+ * detail: serve mode prints "error `<reason>` initializing config '…'",
+ * validate mode "error initializing configuration '<path>': <reason>".
+ * Undefined for any other failure. Such a start fails the same way each
+ * time, so it is not one to retry.
+ */
+export function configRefusal(detail: string): string | undefined {
+  const reason = /error `([^`]+)` initializing config/.exec(detail)?.[1] ?? /error initializing configuration '[^']*': ([^|]+)/.exec(detail)?.[1];
+  return reason?.trim() || undefined;
+}

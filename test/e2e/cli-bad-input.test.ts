@@ -54,6 +54,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'a directory where the XDS socket goes', args: () => ['sidecar', ...ok, '--configPath', join(dir, 'xds-taken')], line: /^pilot-agent: --configPath: .*xds-taken\/XDS exists and is not a socket \(a directory\); remove it$/ },
     { name: 'a binary proto custom bootstrap', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'custom.pb')], line: /^pilot-agent: --customConfigFile: .*custom\.pb: binary proto bootstraps are not supported/ },
     { name: 'a bootstrap Envoy rejects', args: () => ['sidecar', ...ok, '--customConfigFile', join(dir, 'rejected.json')], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: .*NOT_A_TYPE/, envoyMayStart: true },
+    { name: 'a stats regex Envoy refuses at start (its validate mode passes it)', args: () => ['sidecar', ...ok, '--statsInclusionRegexps', '(unclosed'], line: /^pilot-agent: .*envoy-rev0\.json: Envoy rejects the bootstrap: missing \): \(unclosed$/, envoyMayStart: true },
     { name: 'status port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--statusPort', '15000'], line: /^pilot-agent: --statusPort: 15000 is also --proxyAdminPort/ },
     { name: 'Prometheus port on the admin port', args: () => ['sidecar', ...ok, '--proxyAdminPort', '15000', '--prometheusPort', '15000'], line: /^pilot-agent: --prometheusPort: 15000 is also --proxyAdminPort/ },
     { name: 'unknown Envoy log component', args: () => ['sidecar', ...ok, '--proxyComponentLogLevel', 'nosuch:verbose'], line: /--proxyComponentLogLevel.*'nosuch:verbose'.*"nosuch" is not an Envoy log component/ },
@@ -79,7 +80,7 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
       const lines = result.stderr.trim().split('\n');
       assert.equal(lines.length, 1, `one line on stderr, got:\n${result.stderr}`);
       assert.match(lines[0]!, testCase.line);
-      // Epoch 0 starts beside its validation (envoy-proxy.ts): the rejection stops it.
+      // Epoch 0 starts before its bootstrap is judged (envoy-proxy.ts): the rejection stops it.
       if (!testCase.envoyMayStart) assert.doesNotMatch(result.stdout, /envoy started/);
     });
   }
