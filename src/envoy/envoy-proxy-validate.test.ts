@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/cleanup.ts';
@@ -16,20 +18,34 @@ interface StandIn {
   validateAccepts: boolean;
   /** Serve mode's failure is Envoy refusing its config (which validate mode may accept: a bad stats regex). */
   serveRefusesConfig?: boolean;
+  /** Serve mode reports LIVE on admin (a stand-in admin in the test) and ends 0.5 s later. */
+  goesLive?: boolean;
+  /** `--version` prints no Envoy version (`/bin/true` given as --binaryPath). */
+  notEnvoy?: boolean;
 }
 
 /** A stand-in Envoy that writes down each exec's mode, and answers as `behaviour` says. */
 const standIn = (record: string, behaviour: StandIn) => `#!/bin/sh
 case "$1" in
-  --version) echo "envoy  version: stand-in/1.40.0/Clean/RELEASE/BoringSSL"; exit 0 ;;
+  --version) ${behaviour.notEnvoy ? '' : 'echo "envoy  version: stand-in/1.40.0/Clean/RELEASE/BoringSSL";'} exit 0 ;;
   --mode)
     echo validate >> '${record}'
     ${behaviour.validateAccepts ? `echo "configuration '$4' OK"; exit 0` : `echo "[2026-11-25 00:00:00.000][1][critical][main] error initializing configuration '$4': unknown field 'lisseners'"; exit 1`} ;;
 esac
 echo serve >> '${record}'
+${behaviour.goesLive ? 'sleep 0.5' : ''}
 ${behaviour.serveExit === 0 ? '' : behaviour.serveRefusesConfig ? 'echo "[2026-11-25 00:00:00.000][1][critical][main] error \\`missing ): (unclosed\\` initializing config \'goo.gle/debugproto\'" >&2' : `echo "[2026-11-25 00:00:00.000][1][critical][main] unable to create shared memory region" >&2`}
 exit ${behaviour.serveExit}
 `;
+
+/** Only what EnvoyProxy reads; the admin port has nothing behind it unless `extra` says otherwise. */
+function standInConfig(dir: string, binaryPath: string, extra: Partial<AgentConfig>): AgentConfig {
+  return {
+    proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: 1, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
+    serviceCluster: 'validate', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
+    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true, ...extra,
+  } as AgentConfig;
+}
 
 /** Runs epoch 0 of a stand-in Envoy to its end: what it ended with, and the modes it was exec'd in. */
 async function runEpochZero(behaviour: StandIn): Promise<{ exit: { kind: string; detail: string }; execs: string[] }> {
@@ -39,12 +55,8 @@ async function runEpochZero(behaviour: StandIn): Promise<{ exit: { kind: string;
   const binaryPath = join(dir, 'envoy');
   await writeFile(binaryPath, standIn(record, behaviour));
   await chmod(binaryPath, 0o755);
-  // Only what EnvoyProxy reads; the admin port has nothing behind it (LIVE never comes).
-  const config = {
-    proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: 1, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
-    serviceCluster: 'validate', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
-    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
-  } as AgentConfig;
+  const adminPort = behaviour.goesLive ? await liveAdmin(cleanup, join(dir, 'envoy-rev0.json')) : 1;
+  const config = standInConfig(dir, binaryPath, { proxyAdminPort: adminPort });
   const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();
   cleanup.defer(() => stop.abort());
@@ -52,11 +64,29 @@ async function runEpochZero(behaviour: StandIn): Promise<{ exit: { kind: string;
   return { exit, execs: (await readFile(record, 'utf8')).trim().split('\n') };
 }
 
+/** A stand-in for Envoy's admin that says LIVE for the bootstrap at `configPath`; its port. */
+async function liveAdmin(cleanup: AsyncDisposableStack, configPath: string): Promise<number> {
+  const server = createServer((request, response) => {
+    if (request.url === '/ready') return void response.end('LIVE\n');
+    response.end(JSON.stringify({ state: 'LIVE', version: 'stand-in', command_line_options: { restart_epoch: 0, config_path: configPath } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.defer(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
 describe('epoch 0 of the built-in template is validated only when its Envoy fails to start', () => {
   it('an Envoy that starts is never validated: no second Envoy beside every pod start', async () => {
-    const { exit, execs } = await runEpochZero({ serveExit: 0, validateAccepts: true });
+    const { exit, execs } = await runEpochZero({ serveExit: 0, validateAccepts: true, goesLive: true });
     assert.deepEqual(execs, ['serve']);
     assert.equal(exit.kind, 'normal');
+  });
+
+  it('a binary that ends at once, cleanly, and is no Envoy: rejected naming --binaryPath', async () => {
+    const { exit, execs } = await runEpochZero({ serveExit: 0, validateAccepts: false, notEnvoy: true });
+    assert.deepEqual(execs, ['serve', 'validate']);
+    assert.equal(exit.kind, 'rejected');
+    assert.match(exit.detail, /^--binaryPath: .* is not an Envoy/);
   });
 
   it('a start that fails on a bootstrap Envoy rejects ends as rejected, with Envoy\'s reason (the agent exits 2)', async () => {
@@ -109,12 +139,7 @@ it('epoch 0 of an operator\'s bootstrap: Envoy is spawned first, then its --mode
   const binaryPath = join(dir, 'envoy');
   await writeFile(binaryPath, fakeEnvoy(record));
   await chmod(binaryPath, 0o755);
-  // Only what EnvoyProxy reads; the admin port has nothing behind it (LIVE never comes).
-  const config = {
-    proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: 1, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
-    serviceCluster: 'validate', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
-    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true, templateFile: join(dir, 'operator-template.json'),
-  } as AgentConfig;
+  const config = standInConfig(dir, binaryPath, { templateFile: join(dir, 'operator-template.json') });
   const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();
   cleanup.defer(() => stop.abort());
