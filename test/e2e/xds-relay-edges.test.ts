@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { AdsTestClient, sotwRequest } from '../support/ads-client.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, writeTestCerts, type TestCa } from '../support/certs.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
+import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
@@ -65,6 +67,51 @@ describe('xDS relay edges (in-process relay, real peer)', () => {
     } finally {
       bad.close();
       good.close();
+      await relay.stop();
+    }
+  });
+
+  /** The upstream streams the peer saw open from `from` on (its log index). */
+  const opened = (from: number) => peer.log.entries.slice(from).filter((entry) => entry.event === 'stream_open');
+
+  for (const when of ['after the predial connected', 'while the predial is under way']) {
+    it(`a predial is the upstream of Envoy's first stream, opened ${when}: one stream at the server`, async () => {
+      const { relay, target } = await startRelay(dir, plaintextUpstream(peer.port, dir));
+      const from = peer.log.entries.length;
+      const client = new AdsTestClient(target);
+      try {
+        relay.predial('sotw');
+        if (when === 'after the predial connected') await peer.log.waitFor(() => opened(from).length === 1, 10_000, 'the predial at the server');
+        client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'test~1.2.3.4~x~y' }));
+        assert.equal((await client.waitForResponses(1)).resources, 1);
+        assert.equal(opened(from).length, 1, 'one upstream stream: the predial\'s');
+        assert.equal(relay.debug().upstreamFailures, 0);
+      } finally {
+        client.close();
+        await relay.stop();
+      }
+    });
+  }
+
+  it('a predial no stream takes is closed when the relay stops', async () => {
+    const { relay } = await startRelay(dir, plaintextUpstream(peer.port, dir));
+    const from = peer.log.entries.length;
+    relay.predial('sotw');
+    await peer.log.waitFor(() => opened(from).length === 1, 10_000, 'the predial at the server');
+    const stream = opened(from)[0]!.stream;
+    await relay.stop();
+    await peer.log.waitFor((entry) => entry.event === 'stream_closed' && entry.stream === stream, 10_000, 'the predial closed at the server');
+  });
+
+  it('a predial that fails is forgotten: the stream dials on its own', async () => {
+    const { relay, target } = await startRelay(dir, plaintextUpstream(await freePort(), dir));
+    const client = new AdsTestClient(target);
+    try {
+      relay.predial('sotw');
+      client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
+      assert.equal((await client.ended)?.code, status.UNAVAILABLE);
+    } finally {
+      client.close();
       await relay.stop();
     }
   });
@@ -143,3 +190,53 @@ describe('xDS relay with MUTUAL_TLS (real peer serving TLS)', () => {
     assert.equal(unnamed.relay.debug().upstreamFailures, 1);
   });
 });
+
+describe('xDS relay predial over a slow link (TLS peer, the handshake held back)', () => {
+  it('Envoy\'s first stream, opened while the predial\'s handshake is under way, takes that connection: one handshake, one stream', async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'xds-predial-');
+    const signer = await makeCsrSigner();
+    cleanup.defer(() => signer.close());
+    const tls = await issueServerPair(signer, 'istiod.istio-system.svc');
+    const root = join(dir, 'root-cert.pem');
+    await writeFile(root, signer.root);
+    const peer = await startPeer([edsCluster('c1')], { args: ['--tls-cert', tls.cert, '--tls-key', tls.key] });
+    cleanup.defer(() => peer.stop());
+    // Bytes towards the peer wait 300 ms before they are sent on: the dial is under way for at least that long.
+    const link = await slowLink(peer.port, 300);
+    cleanup.defer(() => link.close());
+    const { relay, target } = await startRelay(dir, { address: { host: '127.0.0.1', port: link.port }, policy: 'TLS', certDir: dir, rootCaFile: root, serverName: 'istiod.istio-system.svc' });
+    cleanup.defer(() => relay.stop());
+    relay.predial('sotw');
+    const client = new AdsTestClient(target);
+    cleanup.defer(() => client.close());
+    client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'test~1.2.3.4~x~y' }));
+    assert.equal((await client.waitForResponses(1)).resources, 1);
+    assert.equal(link.connections(), 1, 'one connection reached the peer');
+    assert.equal(peer.log.entries.filter((entry) => entry.event === 'tls_handshake').length, 1);
+    assert.equal(peer.log.entries.filter((entry) => entry.event === 'stream_open').length, 1);
+  });
+});
+
+/** A TCP relay to `port` on loopback that holds every chunk towards it for `delayMs`; counts its connections. */
+async function slowLink(port: number, delayMs: number) {
+  let count = 0;
+  const sockets = new Set<Socket>();
+  const server = createServer((inbound) => {
+    count++;
+    const outbound = connect(port, '127.0.0.1');
+    for (const socket of [inbound, outbound]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => (inbound.destroy(), outbound.destroy()));
+    }
+    inbound.on('data', (chunk) => void setTimeout(() => outbound.write(chunk), delayMs));
+    outbound.pipe(inbound);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => count,
+    close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
+  };
+}

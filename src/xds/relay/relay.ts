@@ -17,6 +17,7 @@ import { SpareUpstreams } from './spare-upstreams.ts';
 import { ConfigGate } from './config-gate.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from '../upstream/material.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
 import type { XdsMode } from '../wire.ts';
 
@@ -96,6 +97,8 @@ export class XdsRelay {
   readonly #sessions = new Set<Http2Session>();
   readonly #refused = new RefusedCertificate();
   readonly #spares: SpareUpstreams;
+  /** A dial made ahead of Envoy's first stream (predial), while it is under way. */
+  #predialing: { mode: XdsMode; dialing: Promise<UpstreamStream | undefined> } | undefined;
   #server: Http2Server | undefined;
   #nextId = 1;
   #node: Buffer | undefined;
@@ -155,7 +158,7 @@ export class XdsRelay {
       id,
       mode,
       downstream,
-      dial: () => this.#spares.take(mode) ?? dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger }),
+      dial: () => this.#takePredial(mode, logger) ?? this.#spares.take(mode) ?? this.#dial(mode, logger),
       stats: this.#stats,
       logger,
       node: { get: () => this.#node, set: (node) => (this.#node = node) },
@@ -179,8 +182,43 @@ export class XdsRelay {
     });
   }
 
+  /**
+   * Dials the discovery server for Envoy's first stream before Envoy opens
+   * it: Envoy takes ~60 ms from its spawn to its xDS stream, and the TLS
+   * handshake (~10 ms) then is no longer on the way to ready. Still one
+   * connection: the stream takes this one (a redial's spare when it comes
+   * late, closed after 10 s if no stream comes). A failed predial is
+   * forgotten; the stream dials as usual.
+   */
+  predial(mode: XdsMode): void {
+    if (this.#streams.size > 0 || this.#predialing || !this.#server) return;
+    const dialing = this.#dial(mode, this.#options.logger).catch(() => undefined);
+    this.#predialing = { mode, dialing };
+    void dialing.then((upstream) => {
+      if (this.#predialing?.dialing !== dialing) return; // a stream took it while it was under way, or stop() dropped it
+      this.#predialing = undefined;
+      if (upstream) this.#spares.keep(mode, upstream);
+    });
+  }
+
+  /** The predial under way for this mode, taken by a stream: its connection, or a dial of its own when it failed. */
+  #takePredial(mode: XdsMode, logger: Logger): Promise<UpstreamStream> | undefined {
+    const predial = this.#predialing;
+    if (predial?.mode !== mode) return undefined;
+    this.#predialing = undefined;
+    return predial.dialing.then((upstream) => upstream ?? this.#dial(mode, logger));
+  }
+
+  #dial(mode: XdsMode, logger: Logger): Promise<UpstreamStream> {
+    const { upstream, clock } = this.#options;
+    return dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger });
+  }
+
   /** Ends every stream and stops listening. */
   async stop(): Promise<void> {
+    const predial = this.#predialing;
+    this.#predialing = undefined;
+    void predial?.dialing.then((upstream) => upstream?.close());
     this.#spares.dropAll();
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
