@@ -55,7 +55,12 @@ export function istioAgent(bin: string, template = join(dirname(bin), 'envoy_boo
 }
 
 type Entry = Pod['log']['entries'][number];
-const at = (entry: Entry | undefined, pod: Pod) => (entry ? Date.parse(String(entry.time)) - pod.execWallMs : undefined);
+
+/** A log line's time in ms since the epoch: ours logs a number, Istio's an RFC 3339 string. */
+export const logTimeMs = (entry: Entry) => (typeof entry.time === 'number' ? entry.time : Date.parse(String(entry.time)));
+/** Istio's agent has opened a stream to the discovery server (once per stream Envoy opens to it). */
+export const istioConnected = (entry: Entry) => /^connected to (delta )?upstream XDS server/.test(String(entry.msg));
+const at = (entry: Entry | undefined, pod: Pod) => (entry ? logTimeMs(entry) - pod.execWallMs : undefined);
 const line = (prefix: string) => (entries: Entry[], pod: Pod) => at(entries.find((entry) => String(entry.msg).startsWith(prefix)), pod);
 /** Go's duration text ("142.881074ms", "1.2s") in ms. */
 const durationMs = (text: unknown) => {
@@ -73,7 +78,7 @@ export const istioPhases: [string, (entries: Entry[], pod: Pod) => number | unde
   ['settings read', line('using credential fetcher')],
   ['SDS server started', line('Starting default Istio SDS Server')],
   ['Envoy spawned', line('Envoy command:')],
-  ['upstream connected', (entries, pod) => at(entries.find((entry) => /^connected to (delta )?upstream XDS server/.test(String(entry.msg))), pod)],
+  ['upstream connected', (entries, pod) => at(entries.find(istioConnected), pod)],
   ['CA asked', (entries, pod) => {
     const issued = entries.find((entry) => String(entry.msg).startsWith('generated new workload certificate'));
     return issued ? at(issued, pod)! - durationMs(issued.latency) : undefined;
