@@ -18,9 +18,12 @@
 //   server). So this pod names the peers istiod.istio-system.svc through a
 //   hosts file for its namespace, as a cluster's DNS would, and both
 //   addresses use that name.
+// - CLOUD_PLATFORM=none, set here (`--env CLOUD_PLATFORM=` brings the probe back).
+// Also unlike ours: Istio's master uses delta xDS by default (ISTIO_DELTA_XDS
+// true; ours false), so `--env ISTIO_DELTA_XDS=true` compares like with like.
 import { existsSync } from 'node:fs';
 import { chown, copyFile, mkdir, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { envoyBin } from '../test/support/paths.ts';
 import { proxyUid, type ForeignAgent, type Pod } from '../test/support/pods.ts';
 
@@ -29,7 +32,9 @@ const istiodName = 'istiod.istio-system.svc';
 /** Dirs under the pod's cwd that Istio's agent writes to. */
 const writable = ['var/run/secrets/workload-spiffe-uds', 'var/run/secrets/tokens', 'var/lib/istio/envoy'];
 
-export function istioAgent(bin: string, template = join(dirname(bin), 'envoy_bootstrap.json')): ForeignAgent {
+export function istioAgent(path: string): ForeignAgent {
+  const bin = resolve(path); // it runs with the pod's dir as its cwd
+  const template = join(dirname(bin), 'envoy_bootstrap.json');
   if (!existsSync(bin)) throw new Error(`--istio-agent: ${bin} does not exist (build it as bench/istio-agent.ts says)`);
   if (!existsSync(template)) throw new Error(`Istio's bootstrap template ${template} does not exist (copy tools/packaging/common/envoy_bootstrap.json beside the binary)`);
   return async ({ dir, env, mesh, netns }) => {
