@@ -12,19 +12,17 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type ForeignAgent, type Mesh, type Pod, type PodLogEntry } from '../test/support/pods.ts';
-import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod, type PodLogEntry } from '../test/support/pods.ts';
+import { buildRef, currentBuild } from './cost-build.ts';
 import { activity, memory } from './cost-proc.ts';
 import { median, percentile, ratio, round } from './figures.ts';
-import { istioAgent, istioConnected, logTimeMs } from './istio-agent.ts';
+import { istioBuild, istioConnected, logTimeMs, type Contender } from './istio-agent.ts';
 
 const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' }, 'istio-agent': { type: 'string' } } });
 const podCount = flags.quick ? 4 : Number(flags.pods);
 const outagesS = (flags.quick ? '5' : flags.outages).split(',').filter((text) => text !== '' && text !== 'none').map(Number);
 const rounds = Number(flags.rounds);
 const ourConnected = (entry: PodLogEntry) => entry.msg === 'connected to the discovery server';
-/** A build of ours, or another agent (Istio's) run in the same pods. */
-type Contender = Build & { foreign?: ForeignAgent };
 
 interface Rollout { readyP50Ms: number; readyP90Ms: number; readyMaxMs: number; allReadyMs: number; agentCpuSToReady: number; serverCpuS: number }
 interface Steady { agentRssMb: number; agentAnonMb: number; envoyRssMb: number; envoyAnonMb: number }
@@ -148,7 +146,7 @@ if (skip) {
 const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
 const istioBin = flags['istio-agent'];
-if (istioBin) builds.push({ label: "Istio's agent", bin: istioBin, foreign: istioAgent(istioBin), remove: async () => {} });
+if (istioBin) builds.push(istioBuild(istioBin));
 type Result = Awaited<ReturnType<typeof scenario>>;
 const perBuild: Result[][] = builds.map(() => []);
 try {

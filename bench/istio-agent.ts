@@ -26,6 +26,13 @@ import { chown, copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { envoyBin } from '../test/support/paths.ts';
 import { proxyUid, type ForeignAgent, type Pod } from '../test/support/pods.ts';
+import type { Build } from './cost-build.ts';
+
+/** A build of ours, or another agent (Istio's) run in the same pods. */
+export type Contender = Build & { foreign?: ForeignAgent };
+
+/** --istio-agent PATH as one more build in a bench's loop. */
+export const istioBuild = (path: string): Contender => ({ label: "Istio's agent", bin: path, foreign: istioAgent(path), remove: async () => {} });
 
 const istiodName = 'istiod.istio-system.svc';
 

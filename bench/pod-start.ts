@@ -14,10 +14,10 @@
 // Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main ...] [--env NAME=VALUE ...] [--istio-agent PATH]
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type ForeignAgent, type Pod } from '../test/support/pods.ts';
-import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
+import { buildRef, currentBuild } from './cost-build.ts';
 import { activity, memory } from './cost-proc.ts';
-import { istioAgent, istioPhaseTimes } from './istio-agent.ts';
+import { istioBuild, istioPhaseTimes, type Contender } from './istio-agent.ts';
 import { median, ratio, round } from './figures.ts';
 
 const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', multiple: true, default: ['main'] }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] }, 'istio-agent': { type: 'string' } } });
@@ -47,8 +47,6 @@ export function phaseTimes(pod: Pod): Record<string, number | undefined> {
 }
 
 interface Sample { readyMs: number; agentCpuMsToReady: number; firstRequestMs: number; requestTries: number; agentRssMb: number; envoyRssMb: number; phases: Record<string, number | undefined> }
-/** A build of ours, or another agent (Istio's) run in the same pod. */
-type Contender = Build & { foreign?: ForeignAgent };
 
 async function onePod(build: Contender, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
   const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: podEnv, foreign: build.foreign });
@@ -78,7 +76,7 @@ if (skip) {
 const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
 const istioBin = flags['istio-agent'];
-if (istioBin) builds.push({ label: "Istio's agent", bin: istioBin, foreign: istioAgent(istioBin), remove: async () => {} });
+if (istioBin) builds.push(istioBuild(istioBin));
 const samples: Sample[][] = builds.map(() => []);
 const mesh = await startMesh();
 try {
