@@ -6,20 +6,23 @@
 // on a fresh mesh, so the figures read as ratios.
 // Several baselines: repeat --baseline. --outages none: rollout and steady
 // state only; --rounds N: N rollouts per build, alternating, medians kept.
-// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60|none] [--baseline main ...] [--rounds 1] [--quick]
+// --istio-agent PATH: Istio's own pilot-agent as one more build (bench/istio-agent.ts
+// says how to build it); its reconnects are read from its log, it counts no dials.
+// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60|none] [--baseline main ...] [--rounds 1] [--quick] [--istio-agent PATH]
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod } from '../test/support/pods.ts';
-import { buildRef, currentBuild, type Build } from './cost-build.ts';
+import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod, type PodLogEntry } from '../test/support/pods.ts';
+import { buildRef, currentBuild } from './cost-build.ts';
 import { activity, memory } from './cost-proc.ts';
 import { median, percentile, ratio, round } from './figures.ts';
+import { istioBuild, istioConnected, logTimeMs, type Contender } from './istio-agent.ts';
 
-const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' } } });
+const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' }, 'istio-agent': { type: 'string' } } });
 const podCount = flags.quick ? 4 : Number(flags.pods);
 const outagesS = (flags.quick ? '5' : flags.outages).split(',').filter((text) => text !== '' && text !== 'none').map(Number);
 const rounds = Number(flags.rounds);
-const connectedLine = 'connected to the discovery server';
+const ourConnected = (entry: PodLogEntry) => entry.msg === 'connected to the discovery server';
 
 interface Rollout { readyP50Ms: number; readyP90Ms: number; readyMaxMs: number; allReadyMs: number; agentCpuSToReady: number; serverCpuS: number }
 interface Steady { agentRssMb: number; agentAnonMb: number; envoyRssMb: number; envoyAnonMb: number }
@@ -27,10 +30,10 @@ interface Storm { outageS: number; requests: number; failed: number; notReadyPol
 
 const cpuS = (pid: number) => activity(pid).cpuNs / 1e9;
 
-async function rollout(mesh: Mesh, build: Build, namespaces: { name: string; ip: string }[]): Promise<{ pods: Pod[]; figures: Rollout }> {
+async function rollout(mesh: Mesh, build: Contender, namespaces: { name: string; ip: string }[]): Promise<{ pods: Pod[]; figures: Rollout }> {
   const serverBefore = cpuS(mesh.peer.pid) + cpuS(mesh.ca.pid);
   const start = performance.now();
-  const pods = await Promise.all(namespaces.map((netns, index) => startPodAgent(mesh, netns, index, { bin: build.bin })));
+  const pods = await Promise.all(namespaces.map((netns, index) => startPodAgent(mesh, netns, index, { bin: build.bin, foreign: build.foreign })));
   const cpuAtReady: number[] = [];
   const ready = await Promise.all(pods.map(async (pod) => {
     const ms = await untilPodReady(pod, 120_000, 10);
@@ -82,7 +85,8 @@ function traffic(pods: Pod[]) {
   return { counts, stop: async () => { running = false; await Promise.all(loops); } };
 }
 
-async function storm(mesh: Mesh, pods: Pod[], outageS: number): Promise<Storm> {
+async function storm(mesh: Mesh, pods: Pod[], outageS: number, foreign: boolean): Promise<Storm> {
+  const connected = foreign ? istioConnected : ourConnected;
   const load = traffic(pods);
   await sleep(2000);
   const dialsBefore = await Promise.all(pods.map(dials));
@@ -92,17 +96,17 @@ async function storm(mesh: Mesh, pods: Pod[], outageS: number): Promise<Storm> {
   const returnedAt = Date.now();
   await mesh.startPeerAgain();
   const reconnected = await Promise.all(pods.map(async (pod, i) => {
-    const line = await pod.log.waitFor((entry) => entry.msg === connectedLine, 120_000, `${pod.name} to reconnect`, from[i]);
-    return line.time - returnedAt;
+    const line = await pod.log.waitFor(connected, 120_000, `${pod.name} to reconnect`, from[i]);
+    return logTimeMs(line) - returnedAt;
   }));
   await sleep(3000); // a second connection, if any, shows by now
   await load.stop();
   const dialsAfter = await Promise.all(pods.map(dials));
-  const handshakes = pods.map((pod, i) => pod.log.entries.slice(from[i]).filter((entry) => entry.msg === connectedLine).length);
+  const handshakes = pods.map((pod, i) => pod.log.entries.slice(from[i]).filter(connected).length);
   return {
     outageS, ...load.counts,
     reconnectP50Ms: median(reconnected), reconnectMaxMs: Math.max(...reconnected),
-    dialsPerAgent: median(dialsAfter.map((after, i) => after - dialsBefore[i]!)),
+    dialsPerAgent: foreign ? Number.NaN : median(dialsAfter.map((after, i) => after - dialsBefore[i]!)),
     handshakesPerAgent: median(handshakes),
     most100msWindowShare: mostInWindow(reconnected, 100) / reconnected.length,
   };
@@ -114,7 +118,7 @@ function mostInWindow(times: number[], ms: number): number {
   return Math.max(...sorted.map((start) => sorted.filter((at) => at >= start && at < start + ms).length));
 }
 
-async function scenario(build: Build) {
+async function scenario(build: Contender) {
   const mesh = await startMesh();
   const namespaces: { name: string; ip: string; remove(): Promise<void> }[] = [];
   let pods: Pod[] = [];
@@ -125,7 +129,7 @@ async function scenario(build: Build) {
     await sleep(5000);
     const memoryFigures = steady(pods);
     const storms: Storm[] = [];
-    for (const outage of outagesS) storms.push(await storm(mesh, pods, outage));
+    for (const outage of outagesS) storms.push(await storm(mesh, pods, outage, build.foreign !== undefined));
     return { rollout: started.figures, steady: memoryFigures, storms };
   } finally {
     await Promise.all(pods.map((pod) => pod.stop()));
@@ -139,8 +143,10 @@ if (skip) {
   console.log(JSON.stringify({ skipped: skip }));
   process.exit(0);
 }
-const builds = [currentBuild()];
+const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
+const istioBin = flags['istio-agent'];
+if (istioBin) builds.push(istioBuild(istioBin));
 type Result = Awaited<ReturnType<typeof scenario>>;
 const perBuild: Result[][] = builds.map(() => []);
 try {

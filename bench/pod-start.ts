@@ -6,16 +6,21 @@
 // through the capture; then phase by phase from the agent's own log.
 // Beside it, in the same run and alternating: the previous build (a git ref,
 // default main; repeat --baseline for several), so a change reads as a ratio.
-// Also the agent's own CPU from exec to ready (/proc, Envoy excluded).
-// Medians of --runs (default 5).
-// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main ...] [--env NAME=VALUE ...]
+// Also the agent's own CPU from exec to ready (/proc, Envoy excluded), and
+// the agent's and Envoy's RSS a second after the first request.
+// --istio-agent PATH: Istio's own pilot-agent as one more build in the same
+// loop, phase by phase from its own log (bench/istio-agent.ts says how to
+// build it). Medians of --runs (default 5).
+// Run: .tools/bin/node bench/pod-start.ts [--runs 5] [--baseline main ...] [--env NAME=VALUE ...] [--istio-agent PATH]
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
-import { buildRef, currentBuild, type Build } from './cost-build.ts';
-import { activity } from './cost-proc.ts';
+import { buildRef, currentBuild } from './cost-build.ts';
+import { activity, memory } from './cost-proc.ts';
+import { istioBuild, istioPhaseTimes, type Contender } from './istio-agent.ts';
 import { median, ratio, round } from './figures.ts';
 
-const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', multiple: true, default: ['main'] }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] } } });
+const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', multiple: true, default: ['main'] }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] }, 'istio-agent': { type: 'string' } } });
 const runs = flags.quick ? 1 : Number(flags.runs);
 /** --env NAME=VALUE (repeatable): over the template's env in both builds' pods, e.g. ECC_SIGNATURE_ALGORITHM=ECDSA. */
 const podEnv = Object.fromEntries(flags.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
@@ -41,19 +46,23 @@ export function phaseTimes(pod: Pod): Record<string, number | undefined> {
   }));
 }
 
-interface Sample { readyMs: number; agentCpuMsToReady: number; firstRequestMs: number; phases: Record<string, number | undefined> }
+interface Sample { readyMs: number; agentCpuMsToReady: number; firstRequestMs: number; requestTries: number; agentRssMb: number; envoyRssMb: number; phases: Record<string, number | undefined> }
 
-async function onePod(build: Build, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
-  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: podEnv });
+async function onePod(build: Contender, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
+  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: podEnv, foreign: build.foreign });
   try {
     const readyMs = await untilPodReady(pod, 30_000, 5);
     const agentCpuMsToReady = activity(pod.agentPid).cpuNs / 1e6;
-    while (!(await requestThroughCapture(pod, 1000))) {
+    let requestTries = 1;
+    for (; !(await requestThroughCapture(pod, 1000)); requestTries++) {
       if (performance.now() - pod.execAt > 30_000) throw new Error(`${build.label}: no request through the capture in 30 s`);
     }
     const firstRequestMs = performance.now() - pod.execAt;
-    await pod.log.waitFor((entry) => entry.msg === 'epoch live', 10_000, 'epoch live').catch(() => undefined);
-    return { readyMs, agentCpuMsToReady, firstRequestMs, phases: phaseTimes(pod) };
+    if (!build.foreign) await pod.log.waitFor((entry) => entry.msg === 'epoch live', 10_000, 'epoch live').catch(() => undefined);
+    await sleep(1000);
+    const envoy = pod.envoys()[0];
+    const rss = { agentRssMb: memory(pod.agentPid).rssMb, envoyRssMb: envoy ? memory(envoy).rssMb : Number.NaN };
+    return { readyMs, agentCpuMsToReady, firstRequestMs, requestTries, ...rss, phases: build.foreign ? istioPhaseTimes(pod) : phaseTimes(pod) };
   } finally {
     await pod.stop();
   }
@@ -64,8 +73,10 @@ if (skip) {
   console.log(JSON.stringify({ skipped: skip }));
   process.exit(0);
 }
-const builds = [currentBuild()];
+const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
+const istioBin = flags['istio-agent'];
+if (istioBin) builds.push(istioBuild(istioBin));
 const samples: Sample[][] = builds.map(() => []);
 const mesh = await startMesh();
 try {
@@ -89,7 +100,10 @@ const summary = (list: Sample[]) => ({
   readyEachMs: list.map((s) => Math.round(s.readyMs)),
   agentCpuMsToReady: round(median(list.map((s) => s.agentCpuMsToReady))),
   execToFirstRequestMs: round(median(list.map((s) => s.firstRequestMs))),
-  phasesMs: Object.fromEntries(phases.map(([name]) => [name, round(median(list.map((s) => s.phases[name] ?? Number.NaN)))])),
+  requestTriesEach: list.map((s) => s.requestTries),
+  agentRssMb: round(median(list.map((s) => s.agentRssMb))),
+  envoyRssMb: round(median(list.map((s) => s.envoyRssMb))),
+  phasesMs: Object.fromEntries(Object.keys(list[0]!.phases).map((name) => [name, round(median(list.map((s) => s.phases[name] ?? Number.NaN)))])),
 });
 const [current, ...previous] = samples.map(summary);
 console.log(JSON.stringify({
@@ -100,5 +114,7 @@ console.log(JSON.stringify({
     ready: ratio(current!.execToReadyMs, figures!.execToReadyMs),
     agentCpuToReady: ratio(current!.agentCpuMsToReady, figures!.agentCpuMsToReady),
     firstRequest: ratio(current!.execToFirstRequestMs, figures!.execToFirstRequestMs),
+    agentRss: ratio(current!.agentRssMb, figures!.agentRssMb),
+    envoyRss: ratio(current!.envoyRssMb, figures!.envoyRssMb),
   }])),
 }, null, 2));

@@ -168,14 +168,27 @@ export interface PodOptions {
   bin?: string;
   /** Extra env over the template's. */
   env?: Record<string, string>;
+  /** Another agent binary in the same pod (bench comparisons, e.g. Istio's own: bench/istio-agent.ts). */
+  foreign?: ForeignAgent;
 }
+
+/**
+ * How another agent runs in a pod: given the pod's dir (its cwd, owned by
+ * uid 1337) and the template's env, it lays out the files it expects there
+ * and says what to exec, with which env.
+ */
+export type ForeignAgent = (pod: { dir: string; env: Record<string, string>; mesh: Mesh; netns: { name: string; ip: string } }) => Promise<{ argv: string[]; env: Record<string, string> }>;
 
 /** A namespace on the mesh's bridge with capture applied, not yet running an agent. */
 export async function makePodNamespace(mesh: Mesh, index: number): Promise<{ name: string; ip: string; remove(): Promise<void> }> {
   const name = `pa-pod-${process.pid}-${index}`;
   const outside = `pp${process.pid}x${index}`.slice(0, 15);
   const podIp = mesh.podIp(index);
-  const remove = async () => void (await execa('ip', ['netns', 'del', name], { reject: false }));
+  const remove = async () => {
+    await execa('ip', ['netns', 'del', name], { reject: false });
+    // `ip netns exec` mounts files from here over /etc (a foreign agent's hosts file); `ip netns del` leaves it.
+    await rm(`/etc/netns/${name}`, { recursive: true, force: true });
+  };
   try {
     await ip('netns', 'add', name);
     await ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', name);
@@ -206,7 +219,7 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   await chown(join(dir, 'etc'), proxyUid, proxyUid);
   await chown(join(dir, 'etc/istio'), proxyUid, proxyUid);
   await chown(join(dir, 'etc/istio/proxy'), proxyUid, proxyUid);
-  const env = {
+  const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     PROXY_CONFIG: JSON.stringify({ discoveryAddress: mesh.peer.address, statusPort: 15_020, terminationDrainDuration: '1s', drainDuration: '1s', parentShutdownDuration: '3s' }),
     CA_ADDR: mesh.ca.address,
@@ -226,16 +239,17 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
     TRUST_DOMAIN: 'cluster.local',
     ...options.env,
   };
-  const args = [
-    options.bin ?? agentBin, 'proxy', 'sidecar', '--domain', 'default.svc.cluster.local',
+  const ours = [
+    nodeBin, options.bin ?? agentBin, 'proxy', 'sidecar', '--domain', 'default.svc.cluster.local',
     '--serviceregistry', 'Kubernetes', '--proxyLogLevel', 'warning',
     '--configPath', join(dir, 'etc/istio/proxy'), '--binaryPath', envoyBin,
     '--xdsTokenFile', mesh.files.token, '--podInfoDir', join(dir, 'etc/istio/pod'), '--sdsSocket', join(dir, 'etc/istio/proxy/sds.sock'),
   ];
+  const command = options.foreign ? await options.foreign({ dir, env, mesh, netns }) : { argv: ours, env };
   const execWallMs = Date.now();
   const execAt = performance.now();
-  const child: ResultPromise = execa('ip', ['netns', 'exec', netns.name, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', '--', nodeBin, ...args], {
-    reject: false, buffer: false, stdin: 'ignore', cwd: dir, env, extendEnv: false, detached: true, forceKillAfterDelay: 20_000,
+  const child: ResultPromise = execa('ip', ['netns', 'exec', netns.name, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', '--', ...command.argv], {
+    reject: false, buffer: false, stdin: 'ignore', cwd: dir, env: command.env, extendEnv: false, detached: true, forceKillAfterDelay: 20_000,
   });
   own(child, child, `pod ${netns.name}`);
   let stderr = '';
