@@ -15,14 +15,13 @@
 //   Envoy's binary comes from PROXY_CONFIG's binaryPath.
 // - a CA certificate that names CA_ADDR's host: ISTIOD_SAN only stands in
 //   for the CA's name when CA_ADDR is unset (the CA is then the discovery
-//   server). So this pod names the peers istiod.istio-system.svc through a
-//   hosts file for its namespace, as a cluster's DNS would, and both
-//   addresses use that name.
+//   server). The pod (test/support/pods.ts) names the peers
+//   istiod.istio-system.svc through its hosts file, for both agents.
 // - CLOUD_PLATFORM=none, set here (`--env CLOUD_PLATFORM=` brings the probe back).
 // Also unlike ours: Istio's master uses delta xDS by default (ISTIO_DELTA_XDS
 // true; ours false), so `--env ISTIO_DELTA_XDS=true` compares like with like.
 import { existsSync } from 'node:fs';
-import { chown, copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { chown, copyFile, mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { envoyBin } from '../test/support/paths.ts';
 import { proxyUid, type ForeignAgent, type Pod } from '../test/support/pods.ts';
@@ -34,7 +33,6 @@ export type Contender = Build & { foreign?: ForeignAgent };
 /** --istio-agent PATH as one more build in a bench's loop. */
 export const istioBuild = (path: string): Contender => ({ label: "Istio's agent", bin: path, foreign: istioAgent(path), remove: async () => {} });
 
-const istiodName = 'istiod.istio-system.svc';
 
 /** Dirs under the pod's cwd that Istio's agent writes to. */
 const writable = ['var/run/secrets/workload-spiffe-uds', 'var/run/secrets/tokens', 'var/lib/istio/envoy'];
@@ -44,24 +42,21 @@ export function istioAgent(path: string): ForeignAgent {
   const template = join(dirname(bin), 'envoy_bootstrap.json');
   if (!existsSync(bin)) throw new Error(`--istio-agent: ${bin} does not exist (build it as bench/istio-agent.ts says)`);
   if (!existsSync(template)) throw new Error(`Istio's bootstrap template ${template} does not exist (copy tools/packaging/common/envoy_bootstrap.json beside the binary)`);
-  return async ({ dir, env, mesh, netns }) => {
-    await mkdir(`/etc/netns/${netns.name}`, { recursive: true });
-    await writeFile(`/etc/netns/${netns.name}/hosts`, `127.0.0.1 localhost\n${mesh.hostIp} ${istiodName}\n`);
+  return async ({ dir, env, mesh }) => {
     for (const path of writable) {
       await mkdir(join(dir, path), { recursive: true });
       for (let at = path; at !== '.'; at = dirname(at)) await chown(join(dir, at), proxyUid, proxyUid);
     }
     await copyFile(mesh.files.token, join(dir, 'var/run/secrets/tokens/istio-token'));
     await copyFile(template, join(dir, 'var/lib/istio/envoy/envoy_bootstrap_tmpl.json'));
-    const port = (address: string) => address.slice(address.lastIndexOf(':') + 1);
-    const proxyConfig = { ...JSON.parse(env.PROXY_CONFIG!), discoveryAddress: `${istiodName}:${port(mesh.peer.address)}`, binaryPath: envoyBin };
+    const proxyConfig = { ...JSON.parse(env.PROXY_CONFIG!), binaryPath: envoyBin };
     return {
       argv: [bin, 'proxy', 'sidecar', '--domain', 'default.svc.cluster.local', '--proxyLogLevel', 'warning', '--log_as_json',
         // Its xDS proxy logs Envoy's stream only at debug: for the phase "Envoy's xDS stream open".
         '--log_output_level', 'default:info,xdsproxy:debug'],
       // CLOUD_PLATFORM=none: ours probes no cloud; Istio's probes AWS, GCP and Azure metadata, which on
       // this network (169.254.169.254 dropped, as on many bare-metal nodes) costs it 2 s before it starts.
-      env: { CLOUD_PLATFORM: 'none', ...env, PROXY_CONFIG: JSON.stringify(proxyConfig), CA_ADDR: `${istiodName}:${port(mesh.ca.address)}` },
+      env: { CLOUD_PLATFORM: 'none', ...env, PROXY_CONFIG: JSON.stringify(proxyConfig) },
     };
   };
 }

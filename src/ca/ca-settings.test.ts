@@ -24,9 +24,19 @@ test('Istio\'s defaults and names', () => {
     key: { algorithm: 'RSA', rsaBits: 2048 }, pkcs8Key: false, certSigner: undefined, headers: {}, plaintext: false, rootsExplicit: false,
     ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
   });
-  const custom = settings({ ...base, TRUST_DOMAIN: 'corp.example', ISTIOD_SAN: 'istiod.corp', CA_ROOT_CA: '/r.pem', SECRET_TTL: '12h', SECRET_GRACE_PERIOD_RATIO: '0.25', ECC_SIGNATURE_ALGORITHM: 'ECDSA', OUTPUT_CERTS: '/out', ISTIO_META_CLUSTER_ID: 'c1' }, { tokenFile: '/t' })!;
+  const custom = settings({ ...base, CA_ADDR: 'istiod.corp:15012', TRUST_DOMAIN: 'corp.example', ISTIOD_SAN: 'istiod.corp', CA_ROOT_CA: '/r.pem', SECRET_TTL: '12h', SECRET_GRACE_PERIOD_RATIO: '0.25', ECC_SIGNATURE_ALGORITHM: 'ECDSA', OUTPUT_CERTS: '/out', ISTIO_META_CLUSTER_ID: 'c1' }, { tokenFile: '/t' })!;
   assert.equal(custom.identity, 'spiffe://corp.example/ns/shop/sa/cart');
   assert.deepEqual([custom.serverName, custom.rootsPath, custom.rootsExplicit, custom.tokenPath, custom.ttlSeconds, custom.graceRatio, custom.key, custom.outputDir, custom.clusterId], ['istiod.corp', '/r.pem', true, '/t', 43_200, 0.25, { algorithm: 'ECDSA', curve: 'P256' }, '/out', 'c1']);
+});
+
+test('the name the CA\'s certificate must carry, as Istio: ISTIOD_SAN only for a CA that is the discovery server', () => {
+  const cases: { name: string; env: NodeJS.ProcessEnv; want: string }[] = [
+    { name: 'CA_ADDR unset, ISTIOD_SAN set', env: { POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart', ISTIOD_SAN: 'istiod.corp' }, want: 'istiod.corp' },
+    { name: 'CA_ADDR unset, no ISTIOD_SAN: the discovery address\'s host', env: { POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' }, want: 'istiod.istio-system.svc' },
+    { name: 'CA_ADDR of its own: its host, whatever ISTIOD_SAN says', env: { ...base, CA_ADDR: 'cert-manager-istio-csr.cert-manager.svc:443', ISTIOD_SAN: 'istiod.istio-system.svc' }, want: 'cert-manager-istio-csr.cert-manager.svc' },
+    { name: 'CA_ADDR by IP: the IP', env: { ...base, CA_ADDR: '10.0.0.7:15012', ISTIOD_SAN: 'istiod.istio-system.svc' }, want: '10.0.0.7' },
+  ];
+  for (const { name, env, want } of cases) assert.equal(settings(env)?.serverName, want, name);
 });
 
 test('the workload key as Istio picks it: RSA-2048 unless ECC_SIGNATURE_ALGORITHM=ECDSA', () => {

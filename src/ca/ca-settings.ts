@@ -19,7 +19,7 @@ export type CaSettings = Omit<EnvValues<typeof caEnv>, 'address' | 'namespace' |
   headers: Record<string, string>;
   /** CA_ROOT_CA was set: the chain's root must then be in it even when the call is plaintext. */
   rootsExplicit: boolean;
-  /** ISTIOD_SAN, else the host of CA_ADDR. */
+  /** The host of CA_ADDR when set; else ISTIOD_SAN, else the discovery address's host. */
   serverName: string;
   tokenPath: string;
   /** spiffe://<TRUST_DOMAIN>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT> */
@@ -59,7 +59,10 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
     key: algorithm === 'RSA' ? { algorithm, rsaBits: rsaKeySize } : { algorithm, curve: eccCurve },
     headers: caHeadersFromEnv(env),
     rootsExplicit: isEnvSet(env, caEnv.rootsPath),
-    serverName: values.serverName ?? hostOf(caAddress),
+    // As Istio's agent: ISTIOD_SAN names the CA only when it is the discovery
+    // server (CA_ADDR unset); a CA_ADDR of its own (istio-csr, say) is
+    // checked against its own host.
+    serverName: explicit ? hostOf(caAddress) : (values.serverName ?? hostOf(caAddress)),
     tokenPath: input.tokenFile || istioTokenPath,
     identity: `spiffe://${values.trustDomain}/ns/${namespace}/sa/${serviceAccount}`,
   };

@@ -64,7 +64,8 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     const files = { token: join(dir, 'istio-token'), root: join(dir, 'root-cert.pem'), dir };
     if (options.tokenText !== null) await writeFile(files.token, options.tokenText ?? token);
     await writeFile(files.root, options.wrongRoot ? await otherRoot() : signer.root);
-    const tls = await issueServerPair(signer, istiodName);
+    // Also for localhost: CA_ADDR names the CA by it, and a CA_ADDR is checked against its own host (as Istio).
+    const tls = await issueServerPair(signer, istiodName, ['localhost']);
     // Signed by the same root, for a name the agent does not expect (mode altCert).
     const altTls = await issueServerPair(signer, 'someone-else.example');
     const ca = await startCaPeer({ ca: signer.files, tls, altTls, token, identity, ttlSeconds: options.ttlSeconds });
@@ -76,7 +77,7 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     const xds = options.xdsTls && (await xdsTlsSetup(options.xdsTls, { dir, tls, root: signer.root }));
     const peer: Peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }), { args: xds?.peerArgs });
     cleanups.push(() => peer.stop());
-    const env = { CA_ADDR: ca.address, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...xds?.env, ...options.env };
+    const env = { CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...xds?.env, ...options.env };
     const agent = await startAgent({ discoveryAddress: peer.address, env, args: [...(options.tokenText === null ? [] : ['--xdsTokenFile', files.token]), '--statusPort', String(statusPort)] });
     cleanups.push(() => agent.stop('SIGTERM'));
     return { ca, peer, listenerPort, statusPort, agent, files, close };

@@ -99,7 +99,7 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     const tokenFile = join(dir, 'istio-token');
     await Promise.all([import('node:fs/promises').then((fs) => fs.writeFile(root, signer.root)), import('node:fs/promises').then((fs) => fs.writeFile(tokenFile, token))]);
     // 20 s certificates: the agent renews at half-life, so the test sees a rotation.
-    ca = await startCaPeer({ ca: signer.files, tls: await issueServerPair(signer, istiodName), token, identity, ttlSeconds: 20 });
+    ca = await startCaPeer({ ca: signer.files, tls: await issueServerPair(signer, istiodName, ['localhost']), token, identity, ttlSeconds: 20 });
     cleanup.defer(() => ca.stop());
     serverPort = await freePort();
     peer = await startPeer([...clientResources(serverPort), serverListener(serverPort)]);
@@ -109,7 +109,7 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     bootstrapPath = join(dir, 'bootstrap', 'grpc-bootstrap.json');
     agent = await startAgent({
       discoveryAddress: peer.address,
-      env: { DISABLE_ENVOY: 'true', GRPC_XDS_BOOTSTRAP: bootstrapPath, OUTPUT_CERTS: certsDir, CA_ADDR: ca.address, CA_ROOT_CA: root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', SECRET_TTL: '2m' },
+      env: { DISABLE_ENVOY: 'true', GRPC_XDS_BOOTSTRAP: bootstrapPath, OUTPUT_CERTS: certsDir, CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`, CA_ROOT_CA: root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', SECRET_TTL: '2m' },
       args: ['--statusPort', String(statusPort), '--xdsTokenFile', tokenFile],
     });
     deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));

@@ -38,14 +38,15 @@ export async function makeCsrSigner(): Promise<CsrSigner> {
 }
 
 /**
- * A TLS server key pair for `dnsName` signed by the signer's CA (istiod's 15012
- * certificate, say), in the signer's dir: `signer.close()` removes it too.
+ * A TLS server key pair for `dnsName` (and `alsoNames`) signed by the signer's
+ * CA (istiod's 15012 certificate, say), in the signer's dir: `signer.close()`
+ * removes it too.
  */
-export async function issueServerPair(signer: CsrSigner, dnsName: string): Promise<{ cert: string; key: string }> {
+export async function issueServerPair(signer: CsrSigner, dnsName: string, alsoNames: string[] = []): Promise<{ cert: string; key: string }> {
   const dir = await mkdtemp(join(dirname(signer.files.cert), 'server-pair-'));
   const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
   await execa('openssl', ['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', join(dir, 'tls.csr'), '-subj', `/CN=${dnsName}`]);
-  await writeFile(join(dir, 'tls.ext'), `subjectAltName=DNS:${dnsName}\n`);
+  await writeFile(join(dir, 'tls.ext'), `subjectAltName=${[dnsName, ...alsoNames].map((name) => `DNS:${name}`).join(',')}\n`);
   await execa('openssl', ['x509', '-req', '-in', join(dir, 'tls.csr'), '-CA', signer.files.cert, '-CAkey', signer.files.key, '-CAcreateserial', '-days', '1', '-extfile', join(dir, 'tls.ext'), '-out', cert]);
   return { cert, key };
 }

@@ -179,6 +179,9 @@ export interface PodOptions {
  */
 export type ForeignAgent = (pod: { dir: string; env: Record<string, string>; mesh: Mesh; netns: { name: string; ip: string } }) => Promise<{ argv: string[]; env: Record<string, string> }>;
 
+/** A peer's host:port with istiod's name for the host (the pod's hosts file maps it). */
+const byName = (address: string) => `${istiodName}:${address.slice(address.lastIndexOf(':') + 1)}`;
+
 /** A namespace on the mesh's bridge with capture applied, not yet running an agent. */
 export async function makePodNamespace(mesh: Mesh, index: number): Promise<{ name: string; ip: string; remove(): Promise<void> }> {
   const name = `pa-pod-${process.pid}-${index}`;
@@ -186,11 +189,15 @@ export async function makePodNamespace(mesh: Mesh, index: number): Promise<{ nam
   const podIp = mesh.podIp(index);
   const remove = async () => {
     await execa('ip', ['netns', 'del', name], { reject: false });
-    // `ip netns exec` mounts files from here over /etc (a foreign agent's hosts file); `ip netns del` leaves it.
+    // `ip netns exec` mounts files from here over /etc (the pod's hosts file); `ip netns del` leaves it.
     await rm(`/etc/netns/${name}`, { recursive: true, force: true });
   };
   try {
     await ip('netns', 'add', name);
+    // istiod by its name, as a cluster's DNS answers a pod: the agents dial it by name, and check
+    // the CA's certificate against CA_ADDR's host (Istio's rule).
+    await mkdir(`/etc/netns/${name}`, { recursive: true });
+    await writeFile(`/etc/netns/${name}/hosts`, `127.0.0.1 localhost\n::1 localhost\n${mesh.hostIp} ${istiodName}\n`);
     await ip('link', 'add', outside, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', name);
     await ip('link', 'set', outside, 'master', `pab${process.pid}`, 'up');
     await ip('-n', name, 'addr', 'add', `${podIp}/24`, 'dev', 'eth0');
@@ -221,8 +228,8 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   await chown(join(dir, 'etc/istio/proxy'), proxyUid, proxyUid);
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
-    PROXY_CONFIG: JSON.stringify({ discoveryAddress: mesh.peer.address, statusPort: 15_020, terminationDrainDuration: '1s', drainDuration: '1s', parentShutdownDuration: '3s' }),
-    CA_ADDR: mesh.ca.address,
+    PROXY_CONFIG: JSON.stringify({ discoveryAddress: byName(mesh.peer.address), statusPort: 15_020, terminationDrainDuration: '1s', drainDuration: '1s', parentShutdownDuration: '3s' }),
+    CA_ADDR: byName(mesh.ca.address),
     ISTIOD_SAN: istiodName,
     PILOT_CERT_PROVIDER: 'istiod',
     XDS_ROOT_CA: mesh.files.root,
