@@ -83,7 +83,9 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
   if (options.grpcBootstrapPath) await writeGrpcBootstrap(options.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: options.sockets.xds, nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: options.caSettings?.outputDir }));
   // While Envoy boots (~60 ms), the relay dials for its first stream (a custom bootstrap may not use the relay at all).
-  const predial = () => config.customConfigFile || relay.predial(config.deltaXds ? 'delta' : 'sotw');
+  const predial = () => {
+    if (!config.customConfigFile) relay.predial(config.deltaXds ? 'delta' : 'sotw');
+  };
   const { agent, epochs } = startAgent(stack, { options, registry, onSpawn: () => (envoySpawned(), predial()) });
   const gate = new RestartGate({
     xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
