@@ -83,9 +83,10 @@ export class EnvoyProxy implements Proxy {
     // tell a rejected bootstrap (exit 2) from a start a retry may pass: a
     // validation beside every pod's start cost ~43 ms of Envoy's CPU, on a
     // node where pods start together and wait for CPU.
+    const extraArgs = validationArgs(config, this.#options.launch);
     const besideStart = epoch === 0 && hasOperatorParts(config, this.#options.launch);
-    const validate = besideStart ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch), niceness: validateNiceness }).catch(() => undefined) : undefined;
-    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, validationArgs(config, this.#options.launch)) : undefined;
+    const validate = besideStart ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => undefined) : undefined;
+    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, extraArgs) : undefined;
     if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
     const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
@@ -96,7 +97,7 @@ export class EnvoyProxy implements Proxy {
     const { wentLive, ...exit } = await this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
     // An exit before LIVE, even a clean one (`/bin/true` as --binaryPath), is a start that did not take.
     const startFailed = (exit.kind === 'failed' || exit.kind === 'normal') && !wentLive;
-    return epoch === 0 && !besideStart && startFailed ? this.#explainFailedStart(exit, bootstrapPath) : exit;
+    return epoch === 0 && !besideStart && startFailed ? this.#explainFailedStart(exit, bootstrapPath, extraArgs) : exit;
   }
 
   /**
@@ -105,11 +106,10 @@ export class EnvoyProxy implements Proxy {
    * that is not an Envoy), ends the agent with exit 2 and that reason; any
    * other end stands as it is (a failure is retried).
    */
-  async #explainFailedStart(exit: ProxyExit, bootstrapPath: string): Promise<ProxyExit> {
+  async #explainFailedStart(exit: ProxyExit, bootstrapPath: string, extraArgs: readonly string[]): Promise<ProxyExit> {
     const refused = configRefusal(exit.detail);
     if (refused !== undefined) return { kind: 'rejected', detail: `${bootstrapPath}: Envoy rejects the bootstrap: ${refused}` };
-    const { config } = this.#options;
-    const rejection = await rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs: validationArgs(config, this.#options.launch) }).catch(() => undefined);
+    const rejection = await rejectionMessage(this.#options.config.binaryPath, bootstrapPath, { extraArgs }).catch(() => undefined);
     return rejection === undefined ? exit : { kind: 'rejected', detail: rejection };
   }
 
