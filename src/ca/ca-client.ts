@@ -32,8 +32,9 @@ export type CaResult = { ok: true; chain: string[] } | { ok: false; code: string
  * One CreateCertificate call through @grpc/grpc-js on a channel of its own,
  * closed when the call ends: a call every twelve hours does not justify a
  * connection kept open. grpc-js keeps the deadline, the size limit on the
- * answer and the TLS checks (the root, and ISTIOD_SAN as the name the
- * server's certificate must carry). The two messages stay hand-encoded
+ * answer and the TLS checks (the root, and the name the server's
+ * certificate must carry: CA_ADDR's host, or ISTIOD_SAN for a CA that is
+ * the discovery server; ca-settings.ts). The two messages stay hand-encoded
  * (ca-proto.ts). Never rejects: every failure is a CaResult.
  */
 export async function createCertificate(call: CaCall): Promise<CaResult> {
