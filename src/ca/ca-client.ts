@@ -1,5 +1,6 @@
 import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc } from '../grpc/load.ts';
+import { callUnary } from '../grpc/unary.ts';
 import { decodeCertificateResponse, encodeCertificateRequest, type CertificateRequest } from './ca-proto.ts';
 
 const path = '/istio.v1.auth.IstioCertificateService/CreateCertificate';
@@ -21,8 +22,6 @@ export interface CaCall {
   request: CertificateRequest;
   token: string | undefined;
   timeoutMs: number;
-  /** Extra request metadata (CA_HEADER_* settings), sent beside the token. */
-  metadata?: Record<string, string>;
 }
 
 /** `code` is the gRPC status name, or what went wrong before one: CONNECT, TLS, PROTOCOL. */
@@ -45,9 +44,7 @@ export async function createCertificate(call: CaCall): Promise<CaResult> {
   });
   const deadline = Date.now() + call.timeoutMs;
   try {
-    const answer = await new Promise<Buffer>((resolve, reject) => {
-      client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeCertificateRequest(call.request), metadataFor(grpc, call), { deadline }, (error, response) => (error ? reject(error) : resolve(response!)));
-    });
+    const answer = await callUnary(client, { path, request: encodeCertificateRequest(call.request), metadata: metadataFor(grpc, call), deadline });
     return { ok: true, chain: decodeCertificateResponse(answer) };
   } catch (error) {
     return caFailure(grpc.status, error as Grpc.ServiceError | Error, { timeoutMs: call.timeoutMs, late: Date.now() >= deadline - deadlineSlackMs });
@@ -64,7 +61,8 @@ function credentialsFor(grpc: typeof Grpc, endpoint: CaEndpoint): Grpc.ChannelCr
 
 function metadataFor(grpc: typeof Grpc, call: CaCall): Grpc.Metadata {
   const metadata = new grpc.Metadata();
-  for (const [name, value] of Object.entries({ ...call.endpoint.headers, ...call.metadata })) metadata.set(name.toLowerCase(), value);
+  // Names were lower-cased and checked when CA_HEADER_* was read (caHeadersFromEnv).
+  for (const [name, value] of Object.entries(call.endpoint.headers ?? {})) metadata.set(name, value);
   if (call.token) metadata.set('authorization', `Bearer ${call.token}`);
   if (call.endpoint.clusterId) metadata.set('clusterid', call.endpoint.clusterId);
   return metadata;

@@ -1,7 +1,7 @@
-import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc } from '../../grpc/load.ts';
 import { registerSourceAddressResolver, sourceBoundChannelOptions, sourceBoundTarget } from '../../grpc/source-address.ts';
-import { decodeVarint, encodeVarint } from '../../grpc/proto-wire.ts';
+import { decodeVarint, lenField } from '../../grpc/proto-wire.ts';
+import { callUnary } from '../../grpc/unary.ts';
 import type { ProbeAction } from './config.ts';
 
 const path = '/grpc.health.v1.Health/Check';
@@ -25,7 +25,7 @@ export interface GrpcHealthCheck {
  * kubelet's gRPC probe, on a channel of its own closed afterwards: one probe,
  * one connection, as Istio's. Resolves true only for SERVING; a status other
  * than OK rejects with grpc-js' error. The two messages are one field each,
- * hand-encoded with the relay's varints rather than loading a .proto.
+ * hand-encoded with grpc/proto-wire.ts rather than loading a .proto.
  */
 export async function checkGrpcHealth(check: GrpcHealthCheck): Promise<boolean> {
   const grpc = await loadGrpc();
@@ -36,30 +36,16 @@ export async function checkGrpcHealth(check: GrpcHealthCheck): Promise<boolean> 
     'grpc.max_receive_message_length': maxResponseBytes,
   });
   try {
-    const answer = await callCheck(client, check);
+    const answer = await callUnary(client, { path, request: encodeRequest(action.service), deadline: Date.now() + check.timeoutMs, signal: check.signal });
     return servingStatus(answer) === serving;
   } finally {
     client.close();
   }
 }
 
-function callCheck(client: Grpc.Client, check: GrpcHealthCheck): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    if (check.signal.aborted) return reject(new Error('aborted'));
-    const call = client.makeUnaryRequest(path, (request: Buffer) => request, (bytes: Buffer) => bytes, encodeRequest(check.action.service), { deadline: Date.now() + check.timeoutMs }, (error, answer) => {
-      check.signal.removeEventListener('abort', cancel);
-      return error ? reject(error) : resolve(answer!);
-    });
-    const cancel = () => call.cancel();
-    check.signal.addEventListener('abort', cancel, { once: true });
-  });
-}
-
 /** HealthCheckRequest { string service = 1; } */
 export function encodeRequest(service: string): Buffer {
-  if (service === '') return Buffer.alloc(0);
-  const bytes = Buffer.from(service, 'utf8');
-  return Buffer.concat([Buffer.from([0x0a]), encodeVarint(bytes.length), bytes]);
+  return service === '' ? Buffer.alloc(0) : lenField(1, service);
 }
 
 /** HealthCheckResponse { ServingStatus status = 1; }; 0 (UNKNOWN) when absent. */
