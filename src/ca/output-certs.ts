@@ -9,8 +9,6 @@ export interface OutputCertificate {
   root: string;
 }
 
-/** The files OUTPUT_CERTS gets, under Istio's names. */
-const names = { key: certFileNames.key, chain: certFileNames.chain, root: certFileNames.root } as const;
 /** As Kubernetes' secret volumes: `..data` points at the current version's directory. */
 const dataLink = '..data';
 const versionPrefix = '..version-';
@@ -40,10 +38,10 @@ async function writeVersion(dir: string, certificate: OutputCertificate): Promis
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const previous = await readlink(join(dir, dataLink)).catch(() => undefined);
   const version = await mkdtemp(join(dir, versionPrefix));
-  for (const [field, name] of Object.entries(names) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx');
+  for (const [field, name] of Object.entries(certFileNames) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx');
   await swapLink(join(dir, dataLink), basename(version));
   // Once: the top-level names become links through ..data (a file an older agent wrote is replaced whole).
-  for (const name of Object.values(names)) {
+  for (const name of Object.values(certFileNames)) {
     const target = await readlink(join(dir, name)).catch(() => undefined);
     if (target !== join(dataLink, name)) await swapLink(join(dir, name), join(dataLink, name));
   }

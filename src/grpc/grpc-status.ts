@@ -19,8 +19,6 @@ export const GrpcStatus = {
   UNAUTHENTICATED: 16,
 } as const;
 
-export type GrpcStatusCode = (typeof GrpcStatus)[keyof typeof GrpcStatus];
-
 const names = new Map<number, string>(Object.entries(GrpcStatus).map(([name, code]) => [code, name]));
 
 /** `UNAVAILABLE` for 14; the number itself for a code outside the table. */

@@ -1,9 +1,10 @@
 import { wireLen } from './field-scanner.ts';
 
 /**
- * The few protobuf encoding pieces the agent writes by hand (xDS requests,
- * SDS responses, the CA call, the kept name table, gRPC health): varints and
- * length-delimited fields. Reading goes through field-scanner.ts.
+ * The few protobuf pieces the agent writes and reads by hand (xDS requests,
+ * SDS responses, the CA call, the NDS name table, gRPC health): varints and
+ * length-delimited fields, over whole messages. Streamed messages (the
+ * relay's) are read with field-scanner.ts.
  */
 
 /** One length-delimited field: tag, length, bytes (the encoders of the SDS server, the last-known-good config and the CA call share it). */

@@ -1,4 +1,5 @@
 import type { ChannelOptions, experimental } from '@grpc/grpc-js';
+import { formatHostPort } from '../shared/host-port.ts';
 import type { GrpcModule } from './load.ts';
 
 /** The target scheme whose channels connect from a chosen local address. */
@@ -11,8 +12,7 @@ const scheme = 'pilot-agent-from';
  * (`registerSourceAddressResolver`) before the channel is made.
  */
 export function sourceBoundTarget(options: { host: string; port: number; localAddress: string }): string {
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host;
-  return `${scheme}:${options.localAddress}/${host}:${options.port}`;
+  return `${scheme}:${options.localAddress}/${formatHostPort(options)}`;
 }
 
 /**
