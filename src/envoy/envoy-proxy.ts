@@ -13,7 +13,7 @@ import { drainEnvoy, drainListeners } from './drain.ts';
 import { classifyExit, configRefusal } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
 import { removeSharedMemory } from './shared-memory.ts';
-import { bootstrapRejection, rejectionMessage } from './validate.ts';
+import { bootstrapRejected, bootstrapRejection, rejectionMessage } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
 import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
@@ -93,8 +93,9 @@ export class EnvoyProxy implements Proxy {
     if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
-    const tookOver = (details: LiveDetails) => ((this.#servingCerts = certs), onLive(details));
-    const { wentLive, ...exit } = await this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
+    let wentLive = false;
+    const tookOver = (details: LiveDetails) => ((wentLive = true), (this.#servingCerts = certs), onLive(details));
+    const exit = await this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
     // An exit before LIVE, even a clean one (`/bin/true` as --binaryPath), is a start that did not take.
     const startFailed = (exit.kind === 'failed' || exit.kind === 'normal') && !wentLive;
     return epoch === 0 && !besideStart && startFailed ? this.#explainFailedStart(exit, bootstrapPath, extraArgs) : exit;
@@ -108,7 +109,7 @@ export class EnvoyProxy implements Proxy {
    */
   async #explainFailedStart(exit: ProxyExit, bootstrapPath: string, extraArgs: readonly string[]): Promise<ProxyExit> {
     const refused = configRefusal(exit.detail);
-    if (refused !== undefined) return { kind: 'rejected', detail: `${bootstrapPath}: Envoy rejects the bootstrap: ${refused}` };
+    if (refused !== undefined) return { kind: 'rejected', detail: bootstrapRejected(bootstrapPath, refused) };
     const rejection = await rejectionMessage(this.#options.config.binaryPath, bootstrapPath, { extraArgs }).catch(() => undefined);
     return rejection === undefined ? exit : { kind: 'rejected', detail: rejection };
   }
@@ -116,9 +117,9 @@ export class EnvoyProxy implements Proxy {
   /**
    * Runs one epoch's Envoy to its end. `validate` (epoch 0), run once Envoy
    * is spawned: a rejection stops Envoy and is what the epoch ends with;
-   * LIVE counts only once the bootstrap passed. `wentLive`: it did.
+   * LIVE counts only once the bootstrap passed.
    */
-  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit & { wentLive: boolean }> {
+  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
     const { epoch, bootstrapPath, signal } = options;
     const { config, logger } = this.#options;
     const rejected = new AbortController();
@@ -147,14 +148,13 @@ export class EnvoyProxy implements Proxy {
     const recent = new RecentErrors();
     const output = Promise.all([forwardOutput(child.iterable({ from: 'stdout' }), epochLogger, recent), forwardOutput(child.iterable({ from: 'stderr' }), epochLogger, recent)]);
     const stopWatching = new AbortController();
-    let wentLive = false;
-    const onLive = async (details: LiveDetails) => (await verdict) === undefined && ((wentLive = true), options.onLive(details));
+    const onLive = async (details: LiveDetails) => (await verdict) === undefined && options.onLive(details);
     void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
     const result = await child;
     stopWatching.abort();
     await output;
     const reason = await verdict;
-    return { ...(reason !== undefined ? { kind: 'rejected', detail: reason } as const : classifyExit(result, recent, signal.aborted, config)), wentLive };
+    return reason !== undefined ? { kind: 'rejected', detail: reason } : classifyExit(result, recent, signal.aborted, config);
   }
 
   async #envoyArgs(epoch: number, bootstrapPath: string, signal: AbortSignal): Promise<string[]> {

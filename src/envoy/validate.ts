@@ -31,8 +31,11 @@ export async function validateBootstrap(binaryPath: string, bootstrapPath: strin
   const reason = rejectionReason(result.all);
   // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
   if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [], options.niceness)).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
-  throw new AgentError('BOOTSTRAP_REJECTED', `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`);
+  throw new AgentError('BOOTSTRAP_REJECTED', bootstrapRejected(bootstrapPath, reason));
 }
+
+/** The one line a bootstrap Envoy refuses ends the agent with. */
+export const bootstrapRejected = (bootstrapPath: string, reason: string) => `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`;
 
 /**
  * Envoy's verdict as the one line the agent exits 2 with (the message
