@@ -1,5 +1,5 @@
-import { FieldScanner, WireError, wireLen, type FieldSink } from '../grpc/field-scanner.ts';
-import { encodeVarint } from '../grpc/proto-wire.ts';
+import { FieldScanner, WireError, wireLen, wireVarint, type FieldSink } from '../grpc/field-scanner.ts';
+import { encodeVarint, lenField } from '../grpc/proto-wire.ts';
 
 /**
  * Reads the few fields the relay needs straight from protobuf wire bytes, so
@@ -40,6 +40,25 @@ const requestNumbers = {
   sotw: { version: 1, node: 2, names: 3, type: 4, nonce: 5, error: 6 },
   delta: { version: 0, node: 1, names: 3, type: 2, nonce: 6, error: 7 },
 } as const;
+
+/** google.rpc.Code INTERNAL: the code of the agent's own NACKs, as Istio's agent sends. */
+const grpcInternal = 13;
+
+/**
+ * The agent's own request on Envoy's stream for a response of `typeUrl`: an
+ * ACK, or with `error` a NACK (INTERNAL). `names` are SotW's resource_names
+ * (Delta sends none here).
+ */
+export function encodeAck(mode: XdsMode, answered: { typeUrl: string; version: string; nonce: string; names?: readonly string[] }, error?: string): Buffer {
+  const numbers = requestNumbers[mode];
+  const parts = mode === 'sotw' ? [lenField(numbers.version, answered.version), ...(answered.names ?? []).map((name) => lenField(numbers.names, name))] : [];
+  parts.push(lenField(numbers.type, answered.typeUrl), lenField(numbers.nonce, answered.nonce));
+  if (error !== undefined) parts.push(lenField(numbers.error, Buffer.concat([encodeVarint(1 * 8 + wireVarint), encodeVarint(grpcInternal), lenField(2, error)])));
+  return Buffer.concat(parts);
+}
+
+/** The first request for `typeUrl` on a stream: a wildcard subscription (no names). */
+export const encodeSubscribe = (mode: XdsMode, typeUrl: string): Buffer => lenField(requestNumbers[mode].type, typeUrl);
 
 /** Delta requests have no version field: its 0 is no field number. */
 const wantedRequestFields = {

@@ -26,6 +26,7 @@ interface LastKnownGoodFileBody {
   types: FileType[];
 }
 
+/** Secrets (SDS over ADS) are kept in memory only: never written to disk. */
 export function encodeLastKnownGood(lastKnownGood: LastKnownGoodConfig, node: string, now: number): string {
   const types = (['sotw', 'delta'] as const).flatMap((mode) => lastKnownGood.types(mode).filter((entry) => entry.typeUrl !== secretType).map((entry) => fileType(mode, entry)));
   return JSON.stringify({ format: lastKnownGoodFormat, node, writtenAt: now, types } satisfies LastKnownGoodFileBody);

@@ -18,8 +18,6 @@ export interface LastKnownGoodType {
 
 export type LastKnownGoodChange = { mode: XdsMode; typeUrl: string };
 
-/** Secrets (SDS over ADS) are kept in memory only: never written to disk. */
-
 /**
  * The last accepted configuration, per stream kind and type, shared by every
  * stream of the relay. Only responses Envoy ACKed come in here; a NACKed one

@@ -1,9 +1,8 @@
 import type { Logger } from '../../shared/log.ts';
 import { GrpcFrameReader, frame } from '../../grpc/grpc-frame.ts';
 import { HeldResponse, typePaths, type Path } from './held-response.ts';
-import { encodeVarint, lenField } from '../../grpc/proto-wire.ts';
 import { extensionConfigType } from '../type-urls.ts';
-import type { RequestFields, XdsMode } from '../wire.ts';
+import { encodeAck, type RequestFields, type XdsMode } from '../wire.ts';
 
 
 /** What the agent makes of a whole ECDS response: a replacement, the original (undefined), or a NACK reason. */
@@ -161,10 +160,6 @@ export class EcdsInterceptor {
   #nack({ nack, nonce }: { nack: string; nonce: string }): void {
     const { mode, logger } = this.#options;
     logger.warn({ type: extensionConfigType, error: nack }, 'ECDS response rejected by the agent (NACK)');
-    const status = Buffer.concat([encodeVarint(1 * 8), encodeVarint(13), lenField(2, nack)]);
-    const parts = mode === 'sotw'
-      ? [lenField(1, this.#lastRequest.version), ...this.#lastRequest.names.map((name) => lenField(3, name)), lenField(4, extensionConfigType), lenField(5, nonce), lenField(6, status)]
-      : [lenField(2, extensionConfigType), lenField(6, nonce), lenField(7, status)];
-    this.#options.send(Buffer.concat(parts));
+    this.#options.send(encodeAck(mode, { typeUrl: extensionConfigType, ...this.#lastRequest, nonce }, nack));
   }
 }

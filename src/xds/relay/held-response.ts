@@ -106,7 +106,7 @@ export function findString(bytes: Buffer, start: number, end: number, path: Path
     } else {
       return null;
     }
-    advanced(from, at, 'the NDS type sniffer');
+    advanced(from, at, 'the type sniffer');
   }
   return at > bytes.length ? undefined : null;
 }

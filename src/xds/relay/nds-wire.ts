@@ -1,14 +1,10 @@
-import { FieldScanner, WireError, wireLen, wireVarint } from '../../grpc/field-scanner.ts';
-import { encodeVarint, lenField } from '../../grpc/proto-wire.ts';
+import { FieldScanner, WireError, wireLen } from '../../grpc/field-scanner.ts';
 import { nameTableType } from '../type-urls.ts';
-import type { XdsMode } from '../wire.ts';
+import { encodeAck, encodeSubscribe, type XdsMode } from '../wire.ts';
 
 /** Istio's name table type (NDS): the agent asks for it on Envoy's stream and keeps its responses. */
 
-// discovery.proto numbers. Requests: SotW version 1, type 4, nonce 5, error 6; Delta type 2, nonce 6, error 7.
-const request = { sotw: { version: 1, type: 4, nonce: 5, error: 6 }, delta: { version: 0, type: 2, nonce: 6, error: 7 } } as const;
-// Responses (both): version 1, resources 2, type 4, nonce 5. Any: type_url 1, value 2. Delta Resource: version 1, resource 2.
-const grpcInternal = 13;
+// discovery.proto numbers. Responses (both): version 1, resources 2, type 4, nonce 5. Any: type_url 1, value 2. Delta Resource: version 1, resource 2.
 
 /** What the agent reads of an NDS response: the table's bytes (the first resource), version and nonce. */
 export interface NdsResponse {
@@ -20,16 +16,12 @@ export interface NdsResponse {
 
 /** The first request for the name table (a wildcard subscription: no names). */
 export function ndsSubscribe(mode: XdsMode): Buffer {
-  return lenField(request[mode].type, nameTableType);
+  return encodeSubscribe(mode, nameTableType);
 }
 
 /** The agent's ACK, or NACK with `error` (INTERNAL, as Istio's agent sends). */
 export function ndsAck(mode: XdsMode, answered: { version: string; nonce: string }, error?: string): Buffer {
-  const numbers = request[mode];
-  const parts = [lenField(numbers.type, nameTableType), lenField(numbers.nonce, answered.nonce)];
-  if (mode === 'sotw') parts.unshift(lenField(numbers.version, answered.version));
-  if (error !== undefined) parts.push(lenField(numbers.error, Buffer.concat([encodeVarint(1 * 8 + wireVarint), encodeVarint(grpcInternal), lenField(2, error)])));
-  return Buffer.concat(parts);
+  return encodeAck(mode, { typeUrl: nameTableType, ...answered }, error);
 }
 
 /** Reads a whole NDS response; throws WireError when it is malformed. */

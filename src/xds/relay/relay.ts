@@ -153,7 +153,6 @@ export class XdsRelay {
   #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {
     const id = this.#nextId++;
     const logger = this.#options.logger.child({ stream: id });
-    const { upstream, clock } = this.#options;
     const stream = new RelayStream({
       id,
       mode,
