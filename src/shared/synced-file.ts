@@ -1,13 +1,13 @@
 import { open, rename } from 'node:fs/promises';
 
 /**
- * Writes `content` to a file only the agent's uid can read (0600) and syncs
- * it before closing: a rename that follows publishes bytes already on disk.
- * `wx` refuses a file that exists (a fresh version directory), `w` replaces
- * a temporary left by a crash.
+ * Writes `content` to a file only the agent's uid can read (0600, unless
+ * `mode` says otherwise) and syncs it before closing: a rename that follows
+ * publishes bytes already on disk. `wx` refuses a file that exists (a fresh
+ * version directory), `w` replaces a temporary left by a crash.
  */
-export async function writeSyncedFile(path: string, content: string | Uint8Array, flags: 'w' | 'wx'): Promise<void> {
-  const file = await open(path, flags, 0o600);
+export async function writeSyncedFile(path: string, content: string | Uint8Array, flags: 'w' | 'wx', mode = 0o600): Promise<void> {
+  const file = await open(path, flags, mode);
   try {
     await file.writeFile(content);
     await file.sync();
@@ -16,9 +16,9 @@ export async function writeSyncedFile(path: string, content: string | Uint8Array
   }
 }
 
-/** A temporary file (0600, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
-export async function writeAtomically(path: string, text: string | Uint8Array): Promise<void> {
+/** A temporary file (0600 by default, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
+export async function writeAtomically(path: string, text: string | Uint8Array, mode = 0o600): Promise<void> {
   const temporary = `${path}.${process.pid}.tmp`;
-  await writeSyncedFile(temporary, text, 'w');
+  await writeSyncedFile(temporary, text, 'w', mode);
   await rename(temporary, path);
 }

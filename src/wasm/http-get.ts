@@ -12,7 +12,6 @@ export interface HttpGetOptions {
   headers?: Record<string, string>;
   /** The body is cut off (an error) past this many bytes. */
   maxBytes: number;
-  signal?: AbortSignal;
   /** The operator's extra refused ranges (BLOCKED_CIDRS_IN_WASM_FETCH). */
   blocked?: BlockList;
 }
@@ -70,7 +69,7 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
   const request = target.protocol === 'https:' ? https.request : http.request;
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([, value]) => value));
   return new Promise((resolve, reject) => {
-    const call = request(target, { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs, signal: options.signal }, (response) => {
+    const call = request(target, { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs }, (response) => {
       const parts: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
+import { writeAtomically } from '../shared/synced-file.ts';
 import { isWasm, unbox } from './unbox.ts';
 
 export type PullPolicy = 'unspecified' | 'IfNotPresent' | 'Always';
@@ -39,7 +40,6 @@ export interface ModuleCacheOptions {
 }
 
 interface Entry {
-  path: string;
   lastUsed: number;
   urls: Set<string>;
 }
@@ -144,7 +144,6 @@ export class ModuleCache {
     seen.checksum = checksum;
     seen.versions.set(request.resourceName, request.resourceVersion);
     this.#checksums.set(request.url, seen);
-    this.#entries.get(this.#pathOf(request.url, checksum))?.urls.add(request.url);
   }
 
   #pathOf(url: string, checksum: string): string {
@@ -171,7 +170,7 @@ export class ModuleCache {
 
   async #touch(path: string, url: string): Promise<void> {
     const now = this.#options.clock.now();
-    const entry = this.#entries.get(path) ?? { path, lastUsed: now, urls: new Set<string>() };
+    const entry = this.#entries.get(path) ?? { lastUsed: now, urls: new Set<string>() };
     entry.lastUsed = now;
     entry.urls.add(url);
     this.#entries.set(path, entry);
@@ -182,9 +181,8 @@ export class ModuleCache {
   async #write(url: string, checksum: string, module: Buffer): Promise<string> {
     const path = this.#pathOf(url, checksum);
     await mkdir(join(path, '..'), { recursive: true, mode: 0o755 });
-    const partial = `${path}.${process.pid}.partial`;
-    await writeFile(partial, module, { mode: 0o644 });
-    await rename(partial, path);
+    // Synced before the rename: after a restart a file under its checksum's name is trusted as it is.
+    await writeAtomically(path, module, 0o644);
     await this.#touch(path, url);
     this.#options.logger.info({ url, path, bytes: module.length }, 'Wasm module fetched and cached');
     return path;

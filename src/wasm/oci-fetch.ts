@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { httpGet, spokePlainHttp, type HttpAnswer, type HttpGetOptions } from './http-get.ts';
+import { spokePlainHttp, type HttpAnswer, type HttpGetOptions } from './http-get.ts';
 import { refusedRealm } from './ssrf.ts';
 
 /**
@@ -36,12 +36,6 @@ export function parseOciUrl(url: string): OciReference {
   if (!/^[a-z0-9]+(?:[._\-/][a-z0-9]+)*$/.test(path)) throw new Error(`${url}: repository ${JSON.stringify(path)} is not a valid OCI name`);
   return { registry, repository: path, reference };
 }
-
-/** The module's name without tag or digest: versions of one module share a cache folder. */
-export const ociModuleName = (url: string) => {
-  const { registry, repository } = parseOciUrl(url);
-  return `oci://${registry}/${repository}`;
-};
 
 /** user:password for `registry` from a docker config JSON (a pull secret), when it has them. */
 export function credentialsFor(pullSecret: string | undefined, registry: string): string | undefined {
