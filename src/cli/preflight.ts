@@ -2,9 +2,8 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { badFlag } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { loadMaterial } from '../xds/upstream/material.ts';
+import { loadMaterial, type UpstreamOptions } from '../xds/upstream/material.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
-import { xdsUpstream } from './xds-transport.ts';
 
 /*
  * Preflight: what `proxy` checks before it starts anything, so bad input
@@ -31,6 +30,6 @@ export async function checkBinary(path: string): Promise<void> {
 }
 
 /** TLS files (present, PEM, key matching cert) and the token file are checked before Envoy starts. */
-export async function checkXdsUpstream(config: AgentConfig): Promise<void> {
-  await loadMaterial(xdsUpstream(config));
+export async function checkXdsUpstream(upstream: UpstreamOptions): Promise<void> {
+  await loadMaterial(upstream);
 }

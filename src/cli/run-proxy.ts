@@ -83,17 +83,18 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     return 0;
   }
   const grpcBootstrapPath = proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
+  const upstream = xdsUpstream(config);
   if (proxyless.disableEnvoy) {
-    await checkXdsUpstream(config);
+    await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
     return superviseProxyless(config, { ...bootstrap, caSettings: ca, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
   }
   await checkBinary(config.binaryPath);
-  await checkXdsUpstream(config);
+  await checkXdsUpstream(upstream);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy({
-    config, bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream: xdsUpstream(config),
+    config, bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
     caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' }, wasm, guard: processGuard, logger,
   });
 }

@@ -1,18 +1,18 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
+import { certFilesIn, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
 import type { UpstreamOptions } from '../xds/upstream/material.ts';
 
 /** Where and how the xDS relay reaches the discovery server. */
 export function xdsUpstream(config: AgentConfig): UpstreamOptions {
+  const policy = xdsTransport(config);
   return {
     address: config.discoveryAddress,
-    policy: xdsTransport(config),
+    policy,
     rootCaFile: xdsRootCaFile(config),
     certDir: config.certDir,
     serverName: config.xdsServerName,
-    tokenFile: config.xdsTokenFile ?? (xdsTransport(config) === 'TLS' ? istioTokenPath : undefined),
+    tokenFile: config.xdsTokenFile ?? (policy === 'TLS' ? istioTokenPath : undefined),
   };
 }
 
@@ -24,7 +24,7 @@ export function xdsUpstream(config: AgentConfig): UpstreamOptions {
  */
 export function xdsRootCaFile(config: AgentConfig, exists: (path: string) => boolean = existsSync): string {
   if (config.xdsRootCa !== undefined) return config.xdsRootCa;
-  const mounted = join(config.certDir, certFileNames.root);
+  const mounted = certFilesIn(config.certDir).root;
   return exists(mounted) ? mounted : istioRootCertPath;
 }
 
