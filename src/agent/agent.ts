@@ -20,7 +20,7 @@ export interface AgentOptions {
 
 /**
  * Runs the reconcile loop: feeds events to `reduce` and carries out the
- * actions. `run` resolves with the process exit code:
+ * actions. `exited` resolves with the process exit code:
  * - 0 after a shutdown (drain, then every epoch stopped), or when the only
  *   Envoy exited normally on its own;
  * - 1 when the retry budget is spent trying to reach the desired config

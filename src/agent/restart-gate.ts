@@ -7,7 +7,7 @@ import type { Event, State } from './reconcile-types.ts';
 
 /** What the gate asks the xDS relay. */
 export interface XdsReadiness {
-  /** Whether a new Envoy would get config now (upstream reachable, or kept config for what Envoy needs). */
+  /** Whether a new Envoy would get config now (upstream reachable, or last-known-good config for what Envoy needs). */
   canConfigure(): boolean;
   onGateChange(listener: (open: boolean) => void): () => void;
 }

@@ -58,7 +58,7 @@ export interface SuperviseOptions {
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
-export const retryPolicy = (config: AgentConfig) => ({ initialDelayMs: config.retryInitialDelayMs, budget: config.retryBudget, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 });
+const retryPolicy = (config: AgentConfig) => ({ initialDelayMs: config.retryInitialDelayMs, budget: config.retryBudget, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 });
 
 /** Runs Envoy until a signal, a fault or its own end; resolves the exit code (throws for a failed run). */
 export async function superviseEnvoy(options: SuperviseOptions): Promise<number> {
