@@ -1,4 +1,5 @@
-import { decodeVarint, encodeVarint, lenField } from '../grpc/proto-wire.ts';
+import { wireVarint } from '../grpc/field-scanner.ts';
+import { eachLenField, encodeVarint, lenField } from '../grpc/proto-wire.ts';
 
 /**
  * istio.v1.auth.IstioCertificateRequest / Response on the wire
@@ -17,8 +18,6 @@ export interface CertificateRequest {
 const field = { csr: 1, validity: 3, metadata: 4, certChain: 1 } as const;
 /** google.protobuf.Struct.fields (a map: entries of key 1, value 2) and Value.string_value. */
 const struct = { fields: 1, entryKey: 1, entryValue: 2, stringValue: 3 } as const;
-const wireVarint = 0;
-const wireLen = 2;
 
 const key = (number: number, wireType: number) => encodeVarint((number << 3) | wireType);
 
@@ -34,27 +33,11 @@ function stringStruct(name: string, value: string): Buffer {
   return lenField(struct.fields, entry);
 }
 
-/** The PEM strings of `cert_chain` (leaf first, root last); other fields are skipped. */
+/** The PEM strings of `cert_chain` (leaf first, root last); other fields are skipped. Throws a WireError when truncated. */
 export function decodeCertificateResponse(bytes: Buffer): string[] {
   const chain: string[] = [];
-  for (let at = 0; at < bytes.length;) {
-    const [tag, afterTag] = readVarint(bytes, at);
-    const [fieldNumber, wireType] = [Math.floor(tag / 8), tag % 8];
-    if (wireType === wireVarint) {
-      at = readVarint(bytes, afterTag)[1];
-      continue;
-    }
-    if (wireType !== wireLen) throw new Error(`unexpected wire type ${wireType} in the CA's answer`);
-    const [length, start] = readVarint(bytes, afterTag);
-    if (start + length > bytes.length) throw new Error('truncated CA answer');
-    if (fieldNumber === field.certChain) chain.push(bytes.toString('utf8', start, start + length));
-    at = start + length;
-  }
+  eachLenField(bytes, { start: 0, end: bytes.length }, (number, start, end) => {
+    if (number === field.certChain) chain.push(bytes.toString('utf8', start, end));
+  });
   return chain;
-}
-
-function readVarint(bytes: Buffer, from: number): [number, number] {
-  const read = decodeVarint(bytes, from);
-  if (!read) throw new Error('truncated varint in the CA\'s answer');
-  return read;
 }

@@ -1,5 +1,5 @@
-import { WireError, wireLen } from '../grpc/field-scanner.ts';
-import { decodeVarint, lenField } from '../grpc/proto-wire.ts';
+import { WireError } from '../grpc/field-scanner.ts';
+import { eachLenField, lenField, readField } from '../grpc/proto-wire.ts';
 
 /**
  * The NameTable of Istio's NDS (`pkg/dns/proto/nds.proto`), read and written
@@ -16,49 +16,6 @@ export interface NameInfo {
 }
 
 export { WireError };
-
-/** One top-level field: its number, and for a length-delimited one its value's range; `next` is where the next field starts. */
-interface Field {
-  field: number;
-  len: { start: number; end: number } | undefined;
-  next: number;
-}
-
-/** Reads the field at `at` of a message ending at `end`; throws WireError when the bytes are not protobuf. */
-function readField(bytes: Buffer, at: number, end: number): Field {
-  const tag = decodeVarint(bytes, at);
-  if (!tag || tag[1] > end) throw new WireError(`truncated tag at byte ${at}`);
-  const [key, afterTag] = tag;
-  const field = Math.floor(key / 8);
-  const wireType = key % 8;
-  if (wireType === wireLen) {
-    const length = decodeVarint(bytes, afterTag);
-    if (!length || length[1] + length[0] > end) throw new WireError(`field ${field} runs past its message at byte ${at}`);
-    return { field, len: { start: length[1], end: length[1] + length[0] }, next: length[1] + length[0] };
-  }
-  if (wireType === 0) {
-    const value = decodeVarint(bytes, afterTag);
-    if (!value || value[1] > end) throw new WireError(`truncated varint at byte ${afterTag}`);
-    return { field, len: undefined, next: value[1] };
-  }
-  if (wireType !== 1 && wireType !== 5) throw new WireError(`unsupported wire type ${wireType} at byte ${at}`);
-  const next = afterTag + (wireType === 1 ? 8 : 4);
-  if (next > end) throw new WireError(`field ${field} runs past its message at byte ${at}`);
-  return { field, len: undefined, next };
-}
-
-/**
- * Calls `onField` with the range of every length-delimited field of the
- * message in `bytes[start, end)`. A direct loop over the buffer, not the
- * relay's streaming FieldScanner (eight times slower on a name table).
- */
-function eachLenField(bytes: Buffer, range: { start: number; end: number }, onField: (field: number, start: number, end: number) => void): void {
-  for (let at = range.start; at < range.end; ) {
-    const { field, len, next } = readField(bytes, at, range.end);
-    if (len) onField(field, len.start, len.end);
-    at = next;
-  }
-}
 
 /** The map entries of a NameTable, one at a time as views into its bytes, so a caller can read them in batches. */
 export function* nameTableEntries(table: Buffer): Generator<Buffer> {
