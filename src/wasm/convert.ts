@@ -1,7 +1,6 @@
 import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintOf, withField, type ProtoField } from './proto.ts';
 import type { PullPolicy } from './module-cache.ts';
 
-export { extensionConfigType } from '../xds/type-urls.ts';
 const httpWasmType = 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm';
 const networkWasmType = 'type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm';
 const httpRbacType = 'type.googleapis.com/envoy.extensions.filters.http.rbac.v3.RBAC';
@@ -76,7 +75,7 @@ export function parseRemoteWasm(extensionBytes: Buffer): Parsed | undefined {
   }
   const remote = decodeMessage(remoteBytes);
   // No http_uri: the fetch fails and the fallback stands in, as with Istio's agent.
-  const uri = decodeMessage(bytesOf(remote, F.remote.httpUri) ?? Buffer.alloc(0));
+  const uri = sub(remote, F.remote.httpUri);
   const env = readEnv(sub(vm, F.vm.env));
   const policy = varintOf(plugin, F.plugin.failurePolicy) ?? 0;
   const sha = stringOf(remote, F.remote.sha256) ?? '';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { silentLogger } from '../shared/log.ts';
-import { extensionConfigType } from './convert.ts';
+import { extensionConfigType } from '../xds/type-urls.ts';
 import { convertEcdsResponse } from './ecds-response.ts';
 import type { ModuleRequest } from './module-cache.ts';
 import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintField, type ProtoField } from './proto.ts';

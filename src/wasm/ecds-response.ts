@@ -1,9 +1,10 @@
 import type { Logger } from '../shared/log.ts';
 import type { EcdsOutcome } from '../xds/relay/ecds-interceptor.ts';
 import type { XdsMode } from '../xds/wire.ts';
-import { ConvertError, extensionConfigType, fallbackFilter, parseRemoteWasm, withLocalCode } from './convert.ts';
+import { extensionConfigType } from '../xds/type-urls.ts';
+import { ConvertError, fallbackFilter, parseRemoteWasm, withLocalCode } from './convert.ts';
 import type { ModuleCache } from './module-cache.ts';
-import { decodeMessage, encodeMessage, lenField, ProtoError, stringOf, withField, type ProtoField } from './proto.ts';
+import { bytesOf, decodeMessage, encodeMessage, lenField, ProtoError, stringOf, withField, type ProtoField } from './proto.ts';
 
 export interface EcdsConverterOptions {
   mode: XdsMode;
@@ -51,9 +52,9 @@ export async function convertEcdsResponse(message: Buffer, options: EcdsConverte
 async function convertResource(resource: Buffer, options: EcdsConverterOptions): Promise<Buffer | undefined> {
   const outer = decodeMessage(resource);
   if (options.mode === 'delta') {
-    const any = outer.find((field) => field.number === 2 && field.wireType === 2);
+    const any = bytesOf(outer, 2);
     if (!any) return undefined;
-    const value = await convertAny(any.value, options);
+    const value = await convertAny(any, options);
     return value && encodeMessage(withField(outer, 2, lenField(2, value)));
   }
   return convertAny(resource, options);
@@ -62,7 +63,7 @@ async function convertResource(resource: Buffer, options: EcdsConverterOptions):
 async function convertAny(anyBytes: Buffer, options: EcdsConverterOptions): Promise<Buffer | undefined> {
   const any = decodeMessage(anyBytes);
   if (stringOf(any, 1) !== extensionConfigType) return undefined;
-  const extension = await convertExtension(any.find((field) => field.number === 2)?.value ?? Buffer.alloc(0), options);
+  const extension = await convertExtension(bytesOf(any, 2) ?? Buffer.alloc(0), options);
   return extension && encodeMessage(withField(any, 2, lenField(2, extension)));
 }
 
