@@ -12,6 +12,7 @@ import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
 import { classifyExit, configRefusal } from './exit.ts';
 import { forwardOutput, RecentErrors } from './output.ts';
+import { stopLeftoverEnvoys } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
 import { bootstrapRejected, bootstrapRejection, rejectionMessage } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
@@ -187,6 +188,12 @@ export class EnvoyProxy implements Proxy {
     }
   }
 
+  /** An Envoy an earlier agent left on this --configPath would hold the admin port and the shared memory: it goes first. */
+  async #stopLeftovers(): Promise<void> {
+    const pids = await stopLeftoverEnvoys(this.#options.config.configPath, this.#options.clock);
+    if (pids.length > 0) this.#options.logger.warn({ pids, configPath: this.#options.config.configPath }, 'stopped an Envoy an earlier agent left running');
+  }
+
   async #removeSharedMemory(): Promise<void> {
     const path = await removeSharedMemory(this.#baseIdPath).catch((err: unknown) => void this.#options.logger.warn({ err }, 'cannot remove Envoy shared memory'));
     if (path) this.#options.logger.debug({ path }, 'removed Envoy shared memory');
@@ -203,6 +210,7 @@ export class EnvoyProxy implements Proxy {
       // that of an agent SIGKILLed before it could clean up (same configPath
       // after a container restart, same /dev/shm in the pod).
       await this.#sharedMemoryRemoved;
+      await this.#stopLeftovers();
       await this.#removeSharedMemory();
       await rm(this.#baseIdPath, { force: true });
       return undefined;

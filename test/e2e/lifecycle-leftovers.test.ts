@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
-import { assertGone, startAgent } from '../support/agent.ts';
+import { assertGone, isAlive, startAgent } from '../support/agent.ts';
+import { envoyBin } from '../support/paths.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { duplicateKeys } from '../support/duplicate-keys.ts';
 import { epochLive, startTlsRig } from './reconcile-support.ts';
@@ -67,4 +69,23 @@ it('a start that fails part way (the status port taken by the DNS proxy) undoes 
   t.diagnostic(`exit ${result.exitCode}: ${lines[0]}`);
   assert.deepEqual(agent.envoyPids(), [], 'no Envoy was started');
   for (const socket of [join(agent.dir, 'config', 'XDS'), join(agent.dir, 'sds.sock')]) assert.equal(await exists(socket), false, `${socket} left behind`);
+});
+
+it('an Envoy a SIGKILLed agent left on the same --configPath (before Envoy armed its parent-death signal) is stopped when the next agent starts there', { timeout: 60_000 }, async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'left-envoy-');
+  const configPath = join(dir, 'config');
+  await mkdir(configPath, { mode: 0o700 });
+  const bootstrap = join(configPath, 'envoy-rev0.json');
+  await writeFile(bootstrap, JSON.stringify({ admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } } }));
+  // The outer shell exits at once, so this Envoy is an orphan, as one is whose agent was SIGKILLed.
+  const spawned = execFileSync('sh', ['-c', `"$0" -c "$1" --use-dynamic-base-id >/dev/null 2>&1 & echo $!`, envoyBin, bootstrap], { encoding: 'utf8' });
+  const leftover = Number(spawned.trim());
+  cleanup.defer(() => void (isAlive(leftover) && process.kill(leftover, 'SIGKILL')));
+  const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
+  deferStop(cleanup, agent);
+  const line = await agent.log.waitFor((entry) => entry.msg === 'stopped an Envoy an earlier agent left running', 15_000, 'the leftover line');
+  assert.deepEqual(line.pids, [leftover]);
+  await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+  await assertGone([leftover]);
 });

@@ -1,0 +1,71 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock } from '../shared/clock.ts';
+
+/** Where to look for processes, and which one is the agent itself (tests give a fake /proc). */
+export interface ProcView {
+  procDir: string;
+  selfPid: number;
+}
+
+const liveProc: ProcView = { procDir: '/proc', selfPid: process.pid };
+
+/**
+ * An Envoy started by an earlier agent on the same `--configPath` and left
+ * running: its `-c` names one of this directory's `envoy-rev<N>` bootstraps.
+ * Envoy sets PR_SET_PDEATHSIG itself, but only once it runs; an agent
+ * SIGKILLed in between leaves an orphan that holds the admin port and the
+ * hot-restart shared memory the next agent needs. Our own children are not
+ * leftovers.
+ */
+export async function findLeftoverEnvoys(configPath: string, view: ProcView = liveProc): Promise<number[]> {
+  const prefix = join(configPath, 'envoy-rev');
+  const pids = (await readdir(view.procDir).catch(() => [] as string[])).filter((name) => /^\d+$/.test(name)).map(Number);
+  const found: number[] = [];
+  for (const pid of pids) {
+    if (pid === view.selfPid) continue;
+    const argv = await readArgv(view.procDir, pid);
+    if (!argv || !bootstrapOf(argv)?.startsWith(prefix)) continue;
+    if ((await parentOf(view.procDir, pid)) !== view.selfPid) found.push(pid);
+  }
+  return found;
+}
+
+/** SIGKILLs each leftover and waits (bounded) until it is gone; returns the pids it stopped. */
+export async function stopLeftoverEnvoys(configPath: string, clock: Clock, view: ProcView = liveProc): Promise<number[]> {
+  const pids = await findLeftoverEnvoys(configPath, view);
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+  for (let waited = 0; waited < 5_000 && (await anyAlive(view.procDir, pids)); waited += 20) await clock.sleep(20);
+  return pids;
+}
+
+function bootstrapOf(argv: string[]): string | undefined {
+  const at = argv.findIndex((arg) => arg === '-c' || arg === '--config-path');
+  return at >= 0 ? argv[at + 1] : undefined;
+}
+
+async function readArgv(procDir: string, pid: number): Promise<string[] | undefined> {
+  const text = await readFile(join(procDir, String(pid), 'cmdline'), 'utf8').catch(() => undefined);
+  return text ? text.split('\0') : undefined;
+}
+
+async function parentOf(procDir: string, pid: number): Promise<number | undefined> {
+  const status = await readFile(join(procDir, String(pid), 'status'), 'utf8').catch(() => '');
+  const match = /^PPid:\s*(\d+)/m.exec(status);
+  return match ? Number(match[1]) : undefined;
+}
+
+async function anyAlive(procDir: string, pids: number[]): Promise<boolean> {
+  for (const pid of pids) {
+    const status = await readFile(join(procDir, String(pid), 'status'), 'utf8').catch(() => '');
+    // A zombie has exited; its parent (not us) reaps it.
+    if (status && !/^State:\s*Z/m.test(status)) return true;
+  }
+  return false;
+}
