@@ -102,8 +102,41 @@ describe('injectManifest', () => {
     assert.equal(container['lifecycle'], undefined);
   });
 
-  it("captures the pod's containerPorts and runs istio-init with NET_ADMIN and NET_RAW", () => {
+  it("captures every inbound port by default (Istio's chart: '*') and runs istio-init with NET_ADMIN and NET_RAW", () => {
     const [doc] = docsOf(inject(workloads['Deployment'] ?? ''));
+    const init = ((podOf(doc ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {};
+    assert.deepEqual(init['args'], [
+      'istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-g', '1337', '-m', 'REDIRECT',
+      '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020', '--log_output_level=default:info',
+    ]);
+    assert.deepEqual(((init['securityContext'] as Mapping)['capabilities'] as Mapping)['add'], ['NET_ADMIN', 'NET_RAW']);
+  });
+
+  it('with includeInboundPorts empty in the values (Istio 1.1), captures the containerPorts, and warns for a pod that declares none', () => {
+    const lines: string[] = [];
+    const injectWarned = (text: string) => injectManifest(text, { ...inputs, values: { ...inputs.values, includeInboundPorts: '' }, warn: (line) => lines.push(line), source: 'app.yaml' });
+    const argsOf = (text: string) => (((podOf(docsOf(text)[0] ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {})['args'] as string[];
+    const declared = argsOf(injectWarned(workloads['Deployment'] ?? ''));
+    assert.equal(declared[declared.indexOf('-b') + 1], '8080,9090');
+    assert.deepEqual(lines, []);
+    const none = argsOf(injectWarned((workloads['Deployment'] ?? '').replace(/\n\s*ports: \[[^\n]*/, '')));
+    assert.equal(none[none.indexOf('-b') + 1], '');
+    assert.equal(lines.length, 1);
+    assert.match(lines[0] ?? '', /no inbound port is captured .*reaches the app without mTLS/);
+  });
+
+  it('an explicit empty includeInboundPorts annotation is honoured, with a warning naming it', () => {
+    const lines: string[] = [];
+    const text = (workloads['Pod'] ?? '').replace('metadata: {name: web, labels: {app: web}}',
+      'metadata: {name: web, annotations: {traffic.sidecar.istio.io/includeInboundPorts: ""}}');
+    const out = injectManifest(text, { ...inputs, warn: (line) => lines.push(line), source: 'app.yaml' });
+    const args = (((podOf(docsOf(out)[0] ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {})['args'] as string[];
+    assert.equal(args[args.indexOf('-b') + 1], '');
+    assert.match(lines[0] ?? '', /includeInboundPorts"\] is empty/);
+  });
+
+  it("captures the pod's containerPorts when the values name none (the old default)", () => {
+    const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { includeInboundPorts: '' }));
     const init = ((podOf(doc ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {};
     assert.deepEqual(init['args'], [
       'istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-g', '1337', '-m', 'REDIRECT',

@@ -51,7 +51,7 @@ export function buildPodPatch(pod: PodTemplate, inputs: InjectionInputs, workloa
     ? mergePrometheusAnnotations(annotations, values.statusPort, at(pod, 'metadata.annotations'))
     : undefined;
   const env = { ...metaEnv(values.proxyMetadata), ISTIO_KUBE_APP_PROBERS: probes.probers, ISTIO_PROMETHEUS_ANNOTATIONS: metrics?.env };
-  const added = withInitEnv(withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName), inputs.templatePath), env), metaEnv(values.proxyMetadata));
+  const added = withInitEnv(withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName, inputs.warn), inputs.templatePath), env), metaEnv(values.proxyMetadata));
   const lists = placeProxy(added, proxyPlacement(values));
   for (const addition of lists) checkNames(pod, addition);
   return { annotations: { ...metrics?.annotations, [statusAnnotation]: statusOf(lists, inputs) }, lists, probeRewrites: probes.rewrites };

@@ -55,6 +55,8 @@ export interface InjectionInputs {
   template: InjectionTemplate;
   templatePath: string;
   values: InjectValues;
+  /** Told of a choice that is valid but dangerous (e.g. no inbound capture), one line each; unset: silent. */
+  warn?: (line: string) => void;
 }
 
 /** A workload's pod template (or a Pod itself), found in a manifest document. */

@@ -13,12 +13,12 @@ export const trafficAnnotations = {
 } as const;
 
 /** Everything the template may name for this pod: the values plus what the pod decides. */
-export function podVars(pod: PodTemplate, values: InjectValues, workloadName: string): TemplateVars {
+export function podVars(pod: PodTemplate, values: InjectValues, workloadName: string, warn?: (line: string) => void): TemplateVars {
   const labels = stringMap(pod.metadata['labels']);
   const appName = labels['app'] ?? labels['app.kubernetes.io/name'] ?? workloadName;
   return {
     ...values,
-    ...captureVars(pod, values),
+    ...captureVars(pod, values, warn),
     workloadName,
     // $(POD_NAMESPACE) is expanded by the kubelet from the container's env.
     serviceCluster: appName === '' ? 'istio-proxy' : `${appName}.$(POD_NAMESPACE)`,
@@ -61,7 +61,7 @@ function annotationReader(pod: PodTemplate) {
 }
 
 /** The istio-init lists for this pod, checked the way `istio-iptables` will check them. */
-function captureVars(pod: PodTemplate, values: InjectValues): Record<string, string> {
+function captureVars(pod: PodTemplate, values: InjectValues, warn?: (line: string) => void): Record<string, string> {
   const annotation = annotationReader(pod);
   // The values' exclusions (the proxy's own ports) always apply; the annotation adds to them.
   const exclude = [...new Set([
@@ -70,9 +70,11 @@ function captureVars(pod: PodTemplate, values: InjectValues): Record<string, str
   ])];
   const include = inboundPorts(pod, values, annotation.value('includeInboundPorts'), annotation.field('includeInboundPorts'));
   if (include.explicit) checkInboundConflicts(include.ports, exclude, { include: include.from, exclude: 'excludeInboundPorts' });
+  const captured = include.explicit ? include.ports : without(include.ports, exclude);
+  if (captured !== '*' && captured.length === 0) warn?.(noInboundCaptureLine(pod, include));
   return {
     // Ports taken from the containers simply skip the excluded ones; only lists someone wrote can conflict.
-    includeInboundPorts: portsText(include.explicit ? include.ports : without(include.ports, exclude)),
+    includeInboundPorts: portsText(captured),
     excludeInboundPorts: portsText(exclude),
     includeOutboundIPRanges: outboundRanges('includeOutboundIPRanges', values, annotation),
     excludeOutboundIPRanges: outboundRanges('excludeOutboundIPRanges', values, annotation),
@@ -95,13 +97,25 @@ interface InboundPorts {
   from: string;
 }
 
-/** Annotation, else values, else the pod's containerPorts (Istio 1.1's default). */
+/**
+ * Capturing no inbound port is valid (Istio honours an empty list) but lets
+ * plaintext from the pod network reach the app around mTLS and
+ * authorization: never silent.
+ */
+function noInboundCaptureLine(pod: PodTemplate, include: InboundPorts): string {
+  const why = include.explicit ? `${include.from} is empty` : `values.includeInboundPorts is empty and no container declares a port (${at(pod, 'spec.containers')})`;
+  return `${at(pod, 'metadata')}: no inbound port is captured (${why}): traffic from the pod network reaches the app without mTLS or authorization`;
+}
+
+/** Annotation, else values ('*' by default, as Istio's chart), else (values '') the pod's containerPorts (Istio 1.1's default). */
 function inboundPorts(pod: PodTemplate, values: InjectValues, annotation: string | undefined, field: string): InboundPorts {
+  // Checked whichever list wins: a bad containerPort is a bad pod, captured or not.
+  const declared = containerPorts(pod);
   if (annotation !== undefined) return { ports: parsePortSelection(field, annotation), explicit: true, from: field };
   if (values.includeInboundPorts.trim() !== '') {
     return { ports: parsePortSelection('values.includeInboundPorts', values.includeInboundPorts), explicit: true, from: 'values.includeInboundPorts' };
   }
-  return { ports: containerPorts(pod), explicit: false, from: '' };
+  return { ports: declared, explicit: false, from: '' };
 }
 
 function containerPorts(pod: PodTemplate): number[] {

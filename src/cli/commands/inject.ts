@@ -33,7 +33,8 @@ export async function runInject(options: InjectOptions, context: CommandContext)
   const inputs = await loadInjectionInputs({ templatePath: options.template, valuesPath: options.values });
   const fromStdin = options.filename === '-';
   const text = fromStdin ? await readStream(stdinOf(context)) : await readText(options.filename);
-  const output = injectManifest(text, { ...inputs, source: fromStdin ? 'stdin' : options.filename });
+  const warn = (line: string) => void context.stderr.write(`warning: ${line}\n`);
+  const output = injectManifest(text, { ...inputs, warn, source: fromStdin ? 'stdin' : options.filename });
   if (options.output === undefined) {
     context.stdout.write(output);
     return;
