@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Exec } from './apply.ts';
-import { maxStaleRules, replaceRule } from './routes.ts';
+import type { CaptureConfig } from './config.ts';
+import { configureRoutes, maxStaleRules, replaceRule } from './routes.ts';
 
 /** A fake `ip`: `rule del` succeeds `stale` times (Infinity: always), then fails as ip does when none is left. */
 function fakeIp(stale: number) {
@@ -35,4 +36,35 @@ test('exactly the bound of stale copies is still cleaned up', async () => {
   const ip = fakeIp(maxStaleRules);
   await replaceRule(ip.exec, '-4', '1337', '133');
   assert.equal(ip.calls.at(-1), 'ip -4 rule add fwmark 1337 lookup 133');
+});
+
+/** A fake `ip` that fails the calls `fails` matches with `message`, and records every call. */
+function failingIp(fails: RegExp, message: string) {
+  const calls: string[] = [];
+  const exec: Exec = async (file, args) => {
+    const call = [file, ...args].join(' ');
+    calls.push(call);
+    if (fails.test(call)) throw Object.assign(new Error('Command failed'), { stderr: `${message}\n` });
+    if (args[2] === 'del') throw new Error('RTNETLINK answers: No such file or directory');
+    return { stdout: '' };
+  };
+  return { exec, calls };
+}
+
+const tproxy = { mode: 'TPROXY', inboundPorts: '*', tproxyMark: 1337, tproxyRouteTable: 133 } as unknown as CaptureConfig;
+
+test('TPROXY capture fails, naming the command, when ip cannot add its route or rule or delete a stale rule', async () => {
+  for (const [fails, message, named] of [
+    [/route add/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 route add local 0\.0\.0\.0\/0 dev lo table 133 failed: RTNETLINK answers: Operation not permitted$/],
+    [/rule add/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 rule add fwmark 1337 lookup 133 failed/],
+    [/rule del/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 rule del fwmark 1337 lookup 133 failed: RTNETLINK answers: Operation not permitted$/],
+  ] as const) {
+    await assert.rejects(configureRoutes(tproxy, false, failingIp(fails, message).exec), named, String(fails));
+  }
+});
+
+test('a rerun (route and address already there) succeeds, as Istio reruns do', async () => {
+  const ip = failingIp(/route add|addr add/, 'RTNETLINK answers: File exists');
+  await configureRoutes(tproxy, true, ip.exec);
+  assert.equal(ip.calls.filter((call) => call.includes(' add ')).length, 5);
 });
