@@ -126,6 +126,16 @@ describe('LastKnownGoodAnswers: a stream served from the last-known-good config'
     lastKnownGood.subscribe('sotw', eds, ['a']);
     assert.equal(lastKnownGood.covers('sotw'), false);
   });
+
+  it('covers(): one type kept of two asked is not enough for a new Envoy (a rotation would start it half configured)', () => {
+    const lastKnownGood = new LastKnownGoodConfig();
+    lastKnownGood.subscribe('sotw', cds, []);
+    lastKnownGood.subscribe('sotw', eds, ['a']);
+    lastKnownGood.keepSotw(cds, 'v1', [sotwResponse('v1', 'n', [])], 0);
+    assert.equal(lastKnownGood.covers('sotw'), false, 'EDS asked and nothing kept for it');
+    lastKnownGood.keepSotw(eds, 'v1', [sotwResponse('v1', 'n', ['a'])], 0);
+    assert.equal(lastKnownGood.covers('sotw'), true);
+  });
 });
 
 describe('LastKnownGoodRecorder: what it holds until Envoy answers', () => {
