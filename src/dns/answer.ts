@@ -16,8 +16,6 @@ const rcodes = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2 } as const;
 const headerBytes = 12;
 const minUdpBytes = 512;
 const maxMessageBytes = 65_535;
-/** The largest UDP payload IPv4 can carry (65,535 less the IP and UDP headers): an EDNS size above it is taken as this. */
-const maxUdpBytes = 65_507;
 
 export interface AnswerContext {
   /** Undefined until the first table arrived: every query is SERVFAIL, as Istio answers. */
@@ -97,12 +95,12 @@ function rotate(answers: Answer[], rotation: () => number): Answer[] {
   return [...cnames, ...addresses.slice(start), ...addresses.slice(0, start)];
 }
 
-/** TCP: the 64 KiB a message can be; UDP: the client's EDNS0 size, at least 512 and at most what a datagram holds. */
+/** TCP: the 64 KiB a message can be; UDP: the client's EDNS0 size, at least 512. */
 export function sizeLimit(query: Packet, protocol: Protocol): number {
   if (protocol === 'tcp') return maxMessageBytes;
   const opt = query.additionals?.find((record) => record.type === 'OPT');
   const advertised = opt && 'udpPayloadSize' in opt ? opt.udpPayloadSize : 0;
-  return Math.min(Math.max(advertised, minUdpBytes), maxUdpBytes);
+  return Math.min(Math.max(advertised, minUdpBytes), maxMessageBytes);
 }
 
 interface Reply {
@@ -117,9 +115,7 @@ function respond(query: Packet, reply: Reply): Verdict {
   const queryFlags = query.flags ?? 0;
   const flags = (queryFlags & (dnsPacket.RECURSION_DESIRED | dnsPacket.CHECKING_DISABLED)) | dnsPacket.RECURSION_AVAILABLE | (reply.authoritative ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | rcodes[reply.rcode];
   const edns = query.additionals?.some((record) => record.type === 'OPT');
-  // Only the question answered is echoed (as Go's miekg/dns SetReply does): echoing all of a query's
-  // questions let one query of ~11,000 questions build an answer larger than TCP can frame.
-  const packet: Packet = { id: query.id ?? 0, type: 'response', flags, questions: (query.questions ?? []).slice(0, 1), answers: reply.answers, additionals: edns ? [{ type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] : [] };
+  const packet: Packet = { id: query.id ?? 0, type: 'response', flags, questions: query.questions ?? [], answers: reply.answers, additionals: edns ? [{ type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] : [] };
   let response = dnsPacket.encode(packet);
   let truncated = false;
   if (response.length > reply.limit) {

@@ -1,14 +1,12 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
-import { createServer, isIPv6, type Server } from 'node:net';
+import { createServer, isIPv6, type Server, type Socket } from 'node:net';
 import * as dnsPacket from 'dns-packet';
 import type { Clock } from '../shared/clock.ts';
-import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import type { Logger } from '../shared/log.ts';
 import { answerQuery, type Protocol } from './answer.ts';
 import type { Forwarder } from './forwarder.ts';
 import type { DnsMetrics } from './metrics.ts';
 import type { LookupTable } from './lookup-table.ts';
-import { serveTcpConnection, tcpConnectionLimits } from './tcp-connection.ts';
 
 export interface DnsServerOptions {
   /** Addresses to listen on (UDP and TCP each), and the port. */
@@ -23,6 +21,9 @@ export interface DnsServerOptions {
   logger: Logger;
 }
 
+/** An idle TCP connection is closed after this long, as DNS servers do. */
+const tcpIdleMs = 10_000;
+
 /**
  * The pod's DNS server: UDP and TCP on DNS_PROXY_ADDR. Every query is
  * answered from the name table or forwarded (`answer.ts` decides); nothing
@@ -32,15 +33,11 @@ export class DnsServer {
   readonly #options: DnsServerOptions;
   readonly #udp: UdpSocket[] = [];
   readonly #tcp: Server[] = [];
-  /** Every TCP peer comes over loopback (the pod's own processes, redirected): none is trusted over another. */
-  readonly #cap: ConnectionCap;
+  readonly #connections = new Set<Socket>();
   #rotation = 0;
 
   constructor(options: DnsServerOptions) {
     this.#options = options;
-    const { maxConnections: max, idleMs } = tcpConnectionLimits;
-    const onShed = shedLog((fields, message) => options.logger.warn(fields, message), 'dns tcp');
-    this.#cap = new ConnectionCap({ max, reservedForTrusted: 0, idleMs, trusted: () => false, onShed });
   }
 
   /** Listens on every address; rejects with the first that fails (nothing is left listening). */
@@ -71,8 +68,7 @@ export class DnsServer {
   }
 
   #listenTcp(host: string): Promise<Server> {
-    const server = createServer((socket) => this.#cap.admit(socket) && serveTcpConnection(socket, (message) => this.#handle(message, 'tcp'), this.#cap));
-    this.#cap.attach(server, false);
+    const server = createServer((socket) => this.#onConnection(socket));
     return new Promise((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.#options.port, host, () => (server.off('error', reject), resolve(server)));
@@ -86,12 +82,34 @@ export class DnsServer {
     else send(response);
   }
 
+  #onConnection(socket: Socket): void {
+    this.#connections.add(socket);
+    socket.setTimeout(tcpIdleMs, () => socket.destroy());
+    socket.on('close', () => this.#connections.delete(socket));
+    socket.on('error', () => undefined); // 'close' follows
+    let buffered: Buffer = Buffer.alloc(0);
+    socket.on('data', (chunk: Buffer) => {
+      // Whole messages are taken at once, so at most one partial message (64 KiB) is ever held.
+      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
+      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
+        const message = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
+        buffered = buffered.subarray(2 + message.length);
+        void Promise.resolve(this.#handle(message, 'tcp')).then((response) => {
+          if (!response) return void socket.destroy();
+          if (!socket.writable) return;
+          const length = Buffer.alloc(2);
+          length.writeUInt16BE(response.length);
+          socket.write(Buffer.concat([length, response]));
+        });
+      }
+    });
+  }
+
   /** The response to send, or undefined to send nothing; a promise only when forwarded. Never throws or rejects. */
   #handle(message: Buffer, protocol: Protocol): Buffer | undefined | Promise<Buffer | undefined> {
     const { metrics, logger } = this.#options;
     metrics.requests.inc();
-    // What a client sends is not the agent's failure: debug, so a hostile client cannot flood the log.
-    const failed = (error: unknown) => void logger.debug({ err: error, protocol }, 'DNS query failed');
+    const failed = (error: unknown) => void logger.warn({ err: error, protocol }, 'DNS query failed');
     try {
       const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate, forwardBeforeTable: this.#options.forwardBeforeTable });
       if (verdict.kind === 'drop') return undefined;
@@ -118,7 +136,7 @@ export class DnsServer {
 
   /** Stops listening and closes every TCP connection. */
   async stop(): Promise<void> {
-    this.#cap.closeAll();
+    for (const socket of this.#connections) socket.destroy();
     await Promise.all([
       ...this.#udp.splice(0).map((socket) => new Promise<void>((resolve) => socket.close(() => resolve()))),
       ...this.#tcp.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
@@ -129,5 +147,5 @@ export class DnsServer {
 /** SERVFAIL for a query that decoded once already (it was forwarded). */
 function serverFailure(message: Buffer): Buffer {
   const query = dnsPacket.decode(message);
-  return dnsPacket.encode({ id: query.id ?? 0, type: 'response', flags: ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) | dnsPacket.RECURSION_AVAILABLE | 2, questions: (query.questions ?? []).slice(0, 1) });
+  return dnsPacket.encode({ id: query.id ?? 0, type: 'response', flags: ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) | dnsPacket.RECURSION_AVAILABLE | 2, questions: query.questions ?? [] });
 }

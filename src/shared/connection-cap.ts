@@ -108,11 +108,6 @@ export class ConnectionCap<C extends Connection = Socket> {
     }
   }
 
-  /** Closes every connection (the listener is stopping). */
-  closeAll(): void {
-    for (const socket of [...this.#open.keys()]) this.#drop(socket);
-  }
-
   get size(): number {
     return this.#open.size;
   }
