@@ -28,6 +28,25 @@ export class SpareUpstreams {
     this.drop(mode);
     const expiry = this.#clock.setTimeout(() => this.drop(mode), spareTtlMs);
     this.#spares.set(mode, { upstream, expiry });
+    this.#dropWhenDead(mode, upstream);
+  }
+
+  /**
+   * A spare the server ends (trailers, a trailers-only error, a reset) or
+   * whose connection goes away is dropped at once: handed to Envoy's next
+   * stream, it would end that stream with nothing sent.
+   */
+  #dropWhenDead(mode: XdsMode, upstream: UpstreamStream): void {
+    const dead = () => {
+      if (this.#spares.get(mode)?.upstream === upstream) this.drop(mode);
+    };
+    const { stream } = upstream;
+    stream.once('close', dead);
+    stream.once('trailers', dead);
+    stream.on('error', dead);
+    stream.once('response', (headers: Record<string, unknown>) => void (headers['grpc-status'] !== undefined && dead()));
+    stream.session?.once('goaway', dead);
+    stream.session?.once('close', dead);
   }
 
   /** The spare call for this mode while it is still open; one use only. */
@@ -37,7 +56,7 @@ export class SpareUpstreams {
     this.#spares.delete(mode);
     spare.expiry.cancel();
     const { stream } = spare.upstream;
-    if (stream.closed || stream.destroyed) return void spare.upstream.close();
+    if (stream.closed || stream.destroyed || stream.session?.closed || stream.session?.destroyed) return void spare.upstream.close();
     this.#logger.debug({ mode }, 'a new stream takes the connection the redial opened');
     return Promise.resolve(spare.upstream);
   }

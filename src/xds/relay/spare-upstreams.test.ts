@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { describe, it } from 'node:test';
+import { FakeClock } from '../../shared/clock.ts';
+import { createLogger } from '../../shared/log.ts';
+import type { UpstreamStream } from '../upstream/session.ts';
+import { SpareUpstreams } from './spare-upstreams.ts';
+
+/** An upstream call with a fake stream and session: events are emitted by the test, close() is counted. */
+function fakeUpstream() {
+  const session = Object.assign(new EventEmitter(), { closed: false, destroyed: false });
+  const stream = Object.assign(new EventEmitter(), { closed: false, destroyed: false, session });
+  const upstream = { stream, credential: 'none', held: 'none', closes: 0, close() { this.closes++; } };
+  return upstream as typeof upstream & UpstreamStream;
+}
+
+const spares = (clock = new FakeClock()) => ({ clock, spares: new SpareUpstreams(clock, createLogger({ level: 'fatal' })) });
+
+describe('SpareUpstreams', () => {
+  it('hands a kept call to the next stream of its mode once, and to no other mode', async () => {
+    const { spares: kept } = spares();
+    const upstream = fakeUpstream();
+    kept.keep('sotw', upstream);
+    assert.equal(kept.take('delta'), undefined);
+    assert.equal(await kept.take('sotw'), upstream);
+    assert.equal(kept.take('sotw'), undefined);
+    assert.equal(upstream.closes, 0);
+  });
+
+  it('closes a spare no stream took within its time to live', () => {
+    const { clock, spares: kept } = spares();
+    const upstream = fakeUpstream();
+    kept.keep('sotw', upstream);
+    clock.advance(9_999);
+    assert.equal(upstream.closes, 0);
+    clock.advance(1);
+    assert.equal(upstream.closes, 1);
+    assert.equal(kept.take('sotw'), undefined);
+  });
+
+  it('a second spare of a mode closes the first', () => {
+    const { spares: kept } = spares();
+    const [first, second] = [fakeUpstream(), fakeUpstream()];
+    kept.keep('delta', first);
+    kept.keep('delta', second);
+    assert.equal(first.closes, 1);
+    assert.equal(second.closes, 0);
+  });
+
+  for (const [what, end] of [
+    ['the server ends the call with trailers', (up: ReturnType<typeof fakeUpstream>) => up.stream.emit('trailers', {})],
+    ['a trailers-only error answers it', (up: ReturnType<typeof fakeUpstream>) => up.stream.emit('response', { ':status': 200, 'grpc-status': '14' })],
+    ['the stream closes', (up: ReturnType<typeof fakeUpstream>) => up.stream.emit('close')],
+    ['the stream errors', (up: ReturnType<typeof fakeUpstream>) => up.stream.emit('error', new Error('reset'))],
+    ['the connection says GOAWAY', (up: ReturnType<typeof fakeUpstream>) => up.stream.session.emit('goaway')],
+    ['the connection closes', (up: ReturnType<typeof fakeUpstream>) => up.stream.session.emit('close')],
+  ] as const) {
+    it(`a spare is dropped and closed when ${what}, never handed to the next stream`, () => {
+      const { spares: kept } = spares();
+      const upstream = fakeUpstream();
+      kept.keep('sotw', upstream);
+      end(upstream);
+      assert.equal(upstream.closes, 1);
+      assert.equal(kept.take('sotw'), undefined);
+    });
+  }
+
+  it('a spare whose connection closed unseen is not handed out', () => {
+    const { spares: kept } = spares();
+    const upstream = fakeUpstream();
+    kept.keep('sotw', upstream);
+    upstream.stream.session.closed = true;
+    assert.equal(kept.take('sotw'), undefined);
+    assert.equal(upstream.closes, 1);
+  });
+
+  it("a stream that took the spare is not closed by the spare's later events", async () => {
+    const { spares: kept } = spares();
+    const upstream = fakeUpstream();
+    kept.keep('sotw', upstream);
+    await kept.take('sotw');
+    upstream.stream.emit('trailers', {});
+    assert.equal(upstream.closes, 0);
+  });
+});
