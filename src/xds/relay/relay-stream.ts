@@ -140,7 +140,7 @@ export class RelayStream {
       return this.#done;
     }
     const { stream: upstream } = this.#phase.upstream;
-    this.#readRequests(() => upstream.end());
+    this.#readRequests(() => (upstream.end(), this.#envoyFinished()));
     return this.#done;
   }
 
@@ -158,7 +158,7 @@ export class RelayStream {
     this.#phase = { name: 'last-known-good', session };
     this.#call.respond();
     session.start(reason);
-    this.#readRequests(() => undefined);
+    this.#readRequests(() => this.#envoyFinished());
     return this.#done;
   }
 
@@ -212,6 +212,15 @@ export class RelayStream {
     }
     const known = this.#options.node.get();
     return known ? withNode(request, known, this.mode) : request;
+  }
+
+  /**
+   * Envoy ended its side: nothing more comes from it, so the stream ends
+   * (a server that never ends its own side would keep the upstream call, and
+   * a redial loop, open for good), as Istio's agent ends it on Envoy's EOF.
+   */
+  #envoyFinished(): void {
+    this.#end({ reason: 'envoy_closed', status: GrpcStatus.CANCELLED, details: 'Envoy ended the stream' });
   }
 
   /** Ends both sides once, with the first reason. */
