@@ -15,6 +15,8 @@ export type CaSettings = Omit<EnvValues<typeof caEnv>, 'address' | 'namespace' |
   plaintext: boolean;
   /** The workload key: RSA (WORKLOAD_RSA_KEY_SIZE) unless ECC_SIGNATURE_ALGORITHM=ECDSA (ECC_CURVE). */
   key: WorkloadKeyOptions;
+  /** OUTPUT_CERTS readable by the pod's other users (0644, as Istio on Kubernetes): proxyless gRPC, whose app reads them. */
+  outputShared?: boolean;
   /** CA_HEADER_* as metadata on the CA call, names lower-cased. */
   headers: Record<string, string>;
   /** CA_ROOT_CA was set: the chain's root must then be in it even when the call is plaintext. */

@@ -76,3 +76,15 @@ test('OUTPUT_CERTS layout: the three names are links through ..data to a private
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('OUTPUT_CERTS shared (proxyless gRPC): files 0644 in 0755 directories, as Istio writes them on Kubernetes', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'output-certs-'));
+  try {
+    await writeOutputCerts(join(dir, 'certs'), version(1), true);
+    for (const name of ['key.pem', 'cert-chain.pem', 'root-cert.pem']) assert.equal((await stat(join(dir, 'certs', name))).mode & 0o777, 0o644, name);
+    assert.equal((await stat(join(dir, 'certs', '..data'))).mode & 0o777, 0o755);
+    assert.equal((await stat(join(dir, 'certs'))).mode & 0o777, 0o755);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readlink, rename, rm, symlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { certFileNames } from '../shared/istio-files.ts';
 import { writeSyncedFile } from '../shared/synced-file.ts';
@@ -27,18 +27,25 @@ const queues = new Map<string, Promise<void>>();
  * the next write, so a reader that resolved it just before the swap still
  * finds its files.
  */
-export function writeOutputCerts(dir: string, certificate: OutputCertificate): Promise<void> {
-  const next = (queues.get(dir) ?? Promise.resolve()).catch(() => undefined).then(() => writeVersion(dir, certificate));
+export function writeOutputCerts(dir: string, certificate: OutputCertificate, shared = false): Promise<void> {
+  const next = (queues.get(dir) ?? Promise.resolve()).catch(() => undefined).then(() => writeVersion(dir, certificate, shared));
   queues.set(dir, next);
   void next.finally(() => queues.get(dir) === next && queues.delete(dir)).catch(() => undefined);
   return next;
 }
 
-async function writeVersion(dir: string, certificate: OutputCertificate): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+/**
+ * `shared`: readable by the pod's other users (directories 0755, files 0644),
+ * as Istio writes them on Kubernetes for an app that does not run as the
+ * proxy's user (proxyless gRPC); otherwise the agent's own (0700, 0600).
+ */
+async function writeVersion(dir: string, certificate: OutputCertificate, shared: boolean): Promise<void> {
+  const [dirMode, fileMode] = shared ? [0o755, 0o644] : [0o700, 0o600];
+  await mkdir(dir, { recursive: true, mode: dirMode });
   const previous = await readlink(join(dir, dataLink)).catch(() => undefined);
   const version = await mkdtemp(join(dir, versionPrefix));
-  for (const [field, name] of Object.entries(certFileNames) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx');
+  if (shared) await Promise.all([chmod(dir, dirMode), chmod(version, dirMode)]);
+  for (const [field, name] of Object.entries(certFileNames) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx', fileMode);
   await swapLink(join(dir, dataLink), basename(version));
   // Once: the top-level names become links through ..data (a file an older agent wrote is replaced whole).
   for (const name of Object.values(certFileNames)) {

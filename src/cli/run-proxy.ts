@@ -87,7 +87,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   if (proxyless.disableEnvoy) {
     await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-    return superviseProxyless(config, { ...bootstrap, caSettings: ca, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
+    return superviseProxyless(config, { ...bootstrap, caSettings: ca && { ...ca, outputShared: true }, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
   }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);

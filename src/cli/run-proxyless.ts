@@ -42,7 +42,8 @@ export async function superviseProxyless(config: AgentConfig, inputs: ProxylessI
   const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: config.configPath, node: inputs.nodeId, clock: systemClock, logger: xdsLogger });
   stack.defer(() => lastKnownGoodFile.close());
   const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
-  const relay = new XdsRelay({ socketPath: inputs.xdsSocketPath, upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood });
+  // The app, not Envoy, dials the socket, and it may run as any user: 0666 as Istio's.
+  const relay = new XdsRelay({ socketPath: inputs.xdsSocketPath, socketMode: 0o666, upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood });
   await relay.start();
   stack.defer(() => relay.stop());
   const bootstrap = buildGrpcBootstrap({ xdsSocketPath: inputs.xdsSocketPath, nodeId: inputs.nodeId, metadata: inputs.metadata, certDir: inputs.caSettings?.outputDir });

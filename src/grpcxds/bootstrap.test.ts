@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { AgentError } from '../shared/errors.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from './bootstrap.ts';
 
 const input = { xdsSocketPath: '/etc/istio/proxy/XDS', nodeId: 'sidecar~10.0.0.7~app-1.default~default.svc.cluster.local', metadata: { NAMESPACE: 'default', GENERATOR: 'envoy' } };
@@ -40,6 +41,25 @@ test('written whole into a 0700 directory it makes', async () => {
     assert.equal((await stat(join(dir, 'etc/istio/proxy'))).mode & 0o777, 0o700);
     assert.equal((await stat(path)).mode & 0o777, 0o644);
     assert.equal(JSON.parse(await readFile(path, 'utf8')).node.id, input.nodeId);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a GRPC_XDS_BOOTSTRAP that cannot be written is bad input naming the variable (exit 2), and leaves no temporary file', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'grpc-bootstrap-'));
+  try {
+    const bootstrap = buildGrpcBootstrap({ xdsSocketPath: '/etc/istio/proxy/XDS', nodeId: 'sidecar~1.2.3.4~a.b~b.svc.cluster.local', metadata: {} });
+    await mkdir(join(dir, 'a-directory'));
+    await writeFile(join(dir, 'a-file'), '');
+    for (const path of [join(dir, 'a-directory'), join(dir, 'a-file', 'bootstrap.json')]) {
+      await assert.rejects(writeGrpcBootstrap(path, bootstrap), (error: AgentError) => {
+        assert.equal(error.exitCode, 2);
+        assert.match(error.message, /^env GRPC_XDS_BOOTSTRAP: cannot write the gRPC bootstrap at .* \((EISDIR|ENOTDIR|EEXIST)\)$/);
+        return true;
+      });
+    }
+    assert.deepEqual((await readdir(dir)).filter((name) => name.endsWith('.tmp')), []);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

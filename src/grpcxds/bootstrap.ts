@@ -6,8 +6,9 @@
  * rotated in OUTPUT_CERTS, and the name template for server listeners that
  * istiod serves as `xds.istio.io/grpc/lds/inbound/<ip:port>`.
  */
-import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { badEnv, describe } from '../shared/errors.ts';
 import { certFilesIn } from '../shared/istio-files.ts';
 
 export const serverListenerNameTemplate = 'xds.istio.io/grpc/lds/inbound/%s';
@@ -51,11 +52,20 @@ export function buildGrpcBootstrap(input: GrpcBootstrapInput): GrpcBootstrap {
   return bootstrap;
 }
 
-/** Writes the bootstrap (directory 0700, file 0644 as Istio's) by rename, so gRPC never reads half a file. */
+/**
+ * Writes the bootstrap (directory 0700, file 0644 as Istio's) by rename, so
+ * gRPC never reads half a file. A path that cannot be written is bad input
+ * (exit 2 naming GRPC_XDS_BOOTSTRAP), and leaves no temporary file behind.
+ */
 export async function writeGrpcBootstrap(path: string, bootstrap: GrpcBootstrap): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const partial = `${path}.${process.pid}.tmp`;
-  await writeFile(partial, `${JSON.stringify(bootstrap, null, 2)}\n`, { mode: 0o644 });
-  await chmod(partial, 0o644);
-  await rename(partial, path);
+  try {
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+    await writeFile(partial, `${JSON.stringify(bootstrap, null, 2)}\n`, { mode: 0o644 });
+    await chmod(partial, 0o644);
+    await rename(partial, path);
+  } catch (error) {
+    await rm(partial, { force: true }).catch(() => undefined);
+    throw badEnv('GRPC_XDS_BOOTSTRAP', `cannot write the gRPC bootstrap at ${path} (${(error as NodeJS.ErrnoException).code ?? describe(error)})`, error);
+  }
 }

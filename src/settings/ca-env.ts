@@ -23,7 +23,7 @@ export const caEnv = declareEnvSettings({
   ttlSeconds: { env: 'SECRET_TTL', default: '24h', parse: (text) => minuteDurationSeconds(text), description: 'Lifetime asked of the CA, at least 1m' },
   graceRatio: { env: 'SECRET_GRACE_PERIOD_RATIO', default: '0.5', parse: (text) => ratio(text), description: 'Renew when this part of the lifetime is left' },
   jitterRatio: { env: 'SECRET_GRACE_PERIOD_RATIO_JITTER', default: '0.01', parse: (text) => ratio(text), description: 'Random spread of the renewal, so a fleet does not renew at once' },
-  outputDir: { env: 'OUTPUT_CERTS', description: 'Also write the certificate and key here (0600), for apps that read files' },
+  outputDir: { env: 'OUTPUT_CERTS', description: 'Also write the certificate and key here, for apps that read files (0600; 0644 with proxyless gRPC, as Istio on Kubernetes)' },
   clusterId: { env: 'ISTIO_META_CLUSTER_ID', alsoEnv: 'CLUSTER_ID', description: 'Cluster ID sent with the CSR' },
   fileMountedCerts: { env: 'FILE_MOUNTED_CERTS', default: 'false', parse: (text) => /^true$/i.test(text), description: 'true: certificates are mounted files, never asked of a CA' },
 });

@@ -7,7 +7,7 @@
  * CA's certificates (file_watcher); after a rotation, calls go on.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { Client, type sendUnaryData, type ServerUnaryCall, credentials, ServerCredentials } from '@grpc/grpc-js';
@@ -131,6 +131,13 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     assert.equal(bootstrap.node.metadata.GENERATOR, 'grpc');
     assert.equal(bootstrap.xds_servers[0].server_uri, `unix://${join(agent.dir, 'config', 'XDS')}`);
     assert.equal(bootstrap.certificate_providers.default.config.certificate_file, join(certsDir, 'cert-chain.pem'));
+  });
+
+  it("lets an app of another user use it, as Istio's modes do: the XDS socket 0666, OUTPUT_CERTS 0644 in 0755 directories", async () => {
+    assert.equal((await stat(join(agent.dir, 'config', 'XDS'))).mode & 0o777, 0o666);
+    for (const name of ['key.pem', 'cert-chain.pem', 'root-cert.pem']) assert.equal((await stat(join(certsDir, name))).mode & 0o777, 0o644, name);
+    assert.equal((await stat(join(certsDir, '..data'))).mode & 0o777, 0o755);
+    assert.equal((await stat(certsDir)).mode & 0o777, 0o755);
   });
 
   it('a grpc-js-xds client calls a grpc-js-xds server over mTLS with the CA\'s certificates, through the relay; after a rotation calls go on', async () => {

@@ -24,6 +24,8 @@ import type { XdsMode } from '../wire.ts';
 export interface XdsRelayOptions {
   /** The Unix socket Envoy connects to (`<configPath>/XDS`). */
   socketPath: string;
+  /** The socket's mode: 0600 (Envoy runs as the agent's user) unless the app reads it, as proxyless gRPC does (0666, Istio's). */
+  socketMode?: number;
   upstream: UpstreamOptions;
   /** The status server's registry; the relay's metrics are registered there. */
   registry: Registry;
@@ -138,7 +140,7 @@ export class XdsRelay {
     }).catch((error: unknown) => {
       throw new AgentError('BAD_FLAG', `--configPath: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
     });
-    await chmod(socketPath, 0o600);
+    await chmod(socketPath, this.#options.socketMode ?? 0o600);
     this.#server = server;
     logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
   }
