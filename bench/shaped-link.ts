@@ -26,9 +26,9 @@ export async function shapedLink(rate: string): Promise<ShapedLink | undefined> 
   const close = async () => void (await execa('ip', ['netns', 'del', ns], { reject: false }));
   try {
     await ip('link', 'add', outer, 'type', 'veth', 'peer', 'name', inner, 'netns', ns);
-    await ip('addr', 'add', '10.201.0.1/30', 'dev', outer);
+    await ip('addr', 'add', '198.19.201.1/30', 'dev', outer);
     await ip('link', 'set', outer, 'up');
-    await ip('-n', ns, 'addr', 'add', '10.201.0.2/30', 'dev', inner);
+    await ip('-n', ns, 'addr', 'add', '198.19.201.2/30', 'dev', inner);
     await ip('-n', ns, 'link', 'set', inner, 'up');
     await ip('-n', ns, 'link', 'set', 'lo', 'up');
     const shape = ['root', 'tbf', 'rate', rate, 'burst', '256kb', 'latency', '50ms'];
@@ -39,5 +39,5 @@ export async function shapedLink(rate: string): Promise<ShapedLink | undefined> 
     console.log(`shaped link skipped: ${(error as Error).message.split('\n')[0]}`);
     return undefined;
   }
-  return { host: '10.201.0.2', exec: ['ip', 'netns', 'exec', ns], close };
+  return { host: '198.19.201.2', exec: ['ip', 'netns', 'exec', ns], close };
 }

@@ -104,7 +104,7 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
     gate.certsChanged(hash);
     agent.dispatch({ type: 'config-changed', config: hash });
   };
-  const certs = await startCertWatch(config, systemClock, logger.child({ component: 'certs' }), sds.certFeed(restart));
+  const certs = await startCertWatch(config, { clock: systemClock, logger: logger.child({ component: 'certs' }), caInUse: Boolean(options.caSettings) }, sds.certFeed(restart));
   stack.defer(() => certs.close());
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.

@@ -18,23 +18,28 @@ export function bootstrapPath(configPath: string, epoch: number, extension = '.j
 }
 
 export interface ConfigDir {
-  /** Permission bits of an existing directory that others may enter, for a warning. */
-  widerThanNeeded?: number;
+  /**
+   * An existing directory another user (not us, not root) owns, for a
+   * warning: they could swap what the agent writes there. A 0777 emptyDir
+   * the kubelet made (root's) is the normal case in a pod, and quiet: the
+   * files and the socket in it are 0600, and a file left there is replaced.
+   */
+  foreignOwner?: { uid: number; mode: number };
 }
 
 /**
  * Creates the config dir 0700 when it is absent: it holds bootstraps with
  * node metadata and the XDS socket. An existing one keeps its mode
- * (`--configPath /tmp` must not turn /tmp private); the caller warns when
- * others may enter it.
+ * (`--configPath /tmp` must not turn /tmp private, nor a pod's emptyDir
+ * fail); the caller warns when another user owns it.
  */
 export async function prepareConfigDir(configPath: string): Promise<ConfigDir> {
   try {
     const info = await stat(configPath).catch(absentAsUndefined);
     if (!info) return (await makeDirs(configPath), {});
     if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
-    const mode = info.mode & 0o7777;
-    return mode & 0o077 ? { widerThanNeeded: mode } : {};
+    const ours = info.uid === 0 || info.uid === process.getuid?.();
+    return ours ? {} : { foreignOwner: { uid: info.uid, mode: info.mode & 0o7777 } };
   } catch (error) {
     throw badFlag('--configPath', `${configPath} is not a writable directory (${(error as NodeJS.ErrnoException).code})`, error);
   }

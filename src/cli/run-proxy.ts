@@ -77,7 +77,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const bootstrap = await prepareBootstrap(config, options.context);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
-  warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
+  warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
     options.context.stdout.write(bootstrap.text);
     return 0;
@@ -133,13 +133,14 @@ async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
   return { nodeId, metadata, text, configDir, domain: role.domain };
 }
 
-/** An existing --configPath keeps its mode; others entering it is worth a warning, not a chmod. */
-function warnIfConfigDirIsOpen(path: string, dir: ConfigDir, to: Logger | NodeJS.WritableStream): void {
-  if (dir.widerThanNeeded === undefined) return;
-  const mode = dir.widerThanNeeded.toString(8).padStart(4, '0');
-  const advice = 'bootstraps (0600) and the XDS socket (0600) stay private, but a 0700 directory is safer';
-  if ('warn' in to) to.warn({ configPath: path, mode, advice }, 'config directory is open to other users; mode left as is');
-  else to.write(`pilot-agent: warning: --configPath ${path} has mode ${mode}, open to other users; left as is (${advice})\n`);
+/** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */
+function warnIfConfigDirIsForeign(path: string, dir: ConfigDir, to: Logger | NodeJS.WritableStream): void {
+  if (dir.foreignOwner === undefined) return;
+  const { uid } = dir.foreignOwner;
+  const mode = dir.foreignOwner.mode.toString(8).padStart(4, '0');
+  const advice = 'that user can replace what the agent writes there; give the agent a directory of its own';
+  if ('warn' in to) to.warn({ configPath: path, uid, mode, advice }, 'config directory belongs to another user; left as is');
+  else to.write(`pilot-agent: warning: --configPath ${path} belongs to uid ${uid} (mode ${mode}); left as is (${advice})\n`);
 }
 
 /** Envoy reaches the discovery server through the agent's relay on this socket. */

@@ -22,7 +22,7 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
 
   after(() => rm(dir, { recursive: true, force: true }));
 
-  const common = ['--serviceregistry', 'Other', '--ip', '10.1.2.3', '--discoveryAddress', '127.0.0.1:15010', '--print-bootstrap'];
+  const common = ['--serviceregistry', 'Other', '--ip', '198.19.1.3', '--discoveryAddress', '127.0.0.1:15010', '--print-bootstrap'];
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
     { name: 'sidecar, SotW', args: ['sidecar'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
     { name: 'router, Delta', args: ['router', '--deltaXds'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
@@ -37,9 +37,9 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
     {
       name: 'Kubernetes registry with metadata',
       args: ['sidecar', '--serviceregistry', 'Kubernetes', '--ip', '', '--connectTimeout', '250ms', '--serviceCluster', 'productpage.default'],
-      env: { INSTANCE_IP: '10.4.5.6', POD_NAME: 'productpage-v1', POD_NAMESPACE: 'default', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_METAJSON_LABELS: '{"app":"productpage"}' },
+      env: { INSTANCE_IP: '198.19.4.6', POD_NAME: 'productpage-v1', POD_NAMESPACE: 'default', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_METAJSON_LABELS: '{"app":"productpage"}' },
       check: (b) => {
-        assert.equal(b.node.id, 'sidecar~10.4.5.6~productpage-v1.default~default.svc.cluster.local');
+        assert.equal(b.node.id, 'sidecar~198.19.4.6~productpage-v1.default~default.svc.cluster.local');
         const { INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME, INSTANCE_IPS } = b.node.metadata;
         assert.deepEqual({ INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME }, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' }, STATIC_LABELS: { app: 'productpage' }, NAMESPACE: 'default', NAME: 'productpage-v1' });
         assert.match(INSTANCE_IPS, /^10\.4\.5\.6(,|$)/);

@@ -148,8 +148,8 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         assert.deepEqual(reviewsNs!.addresses, [vips.reviews]);
         assert.deepEqual(reviewsFqdn!.addresses, [vips.reviews]);
         // Forwarded to the cluster DNS by the agent, whose own queries (uid 1337) istio-init's rules leave alone: no loop.
-        assert.deepEqual(external!.addresses, ['198.51.100.7'], JSON.stringify(external));
-        assert.deepEqual(externalAres!.addresses, ['198.51.100.7']);
+        assert.deepEqual(external!.addresses, ['198.19.100.7'], JSON.stringify(external));
+        assert.deepEqual(externalAres!.addresses, ['198.19.100.7']);
         assert.equal(nowhere!.rcode, 3, 'the resolver\'s NXDOMAIN comes back as is');
         assert.deepEqual({ status: http!.status, body: http!.body }, { status: 200, body: 'hello from the legacy db' }, 'the app reaches the upstream by name, through Envoy');
         assert.ok(world.resolverLog().some((entry) => entry.name === 'external.test'), 'the resolver saw the forwarded query');
@@ -183,8 +183,8 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         { op: 'raw', name: 'external.test', proto: 'tcp', server: loopback },
         { op: 'raw', name: 'db.legacy.internal', proto: 'udp', server: loopback },
       ]);
-      assert.deepEqual([udp!.answers, udp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(udp));
-      assert.deepEqual([tcp!.answers, tcp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(tcp));
+      assert.deepEqual([udp!.answers, udp!.aa], [['A external.test 198.19.100.7'], false], JSON.stringify(udp));
+      assert.deepEqual([tcp!.answers, tcp!.aa], [['A external.test 198.19.100.7'], false], JSON.stringify(tcp));
       assert.deepEqual([known!.answers, known!.aa], [[`A db.legacy.internal ${vips.db}`], true], 'the app\'s query to the loopback resolver was captured to the agent');
       const upstreamRequests = Number(/^istio_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
       const queries = world.resolverLog().filter((entry) => entry.event === 'query');

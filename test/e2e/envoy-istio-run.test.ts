@@ -43,7 +43,7 @@ describe('Envoy as Istio\'s injection template runs it', () => {
     await writeFile(override, 'node:\n  metadata:\n    DATADOG_AGENT: "$(HOST_IP):8126"\n');
     const agent = await startAgent({
       discoveryAddress: peer.address,
-      env: { ISTIO_CPU_LIMIT: '1.5', HOST_IP: '10.9.8.7', ISTIO_BOOTSTRAP_OVERRIDE: override, PROXY_CONFIG: JSON.stringify({ fileFlushInterval: '0.250s', extraStatTags: ['dlp_status'] }) },
+      env: { ISTIO_CPU_LIMIT: '1.5', HOST_IP: '198.19.9.7', ISTIO_BOOTSTRAP_OVERRIDE: override, PROXY_CONFIG: JSON.stringify({ fileFlushInterval: '0.250s', extraStatTags: ['dlp_status'] }) },
     });
     deferStop(test, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     await agent.log.waitFor((entry) => entry.msg === 'epoch live', 30_000, 'epoch live');
@@ -57,7 +57,7 @@ describe('Envoy as Istio\'s injection template runs it', () => {
     type BootstrapDump = { '@type': string; bootstrap: { node: { metadata: Record<string, unknown> }; stats_config: { stats_tags: { tag_name: string }[] } } };
     const dump = JSON.parse(await admin(agent, '/config_dump')) as { configs: BootstrapDump[] };
     const { bootstrap } = dump.configs.find((config) => config['@type'].endsWith('BootstrapConfigDump'))!;
-    assert.equal(bootstrap.node.metadata.DATADOG_AGENT, '10.9.8.7:8126', 'the override is merged, $(HOST_IP) substituted');
+    assert.equal(bootstrap.node.metadata.DATADOG_AGENT, '198.19.9.7:8126', 'the override is merged, $(HOST_IP) substituted');
     assert.equal(bootstrap.stats_config.stats_tags.length, 17, 'Istio\'s 16 tags and the extra one');
     assert.ok(bootstrap.stats_config.stats_tags.some((tag) => tag.tag_name === 'dlp_status'));
 

@@ -141,7 +141,7 @@ describe('istio-iptables in a dual-stack pod without ISTIO_DUAL_STACK (beyond Is
     }
     const missing = await runIptables(pair.appNs, templateArgs, { path: bin });
     assert.equal(missing.exitCode, 2, missing.stderr);
-    assert.match(missing.stderr.split('\n').at(-1)!, /^pilot-agent: ip6tables-restore: not found or does not run; the pod's IPv6 address fd00:251::1 needs IPv6 rules \(install ip6tables\)$/);
+    assert.match(missing.stderr.split('\n').at(-1)!, /^pilot-agent: ip6tables-restore: not found or does not run; the pod's IPv6 address 2001:2:0:251::1 needs IPv6 rules \(install ip6tables\)$/);
     assert.doesNotMatch(await savedRules(pair.appNs, 'v4'), /ISTIO/, 'nothing applied');
 
     const result = await runIptables(pair.appNs, templateArgs);
@@ -154,7 +154,7 @@ describe('istio-iptables in a dual-stack pod without ISTIO_DUAL_STACK (beyond Is
   it('says why in one line, and writes the reject rules iptables-save shows in the golden', { skip }, async () => {
     const lines = stderr.split('\n').filter((line) => /IPv6/.test(line) && /dual stack/.test(line));
     assert.equal(lines.length, 1, stderr);
-    assert.match(lines[0]!, /fd00:251::1 .*ISTIO_DUAL_STACK.*reset/);
+    assert.match(lines[0]!, /2001:2:0:251::1 .*ISTIO_DUAL_STACK.*reset/);
     assert.equal(await savedRules(pair.appNs, 'v6', 'filter'), rejectFilter6);
     assert.doesNotMatch(await savedRules(pair.appNs, 'v6', 'nat'), /ISTIO/, 'no IPv6 capture, as Istio');
   });

@@ -1,7 +1,7 @@
 /**
  * Two network namespaces per case, "app" (where `pilot-agent istio-iptables`
  * runs) and "peer" (the pod network), joined by a veth pair with IPv4
- * (10.251.0.0/30), IPv6 (fd00:251::/64) or both. The addresses exist only
+ * (198.19.251.0/30), IPv6 (2001:2:0:251::/64, the IPv6 benchmarking range) or both. The addresses exist only
  * inside these namespaces; names derive from the test's pid and a label.
  * Python listeners answer with their name, the port they listen on and the
  * connection's original destination (SO_ORIGINAL_DST, IPv4 and IPv6), so a
@@ -18,8 +18,8 @@ export interface Family {
   peer: string;
 }
 
-export const v4: Family = { app: '10.251.0.1', peer: '10.251.0.2' };
-export const v6: Family = { app: 'fd00:251::1', peer: 'fd00:251::2' };
+export const v4: Family = { app: '198.19.251.1', peer: '198.19.251.2' };
+export const v6: Family = { app: '2001:2:0:251::1', peer: '2001:2:0:251::2' };
 
 const listenerScript = `
 import socket, struct, sys, threading

@@ -33,13 +33,13 @@ describe('Envoy keeps Istio\'s default stats only, extendable', () => {
 
   it('takes additions from the sidecar.istio.io annotations, flags winning, {pod_ip} being the node\'s IP', { timeout: 30_000 }, async () => {
     const render = async (args: string[]) => {
-      const printed = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '10.1.2.3', '--print-bootstrap', ...args], {
+      const printed = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '198.19.1.3', '--print-bootstrap', ...args], {
         env: { ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({ 'sidecar.istio.io/statsInclusionPrefixes': 'http.{pod_ip}_,upstream_rq', 'sidecar.istio.io/statsInclusionSuffixes': 'upstream_cx_total' }) },
       });
       return (JSON.parse(printed.stdout) as { stats_config: { stats_matcher: { inclusion_list: { patterns: unknown[] } } } }).stats_config.stats_matcher.inclusion_list.patterns.map((pattern) => JSON.stringify(pattern));
     };
     const fromAnnotations = await render([]);
-    for (const expected of [{ prefix: 'http.10.1.2.3_' }, { prefix: 'upstream_rq' }, { suffix: 'upstream_cx_total' }, { prefix: 'server' }]) assert.ok(fromAnnotations.includes(JSON.stringify(expected)), JSON.stringify(expected));
+    for (const expected of [{ prefix: 'http.198.19.1.3_' }, { prefix: 'upstream_rq' }, { suffix: 'upstream_cx_total' }, { prefix: 'server' }]) assert.ok(fromAnnotations.includes(JSON.stringify(expected)), JSON.stringify(expected));
     const fromFlag = await render(['--statsInclusionPrefixes', 'cluster.outbound']);
     assert.ok(fromFlag.includes(JSON.stringify({ prefix: 'cluster.outbound' })) && !fromFlag.includes(JSON.stringify({ prefix: 'upstream_rq' })), 'the flag replaces the annotation');
     assert.ok(fromFlag.includes(JSON.stringify({ suffix: 'upstream_cx_total' })), 'other annotations still count');

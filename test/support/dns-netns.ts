@@ -16,7 +16,7 @@ import { agentBin, nodeBin, repoRoot } from './paths.ts';
 import { own } from './processes.ts';
 
 const dnsPacketPath = join(repoRoot, 'node_modules', 'dns-packet', 'index.js');
-/** The cluster DNS' service address, as kube-dns' ClusterIP (10.96.0.10) would be: off the pod, reached by a route. */
+/** The cluster DNS' service address, as kube-dns' ClusterIP would be: off the pod, reached by a route. */
 export const clusterDnsIp = '198.18.0.10';
 /** The /30 between the pod and the cluster DNS' namespace; only ever inside these two namespaces. */
 const link = { pod: '198.19.0.1', dns: '198.19.0.2' };
@@ -35,7 +35,7 @@ function answer(message, proto, from) {
   const query = packet.decode(message);
   const question = query.questions[0];
   console.log(JSON.stringify({ event: 'query', proto, name: question.name, type: question.type, from }));
-  const ips = question.type !== 'A' ? [] : question.name === 'external.test' ? ['198.51.100.7'] : question.name === 'big.test' ? Array.from({ length: 100 }, (_, i) => '198.51.100.' + (i + 1)) : undefined;
+  const ips = question.type !== 'A' ? [] : question.name === 'external.test' ? ['198.19.100.7'] : question.name === 'big.test' ? Array.from({ length: 100 }, (_, i) => '198.19.100.' + (i + 1)) : undefined;
   const reply = (answers, flags) => packet.encode({ id: query.id, type: 'response', flags: flags | packet.RECURSION_AVAILABLE, questions: query.questions, answers });
   if (!ips) return reply([], 3);
   const answers = ips.map((ip) => ({ type: 'A', name: question.name, ttl: 60, data: ip }));
