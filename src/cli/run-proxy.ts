@@ -40,6 +40,8 @@ export interface RunProxyOptions {
   ignoredFlags: readonly string[];
   /** Istio flags given that the agent accepts but does not implement. */
   unimplementedFlags?: readonly string[];
+  /** Arguments commander did not recognise (Istio's agent ignores unknown flags); each is one warning. */
+  unknownArgs?: readonly string[];
   /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
   proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
   /** ProxyConfig's proxyMetadata: env values under the real env (ISTIO_META_DNS_CAPTURE, …). */
@@ -58,6 +60,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   processGuard.useReport((level, fields, message) => logger[level](fields, message));
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
+  if (options.unknownArgs?.length) logger.warn({ args: options.unknownArgs }, 'unknown flags or arguments ignored, as Istio\'s agent ignores them');
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);

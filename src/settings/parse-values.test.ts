@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bool, componentLevels, count, port, secondsOrDuration } from './parse-values.ts';
+import { bool, componentLevels, count, envoyLogLevels, port, secondsOrDuration, splitEnvoyLogLevel } from './parse-values.ts';
 
 /** Accepts `good` (with the value it gives) and refuses `bad` with `message`. */
 function table<T>(parse: (text: string) => T, good: [string, T][], bad: string[], message: string | ((text: string) => string)): void {
@@ -16,8 +16,9 @@ test('count: non-negative whole numbers only', () => {
   table(count, [['0', 0], ['10', 10]], ['', '-1', '1.5', '10x', 'x10', ' 1'], 'not a non-negative integer');
 });
 
-test('bool: true/1 and false/0 in any case, whole words only', () => {
-  table(bool, [['true', true], ['TRUE', true], ['1', true], ['false', false], ['False', false], ['0', false]], ['', 'yes', 'xtrue', 'true1', 'falsey', '01', '10'], (text) => `"${text}" is not a boolean (true or false)`);
+test("bool: Go's strconv.ParseBool, as Istio reads booleans (t, T, True, …), whole words only", () => {
+  const good: [string, boolean][] = [['1', true], ['t', true], ['T', true], ['TRUE', true], ['true', true], ['True', true], ['0', false], ['f', false], ['F', false], ['FALSE', false], ['false', false], ['False', false]];
+  table(bool, good, ['', 'yes', 'tRUE', 'xtrue', 'true1', 'falsey', '01', '10', ' true'], (text) => `"${text}" is not a boolean (true or false)`);
 });
 
 test('secondsOrDuration: whole seconds or a Go duration', () => {
@@ -34,4 +35,19 @@ test('componentLevels: component:level pairs, spaces and empty items allowed, ea
     ['upstream:verbose', '"verbose" is not an Envoy log level (trace, debug, info, warning, warn, error, critical, off)'],
   ];
   for (const [text, message] of bad) assert.throws(() => componentLevels(text), { message }, text);
+});
+
+test("--proxyLogLevel: a level, with component:level parts after it as Istio's splitComponentLog splits them", () => {
+  for (const [text, level, components] of [
+    ['warning', 'warning', undefined],
+    ['info,misc:error', 'info', 'misc:error'],
+    ['misc:error,debug,upstream:trace', 'debug', 'misc:error,upstream:trace'],
+    ['misc:error', undefined, 'misc:error'],
+  ] as const) {
+    assert.equal(envoyLogLevels(text), text);
+    assert.deepEqual(splitEnvoyLogLevel(text), { level, components }, text);
+  }
+  assert.throws(() => envoyLogLevels('loud'), /"loud" is not an Envoy log level/);
+  assert.throws(() => envoyLogLevels('info,debug'), /names more than one level/);
+  assert.throws(() => envoyLogLevels('info,nosuch:error'), /"nosuch" is not an Envoy log component/);
 });

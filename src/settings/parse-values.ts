@@ -59,9 +59,37 @@ export const componentLevels = (text: string) => {
   return text;
 };
 
+/**
+ * `--proxyLogLevel`: a level, optionally with `component:level` parts after
+ * it (`info,misc:error`, what the `sidecar.istio.io/logLevel` annotation
+ * gives), as Istio's agent takes it.
+ */
+export const envoyLogLevels = (text: string) => {
+  const { level, components } = splitEnvoyLogLevel(text);
+  if (level !== undefined && !(envoyLevels as readonly string[]).includes(level)) throw new Error(`"${level}" is not an Envoy log level (${envoyLevels.join(', ')})`);
+  if (components) componentLevels(components);
+  return text;
+};
+
+/**
+ * Istio's splitComponentLog: the part without a colon is the level, the
+ * `component:level` parts are component levels (they replace
+ * --proxyComponentLogLevel when present).
+ */
+export function splitEnvoyLogLevel(text: string): { level: string | undefined; components: string | undefined } {
+  const parts = text.split(',').map((part) => part.trim()).filter(Boolean);
+  const components = parts.filter((part) => part.includes(':'));
+  const levels = parts.filter((part) => !part.includes(':'));
+  if (levels.length > 1) throw new Error(`"${text}" names more than one level (${levels.join(', ')})`);
+  return { level: levels[0], components: components.length > 0 ? components.join(',') : undefined };
+}
+
+/** Go's strconv.ParseBool, which Istio reads every boolean with: `ISTIO_META_DNS_CAPTURE=t` is true there, and here. */
+const goBools: Record<string, boolean> = { 1: true, t: true, T: true, TRUE: true, true: true, True: true, 0: false, f: false, F: false, FALSE: false, false: false, False: false };
+
 export const bool = (text: string) => {
-  if (/^(true|1)$/i.test(text)) return true;
-  if (/^(false|0)$/i.test(text)) return false;
-  throw new Error(`"${text}" is not a boolean (true or false)`);
+  const value = goBools[text];
+  if (value === undefined) throw new Error(`"${text}" is not a boolean (true or false)`);
+  return value;
 };
 

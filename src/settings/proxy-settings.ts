@@ -1,7 +1,7 @@
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import type { ProxyType } from '../role/role.ts';
 import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
-import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLevels, maxConcurrency, port, secondsOrDuration } from './parse-values.ts';
+import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLogLevels, maxConcurrency, port, secondsOrDuration } from './parse-values.ts';
 import { declareSettings, type SettingValues } from './setting.ts';
 import { emptyIsUnset, workingDirPath, hostPort, optionalHostPort, optionalList } from './settle-values.ts';
 
@@ -29,7 +29,7 @@ export const proxySettings = declareSettings([
   { flag: 'fileFlushInterval', key: 'fileFlushIntervalMs', proxyConfig: 'fileFlushInterval', value: '<duration>', default: '1s', parse: durationIn({ minMs: 1 }), description: 'Envoy --file-flush-interval-msec: how often Envoy flushes access log files (Envoy\'s own default is 10s); at least 1ms' },
   { flag: 'skipDeprecatedLogs', value: '[bool]', default: true, env: 'ENVOY_SKIP_DEPRECATED_LOGS', parse: bool, description: 'Envoy --skip-deprecated-logs: leave out Envoy\'s log lines about deprecated config, as Istio does unless set to false' },
   { flag: 'bootstrapOverride', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP_OVERRIDE', settle: emptyIsUnset, description: 'YAML or JSON bootstrap that Envoy merges over the rendered one (--config-yaml); $(HOST_IP) in it becomes env HOST_IP' },
-  { flag: 'proxyLogLevel', value: '<level>', default: 'warning', choices: envoyLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off' },
+  { flag: 'proxyLogLevel', value: '<level>', default: 'warning', parse: envoyLogLevels, description: 'Envoy log level: trace, debug, info, warning, error, critical, off; component:level parts may follow (info,misc:error) and then replace --proxyComponentLogLevel' },
   { flag: 'proxyComponentLogLevel', value: '<levels>', default: '', parse: componentLevels, description: 'Envoy per-component log levels, e.g. upstream:debug,connection:trace; components are checked against Envoy 1.40\'s' },
   { flag: 'statusPort', proxyConfig: 'statusPort', value: '<port>', default: '15020', parse: port, description: 'Port of the agent\'s status server (0 disables it)' },
   { flag: 'readinessPort', value: '<port>', default: '15021', parse: port, description: 'Port of Envoy\'s readiness listener, which routes /healthz/ready to the status server (0: none)' },

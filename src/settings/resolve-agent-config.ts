@@ -2,6 +2,7 @@ import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
 import { concurrencyFromCpuLimit } from './envoy-env.ts';
 import { extraStatTags, proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
+import { splitEnvoyLogLevel } from './parse-values.ts';
 import { proxySettings, type AgentConfig } from './proxy-settings.ts';
 import { attributeOf, keyOf, settleSetting } from './setting.ts';
 
@@ -32,8 +33,15 @@ export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config
   const given = (field: string) => options.commandLine.sourceOf(field) === 'cli' || options.commandLine.sourceOf(field) === 'env' || applied.includes(field);
   const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
-  const config = { ...settleAgentConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
+  const config = { ...withLogLevelsSplit(settleAgentConfig(options.proxyType, values)), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
   return { config, applied };
+}
+
+/** `--proxyLogLevel=info,misc:error` as Istio splits it: the level, and component levels that win over --proxyComponentLogLevel. */
+function withLogLevelsSplit(config: AgentConfig): AgentConfig {
+  const { level, components } = splitEnvoyLogLevel(config.proxyLogLevel);
+  // Only component levels given: Envoy keeps its own default level, as Istio passes no -l then.
+  return { ...config, proxyLogLevel: level ?? 'info', proxyComponentLogLevel: components ?? config.proxyComponentLogLevel };
 }
 
 /** Each row's config value from the value the sources settled on, keyed as commander keys flags; unset: its default. */

@@ -10,7 +10,10 @@ import { resolveAgentConfig } from '../../settings/resolve-agent-config.ts';
 export function proxyCommand(context: CommandContext): Command {
   const command = new Command('proxy')
     .description('Render the Envoy bootstrap, run Envoy through hot restarts and serve its status')
-    .addArgument(new Argument('<type>', 'proxy role').choices(proxyTypes));
+    .addArgument(new Argument('[type]', 'proxy role').choices(proxyTypes).default('sidecar'))
+    // As Istio's cobra command: unknown flags (an older or newer template's) are ignored, with a warning, not refused.
+    .allowUnknownOption()
+    .allowExcessArguments();
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
@@ -26,6 +29,8 @@ export function proxyCommand(context: CommandContext): Command {
       logAsJson: flags.log_as_json === true,
       printBootstrap: Boolean(flags.printBootstrap),
       ignoredFlags: ignoredFlags.filter(given),
+      // What commander did not take: unknown flags (and their values), or words past the type.
+      unknownArgs: command.args.slice(command.args[0] === type ? 1 : 0),
       unimplementedFlags: unimplementedFlags.filter(given),
       proxyConfig: { applied, unknown: proxyConfig.unknown },
       proxyMetadata: proxyConfig.value.proxyMetadata as Record<string, string> | undefined,

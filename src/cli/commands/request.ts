@@ -2,6 +2,9 @@ import { Command, InvalidArgumentError } from 'commander';
 import { AgentError, ExitCode } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
 
+/** Istio's client timeout for one request. */
+const requestTimeoutMs = 60_000;
+
 const port = (text: string) => {
   const value = Number(text);
   if (!/^\d+$/.test(text) || value === 0 || value > 65535) throw new InvalidArgumentError('not a port (1-65535)');
@@ -29,7 +32,7 @@ export function requestCommand(context: CommandContext): Command {
 
 async function send(url: string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {
   try {
-    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body });
+    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body, signal: AbortSignal.timeout(requestTimeoutMs) });
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
   } catch (error) {
     const cause = (error as Error).cause ?? error;
