@@ -42,7 +42,7 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
         assert.equal(b.node.id, 'sidecar~198.19.4.6~productpage-v1.default~default.svc.cluster.local');
         const { INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME, INSTANCE_IPS } = b.node.metadata;
         assert.deepEqual({ INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME }, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' }, STATIC_LABELS: { app: 'productpage' }, NAMESPACE: 'default', NAME: 'productpage-v1' });
-        assert.match(INSTANCE_IPS, /^10\.4\.5\.6(,|$)/);
+        assert.match(INSTANCE_IPS, /^198\.19\.4\.6(,|$)/);
         assert.equal(b.static_resources.clusters[0].connect_timeout, '0.25s');
       },
     },
