@@ -1,6 +1,7 @@
 import { badEnv } from '../shared/errors.ts';
 import { parseBoundedJson } from './bounded-json.ts';
 import { coerceMetadata, isObject } from './metadata-types.ts';
+import { istioLocalityLabel, localityFromLabels } from './locality.ts';
 
 const metaPrefix = 'ISTIO_META_';
 const metaJsonPrefix = 'ISTIO_METAJSON_';
@@ -73,6 +74,9 @@ export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): N
     LABELS: mergeLabels(metadata.LABELS, podInfo.labels),
     ANNOTATIONS: podInfo.annotations ? { ...(metadata.ANNOTATIONS as object | undefined), ...podInfo.annotations } : undefined,
   }));
+  // Istio's agent writes the locality it read back under istio-locality, with `/` for `.`.
+  const locality = localityFromLabels(metadata.LABELS as Record<string, string> | undefined);
+  if (locality !== undefined) metadata.LABELS = { ...(metadata.LABELS as Record<string, string>), [istioLocalityLabel]: locality };
   return metadata;
 }
 

@@ -41,7 +41,7 @@ async function podRoot(dir: string, root: string, hostIp: string): Promise<strin
   const files: [string, string][] = [
     ['var/run/secrets/tokens/istio-token', token],
     ['var/run/secrets/istio/root-cert.pem', root],
-    ['etc/istio/pod/labels', 'app="reviews"\nversion="v1"\npod-template-hash="54b8"\n'],
+    ['etc/istio/pod/labels', 'app="reviews"\nversion="v1"\npod-template-hash="54b8"\ntopology.istio.io/locality="eu-west1.eu-west1-b"\n'],
     ['hosts', `127.0.0.1 localhost\n${hostIp} ${istiodName}\n`],
   ];
   for (const [path, text] of files) {
@@ -94,7 +94,9 @@ describe('a default Istio install: only what the injector renders, and the agent
     const node = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 10_000, 'the node at the xDS peer');
     assert.equal(node.node, `sidecar~${podIp}~reviews-v1-abc.default~default.svc.cluster.local`);
     assert.equal(node.cluster, 'reviews.default', 'the canonical service, not istio-proxy');
+    assert.deepEqual(node.locality, { region: 'eu-west1', zone: 'eu-west1-b' }, 'node.locality from the pod\'s locality label');
     const metadata = node.metadata as Record<string, unknown>;
+    assert.equal((metadata.LABELS as Record<string, string>)['istio-locality'], 'eu-west1/eu-west1-b');
     assert.deepEqual(metadata.PILOT_SAN, [istiodName]);
     assert.deepEqual([metadata.METADATA_DISCOVERY, metadata.ENVOY_SKIP_DEPRECATED_LOGS, metadata.WORKLOAD_IDENTITY_SOCKET_FILE], ['false', 'true', 'socket']);
     const proxyConfig = metadata.PROXY_CONFIG as Record<string, unknown>;
