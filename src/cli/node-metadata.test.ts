@@ -46,6 +46,7 @@ test('node metadata from settings and sources, row by row', async () => {
     ['the env wins over proxyMetadata', [], { ISTIO_META_MESH_ID: 'env' }, { proxyMetadata: { ISTIO_META_MESH_ID: 'pc' } }, 'MESH_ID', 'env'],
     ['proxyMetadata other keys are not', [], {}, { proxyMetadata: { OTHER: 'x' } }, 'OTHER', undefined],
     ['the annotation\'s and mesh\'s fields reach PROXY_CONFIG', [], {}, { holdApplicationUntilProxyStarts: true }, 'PROXY_CONFIG.holdApplicationUntilProxyStarts', true],
+    ['DNS_PROXY_ADDR over ISTIO_META_DNS_PROXY_ADDR', [], { DNS_PROXY_ADDR: '127.0.0.1:15054', ISTIO_META_DNS_PROXY_ADDR: 'x' }, {}, 'DNS_PROXY_ADDR', '127.0.0.1:15054'],
     ['a set statNameLength wins over Istio\'s 189', [], {}, { statNameLength: 100 }, 'PROXY_CONFIG.statNameLength', 100],
   ];
   for (const [name, args, env, merged, key, want] of rows) {

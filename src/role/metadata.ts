@@ -65,6 +65,8 @@ export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): N
     ENVOY_STATUS_PORT: agent.envoyStatusPort || undefined,
     ENVOY_PROMETHEUS_PORT: agent.envoyPrometheusPort || undefined,
     EXIT_ON_ZERO_ACTIVE_CONNECTIONS: agent.exitOnZeroActiveConnections ? 'true' : undefined,
+    // Not ISTIO_META_-prefixed, yet Istio's agent sends it: istiod points the proxy's DNS at it.
+    DNS_PROXY_ADDR: env.DNS_PROXY_ADDR || undefined,
     METADATA_DISCOVERY: metadataDiscovery(env, metadata.ENABLE_HBONE),
     ENVOY_SKIP_DEPRECATED_LOGS: agent.skipDeprecatedLogs === undefined ? undefined : String(agent.skipDeprecatedLogs),
     WORKLOAD_IDENTITY_SOCKET_FILE: agent.workloadIdentitySocketFile,
