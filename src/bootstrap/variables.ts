@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { HostPort } from '../shared/host-port.ts';
+import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
@@ -22,6 +23,7 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     node_id: context.nodeId,
     cluster: config.serviceCluster,
     metadata: context.metadata,
+    locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined)),
     admin_port: config.proxyAdminPort,
     ads_api_type: config.deltaXds ? 'DELTA_GRPC' : 'GRPC',
     connect_timeout: protoDuration(config.connectTimeoutMs),

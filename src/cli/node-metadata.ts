@@ -1,6 +1,6 @@
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { networkInterfaces } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { protoDuration } from '../bootstrap/variables.ts';
 import { parseDownwardApi } from '../role/downward-api.ts';
 import { buildNodeMetadata, type NodeMetadata, type PodInfo } from '../role/metadata.ts';
@@ -8,12 +8,15 @@ import { instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
+import { effectiveAuthPolicy } from './xds-transport.ts';
 
 /** Kubernetes caps all of a pod's labels or annotations at 256 KiB; anything far past that is not a downward-API file. */
 const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
-export async function nodeMetadata(config: AgentConfig, role: Role, env: Readonly<Record<string, string | undefined>>): Promise<NodeMetadata> {
+export async function nodeMetadata(
+  config: AgentConfig, role: Role, env: Readonly<Record<string, string | undefined>>, mergedProxyConfig?: Record<string, unknown>,
+): Promise<NodeMetadata> {
   return buildNodeMetadata({
     env,
     podInfo: await readPodInfo(config.podInfoDir),
@@ -23,9 +26,16 @@ export async function nodeMetadata(config: AgentConfig, role: Role, env: Readonl
       envoyPrometheusPort: config.prometheusPort,
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       proxyConfig: agentProxyConfig(config),
+      mergedProxyConfig: { ...istioProxyConfigDefaults, ...mergedProxyConfig },
+      pilotSan: effectiveAuthPolicy(config) === 'MUTUAL_TLS' ? [pilotSan(config)] : undefined,
+      skipDeprecatedLogs: config.skipDeprecatedLogs,
+      workloadIdentitySocketFile: basename(config.sdsSocket),
     },
   });
 }
+
+/** ProxyConfig fields Istio's DefaultProxyConfig sets that the agent does not decide: the node carries them as Istio's does. */
+const istioProxyConfigDefaults = { statNameLength: 189 };
 
 /** The ProxyConfig fields (protojson names and forms) that the agent's own settings decide. */
 export function agentProxyConfig(config: AgentConfig): Record<string, unknown> {
@@ -38,9 +48,16 @@ export function agentProxyConfig(config: AgentConfig): Record<string, unknown> {
     discoveryAddress: `${config.discoveryAddress.host.includes(':') ? `[${config.discoveryAddress.host}]` : config.discoveryAddress.host}:${config.discoveryAddress.port}`,
     proxyAdminPort: config.proxyAdminPort,
     statusPort: config.statusPort,
-    controlPlaneAuthPolicy: config.controlPlaneAuthPolicy,
+    // protojson leaves out NONE, the enum's zero, as Istio's node does.
+    ...(effectiveAuthPolicy(config) === 'MUTUAL_TLS' ? { controlPlaneAuthPolicy: 'MUTUAL_TLS' } : {}),
     ...(config.concurrency > 0 ? { concurrency: config.concurrency } : {}),
   };
+}
+
+/** The name istiod's certificate carries, as Istio's agent guesses it: the server name, else the address's host (localhost: istiod's). */
+function pilotSan(config: AgentConfig): string {
+  if (config.xdsServerName !== undefined) return config.xdsServerName;
+  return config.discoveryAddress.host === 'localhost' ? 'istiod.istio-system.svc' : config.discoveryAddress.host;
 }
 
 /** labels and annotations from the downward-API directory; a missing file means "not mounted". */

@@ -9,6 +9,7 @@ import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
+import { serviceCluster } from '../role/service-cluster.ts';
 import { resolveCaSettings } from '../ca/resolve.ts';
 import { systemClock } from '../shared/clock.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
@@ -46,6 +47,8 @@ export interface RunProxyOptions {
   proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
   /** ProxyConfig's proxyMetadata: env values under the real env (ISTIO_META_DNS_CAPTURE, …). */
   proxyMetadata?: Readonly<Record<string, string>>;
+  /** The merged ProxyConfig (mesh file, PROXY_CONFIG, annotation): the node's PROXY_CONFIG below what the agent runs with. */
+  mergedProxyConfig?: Record<string, unknown>;
 }
 
 /**
@@ -77,7 +80,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const proxyless = readEnvSettings(env, proxylessEnv);
   const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
   const wasm = readEnvSettings(env, wasmEnv);
-  const bootstrap = await prepareBootstrap(config, options.context);
+  const bootstrap = await prepareBootstrap(config, options);
+  config = { ...config, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
@@ -86,11 +90,12 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     return 0;
   }
   const grpcBootstrapPath = proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
-  const upstream = xdsUpstream(config);
+  const upstream = xdsUpstream(config, env);
   if (proxyless.disableEnvoy) {
     await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-    return superviseProxyless(config, { ...bootstrap, caSettings: ca && { ...ca, outputShared: true }, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
+    const caSettings = ca && { ...ca, outputShared: true };
+    return superviseProxyless(config, { ...bootstrap, caSettings, upstream, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
   }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
@@ -119,7 +124,8 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
+async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyConfig }: RunProxyOptions) {
+  let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
     registry: config.registry,
@@ -130,10 +136,11 @@ async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = await nodeMetadata(config, role, context.env);
+  const metadata = await nodeMetadata(config, role, context.env, mergedProxyConfig);
+  config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, metadata, text, configDir, domain: role.domain };
+  return { nodeId, metadata, text, configDir, domain: role.domain, serviceCluster: config.serviceCluster };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

@@ -20,12 +20,14 @@ import { startStatusServer } from '../status/server.ts';
 import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
 import { XdsRelay } from '../xds/relay/relay.ts';
 import { processGuard } from './process-guard.ts';
-import { xdsUpstream } from './xds-transport.ts';
+import type { UpstreamOptions } from '../xds/upstream/material.ts';
 
 export interface ProxylessInputs {
   nodeId: string;
   metadata: object;
   caSettings: CaSettings | undefined;
+  /** How the relay reaches the discovery server (xdsUpstream). */
+  upstream: UpstreamOptions;
   /** Where the gRPC bootstrap goes. */
   bootstrapPath: string;
   xdsSocketPath: string;
@@ -41,7 +43,7 @@ export async function superviseProxyless(config: AgentConfig, inputs: ProxylessI
   const xdsLogger = logger.child({ component: 'xds' });
   const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: config.configPath, node: inputs.nodeId, clock: systemClock, logger: xdsLogger });
   stack.defer(() => lastKnownGoodFile.close());
-  const upstream = { ...xdsUpstream(config), heldCertificate: ca && (() => ca.workloadCertificate()) };
+  const upstream = { ...inputs.upstream, heldCertificate: ca && (() => ca.workloadCertificate()) };
   // The app, not Envoy, dials the socket, and it may run as any user: 0666 as Istio's.
   const relay = new XdsRelay({ socketPath: inputs.xdsSocketPath, socketMode: 0o666, upstream, registry, clock: systemClock, logger: xdsLogger, lastKnownGood });
   await relay.start();

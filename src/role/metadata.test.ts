@@ -65,6 +65,8 @@ const facts: AgentFacts = {
   envoyPrometheusPort: 15090,
   exitOnZeroActiveConnections: false,
   proxyConfig: { statusPort: 15020, drainDuration: '45s' },
+  skipDeprecatedLogs: true,
+  workloadIdentitySocketFile: 'socket',
 };
 
 test('the agent adds what Istio\'s agent adds: the node of istiod/reviews-sidecar.json', () => {
@@ -84,6 +86,9 @@ test('the agent adds what Istio\'s agent adds: the node of istiod/reviews-sideca
     ENVOY_STATUS_PORT: 15021,
     ENVOY_PROMETHEUS_PORT: 15090,
     ISTIO_VERSION: matchedIstioVersion,
+    METADATA_DISCOVERY: 'false',
+    ENVOY_SKIP_DEPRECATED_LOGS: 'true',
+    WORKLOAD_IDENTITY_SOCKET_FILE: 'socket',
     PROXY_CONFIG: { discoveryAddress: '127.0.0.1:15010', statusPort: 15020, statNameLength: 189, drainDuration: '45s' },
   });
 });

@@ -1,6 +1,7 @@
 import { badEnv } from '../shared/errors.ts';
 import { parseBoundedJson } from './bounded-json.ts';
 import { coerceMetadata, isObject } from './metadata-types.ts';
+import { istioLocalityLabel, localityFromLabels } from './locality.ts';
 
 const metaPrefix = 'ISTIO_META_';
 const metaJsonPrefix = 'ISTIO_METAJSON_';
@@ -24,6 +25,14 @@ export interface AgentFacts {
   exitOnZeroActiveConnections: boolean;
   /** The ProxyConfig fields the agent runs with; they win over PROXY_CONFIG's. */
   proxyConfig: Record<string, unknown>;
+  /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged: the rest of PROXY_CONFIG. */
+  mergedProxyConfig?: Record<string, unknown>;
+  /** PILOT_SAN: the discovery server's name, when Istio's agent would say MUTUAL_TLS. */
+  pilotSan?: readonly string[];
+  /** Envoy --skip-deprecated-logs; absent leaves the key out. */
+  skipDeprecatedLogs?: boolean;
+  /** The SDS socket's file name (Istio's WORKLOAD_IDENTITY_SOCKET_FILE). */
+  workloadIdentitySocketFile?: string;
 }
 
 /** Labels and annotations from the downward-API files, when mounted. */
@@ -45,7 +54,7 @@ export interface NodeMetadataInput {
  * variable whose value cannot take its type.
  */
 export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): NodeMetadata {
-  const metadata = metadataFromEnv(env);
+  const metadata = metadataFromEnv({ ...istioMetaOf(agent.mergedProxyConfig?.proxyMetadata), ...env });
   const staticLabels = env.ISTIO_METAJSON_LABELS === undefined ? undefined : (metadata.LABELS as Record<string, string>);
   Object.assign(metadata, definedOnly({
     NAMESPACE: env.POD_NAMESPACE || undefined,
@@ -56,11 +65,20 @@ export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): N
     ENVOY_STATUS_PORT: agent.envoyStatusPort || undefined,
     ENVOY_PROMETHEUS_PORT: agent.envoyPrometheusPort || undefined,
     EXIT_ON_ZERO_ACTIVE_CONNECTIONS: agent.exitOnZeroActiveConnections ? 'true' : undefined,
-    PROXY_CONFIG: { ...proxyConfigFromEnv(env, metadata.PROXY_CONFIG), ...agent.proxyConfig },
+    // Not ISTIO_META_-prefixed, yet Istio's agent sends it: istiod points the proxy's DNS at it.
+    DNS_PROXY_ADDR: env.DNS_PROXY_ADDR || undefined,
+    METADATA_DISCOVERY: metadataDiscovery(env, metadata.ENABLE_HBONE),
+    ENVOY_SKIP_DEPRECATED_LOGS: agent.skipDeprecatedLogs === undefined ? undefined : String(agent.skipDeprecatedLogs),
+    WORKLOAD_IDENTITY_SOCKET_FILE: agent.workloadIdentitySocketFile,
+    PILOT_SAN: agent.pilotSan?.length ? [...agent.pilotSan] : undefined,
+    PROXY_CONFIG: { ...proxyConfigFromEnv(env, metadata.PROXY_CONFIG), ...agent.mergedProxyConfig, ...agent.proxyConfig },
     STATIC_LABELS: staticLabels,
     LABELS: mergeLabels(metadata.LABELS, podInfo.labels),
     ANNOTATIONS: podInfo.annotations ? { ...(metadata.ANNOTATIONS as object | undefined), ...podInfo.annotations } : undefined,
   }));
+  // Istio's agent writes the locality it read back under istio-locality, with `/` for `.`.
+  const locality = localityFromLabels(metadata.LABELS as Record<string, string> | undefined);
+  if (locality !== undefined) metadata.LABELS = { ...(metadata.LABELS as Record<string, string>), [istioLocalityLabel]: locality };
   return metadata;
 }
 
@@ -93,6 +111,18 @@ function parseJson(name: string, text: string): unknown {
   const parsed = parseBoundedJson(text);
   if (!parsed.ok) throw badEnv(name, parsed.reason);
   return parsed.value;
+}
+
+/** ProxyConfig.proxyMetadata's ISTIO_META_* entries: node metadata below the real env's, as Istio's agent takes them. */
+function istioMetaOf(proxyMetadata: unknown): Record<string, string> {
+  if (!isObject(proxyMetadata)) return {};
+  return Object.fromEntries(Object.entries(proxyMetadata).filter(([key, value]) => key.startsWith(metaPrefix) && typeof value === 'string')) as Record<string, string>;
+}
+
+/** PEER_METADATA_DISCOVERY when set; else on with ambient's HBONE, as Istio's agent decides. */
+function metadataDiscovery(env: Env, enableHbone: unknown): unknown {
+  if (env.PEER_METADATA_DISCOVERY !== undefined) return typed('PEER_METADATA_DISCOVERY', 'METADATA_DISCOVERY', env.PEER_METADATA_DISCOVERY);
+  return enableHbone === 'true' ? 'true' : 'false';
 }
 
 /** PROXY_CONFIG (the injection template's JSON ProxyConfig), checked as istiod will read it. */

@@ -16,13 +16,13 @@ export const proxySettings = declareSettings([
   { flag: 'serviceCluster', proxyConfig: 'serviceCluster', value: '<name>', default: 'istio-proxy', description: 'Service cluster (node.cluster)' },
   { flag: 'drainDuration', key: 'drainDurationMs', proxyConfig: 'drainDuration', value: '<duration>', default: '45s', parse: duration, description: 'Envoy --drain-time-s: how long a parent epoch\'s listeners drain after a hot restart' },
   { flag: 'parentShutdownDuration', key: 'parentShutdownDurationMs', proxyConfig: 'parentShutdownDuration', value: '<duration>', default: '1m0s', parse: duration, description: 'Envoy --parent-shutdown-time-s: when the parent epoch exits after a hot restart; not shorter than --drainDuration' },
-  { flag: 'discoveryAddress', proxyConfig: 'discoveryAddress', value: '<host:port>', default: 'istio-pilot:15010', settle: hostPort, description: 'Address of the discovery server' },
+  { flag: 'discoveryAddress', proxyConfig: 'discoveryAddress', value: '<host:port>', default: 'istiod.istio-system.svc:15012', settle: hostPort, description: 'Address of the discovery server (Istio\'s default: istiod\'s TLS port, where the pod\'s token proves it)' },
   { flag: 'deltaXds', value: '[bool]', default: false, env: 'ISTIO_DELTA_XDS', parse: bool, description: 'Use Delta xDS (DELTA_GRPC) instead of State of the World' },
   { flag: 'zipkinAddress', proxyConfig: 'tracing.zipkin.address', value: '<host:port>', default: '', settle: optionalHostPort, description: 'Zipkin collector; adds a zipkin cluster and tracing when set' },
   { flag: 'connectTimeout', key: 'connectTimeoutMs', value: '<duration>', default: '1s', parse: duration, description: 'Connect timeout of the bootstrap\'s static clusters' },
   { flag: 'statsdUdpAddress', proxyConfig: 'statsdUdpAddress', value: '<host:port>', default: '', settle: optionalHostPort, description: 'Statsd sink address (UDP); adds a statsd stats sink when set' },
   { flag: 'proxyAdminPort', proxyConfig: 'proxyAdminPort', value: '<port>', default: '15000', parse: port, description: 'Envoy admin port, bound to 127.0.0.1' },
-  { flag: 'controlPlaneAuthPolicy', proxyConfig: 'controlPlaneAuthPolicy', value: '<policy>', default: 'NONE', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server: NONE or MUTUAL_TLS' },
+  { flag: 'controlPlaneAuthPolicy', proxyConfig: 'controlPlaneAuthPolicy', value: '<policy>', default: 'MUTUAL_TLS', choices: ['NONE', 'MUTUAL_TLS'], description: 'Security towards the discovery server. Unset: TLS with the pod\'s token on port 15012 or with --xdsRootCa, else plaintext; MUTUAL_TLS given: our certificate from --certDir too (Istio 1.1); NONE given: as unset' },
   { flag: 'customConfigFile', proxyConfig: 'customConfigFile', value: '<file>', default: '', settle: emptyIsUnset, description: 'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep); the agent watches the admin port it names (a given --proxyAdminPort that differs is exit 2)' },
   { flag: 'templateFile', proxyConfig: 'proxyBootstrapTemplatePath', value: '<file>', default: '', env: 'ISTIO_BOOTSTRAP', settle: emptyIsUnset, description: 'Render this bootstrap template instead of templates/envoy_bootstrap.json' },
   { flag: 'concurrency', proxyConfig: 'concurrency', value: '<n>', default: '0', parse: concurrency, description: `Envoy worker threads, at most ${maxConcurrency} (0: one per core); when neither this nor ProxyConfig concurrency is set, ISTIO_CPU_LIMIT decides` },
@@ -63,4 +63,6 @@ export type AgentConfig = SettingValues<typeof proxySettings> & {
   extraStatTags?: readonly string[];
   /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
   proxyAdminPortGiven?: boolean;
+  /** Whether the command line or ProxyConfig set --controlPlaneAuthPolicy (MUTUAL_TLS given asks for Istio 1.1's certificate files). */
+  controlPlaneAuthPolicyGiven?: boolean;
 };

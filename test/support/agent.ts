@@ -47,6 +47,7 @@ export interface RunningAgent {
 
 export interface AgentOptions {
   type?: string;
+  /** Unused with injectedOnly. */
   discoveryAddress: string;
   args?: string[];
   env?: Record<string, string>;
@@ -64,6 +65,8 @@ export interface AgentOptions {
   viaShebang?: boolean;
   /** A command the agent runs under, e.g. `ip netns exec <name>` (it execs: the pid stays the agent's). */
   wrap?: string[];
+  /** Only `proxy <type>` and `args`, as Istio's injector renders them: no discovery address, paths or ports of the test's. */
+  injectedOnly?: boolean;
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -78,7 +81,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   if (!options.bin) assertBundleFresh();
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'pilot-agent-test-')));
   const adminPort = options.adminPortFromFile ?? (await freePort());
-  const args = [
+  const args = options.injectedOnly ? [options.bin ?? agentBin, 'proxy', options.type ?? 'sidecar', ...(options.args ?? [])] : [
     options.bin ?? agentBin, 'proxy', options.type ?? 'sidecar',
     '--serviceregistry', 'Other', '--ip', '127.0.0.1',
     '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'),

@@ -34,6 +34,7 @@ export function proxyCommand(context: CommandContext): Command {
       unimplementedFlags: unimplementedFlags.filter(given),
       proxyConfig: { applied, unknown: proxyConfig.unknown },
       proxyMetadata: proxyConfig.value.proxyMetadata as Record<string, string> | undefined,
+      mergedProxyConfig: proxyConfig.value,
     });
   });
 }

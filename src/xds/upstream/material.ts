@@ -22,6 +22,8 @@ export interface UpstreamOptions {
   serverName?: string;
   /** Sent as `authorization: Bearer <content>`; read again for every new stream. */
   tokenFile?: string;
+  /** gRPC metadata sent on every call (ClusterID, XDS_HEADER_*), as Istio's agent does; names already lowercase. */
+  metadata?: Readonly<Record<string, string>>;
   /** TLS: the workload certificate the agent holds now (from the CA, in memory), presented as ours. */
   heldCertificate?: () => HeldCertificate | undefined;
 }

@@ -70,6 +70,7 @@ export async function dialUpstream(options: UpstreamOptions, dial: DialOptions):
     te: 'trailers',
     'grpc-accept-encoding': 'identity',
     'user-agent': `pilot-agent/${agentVersion()}`,
+    ...options.metadata,
     ...material.headers,
   });
   stream.on('error', () => undefined); // the relay reads every ending from 'close'

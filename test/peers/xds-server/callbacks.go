@@ -80,7 +80,7 @@ func (c *callbacks) noteNode(s *streamInfo, node *core.Node) {
 	}
 	c.mu.Unlock()
 	if first {
-		emit("node", "stream", s.n, "node", node.GetId(), "cluster", node.GetCluster(), "metadata", metadataJSON(node))
+		emit("node", "stream", s.n, "node", node.GetId(), "cluster", node.GetCluster(), "locality", localityJSON(node), "metadata", metadataJSON(node))
 	}
 }
 
@@ -90,6 +90,15 @@ func metadataJSON(node *core.Node) json.RawMessage {
 	j, err := protojson.Marshal(node.GetMetadata())
 	if err != nil || node.GetMetadata() == nil {
 		return json.RawMessage("null")
+	}
+	return j
+}
+
+// localityJSON is node.locality in protobuf's JSON form ({} when unset).
+func localityJSON(node *core.Node) json.RawMessage {
+	j, err := protojson.Marshal(node.GetLocality())
+	if err != nil || node.GetLocality() == nil {
+		return json.RawMessage("{}")
 	}
 	return j
 }

@@ -90,9 +90,11 @@ func main() {
 	if *maxAge > 0 {
 		opts = append(opts, maxConnectionAge(*maxAge))
 	}
+	interceptors := []grpc.StreamServerInterceptor{logCallMetadata}
 	if *requireToken != "" {
-		opts = append(opts, grpc.StreamInterceptor(tokenCheck(*requireToken)))
+		interceptors = append(interceptors, tokenCheck(*requireToken))
 	}
+	opts = append(opts, grpc.ChainStreamInterceptor(interceptors...))
 
 	lis, err := net.Listen("tcp", *address)
 	if err != nil {
@@ -383,6 +385,19 @@ func serverTLS(certFile, keyFile string) *tls.Config {
 		fatal(err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2"}}
+}
+
+// logCallMetadata logs the gRPC metadata of every call (what istiod reads ClusterID from), the token left out.
+func logCallMetadata(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	md, _ := metadata.FromIncomingContext(ss.Context())
+	seen := map[string]string{}
+	for key, values := range md {
+		if key != "authorization" && len(values) > 0 {
+			seen[key] = values[0]
+		}
+	}
+	emit("call_metadata", "method", info.FullMethod, "metadata", seen)
+	return handler(srv, ss)
 }
 
 // tokenCheck refuses a stream without the expected bearer token, logging which way it failed.

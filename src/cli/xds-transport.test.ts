@@ -1,0 +1,25 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { xdsCallMetadata } from './xds-transport.ts';
+
+test('gRPC metadata on the xDS call: ClusterID from ISTIO_META_CLUSTER_ID, then XDS_HEADER_*, as Istio\'s agent sends them', () => {
+  const rows: [env: Record<string, string>, want: Record<string, string>][] = [
+    [{}, { clusterid: '' }],
+    [{ ISTIO_META_CLUSTER_ID: 'Kubernetes' }, { clusterid: 'Kubernetes' }],
+    [{ ISTIO_META_CLUSTER_ID: 'remote', XDS_HEADER_X_Tenant: 'blue', XDS_HEADER_: 'x', OTHER: 'y' }, { clusterid: 'remote', x_tenant: 'blue' }],
+    [{ 'XDS_HEADER_x-mesh.id': 'm1' }, { clusterid: '', 'x-mesh.id': 'm1' }],
+  ];
+  for (const [env, want] of rows) assert.deepEqual(xdsCallMetadata(env), want, JSON.stringify(env));
+});
+
+test('an XDS_HEADER_* gRPC cannot send is exit 2 naming the variable', () => {
+  const rows: [env: Record<string, string>, message: RegExp][] = [
+    [{ 'XDS_HEADER_a b': 'x' }, /^env XDS_HEADER_a b: "a b" cannot be a gRPC metadata name/],
+    [{ 'XDS_HEADER_grpc-timeout': '1S' }, /^env XDS_HEADER_grpc-timeout: "grpc-timeout"/],
+    [{ XDS_HEADER_AUTHORIZATION: 'Bearer x' }, /^env XDS_HEADER_AUTHORIZATION: "authorization"/],
+    [{ XDS_HEADER_X: 'caf\u00e9' }, /^env XDS_HEADER_X: the value must be printable ASCII/],
+  ];
+  for (const [env, message] of rows) {
+    assert.throws(() => xdsCallMetadata(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
+  }
+});

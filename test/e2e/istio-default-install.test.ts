@@ -1,0 +1,108 @@
+/**
+ * A default Istio install on Kubernetes drives the agent unchanged: it gets
+ * only what Istio's injector renders (KUBE.md: `PROXY_CONFIG={}`, no
+ * --discoveryAddress, the pod's env, token and root at Istio's paths) and
+ * finds istiod by Istio's built-in defaults. The pod is a network namespace
+ * with a mount namespace of its own: /etc/hosts names istiod (as a pod's
+ * resolver would), and Envoy sits at /usr/local/bin/envoy as in the image.
+ */
+import assert from 'node:assert/strict';
+import { mkdir, realpath, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, it } from 'node:test';
+import { startAgent } from '../support/agent.ts';
+import { startCaPeer } from '../support/ca-peer.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
+import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
+import { startIstiodFront } from '../support/istiod-front.ts';
+import { makeNetns, netnsSkipReason } from '../support/netns.ts';
+import { envoyBin } from '../support/paths.ts';
+import { startPeer, type PeerEvent } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { identity, token } from './ca-support.ts';
+import { sdsHttpsService } from './sds-support.ts';
+
+const istiodName = 'istiod.istio-system.svc';
+const skip = await netnsSkipReason();
+
+/** The env Istio's injector renders for a default install (KUBE.md), for pod reviews-v1-abc of service account app. */
+const injectedEnv = (podIp: string, hostIp: string) => ({
+  CA_ADDR: `${istiodName}:15012`, PILOT_CERT_PROVIDER: 'istiod', POD_NAME: 'reviews-v1-abc', POD_NAMESPACE: 'default', INSTANCE_IP: podIp,
+  SERVICE_ACCOUNT: 'app', HOST_IP: hostIp, ISTIO_CPU_LIMIT: '2', PROXY_CONFIG: '{}', TRUST_DOMAIN: 'cluster.local',
+  ISTIO_META_POD_PORTS: '[{"containerPort":9080,"protocol":"TCP"}]', ISTIO_META_APP_CONTAINERS: 'reviews', ISTIO_META_CLUSTER_ID: 'Kubernetes',
+  ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_META_WORKLOAD_NAME: 'reviews-v1', ISTIO_META_MESH_ID: 'cluster.local',
+  ISTIO_META_OWNER: 'kubernetes://apis/apps/v1/namespaces/default/deployments/reviews-v1', ISTIO_KUBE_APP_PROBERS: '{}',
+});
+const injectedArgs = ['--domain', 'default.svc.cluster.local', '--proxyLogLevel=warning', '--proxyComponentLogLevel=misc:error', '--log_output_level=default:info'];
+
+/** The pod's files at Istio's paths under its root (the agent's working directory). */
+async function podRoot(dir: string, root: string, hostIp: string): Promise<string> {
+  const files: [string, string][] = [
+    ['var/run/secrets/tokens/istio-token', token],
+    ['var/run/secrets/istio/root-cert.pem', root],
+    ['etc/istio/pod/labels', 'app="reviews"\nversion="v1"\npod-template-hash="54b8"\ntopology.istio.io/locality="eu-west1.eu-west1-b"\n'],
+    ['hosts', `127.0.0.1 localhost\n${hostIp} ${istiodName}\n`],
+  ];
+  for (const [path, text] of files) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+  }
+  return join(dir, 'hosts');
+}
+
+/** In the pod's mount namespace: its /etc/hosts, and Envoy where Istio's image has it. */
+const podMounts = 'mount --bind "$0" /etc/hosts && mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin && ln -s "$1" /usr/local/bin/envoy && shift && exec "$@"';
+
+async function waitReady(url: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    const status = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then((response) => response.status, () => 0);
+    if (status === 200) return;
+    await sleep(200);
+  }
+  throw new Error(`${url} not ready within ${ms} ms`);
+}
+
+describe('a default Istio install: only what the injector renders, and the agent finds istiod by Istio\'s defaults', { skip }, () => {
+  it('PROXY_CONFIG={} and no --discoveryAddress: TLS to istiod.istio-system.svc:15012 with the pod\'s token, a workload certificate, ready; node and ClusterID as Istio\'s agent sends them', { timeout: 120_000 }, async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const signer = await makeCsrSigner();
+    cleanup.defer(() => signer.close());
+    const tls = await issueServerPair(signer, istiodName);
+    const ca = await startCaPeer({ ca: signer.files, tls, token, identity });
+    cleanup.defer(() => ca.stop());
+    const peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), { args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token] });
+    cleanup.defer(() => peer.stop());
+    const netns = await makeNetns('istio-defaults');
+    cleanup.defer(() => netns.remove());
+    const podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
+    const front = await startIstiodFront({
+      host: netns.hostIp, port: 15012, tls, peerCa: signer.root, peerName: istiodName,
+      routes: [{ pathPrefix: '/istio.v1.auth.IstioCertificateService/', url: `https://${ca.address}` }], fallback: `https://${peer.address}`,
+    });
+    cleanup.defer(() => front.close());
+    const dir = await tempDir(cleanup, 'pilot-agent-istio-pod-');
+    const hosts = await podRoot(dir, signer.root, netns.hostIp);
+    const agent = await startAgent({
+      injectedOnly: true, discoveryAddress: '', args: injectedArgs, env: injectedEnv(podIp, netns.hostIp), cwd: dir, dir,
+      wrap: ['ip', 'netns', 'exec', netns.name, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', podMounts, hosts, await realpath(envoyBin)],
+    });
+    deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+    await waitReady(`http://${podIp}:15021/healthz/ready`, 60_000);
+
+    const node = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 10_000, 'the node at the xDS peer');
+    assert.equal(node.node, `sidecar~${podIp}~reviews-v1-abc.default~default.svc.cluster.local`);
+    assert.equal(node.cluster, 'reviews.default', 'the canonical service, not istio-proxy');
+    assert.deepEqual(node.locality, { region: 'eu-west1', zone: 'eu-west1-b' }, 'node.locality from the pod\'s locality label');
+    const metadata = node.metadata as Record<string, unknown>;
+    assert.equal((metadata.LABELS as Record<string, string>)['istio-locality'], 'eu-west1/eu-west1-b');
+    assert.deepEqual(metadata.PILOT_SAN, [istiodName]);
+    assert.deepEqual([metadata.METADATA_DISCOVERY, metadata.ENVOY_SKIP_DEPRECATED_LOGS, metadata.WORKLOAD_IDENTITY_SOCKET_FILE], ['false', 'true', 'socket']);
+    const proxyConfig = metadata.PROXY_CONFIG as Record<string, unknown>;
+    assert.deepEqual([proxyConfig.discoveryAddress, proxyConfig.controlPlaneAuthPolicy, proxyConfig.statNameLength], [`${istiodName}:15012`, 'MUTUAL_TLS', 189]);
+    const call = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'call_metadata', 10_000, 'the xDS call\'s metadata');
+    assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
+    assert.ok(ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial), 'the CA issued the pod\'s certificate');
+  });
+});
