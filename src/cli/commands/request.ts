@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { AgentError, ExitCode } from '../../shared/errors.ts';
+import { timeoutSignal } from '../../shared/clock.ts';
 import type { CommandContext } from '../context.ts';
 
 /** Istio's client timeout for one request. */
@@ -32,7 +33,7 @@ export function requestCommand(context: CommandContext): Command {
 
 async function send(url: string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {
   try {
-    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body, signal: AbortSignal.timeout(requestTimeoutMs) });
+    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body, signal: timeoutSignal(requestTimeoutMs) });
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
   } catch (error) {
     const cause = (error as Error).cause ?? error;
