@@ -7,7 +7,7 @@
  * resolver would), and Envoy sits at /usr/local/bin/envoy as in the image.
  */
 import assert from 'node:assert/strict';
-import { mkdir, realpath, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
@@ -47,6 +47,11 @@ async function podRoot(dir: string, root: string, hostIp: string): Promise<strin
   for (const [path, text] of files) {
     await mkdir(dirname(join(dir, path)), { recursive: true });
     await writeFile(join(dir, path), text);
+  }
+  // The kubelet's emptyDirs are 0777: a normal pod, nothing to warn about.
+  for (const emptyDir of ['etc/istio/proxy', 'var/run/secrets/workload-spiffe-uds', 'var/lib/istio/data']) {
+    await mkdir(join(dir, emptyDir), { recursive: true });
+    await chmod(join(dir, emptyDir), 0o777);
   }
   return join(dir, 'hosts');
 }
@@ -104,5 +109,7 @@ describe('a default Istio install: only what the injector renders, and the agent
     const call = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'call_metadata', 10_000, 'the xDS call\'s metadata');
     assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
     assert.ok(ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial), 'the CA issued the pod\'s certificate');
+    // A healthy default pod logs nothing at warn or above (pino: warn is 40).
+    assert.deepEqual(agent.log.entries.filter((entry) => Number(entry.level) >= 40).map((entry) => entry.msg), []);
   });
 });
