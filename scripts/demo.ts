@@ -3,7 +3,7 @@
 // readiness and Prometheus listeners on, running the real Envoy configured
 // over xDS. Prints the curl lines for traffic, readiness, metrics and debug,
 // then runs until Ctrl-C. `--check` runs those requests itself, stops, and
-// checks no Envoy is left (exit 1 otherwise). `--delta` uses Delta xDS.
+// checks no Envoy is left (exit 1 otherwise). Delta xDS by default; `--sotw` uses State of the World.
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
@@ -34,7 +34,7 @@ const ports = await pickPorts();
 const args = ['proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1',
   '--discoveryAddress', peer.address, '--configPath', join(dir, 'proxy'), '--certDir', join(dir, 'certs'), '--binaryPath', envoyBin,
   '--proxyAdminPort', String(ports.admin), '--statusPort', String(ports.status), '--readinessPort', String(ports.readiness), '--prometheusPort', String(ports.prometheus),
-  '--terminationDrainDuration', '5s', ...(process.argv.includes('--delta') ? ['--deltaXds'] : [])];
+  '--terminationDrainDuration', '5s', ...(process.argv.includes('--sotw') ? ['--deltaXds=false'] : [])];
 const logPath = join(dir, 'agent.log');
 // execa's default SIGKILL 5 s after SIGTERM would cut the agent's drain short.
 const agent = execa(nodeBin, [agentBin, ...args], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', forceKillAfterDelay: 30_000 });

@@ -58,7 +58,8 @@ export const shuttingDown = (state: Pick<State, 'phase'>): boolean => state.phas
 export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
 
 export type Event =
-  | { type: 'config-changed'; config: string }
+  /** `replaceStarting`: an epoch not LIVE yet is stopped for this config instead of waited for (it has nothing to hand over: the Delta→SotW fallback). */
+  | { type: 'config-changed'; config: string; replaceStarting?: boolean }
   | { type: 'epoch-exited'; epoch: number; kind: ExitKind; detail: string }
   | { type: 'epoch-live'; epoch: number }
   | { type: 'epoch-stable'; epoch: number }

@@ -57,6 +57,18 @@ describe('reduce: desired config', () => {
     assert.deepEqual(actions.at(-1), start(2, A.replace('a', 'c')));
   });
 
+  it('replaceStarting (the Delta→SotW fallback): an epoch not LIVE yet is aborted and the new config starts as soon as it exited', () => {
+    const replaced = run([changed(A), { type: 'config-changed', config: B, replaceStarting: true }]);
+    assert.deepEqual(replaced.actions, [start(0, A), abort(0)]);
+    const { actions } = run([exited(0, 'aborted')], replaced.state);
+    assert.deepEqual(actions, [remove(0), start(0, B)], 'a cold start: nothing was handed over');
+  });
+
+  it('replaceStarting leaves an epoch that took over alone: a normal hot restart', () => {
+    const { actions } = run([changed(A), live(0), { type: 'config-changed', config: B, replaceStarting: true }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule'), [start(0, A), start(1, B)]);
+  });
+
   it('a config that arrives while the new epoch is refused starts as the same epoch number, once that one is gone', () => {
     const { actions } = run([changed(A), live(0), changed(B), changed(A.replace('a', 'c')), exited(1, 'rejected'), { type: 'retry-due' }]);
     assert.deepEqual(actions.filter((action) => action.type === 'start-epoch'), [start(0, A), start(1, B), start(1, A.replace('a', 'c'))]);

@@ -42,7 +42,7 @@ export function initialState(policy: RetryPolicy): State {
 export function reduce(state: State, event: Event): Step {
   switch (event.type) {
     case 'config-changed':
-      return onConfigChanged(state, event.config);
+      return onConfigChanged(state, event.config, event.replaceStarting === true);
     case 'epoch-exited':
       return onEpochExited(state, event);
     case 'epoch-live':
@@ -60,12 +60,20 @@ export function reduce(state: State, event: Event): Step {
   }
 }
 
-function onConfigChanged(state: State, config: string): Step {
+function onConfigChanged(state: State, config: string, replaceStarting: boolean): Step {
   if (config === state.desired || shuttingDown(state)) return [state, []];
   const next = { ...state, desired: config, budget: state.policy.budget, retryScheduled: false };
-  const [after, actions] = reconcile(next);
+  const [replaced, aborts] = replaceStarting ? abortStarting(next) : [next, []];
+  const [after, actions] = reconcile(replaced);
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
-  return [after, [log('info', 'desired config changed', { config: shortHash(config) }), ...cancel, ...actions]];
+  return [after, [log('info', 'desired config changed', { config: shortHash(config) }), ...cancel, ...aborts, ...actions]];
+}
+
+/** Stops every epoch that has not taken over yet: the new config starts once they exited. */
+function abortStarting(state: State): Step {
+  const starting = state.live.filter((entry) => !entry.tookOver && !entry.aborting);
+  const live = state.live.map((entry) => (starting.includes(entry) ? { ...entry, aborting: true } : entry));
+  return [{ ...state, live }, starting.map((entry): Action => ({ type: 'abort-epoch', epoch: entry.epoch }))];
 }
 
 /**

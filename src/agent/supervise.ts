@@ -42,7 +42,7 @@ export interface ProcessHooks {
 
 export interface SuperviseOptions {
   config: AgentConfig;
-  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string };
+  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string> };
   launch: EnvoyLaunch;
   /** Envoy reaches the relay (xds) and the status server's readiness (readiness) on these sockets. */
   sockets: { xds: string; readiness: string };
@@ -82,11 +82,13 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
   const relay = await startRelay(stack, { options, registry, ca, dns });
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
   if (options.grpcBootstrapPath) await writeGrpcBootstrap(options.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: options.sockets.xds, nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: options.caSettings?.outputDir }));
+  const xds = { mode: config.deltaXds ? 'delta' as const : 'sotw' as const, configSuffix: '' };
   // While Envoy boots (~60 ms), the relay dials for its first stream (a custom bootstrap may not use the relay at all).
   const predial = () => {
-    if (!config.customConfigFile) relay.predial(config.deltaXds ? 'delta' : 'sotw');
+    if (!config.customConfigFile) relay.predial(xds.mode);
   };
-  const { agent, epochs } = startAgent(stack, { options, registry, onSpawn: () => (envoySpawned(), predial()) });
+  const { agent, epochs, envoyProxy } = startAgent(stack, { options, registry, onSpawn: () => (envoySpawned(), predial()) });
+  stack.defer(fallBackToSotw({ relay, agent, envoyProxy, xds, render: options.bootstrap.renderSotw, logger }));
   const gate = new RestartGate({
     xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
     readNotAfter: () => readCertNotAfter(certFilesIn(config.certDir).chain), expiryMarginMs: defaultExpiryMarginMs,
@@ -102,7 +104,7 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   const restart = (hash: string) => {
     gate.certsChanged(hash);
-    agent.dispatch({ type: 'config-changed', config: hash });
+    agent.dispatch({ type: 'config-changed', config: hash + xds.configSuffix });
   };
   const certs = await startCertWatch(config, { clock: systemClock, logger: logger.child({ component: 'certs' }), caInUse: Boolean(options.caSettings) }, sds.certFeed(restart));
   stack.defer(() => certs.close());
@@ -163,5 +165,32 @@ function startAgent(stack: AsyncDisposableStack, parts: { options: SuperviseOpti
   const agent = stack.use(new Agent({ proxy: epochs.wrap(envoyProxy), clock: systemClock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) }));
   registerStateGauges(registry, () => agent.state);
   agent.onEvent(countAgentEvents(metrics));
-  return { agent, epochs };
+  return { agent, epochs, envoyProxy };
+}
+
+/**
+ * Delta xDS is the default, as Istio's since 1.22. A discovery server without
+ * it (Istio 1.1's Pilot) answers the Delta call UNIMPLEMENTED: then, once,
+ * the next epoch gets a SotW bootstrap (a hot restart, validated before it
+ * takes over, as every one) and the agent stays on SotW. Returns the undo.
+ */
+function fallBackToSotw(parts: {
+  relay: XdsRelay; agent: Agent; envoyProxy: EnvoyProxy; xds: { mode: 'delta' | 'sotw'; configSuffix: string }; render: (() => Promise<string>) | undefined; logger: Logger;
+}): () => void {
+  const { relay, agent, envoyProxy, xds, render, logger } = parts;
+  if (xds.mode !== 'delta' || !render) return () => undefined;
+  const stop = relay.onDeltaUnimplemented(() => {
+    if (xds.mode !== 'delta') return;
+    xds.mode = 'sotw';
+    stop();
+    logger.info({}, 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run');
+    void render().then((text) => {
+      envoyProxy.useBootstrap(text);
+      // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
+      xds.configSuffix = '+sotw';
+      // An epoch still starting (waiting on Delta it will never get) has nothing to hand over: replaced, not waited for.
+      if (agent.state.desired !== undefined) agent.dispatch({ type: 'config-changed', config: agent.state.desired + xds.configSuffix, replaceStarting: true });
+    }, (err: unknown) => logger.error({ err }, 'cannot render the SotW bootstrap; staying on Delta'));
+  });
+  return stop;
 }

@@ -139,8 +139,11 @@ async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyCon
   const metadata = await nodeMetadata(config, role, context.env, mergedProxyConfig);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
-  const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
-  return { nodeId, metadata, text, configDir, domain: role.domain, serviceCluster: config.serviceCluster };
+  const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) };
+  const text = await renderBootstrap(config, inputs);
+  // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
+  const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

@@ -50,6 +50,8 @@ export class EnvoyProxy implements Proxy {
   /** Epochs whose process may be running; at 0 the chain's shared memory goes. */
   #running = 0;
   #sharedMemoryRemoved: Promise<void> = Promise.resolve();
+  /** What the next epoch starts with (useBootstrap swaps it). */
+  #bootstrap: string;
   /** The certificate groups the epoch that took over last was checked with. */
   #servingCerts: CertGroup[] = [];
 
@@ -57,6 +59,12 @@ export class EnvoyProxy implements Proxy {
     this.#options = options;
     this.#admin = adminClient(options.config.proxyAdminPort);
     this.#baseIdPath = join(options.config.configPath, 'envoy-base-id');
+    this.#bootstrap = options.bootstrap;
+  }
+
+  /** Later epochs start with this bootstrap (the Delta→SotW fallback); running ones keep theirs. */
+  useBootstrap(text: string): void {
+    this.#bootstrap = text;
   }
 
   async run(epoch: number, _config: string, options: RunOptions): Promise<ProxyExit> {
@@ -72,7 +80,7 @@ export class EnvoyProxy implements Proxy {
 
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config } = this.#options;
-    const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#options.bootstrap, bootstrapExtension(config.customConfigFile));
+    const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#bootstrap, bootstrapExtension(config.customConfigFile));
     // A hot-restart child that fails its start harms its parent (see
     // validate.ts): it is validated first. Epoch 0 has no parent to protect,
     // so Envoy starts at once. A bootstrap with the operator's own parts in

@@ -37,7 +37,7 @@ for (const mode of ['sotw', 'delta'] as const) {
     });
 
     it('serves traffic configured over xDS and leaves no Envoy behind', async () => {
-      const agent = await startAgent({ discoveryAddress: peer.address, args: mode === 'delta' ? ['--deltaXds'] : [] });
+      const agent = await startAgent({ discoveryAddress: peer.address, args: mode === 'sotw' ? ['--deltaXds=false'] : [] });
       try {
         assert.equal(await getThrough(listenerPort), `hello from upstream (${mode})`);
         const streams = peer.log.entries.filter((entry) => entry.event === 'stream_open');

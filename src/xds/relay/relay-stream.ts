@@ -19,6 +19,9 @@ import type { TerminationReason, XdsStats } from './stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import { readRequest, withNode, type XdsMode } from '../wire.ts';
 
+/** Endings of a working agent (Envoy or the agent closing, a handover, a server without Delta met once): info, not warn. */
+const expectedEndings = new Set<TerminationReason>(['envoy_closed', 'relay_stopped', 'handed_over', 'delta_unsupported']);
+
 export interface RelayLimits {
   /** Largest request from Envoy; requests are held whole to read them and maybe add the node. */
   requestBytes: number;
@@ -55,6 +58,8 @@ export interface RelayStreamOptions {
   nameTables?: NameTableSink;
   /** With Wasm remote load conversion on: ECDS responses go through it. */
   ecds?: EcdsConverter;
+  /** Told when the server answers a Delta call UNIMPLEMENTED. */
+  deltaUnimplemented?(): void;
 }
 
 /**
@@ -166,6 +171,7 @@ export class RelayStream {
     const { downstream, limits, stats, logger, nameTables, ecds } = this.#options;
     return new ResponseLeg({
       mode: this.mode, upstream, downstream, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger, nameTables, ecds,
+      deltaUnimplemented: this.#options.deltaUnimplemented,
       ending: () => this.#ending !== undefined,
       opened: () => {
         if (this.#phase.name === 'relaying') this.#phase.open = true;
@@ -227,7 +233,7 @@ export class RelayStream {
   #end(ending: Ending): void {
     if (this.#ending) return;
     this.#ending = ending;
-    const level = ending.reason === 'envoy_closed' || ending.reason === 'relay_stopped' || ending.reason === 'handed_over' ? 'info' : 'warn';
+    const level = expectedEndings.has(ending.reason) ? 'info' : 'warn';
     this.#options.logger[level]({ reason: ending.reason, details: ending.details }, 'xDS stream ended');
     const phase = this.#phase;
     if (phase.name === 'relaying') {

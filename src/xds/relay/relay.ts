@@ -106,6 +106,7 @@ export class XdsRelay {
   #node: Buffer | undefined;
   readonly lastKnownGood: LastKnownGoodConfig;
   readonly #gate: ConfigGate;
+  readonly #deltaListeners = new Set<() => void>();
   /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
   readonly #methods = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, (stream: ServerHttp2Stream) => this.#serve(mode as XdsMode, stream)]));
 
@@ -173,6 +174,7 @@ export class XdsRelay {
       lastDialFailed: () => this.#gate.lastDialFailed,
       nameTables: this.#options.nameTables,
       ecds: this.#options.ecds,
+      deltaUnimplemented: () => this.#deltaUnimplemented(),
     });
     this.#streams.add(stream);
     this.#stats.streamOpened();
@@ -243,6 +245,16 @@ export class XdsRelay {
   /** Calls `listener` whenever canConfigure() changes. */
   onGateChange(listener: (open: boolean) => void): () => void {
     return this.#gate.onChange(listener);
+  }
+
+  /** Calls `listener` each time the server answers a Delta call UNIMPLEMENTED (no Delta xDS there). */
+  onDeltaUnimplemented(listener: () => void): () => void {
+    this.#deltaListeners.add(listener);
+    return () => this.#deltaListeners.delete(listener);
+  }
+
+  #deltaUnimplemented(): void {
+    for (const listener of this.#deltaListeners) listener();
   }
 
   /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */

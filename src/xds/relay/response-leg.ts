@@ -29,6 +29,8 @@ export interface ResponseLegOptions {
   opened(): void;
   /** Ends the stream (both sides), with the first reason only. */
   end(ending: Ending): void;
+  /** A Delta call answered UNIMPLEMENTED: the server has no Delta xDS (Istio 1.1's Pilot); the agent falls back to SotW. */
+  deltaUnimplemented?(): void;
 }
 
 /**
@@ -124,6 +126,12 @@ export class ResponseLeg {
     this.#options.opened();
   }
 
+  #deltaUnimplemented(): void {
+    this.#options.stats.upstreamFailure('UNIMPLEMENTED');
+    this.#options.deltaUnimplemented?.();
+    this.#options.end({ reason: 'delta_unsupported', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server does not implement Delta xDS' });
+  }
+
   #onClosed(rstCode: number | undefined): void {
     if (this.#options.ending()) return;
     const status = this.#status;
@@ -134,6 +142,7 @@ export class ResponseLeg {
     };
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#error ? `, ${this.#error.message}` : ''})`);
     if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
+    if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.mode === 'delta' && this.#options.deltaUnimplemented) return this.#deltaUnimplemented();
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#options.end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }

@@ -13,7 +13,8 @@ export type TerminationReason =
   | 'bad_envoy_frame'
   | 'bad_upstream_frame'
   | 'relay_stopped'
-  | 'handed_over';
+  | 'handed_over'
+  | 'delta_unsupported';
 
 /** How Istio's istiod_/envoy_connection_terminations count a stream's end; the agent's own ends are neither. */
 const istioTermination: Partial<Record<TerminationReason, { side: 'istiod' | 'envoy'; type: 'cancelled' | 'error' }>> = {

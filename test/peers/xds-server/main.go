@@ -62,6 +62,7 @@ func main() {
 	clientCA := flag.String("client-ca", "", "with --tls-cert/--tls-key: ask for a client certificate signed by this CA (PEM), as istiod's 15012 does")
 	clientCert := flag.String("client-cert", "optional", "with --client-ca: optional (verified if given, istiod's way) or required")
 	maxAge := flag.Duration("max-connection-age", 0, "close each connection after this long (GOAWAY), as istiod does; 0: never")
+	noDelta := flag.Bool("no-delta", false, "answer DeltaAggregatedResources UNIMPLEMENTED, as a Pilot without Delta xDS (Istio 1.1's) does")
 	flag.Parse()
 
 	if *configPath == "" {
@@ -123,7 +124,11 @@ func main() {
 		Caches:        map[string]cachev3.Cache{"snapshots": snapshots, "names": names},
 	}
 	xds := serverv3.NewServer(context.Background(), mux, newCallbacks())
-	discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, xds)
+	if *noDelta {
+		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, sotwOnly{xds})
+	} else {
+		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, xds)
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -415,4 +420,13 @@ func tokenCheck(token string) grpc.StreamServerInterceptor {
 		}
 		return handler(srv, ss)
 	}
+}
+
+// sotwOnly serves State of the World ADS and answers Delta UNIMPLEMENTED, as a
+// server that predates Delta xDS does.
+type sotwOnly struct{ serverv3.Server }
+
+func (sotwOnly) DeltaAggregatedResources(discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	emit("delta_refused")
+	return status.Error(codes.Unimplemented, "unknown method DeltaAggregatedResources")
 }

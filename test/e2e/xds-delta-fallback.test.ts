@@ -1,0 +1,75 @@
+/**
+ * Delta xDS by default, as Istio's agent since 1.22; a discovery server
+ * without Delta (Istio 1.1's Pilot) answers it UNIMPLEMENTED, and the agent
+ * falls back to State of the World by itself: one line, one new epoch with
+ * a SotW bootstrap, and it stays there.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { deferStop } from '../support/cleanup.ts';
+import { startAgent } from '../support/agent.ts';
+import { startPeer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { simpleHttpService } from '../support/resources.ts';
+import { startUpstream } from '../support/upstream.ts';
+import { epochLive } from './reconcile-support.ts';
+
+const fallbackLine = 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run';
+
+/** Envoy's answer on the configured listener, once it has one. */
+async function getThrough(port: number): Promise<string> {
+  const deadline = Date.now() + 30_000;
+  let last = '';
+  while (Date.now() < deadline) {
+    const response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).catch((error: Error) => error);
+    if (!(response instanceof Error) && response.status === 200) return response.text();
+    last = response instanceof Error ? response.message : String(response.status);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no 200 through Envoy on port ${port}; last: ${last}`);
+}
+
+const adsApiType = async (dir: string, epoch: number) =>
+  (JSON.parse(await readFile(join(dir, 'config', `envoy-rev${epoch}.json`), 'utf8')) as { dynamic_resources: { ads_config: { api_type: string } } }).dynamic_resources.ads_config.api_type;
+
+describe('Delta xDS by default, State of the World with a server without Delta', () => {
+  it('a default agent speaks Delta to a server that has it: a Delta stream, no fallback', { timeout: 90_000 }, async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const upstream = await startUpstream('hello (delta)');
+    cleanup.defer(() => upstream.close());
+    const listenerPort = await freePort();
+    const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
+    cleanup.defer(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: peer.address });
+    deferStop(cleanup, agent);
+    assert.equal(await getThrough(listenerPort), 'hello (delta)');
+    assert.equal(await adsApiType(agent.dir, 0), 'DELTA_GRPC');
+    assert.ok(peer.log.entries.some((entry) => entry.event === 'stream_open' && entry.type === 'delta'));
+    assert.equal(agent.log.find((entry) => entry.msg === fallbackLine), undefined);
+  });
+
+  it('against a server without Delta: one line, then a SotW Envoy that gets config and serves; it stays on SotW', { timeout: 90_000 }, async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const upstream = await startUpstream('hello (sotw)');
+    cleanup.defer(() => upstream.close());
+    const listenerPort = await freePort();
+    const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }), { args: ['--no-delta'] });
+    cleanup.defer(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: peer.address });
+    deferStop(cleanup, agent);
+    await agent.log.waitFor((entry) => entry.msg === fallbackLine, 30_000, 'the fallback line');
+    assert.equal(await getThrough(listenerPort), 'hello (sotw)');
+    // Epoch 0 never got config, so it is replaced (a cold start of a new epoch 0), not hot-restarted from.
+    await epochLive(agent, 0);
+    assert.equal(await adsApiType(agent.dir, 0), 'GRPC');
+    assert.ok(peer.log.entries.some((entry) => entry.event === 'delta_refused'));
+    assert.ok(peer.log.entries.some((entry) => entry.event === 'stream_open' && entry.type === 'sotw'));
+    assert.equal(agent.log.entries.filter((entry) => entry.msg === fallbackLine).length, 1);
+    assert.equal(agent.log.entries.filter((entry) => entry.msg === 'envoy started').length, 2, 'one restart, no more');
+    // The agent's own lines (Envoy's "caught ENVOY_SIGTERM" on the replaced epoch is Envoy's; this rig mounts no certificates).
+    const warnings = agent.log.entries.filter((entry) => Number(entry.level) >= 40 && entry.component !== 'envoy' && entry.component !== 'certs');
+    assert.deepEqual(warnings.map((entry) => entry.msg), [], 'an old Pilot is a working world: no warning');
+  });
+});
