@@ -26,54 +26,75 @@ export interface TcpConnectionOptions {
  * order. Reading stops while `maxInFlight` queries are being answered or
  * the client has not read `maxPendingWriteBytes` of answers (the kernel's
  * buffers then push back on the client), so a client that pipelines and
- * never reads holds a bounded amount: at most one partial message beside.
+ * never reads holds a bounded amount: at most one read chunk beside.
  */
 export function serveTcpConnection(socket: Socket, options: TcpConnectionOptions): void {
-  const { limits } = options;
-  let buffered: Buffer = Buffer.alloc(0);
-  let inFlight = 0;
-  const full = () => inFlight >= limits.maxInFlight || socket.writableLength >= limits.maxPendingWriteBytes;
+  const connection = new TcpConnection(socket, options);
+  socket.on('data', (chunk: Buffer) => connection.guard(() => connection.take(chunk)));
+  socket.on('drain', () => connection.guard(() => connection.pump()));
+}
 
-  const guard = (step: () => void) => {
+class TcpConnection {
+  readonly #socket: Socket;
+  readonly #options: TcpConnectionOptions;
+  #buffered: Buffer = Buffer.alloc(0);
+  #inFlight = 0;
+
+  constructor(socket: Socket, options: TcpConnectionOptions) {
+    this.#socket = socket;
+    this.#options = options;
+  }
+
+  /** Runs one step; what it throws is a fault that closes the connection, never an exception out of a socket event. */
+  guard(step: () => void): void {
     try {
       step();
     } catch (error) {
-      options.failed(error);
-      socket.destroy();
+      this.#options.failed(error);
+      this.#socket.destroy();
     }
-  };
+  }
 
-  const pump = () => {
-    while (!full() && !socket.destroyed) {
-      const message = nextMessage(buffered);
+  take(chunk: Buffer): void {
+    this.#buffered = this.#buffered.length === 0 ? chunk : Buffer.concat([this.#buffered, chunk]);
+    this.pump();
+  }
+
+  /** Starts the whole messages buffered while there is room, then reads on or stops reading. */
+  pump(): void {
+    while (!this.#full() && !this.#socket.destroyed) {
+      const message = nextMessage(this.#buffered);
       if (!message) break;
-      buffered = buffered.subarray(2 + message.length);
-      start(message);
+      this.#buffered = this.#buffered.subarray(2 + message.length);
+      this.#start(message);
     }
-    if (full()) socket.pause();
-    else socket.resume();
-  };
+    if (this.#full()) this.#socket.pause();
+    else this.#socket.resume();
+  }
 
-  const start = (message: Buffer) => {
-    if (inFlight++ === 0) options.busy();
-    void Promise.resolve(options.handle(message)).then((response) => guard(() => finish(response)), (error: unknown) => guard(() => {
+  #full(): boolean {
+    const { limits } = this.#options;
+    return this.#inFlight >= limits.maxInFlight || this.#socket.writableLength >= limits.maxPendingWriteBytes;
+  }
+
+  #start(message: Buffer): void {
+    if (this.#inFlight++ === 0) this.#options.busy();
+    const rethrow = (error: unknown) => {
       throw error;
-    }));
-  };
+    };
+    void Promise.resolve(this.#options.handle(message)).then(
+      (response) => this.guard(() => this.#finish(response)),
+      (error: unknown) => this.guard(() => rethrow(error)),
+    );
+  }
 
-  const finish = (response: Buffer | undefined) => {
-    if (--inFlight === 0) options.idle();
-    if (!response) return void socket.destroy();
-    if (socket.destroyed || !socket.writable) return;
-    socket.write(framed(response));
-    pump();
-  };
-
-  socket.on('data', (chunk: Buffer) => guard(() => {
-    buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-    pump();
-  }));
-  socket.on('drain', () => guard(pump));
+  #finish(response: Buffer | undefined): void {
+    if (--this.#inFlight === 0) this.#options.idle();
+    if (!response) return void this.#socket.destroy();
+    if (this.#socket.destroyed || !this.#socket.writable) return;
+    this.#socket.write(framed(response));
+    this.pump();
+  }
 }
 
 /** The first whole message in `buffered`, or undefined while it is still arriving. */
