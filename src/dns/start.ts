@@ -44,6 +44,7 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   const { clock, logger } = options;
   const ownsPort53 = options.address.port === 53 && process.getuid?.() === 0;
   const resolv = readResolvConf(options.resolvConfPaths ?? (ownsPort53 ? [istioResolvConf, '/etc/resolv.conf'] : ['/etc/resolv.conf']));
+  if (resolv.unreadable) logger.warn({ resolvConf: resolv.path, reason: resolv.unreadable }, 'resolv.conf not read: unknown names are SERVFAIL');
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
   const lastKnownGood = new LastKnownGoodTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
