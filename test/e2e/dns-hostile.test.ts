@@ -8,7 +8,7 @@
  * this process is the client, from the namespace's other end.
  */
 import assert from 'node:assert/strict';
-import { createSocket } from 'node:dgram';
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -16,7 +16,8 @@ import { describe, it } from 'node:test';
 import * as dnsPacket from 'dns-packet';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { suiteCleanup, tempDir } from '../support/cleanup.ts';
+import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
+import { writeNetnsResolvConf } from '../support/dns-netns.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
 import { startPeer } from '../support/peer.ts';
 
@@ -76,6 +77,33 @@ async function askUdp(host: string, message: Buffer): Promise<{ packet: dnsPacke
   }
 }
 
+const bound = (socket: UdpSocket, port: number, host: string) => new Promise<void>((resolve) => socket.bind(port, host, () => resolve()));
+const sent = (socket: UdpSocket, message: Buffer, port: number, host: string) => new Promise<void>((resolve) => socket.send(message, port, host, () => resolve()));
+
+/**
+ * The pod's resolver on the namespace's host end, port 53: each query the
+ * agent forwards is first met by spoofs (the right id and question from
+ * another port; another question from the right address and port), then
+ * answered with 198.18.0.9.
+ */
+async function startSpoofedResolver(cleanup: Cleanup, host: string): Promise<void> {
+  const resolver = createSocket('udp4');
+  const spoofer = createSocket('udp4');
+  cleanup.defer(() => new Promise<void>((resolve) => resolver.close(() => spoofer.close(() => resolve()))));
+  await bound(resolver, 53, host);
+  await bound(spoofer, 0, host);
+  const reply = (id: number, name: string, data: string) => dnsPacket.encode({ id, type: 'response', questions: [{ name, type: 'A' }], answers: [{ type: 'A', name, ttl: 60, data }] });
+  resolver.on('message', (message, from) => {
+    const query = dnsPacket.decode(message);
+    const name = query.questions?.[0]?.name ?? '';
+    void (async () => {
+      await sent(spoofer, reply(query.id ?? 0, name, '198.18.6.6'), from.port, from.address);
+      await sent(resolver, reply(query.id ?? 0, `other-${name}`, '198.18.6.7'), from.port, from.address);
+      await sent(resolver, reply(query.id ?? 0, name, '198.18.0.9'), from.port, from.address);
+    })();
+  });
+}
+
 describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => {
   const cleanup = suiteCleanup();
   let agent: RunningAgent;
@@ -86,6 +114,8 @@ describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => 
     const netns = await makeNetns('dnsh');
     cleanup.defer(() => netns.remove());
     podIp = /inet ([\d.]+)\//.exec((await execa('ip', ['-n', netns.name, '-4', '-o', 'addr', 'show', 'scope', 'global'])).stdout)![1]!;
+    cleanup.defer(await writeNetnsResolvConf(netns.name, netns.hostIp));
+    await startSpoofedResolver(cleanup, netns.hostIp);
     const peer = await startPeer([], { address: `${netns.hostIp}:0`, nameTable });
     cleanup.defer(() => peer.stop());
     const dir = await tempDir(cleanup, 'pilot-agent-dnsh-');
@@ -152,5 +182,11 @@ describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => 
     const gone = await Promise.all(closed.map((done) => Promise.race([done, sleep(2_000).then(() => false)])));
     assert.ok(gone.filter(Boolean).length >= 300 - 128, `${gone.filter(Boolean).length} of 300 idle connections closed`);
     for (const socket of idle) socket.destroy();
+  });
+
+  it('forwards an unknown name and passes on only the resolver\'s answer, not the spoofs that came first', async () => {
+    await setUp();
+    const answer = await askUdp(podIp, query(8, 'external.test'));
+    assert.deepEqual(answer?.packet.answers?.map((record) => ('data' in record ? record.data : undefined)), ['198.18.0.9']);
   });
 });
