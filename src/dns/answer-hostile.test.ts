@@ -8,7 +8,7 @@ import { checkHeader } from './query-header.ts';
 
 const info = (ips: string[]) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [] });
 /** 6,000 addresses: ~96 KB of A records, more than a datagram or a TCP message carries. */
-const huge = Array.from({ length: 6_000 }, (_, at) => `10.2.${at >> 8}.${at & 255}`);
+const huge = Array.from({ length: 6_000 }, (_, at) => `198.18.${at >> 8}.${at & 255}`);
 
 function context(overrides: Partial<AnswerContext> = {}): AnswerContext {
   const table = new LookupTable({ namespace: 'default', domain: '', search: [] });

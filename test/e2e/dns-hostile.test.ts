@@ -27,7 +27,7 @@ const statusPort = 15020;
 const nameTable = {
   'db.legacy.internal': { ips: ['240.240.0.1'], registry: 'External' },
   // ~96 KB of A records: more than a datagram or a TCP message carries.
-  'big.mesh.internal': { ips: Array.from({ length: 6_000 }, (_, at) => `10.2.${at >> 8}.${at & 255}`), registry: 'External' },
+  'big.mesh.internal': { ips: Array.from({ length: 6_000 }, (_, at) => `198.18.${at >> 8}.${at & 255}`), registry: 'External' },
 };
 
 const frame = (message: Buffer) => Buffer.concat([Buffer.from([message.length >> 8, message.length & 255]), message]);
