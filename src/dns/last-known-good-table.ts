@@ -53,7 +53,8 @@ export class LastKnownGoodTable {
     } catch {
       return { ok: false, reason: 'not JSON' };
     }
-    if (typeof parsed !== 'object' || parsed === null || typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
+    const fields = typeof parsed === 'object' && parsed !== null;
+    if (!fields || typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
     if (parsed.node !== this.#options.node) return { ok: false, reason: 'kept for another node, not this one' };
     const age = this.#options.now() - parsed.at;
     if (age > lastKnownGoodMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${lastKnownGoodMaxAgeMs / 60_000} allowed` };

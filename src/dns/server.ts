@@ -55,7 +55,8 @@ export class DnsServer {
   constructor(options: DnsServerOptions) {
     this.#options = options;
     const log = (fields: Record<string, unknown>, message: string) => options.logger.warn(fields, message);
-    this.#cap = new ConnectionCap({ ...(options.connectionLimits ?? dnsConnectionLimits), trusted: (socket) => loopback.has(socket.remoteAddress ?? ''), onShed: shedLog(log, 'dns tcp') });
+    const trusted = (socket: Socket) => loopback.has(socket.remoteAddress ?? '');
+    this.#cap = new ConnectionCap({ ...(options.connectionLimits ?? dnsConnectionLimits), trusted, onShed: shedLog(log, 'dns tcp') });
   }
 
   /** Listens on every address; rejects with the first that fails (nothing is left listening). */

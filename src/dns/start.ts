@@ -51,7 +51,9 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   await loadLastKnownGood(store, lastKnownGood, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
   // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
-  const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, metrics: registerDnsMetrics(options.registry), refused: registerRefusals(options.registry), clock, logger });
+  const metrics = { metrics: registerDnsMetrics(options.registry), refused: registerRefusals(options.registry) };
+  const hosts = listenHosts(options.address.host, resolv);
+  const server = new DnsServer({ hosts, port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, ...metrics, clock, logger });
   await server.start().catch((error: Error) => {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
