@@ -113,7 +113,7 @@ describe('answerQuery', () => {
     assert.equal(tcp.packet.answers!.length, 60);
   });
 
-  it('answers SERVFAIL to a query without a question', () => {
-    assert.equal(answered(dnsPacket.encode({ id: 7, type: 'query', questions: [] })).rcode, 'SERVFAIL');
+  it('answers FORMERR to a query without a question, as Istio\'s library does', () => {
+    assert.equal(answered(dnsPacket.encode({ id: 7, type: 'query', questions: [] })).rcode, 'FORMERR');
   });
 });

@@ -1,21 +1,24 @@
 import * as dnsPacket from 'dns-packet';
 import type { Answer, Packet, Question } from 'dns-packet';
 import type { LookupTable } from './lookup-table.ts';
+import { checkHeader } from './query-header.ts';
 
 export type Protocol = 'udp' | 'tcp';
 
 /** What to do with one query: answer it from the table, forward it, or drop it. */
 export type Verdict =
-  | { kind: 'answer'; response: Buffer; rcode: 'NOERROR' | 'FORMERR' | 'SERVFAIL'; truncated: boolean }
+  | { kind: 'answer'; response: Buffer; rcode: keyof typeof rcodes; truncated: boolean }
   | { kind: 'forward'; name: string }
   | { kind: 'drop' };
 
 /** Istio's TTL for every answer it builds. */
 export const answerTtlSeconds = 30;
-const rcodes = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2 } as const;
-const headerBytes = 12;
+const rcodes = { NOERROR: 0, FORMERR: 1, SERVFAIL: 2, NOTIMP: 4 } as const;
 const minUdpBytes = 512;
-const maxMessageBytes = 65_535;
+/** What the 2-byte length in front of a TCP message can say. */
+export const maxTcpMessageBytes = 65_535;
+/** The largest UDP payload IPv4 carries (65,535 less the IP and UDP headers): a larger EDNS0 size is taken as this. */
+export const maxUdpMessageBytes = 65_507;
 
 export interface AnswerContext {
   /** Undefined until the first table arrived: every query is SERVFAIL, as Istio answers. */
@@ -35,24 +38,34 @@ export interface AnswerContext {
  * parallel A/AAAA, Istio issue 31250). Everything else is forwarded.
  */
 export function answerQuery(message: Buffer, context: AnswerContext): Verdict {
+  const header = checkHeader(message);
+  if (header === 'drop') return { kind: 'drop' };
+  if (header !== 'accept') return fail(message.readUInt16BE(0), header);
   let query: Packet;
   try {
     query = dnsPacket.decode(message);
   } catch {
-    return message.length >= headerBytes && (message[2]! & 0x80) === 0 ? fail(message.readUInt16BE(0), 'FORMERR') : { kind: 'drop' };
+    return fail(message.readUInt16BE(0), 'FORMERR');
   }
-  if (query.type === 'response') return { kind: 'drop' };
   const question = query.questions?.[0];
-  if (question && !context.table && context.forwardBeforeTable) return { kind: 'forward', name: question.name };
-  if (!question || !context.table) return fail(query.id ?? 0, 'SERVFAIL', query);
+  if (!question) return fail(query.id ?? 0, 'FORMERR');
+  if (!context.table && context.forwardBeforeTable) return { kind: 'forward', name: question.name };
+  if (!context.table) return fail(query.id ?? 0, 'SERVFAIL', query);
   const found = lookup(context.table, question);
   if (!found) return { kind: 'forward', name: question.name };
   const answers = rotate(found, context.rotation);
   return respond(query, { answers, rcode: 'NOERROR', authoritative: true, limit: sizeLimit(query, context.protocol) });
 }
 
-function fail(id: number, rcode: 'FORMERR' | 'SERVFAIL', query?: Packet): Verdict {
+/** A refusal; the question is echoed only when the query decoded (FORMERR and NOTIMP answer with the header alone, as Istio's library). */
+function fail(id: number, rcode: Exclude<keyof typeof rcodes, 'NOERROR'>, query?: Packet): Verdict {
   return respond(query ?? { id }, { answers: [], rcode, authoritative: false, limit: minUdpBytes });
+}
+
+/** SERVFAIL for a query that was forwarded and got no answer (it passed answerQuery, so it decodes and has one question). */
+export function serverFailure(message: Buffer): Buffer {
+  const verdict = fail(message.readUInt16BE(0), 'SERVFAIL', dnsPacket.decode(message));
+  return verdict.kind === 'answer' ? verdict.response : Buffer.alloc(0);
 }
 
 /**
@@ -95,12 +108,12 @@ function rotate(answers: Answer[], rotation: () => number): Answer[] {
   return [...cnames, ...addresses.slice(start), ...addresses.slice(0, start)];
 }
 
-/** TCP: the 64 KiB a message can be; UDP: the client's EDNS0 size, at least 512. */
+/** TCP: the 64 KiB a message can be; UDP: the client's EDNS0 size, at least 512, at most what a datagram carries. */
 export function sizeLimit(query: Packet, protocol: Protocol): number {
-  if (protocol === 'tcp') return maxMessageBytes;
+  if (protocol === 'tcp') return maxTcpMessageBytes;
   const opt = query.additionals?.find((record) => record.type === 'OPT');
   const advertised = opt && 'udpPayloadSize' in opt ? opt.udpPayloadSize : 0;
-  return Math.min(Math.max(advertised, minUdpBytes), maxMessageBytes);
+  return Math.min(Math.max(advertised, minUdpBytes), maxUdpMessageBytes);
 }
 
 interface Reply {
@@ -115,7 +128,9 @@ function respond(query: Packet, reply: Reply): Verdict {
   const queryFlags = query.flags ?? 0;
   const flags = (queryFlags & (dnsPacket.RECURSION_DESIRED | dnsPacket.CHECKING_DISABLED)) | dnsPacket.RECURSION_AVAILABLE | (reply.authoritative ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | rcodes[reply.rcode];
   const edns = query.additionals?.some((record) => record.type === 'OPT');
-  const packet: Packet = { id: query.id ?? 0, type: 'response', flags, questions: query.questions ?? [], answers: reply.answers, additionals: edns ? [{ type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] : [] };
+  // Only the first question: the answer never echoes what a client piled up (the header check lets one through anyway).
+  const opt: Answer = { type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] };
+  const packet: Packet = { id: query.id ?? 0, type: 'response', flags, questions: (query.questions ?? []).slice(0, 1), answers: reply.answers, additionals: edns ? [opt] : [] };
   let response = dnsPacket.encode(packet);
   let truncated = false;
   if (response.length > reply.limit) {
@@ -124,6 +139,8 @@ function respond(query: Packet, reply: Reply): Verdict {
     packet.answers = fitAnswers(packet, reply.limit);
     response = dnsPacket.encode(packet);
   }
+  // One question of at most 255 bytes and no records always fit 512; this only guards the transport's limit.
+  if (response.length > reply.limit) return fail(packet.id ?? 0, 'SERVFAIL');
   return { kind: 'answer', response, rcode: reply.rcode, truncated };
 }
 

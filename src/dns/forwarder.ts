@@ -2,6 +2,7 @@ import { createSocket } from 'node:dgram';
 import { connect, isIPv6 } from 'node:net';
 import type { Clock } from '../shared/clock.ts';
 import type { Protocol } from './answer.ts';
+import { answersQuery } from './answer-match.ts';
 
 export interface ForwarderOptions {
   servers: readonly string[];
@@ -126,12 +127,11 @@ function exchangeUdp(exchange: Exchange): Promise<Forwarded> {
   const { query, server, port } = exchange;
   return new Promise((resolve) => {
     const socket = createSocket(isIPv6(server) ? 'udp6' : 'udp4');
-    const id = query.readUInt16BE(0);
     const { done, fail } = settleOnce(exchange, () => socket.close(), resolve);
     socket.on('error', (error) => fail(error.message));
-    // Only the resolver's answer to this id counts; anything else on the socket is ignored.
+    // Only the resolver asked (address and port) answering this id and question counts; anything else is ignored, as spoofed.
     socket.on('message', (message, from) => {
-      if (from.address === server && message.length >= 2 && message.readUInt16BE(0) === id) done({ ok: true, response: message, server });
+      if (from.address === server && from.port === port && answersQuery(query, message)) done({ ok: true, response: message, server });
     });
     socket.send(query, port, server);
   });
@@ -147,7 +147,11 @@ function exchangeTcp(exchange: Exchange): Promise<Forwarded> {
     socket.on('close', () => fail('closed before answering'));
     socket.on('data', (chunk) => {
       received = Buffer.concat([received, chunk]);
-      if (received.length >= 2 && received.length >= 2 + received.readUInt16BE(0)) done({ ok: true, response: received.subarray(2, 2 + received.readUInt16BE(0)), server });
+      if (received.length < 2 || received.length < 2 + received.readUInt16BE(0)) return;
+      const response = received.subarray(2, 2 + received.readUInt16BE(0));
+      // One query per connection: the first message must answer it.
+      if (answersQuery(query, response)) done({ ok: true, response, server });
+      else fail('answered another id or question');
     });
     const length = Buffer.alloc(2);
     length.writeUInt16BE(query.length);

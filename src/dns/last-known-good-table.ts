@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { lastKnownGoodMaxAgeMs } from '../shared/last-known-good.ts';
+import { readBoundedFile, readFailure } from '../shared/bounded-file.ts';
+import { lastKnownGoodMaxAgeMs, ownedByAgent } from '../shared/last-known-good.ts';
 import { writeAtomically } from '../shared/synced-file.ts';
 
 export interface LastKnownGoodTableOptions {
@@ -7,7 +7,11 @@ export interface LastKnownGoodTableOptions {
   /** The node id the table belongs to: a file another proxy left is not used. */
   node: string;
   now: () => number;
+  /** The largest file read (default 64 MiB, as the kept xDS config: base64 of ~48 MiB of table). */
+  maxBytes?: number;
 }
+
+const defaultMaxBytes = 64 * 1024 * 1024;
 
 /** A last-known-good table, or why the file is not used. */
 export type LastKnownGoodRead = { ok: true; version: string; table: Buffer } | { ok: false; reason: string };
@@ -31,15 +35,27 @@ export class LastKnownGoodTable {
     return this.#options.path;
   }
 
+  /**
+   * The kept table, read as the kept xDS config is: bounded, not through a
+   * symlink, only a regular file this uid owns (a FIFO, a device, a link
+   * to another file are refused, never read). No reason quotes the file.
+   */
   async read(): Promise<LastKnownGoodRead> {
+    let text: string;
+    try {
+      text = (await readBoundedFile(this.#options.path, { maxBytes: this.#options.maxBytes ?? defaultMaxBytes, noFollow: true, check: ownedByAgent })).toString('utf8');
+    } catch (error) {
+      return { ok: false, reason: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none kept' : `unreadable: ${readFailure(error)}` };
+    }
     let parsed: { node?: unknown; at?: unknown; version?: unknown; table?: unknown };
     try {
-      parsed = JSON.parse(await readFile(this.#options.path, 'utf8')) as typeof parsed;
-    } catch (error) {
-      return { ok: false, reason: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none kept' : `unreadable: ${(error as Error).message}` };
+      parsed = JSON.parse(text) as typeof parsed;
+    } catch {
+      return { ok: false, reason: 'not JSON' };
     }
-    if (typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
-    if (parsed.node !== this.#options.node) return { ok: false, reason: `kept for node ${String(parsed.node)}, not this one` };
+    const fields = typeof parsed === 'object' && parsed !== null;
+    if (!fields || typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
+    if (parsed.node !== this.#options.node) return { ok: false, reason: 'kept for another node, not this one' };
     const age = this.#options.now() - parsed.at;
     if (age > lastKnownGoodMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${lastKnownGoodMaxAgeMs / 60_000} allowed` };
     return { ok: true, version: parsed.version, table: Buffer.from(parsed.table, 'base64') };

@@ -22,13 +22,13 @@ describe('LookupTable', () => {
   });
 
   it('tells apart names whose hashes are the same, built from bytes or not', () => {
-    // Found by search: FNV-1a, cut to 30 bits, is the same for both of each pair.
+    // Found by search: unseeded FNV-1a, cut to 30 bits, is the same for both of each pair; the tables are seeded, so one hash for all.
     const pairs = [['1wnmcc2.mesh', '1kprzgl.mesh'], ['xjr4lt.mesh', 'b86hzb.mesh']];
     const hosts: [string, { ips: string[] }][] = pairs.flat().map((host, at) => [host, { ips: [`10.2.0.${at + 1}`] }]);
     const bytes = encodeNameTable([...hosts, ['xjr4lt.mesh', { ips: ['10.2.0.9'] }]]);
-    const fromBytes = new LookupTable(pod, bytes);
+    const fromBytes = new LookupTable(pod, bytes, { hash: () => 1 });
     for (const [at, entry] of nameTableEntriesAt(bytes)) fromBytes.add(...readNameEntry(entry), at);
-    const fromEntries = new LookupTable(pod);
+    const fromEntries = new LookupTable(pod, undefined, { hash: () => 1 });
     for (const [host, { ips }] of hosts) fromEntries.add(host, info(ips));
     fromEntries.add('xjr4lt.mesh', info(['10.2.0.9']));
     for (const table of [fromBytes, fromEntries]) {
@@ -37,5 +37,26 @@ describe('LookupTable', () => {
       assert.equal(table.has('1wnmcc3.mesh.'), false);
     }
   });
-});
 
+  it('builds 8,192 names that all share one hash in linear steps, each still found (a quadratic chain was 28.8 s of CPU)', () => {
+    const count = 8_192;
+    const bytes = encodeNameTable(Array.from({ length: count }, (_, at) => [`flood-${at}.mesh.internal`, { ips: [`198.18.${at >> 8}.${at & 255}`] }]));
+    const table = new LookupTable(pod, bytes, { hash: () => 7 });
+    for (const [at, entry] of nameTableEntriesAt(bytes)) table.add(...readNameEntry(entry), at);
+    assert.equal(table.size, count);
+    assert.ok(table.probes <= 16 * count, `${table.probes} probes for ${count} names`);
+    for (const at of [0, 9, 4095, count - 1]) assert.deepEqual(table.get(`flood-${at}.mesh.internal.`)?.v4, [`198.18.${at >> 8}.${at & 255}`]);
+    assert.equal(table.has('flood-x.mesh.internal.'), false);
+    table.add('flood-9.mesh.internal', info(['198.19.0.1']));
+    assert.equal(table.size, count, 'a name given again is replaced in the map, not counted');
+    assert.deepEqual(table.get('flood-9.mesh.internal.')?.v4, ['198.19.0.1']);
+  });
+
+  it('seeds its hash per table: a pair that collides under unseeded FNV-1a walks no chain (a 2^-30 chance it still does)', () => {
+    const table = new LookupTable(pod);
+    table.add('1wnmcc2.mesh', info(['198.19.1.1']));
+    const before = table.probes;
+    table.add('1kprzgl.mesh', info(['198.19.1.2']));
+    assert.equal(table.probes - before, 0);
+  });
+});

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { isIP } from 'node:net';
 import { entryAt, readNameEntry, type NameInfo } from './name-table-wire.ts';
 
@@ -21,6 +22,19 @@ export interface LookupEntry {
 
 /** Where a name's entry starts in the NameTable's bytes, or (a table built without them) the entry and the names it gives. */
 type Slot = number | { names: Set<string>; entry: LookupEntry };
+/** The names of one hash: one slot (nearly always), a short chain, or past `maxChain` a map by name. */
+type Bucket = Slot | Slot[] | Map<string, Slot>;
+
+/**
+ * Past this, a chain becomes a Map by name: names crafted to share a hash (a ServiceEntry
+ * feeds the table) cost one map step each, not a walk (8,192 made a 28.8 s quadratic build).
+ */
+const maxChain = 8;
+
+export interface LookupTableOptions {
+  /** Tests: the hash names are filed by (default: FNV-1a with a seed drawn per table, so no name list collides on every agent). */
+  hash?: (name: string) => number;
+}
 
 /**
  * The names the agent answers, built the way Istio's agent builds them
@@ -38,14 +52,18 @@ export class LookupTable {
    * ways are no objects for the GC: 200,000 names kept as strings and
    * objects made its pauses the longest stalls of a build.
    */
-  readonly #slots = new ShardedMap<Slot | Slot[]>();
+  readonly #slots = new ShardedMap<Bucket>();
   #size = 0;
+  #probes = 0;
+  readonly #hash: (name: string) => number;
   readonly #source: Buffer | undefined;
   readonly #domain: { namespace: string; domain: string; parts: string[]; firstSearch: string | undefined };
 
   /** `source`: the NameTable the entries' offsets point into (see add). */
-  constructor(pod: PodDomain, source?: Buffer) {
+  constructor(pod: PodDomain, source?: Buffer, options: LookupTableOptions = {}) {
     this.#source = source;
+    const seed = randomInt(2 ** 32);
+    this.#hash = options.hash ?? ((name) => hashOf(name, seed));
     const parts = pod.domain.split('.').filter(Boolean);
     if (parts[0] === pod.namespace) parts.shift();
     const first = pod.search[0];
@@ -54,6 +72,11 @@ export class LookupTable {
 
   get size(): number {
     return this.#size;
+  }
+
+  /** How many times a candidate's names were checked against a name: the build's cost in steps, for the flood test. */
+  get probes(): number {
+    return this.#probes;
   }
 
   /**
@@ -97,29 +120,46 @@ export class LookupTable {
   }
 
   #put(name: string, slot: Slot): void {
-    const key = hashOf(name);
+    const key = this.#hash(name);
     const found = this.#slots.get(key);
     if (found === undefined) {
       this.#slots.set(key, slot);
       this.#size++;
-      return;
+    } else if (found instanceof Map) {
+      if (!found.has(name)) this.#size++;
+      found.set(name, slot);
+    } else {
+      this.#slots.set(key, this.#chained(Array.isArray(found) ? found : [found], name, slot));
     }
-    // Another name with the same hash (rare: a chain), or this name again (replaced).
-    const chain = Array.isArray(found) ? found : [found];
-    const same = chain.findIndex((candidate) => this.#namesOf(candidate).has(name));
+  }
+
+  /** Another name with the same hash (rare: a chain), or this name again (replaced); a chain past maxChain turns into a map. */
+  #chained(chain: Slot[], name: string, slot: Slot): Bucket {
+    const same = chain.findIndex((candidate) => this.#holds(candidate, name));
     if (same >= 0) chain[same] = slot;
     else {
       chain.push(slot);
       this.#size++;
     }
-    this.#slots.set(key, chain.length === 1 ? chain[0]! : chain);
+    if (chain.length === 1) return chain[0]!;
+    if (chain.length <= maxChain) return chain;
+    const byName = new Map<string, Slot>();
+    const key = this.#hash(name);
+    for (const candidate of chain) for (const each of this.#namesOf(candidate)) if (this.#hash(each) === key) byName.set(each, candidate);
+    return byName;
   }
 
   #find(name: string): Slot | undefined {
-    const found = this.#slots.get(hashOf(name));
+    const found = this.#slots.get(this.#hash(name));
     if (found === undefined) return undefined;
-    if (!Array.isArray(found)) return this.#namesOf(found).has(name) ? found : undefined;
-    return found.find((candidate) => this.#namesOf(candidate).has(name));
+    if (found instanceof Map) return found.get(name);
+    if (!Array.isArray(found)) return this.#holds(found, name) ? found : undefined;
+    return found.find((candidate) => this.#holds(candidate, name));
+  }
+
+  #holds(slot: Slot, name: string): boolean {
+    this.#probes++;
+    return this.#namesOf(slot).has(name);
   }
 
   /** The entry last read from the bytes: a query asks has() and get() of one name, a twin's base too. */
@@ -174,11 +214,16 @@ function addressesOf(ips: readonly string[]): LookupEntry {
   return entry;
 }
 
-/** FNV-1a over the UTF-16 code units, cut to 30 bits so that it stays a small integer (no heap number). */
-function hashOf(name: string): number {
-  let hash = 0x811c9dc5;
+/**
+ * FNV-1a over the UTF-16 code units from a seeded start, cut to 30 bits so
+ * that it stays a small integer (no heap number): the names are kept as
+ * numbers, not strings, which kept the GC's pauses short at 200,000 names.
+ * The top 30 bits: the low bits of a multiply see only the low bits.
+ */
+function hashOf(name: string, seed: number): number {
+  let hash = 0x811c9dc5 ^ seed;
   for (let at = 0; at < name.length; at++) hash = Math.imul(hash ^ name.charCodeAt(at), 0x01000193);
-  return hash & 0x3fffffff;
+  return hash >>> 2;
 }
 
 /** Maps a table is split into; 400,000 names make ~6,000 a map. */

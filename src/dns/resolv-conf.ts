@@ -1,5 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { readBoundedFileSync, readFailure } from '../shared/bounded-file.ts';
 
 /** Istio reads this one instead when it exists (a VM or Docker without capture keeps the original there). */
 export const istioResolvConf = '/var/lib/istio/resolv.conf';
@@ -9,16 +10,23 @@ export interface ResolvConf {
   /** Nameserver addresses, port 53. */
   servers: string[];
   search: string[];
+  /** Why the file was there but not read (a FIFO, a device, too large): the agent then forwards nowhere. */
+  unreadable?: string;
 }
+
+/** glibc reads 3 nameservers and 6 search domains: a resolv.conf of 64 KiB is not one. */
+const resolvConfMaxBytes = 64 * 1024;
 
 /** Reads the resolvers the agent forwards to and the search list; a missing file means none. */
 export function readResolvConf(paths: readonly string[] = [istioResolvConf, '/etc/resolv.conf']): ResolvConf {
   const path = paths.find((candidate) => existsSync(candidate)) ?? paths[paths.length - 1]!;
   let text = '';
   try {
-    text = readFileSync(path, 'utf8');
-  } catch {
+    // Bounded and non-blocking (a FIFO would hang the start), but followed: /etc/resolv.conf is often a symlink (systemd-resolved).
+    text = readBoundedFileSync(path, { maxBytes: resolvConfMaxBytes }).toString('utf8');
+  } catch (error) {
     // No resolv.conf: nothing to forward to, and every unknown name is SERVFAIL.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return { path, servers: [], search: [], unreadable: readFailure(error) };
   }
   return { path, ...parseResolvConf(text) };
 }

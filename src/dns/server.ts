@@ -1,12 +1,14 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, isIPv6, type Server, type Socket } from 'node:net';
-import * as dnsPacket from 'dns-packet';
+import type { Counter } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
+import { ConnectionCap, shedLog, type ConnectionCapOptions } from '../shared/connection-cap.ts';
 import type { Logger } from '../shared/log.ts';
-import { answerQuery, type Protocol } from './answer.ts';
+import { answerQuery, serverFailure, type Protocol } from './answer.ts';
 import type { Forwarder } from './forwarder.ts';
 import type { DnsMetrics } from './metrics.ts';
 import type { LookupTable } from './lookup-table.ts';
+import { dnsTcpConnectionLimits, serveTcpConnection, type TcpConnectionLimits } from './tcp-connection.ts';
 
 export interface DnsServerOptions {
   /** Addresses to listen on (UDP and TCP each), and the port. */
@@ -17,12 +19,25 @@ export interface DnsServerOptions {
   /** Forward rather than SERVFAIL before the first table. */
   forwardBeforeTable?: boolean;
   metrics: DnsMetrics;
+  /** Queries refused or dropped by reason (formerr, notimp, fault, send): what a hostile client costs, counted. */
+  refused?: Counter<'reason'>;
+  /** Tests: smaller caps. */
+  connectionLimits?: Pick<ConnectionCapOptions, 'max' | 'reservedForTrusted' | 'idleMs'>;
+  tcpLimits?: TcpConnectionLimits;
   clock: Clock;
   logger: Logger;
 }
 
-/** An idle TCP connection is closed after this long, as DNS servers do. */
+/**
+ * A TCP connection with no activity (no query read, no answer taken) is
+ * closed after this long, as DNS servers do: the idle timeout and the send
+ * timeout in one, since a client that stops reading stops all activity.
+ */
 const tcpIdleMs = 10_000;
+/** TCP connections: the pod's resolvers open a few; loopback keeps room when the pod network fills the rest. */
+export const dnsConnectionLimits = { max: 128, reservedForTrusted: 32, idleMs: tcpIdleMs } as const;
+
+const loopback = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 /**
  * The pod's DNS server: UDP and TCP on DNS_PROXY_ADDR. Every query is
@@ -34,10 +49,14 @@ export class DnsServer {
   readonly #udp: UdpSocket[] = [];
   readonly #tcp: Server[] = [];
   readonly #connections = new Set<Socket>();
+  readonly #cap: ConnectionCap;
   #rotation = 0;
 
   constructor(options: DnsServerOptions) {
     this.#options = options;
+    const log = (fields: Record<string, unknown>, message: string) => options.logger.warn(fields, message);
+    const trusted = (socket: Socket) => loopback.has(socket.remoteAddress ?? '');
+    this.#cap = new ConnectionCap({ ...(options.connectionLimits ?? dnsConnectionLimits), trusted, onShed: shedLog(log, 'dns tcp') });
   }
 
   /** Listens on every address; rejects with the first that fails (nothing is left listening). */
@@ -69,6 +88,7 @@ export class DnsServer {
 
   #listenTcp(host: string): Promise<Server> {
     const server = createServer((socket) => this.#onConnection(socket));
+    this.#cap.attach(server, false); // #onConnection admits
     return new Promise((resolve, reject) => {
       server.once('error', reject);
       server.listen(this.#options.port, host, () => (server.off('error', reject), resolve(server)));
@@ -76,44 +96,49 @@ export class DnsServer {
   }
 
   #onDatagram(socket: UdpSocket, message: Buffer, from: RemoteInfo): void {
-    const send = (response: Buffer | undefined) => response && socket.send(response, from.port, from.address);
-    const response = this.#handle(message, 'udp');
-    if (response instanceof Promise) void response.then(send);
-    else send(response);
+    const sent = (error: Error | null) => error && this.#fault('send', error);
+    const send = (response: Buffer | undefined) => response && socket.send(response, from.port, from.address, sent);
+    try {
+      const response = this.#handle(message, 'udp');
+      if (response instanceof Promise) void response.then(send).catch((error: unknown) => this.#fault('fault', error));
+      else send(response);
+    } catch (error) {
+      this.#fault('fault', error);
+    }
   }
 
   #onConnection(socket: Socket): void {
+    if (!this.#cap.admit(socket)) return;
     this.#connections.add(socket);
     socket.setTimeout(tcpIdleMs, () => socket.destroy());
     socket.on('close', () => this.#connections.delete(socket));
     socket.on('error', () => undefined); // 'close' follows
-    let buffered: Buffer = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      // Whole messages are taken at once, so at most one partial message (64 KiB) is ever held.
-      buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
-      while (buffered.length >= 2 && buffered.length >= 2 + buffered.readUInt16BE(0)) {
-        const message = buffered.subarray(2, 2 + buffered.readUInt16BE(0));
-        buffered = buffered.subarray(2 + message.length);
-        void Promise.resolve(this.#handle(message, 'tcp')).then((response) => {
-          if (!response) return void socket.destroy();
-          if (!socket.writable) return;
-          const length = Buffer.alloc(2);
-          length.writeUInt16BE(response.length);
-          socket.write(Buffer.concat([length, response]));
-        });
-      }
+    serveTcpConnection(socket, {
+      limits: this.#options.tcpLimits ?? dnsTcpConnectionLimits,
+      handle: (message) => this.#handle(message, 'tcp'),
+      busy: () => this.#cap.busy(socket),
+      idle: () => this.#cap.idle(socket),
+      failed: (error) => this.#fault('fault', error),
     });
+  }
+
+  /** What a client caused and nothing answered: a debug line and a count, never a warning per packet. */
+  #fault(reason: string, error: unknown): void {
+    this.#options.refused?.inc({ reason });
+    this.#options.logger.debug({ err: error, reason }, 'DNS query dropped');
   }
 
   /** The response to send, or undefined to send nothing; a promise only when forwarded. Never throws or rejects. */
   #handle(message: Buffer, protocol: Protocol): Buffer | undefined | Promise<Buffer | undefined> {
-    const { metrics, logger } = this.#options;
-    metrics.requests.inc();
-    const failed = (error: unknown) => void logger.warn({ err: error, protocol }, 'DNS query failed');
+    this.#options.metrics.requests.inc();
+    const failed = (error: unknown) => void this.#fault('fault', error);
     try {
       const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate, forwardBeforeTable: this.#options.forwardBeforeTable });
       if (verdict.kind === 'drop') return undefined;
-      if (verdict.kind === 'answer') return verdict.response;
+      if (verdict.kind === 'answer') {
+        if (verdict.rcode === 'FORMERR' || verdict.rcode === 'NOTIMP') this.#options.refused?.inc({ reason: verdict.rcode.toLowerCase() });
+        return verdict.response;
+      }
       return this.#forward(message, protocol, verdict.name).catch(failed);
     } catch (error) {
       return failed(error);
@@ -142,10 +167,4 @@ export class DnsServer {
       ...this.#tcp.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))),
     ]);
   }
-}
-
-/** SERVFAIL for a query that decoded once already (it was forwarded). */
-function serverFailure(message: Buffer): Buffer {
-  const query = dnsPacket.decode(message);
-  return dnsPacket.encode({ id: query.id ?? 0, type: 'response', flags: ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) | dnsPacket.RECURSION_AVAILABLE | 2, questions: query.questions ?? [] });
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Registry } from '../metrics/index.ts';
+import { Counter, type Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import { badEnv } from '../shared/errors.ts';
 import type { HostPort } from '../shared/host-port.ts';
@@ -44,13 +44,16 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   const { clock, logger } = options;
   const ownsPort53 = options.address.port === 53 && process.getuid?.() === 0;
   const resolv = readResolvConf(options.resolvConfPaths ?? (ownsPort53 ? [istioResolvConf, '/etc/resolv.conf'] : ['/etc/resolv.conf']));
+  if (resolv.unreadable) logger.warn({ resolvConf: resolv.path, reason: resolv.unreadable }, 'resolv.conf not read: unknown names are SERVFAIL');
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
   const lastKnownGood = new LastKnownGoodTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
   await loadLastKnownGood(store, lastKnownGood, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
   // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
-  const server = new DnsServer({ hosts: listenHosts(options.address.host, resolv), port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, metrics: registerDnsMetrics(options.registry), clock, logger });
+  const metrics = { metrics: registerDnsMetrics(options.registry), refused: registerRefusals(options.registry) };
+  const hosts = listenHosts(options.address.host, resolv);
+  const server = new DnsServer({ hosts, port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, ...metrics, clock, logger });
   await server.start().catch((error: Error) => {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
@@ -93,4 +96,9 @@ async function acceptTable(input: { store: TableStore; lastKnownGood: LastKnownG
 function listenHosts(host: string, resolv: ResolvConf): string[] {
   if (host !== 'localhost') return [host];
   return resolv.servers.some((server) => server.includes(':')) ? ['127.0.0.1', '::1'] : ['127.0.0.1'];
+}
+
+/** Not one of Istio's: what hostile or broken clients cost, by reason (formerr, notimp, fault, send). */
+function registerRefusals(registry: Registry): Counter<'reason'> {
+  return new Counter({ name: 'istio_agent_dns_refused_total', help: 'DNS queries refused (FORMERR, NOTIMP) or dropped (a fault, a failed send), by reason.', labelNames: ['reason'], registers: [registry] });
 }

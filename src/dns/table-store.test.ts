@@ -113,4 +113,14 @@ describe('TableStore, slices and the swap (fake clock and loop)', () => {
     assert.deepEqual(store.table?.get('old-3.mesh.internal.')?.v4, ['10.0.0.3']);
     assert.equal(store.debug(false).version, 'v1');
   });
+
+  it('gives up a build that takes longer than maxBuildMs in all, keeping the old table', async () => {
+    const store = new TableStore({ pod, now: () => 0, sliceMs: 2, maxBuildMs: 100, ...fakeLoop(0.25) });
+    await store.load(table(5, 'old'), 'v1', 'nds');
+    const old = store.table;
+    // 1,000 names at 0.25 ms a read of the clock: past 100 ms well before the end.
+    await assert.rejects(store.load(table(1000, 'new'), 'v2', 'nds'), /took more than 100 ms/);
+    assert.equal(store.table, old);
+    assert.equal(store.debug(false).version, 'v1');
+  });
 });

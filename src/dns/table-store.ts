@@ -10,12 +10,23 @@ import { nameTableEntries, nameTableEntriesAt, readNameEntry } from './name-tabl
  */
 export const defaultSliceMs = 2;
 
+/**
+ * A build that takes longer than this in all (its slices and the turns
+ * between) is given up and the table refused (a NACK), the old one kept:
+ * 400,000 names build in about 2 s, so only a table made to be slow (or a
+ * machine far past its means) gets there, and it cannot hold a build, and
+ * every table queued behind it, for good.
+ */
+export const defaultMaxBuildMs = 30_000;
+
 export interface TableStoreOptions {
   pod: PodDomain;
   /** Wall clock, for the table's age. */
   now: () => number;
   /** See defaultSliceMs; Infinity builds a table in one go (the bench's baseline). */
   sliceMs?: number;
+  /** See defaultMaxBuildMs. */
+  maxBuildMs?: number;
   /** The monotonic clock slices are measured by (default performance.now; tests pass a fake). */
   monotonic?: () => number;
   /** Lets the event loop turn between two slices (default setImmediate; tests pass a fake). */
@@ -71,6 +82,7 @@ export class TableStore {
   readonly #pod: PodDomain;
   readonly #now: () => number;
   readonly #sliceMs: number;
+  readonly #maxBuildMs: number;
   readonly #monotonic: () => number;
   readonly #yieldToLoop: () => Promise<void>;
   #loaded: Loaded | undefined;
@@ -82,6 +94,7 @@ export class TableStore {
     this.#pod = options.pod;
     this.#now = options.now;
     this.#sliceMs = options.sliceMs ?? defaultSliceMs;
+    this.#maxBuildMs = options.maxBuildMs ?? defaultMaxBuildMs;
     this.#monotonic = options.monotonic ?? (() => performance.now());
     this.#yieldToLoop = options.yieldToLoop ?? setImmediateTurn;
   }
@@ -120,6 +133,7 @@ export class TableStore {
       // The clock is read for every name: ~40 ns against the ~3 µs a name takes.
       if (clock() - stepStarted >= this.#sliceMs) {
         longestStepMs = Math.max(longestStepMs, clock() - stepStarted);
+        if (clock() - started > this.#maxBuildMs) throw new Error(`building the table took more than ${this.#maxBuildMs} ms (${entries} entries); refused`);
         await this.#yieldToLoop();
         slices++;
         stepStarted = clock();

@@ -1,10 +1,9 @@
-import type { Stats } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FileRefused, readBoundedFile } from '../../shared/bounded-file.ts';
 import type { Clock, Timer } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
-import { lastKnownGoodMaxAgeMs } from '../../shared/last-known-good.ts';
+import { lastKnownGoodMaxAgeMs, ownedByAgent } from '../../shared/last-known-good.ts';
 import { writeAtomically } from '../../shared/synced-file.ts';
 import { decodeLastKnownGood, encodeLastKnownGood } from './codec.ts';
 import { LastKnownGoodConfig } from './config.ts';
@@ -69,7 +68,7 @@ export class LastKnownGoodFile {
    */
   async #read(): Promise<string | undefined> {
     try {
-      return (await readBoundedFile(this.path, { maxBytes: this.#maxBytes, noFollow: true, check: ownedByUs })).toString('utf8');
+      return (await readBoundedFile(this.path, { maxBytes: this.#maxBytes, noFollow: true, check: ownedByAgent })).toString('utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return undefined;
@@ -130,14 +129,6 @@ export class LastKnownGoodFile {
     else await this.#writing;
     this.#lastKnownGood = undefined;
   }
-}
-
-/** Only what this agent's uid wrote, and no one else could have changed, is config Envoy may get. */
-function ownedByUs(info: Stats): string | undefined {
-  const uid = process.getuid?.();
-  if (uid !== undefined && info.uid !== uid) return `is owned by uid ${info.uid}, not the agent's ${uid}`;
-  if ((info.mode & 0o022) !== 0) return `is writable by group or others (mode ${(info.mode & 0o777).toString(8).padStart(4, '0')})`;
-  return undefined;
 }
 
 /** The last-known-good config as the last agent left it (when trustworthy), written on from now on. */

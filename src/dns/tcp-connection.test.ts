@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import { describe, it } from 'node:test';
+import { framed, serveTcpConnection } from './tcp-connection.ts';
+
+/** The part of a socket serveTcpConnection uses, recording what it was told. */
+class FakeSocket extends EventEmitter {
+  paused = false;
+  destroyed = false;
+  writable = true;
+  writableLength = 0;
+  written: Buffer[] = [];
+  pause() {
+    this.paused = true;
+  }
+  resume() {
+    this.paused = false;
+  }
+  write(data: Buffer) {
+    this.written.push(data);
+    this.writableLength += data.length; // the client never reads
+    return false;
+  }
+  destroy() {
+    this.destroyed = true;
+  }
+}
+
+const limits = { maxInFlight: 4, maxPendingWriteBytes: 100 };
+const messages = (count: number, size = 20) => Buffer.concat(Array.from({ length: count }, (_, at) => framed(Buffer.alloc(size, at))));
+
+function serve(handle: (message: Buffer) => Buffer | Promise<Buffer | undefined> | undefined) {
+  const socket = new FakeSocket();
+  const handled: Buffer[] = [];
+  const faults: unknown[] = [];
+  serveTcpConnection(socket as unknown as Socket, { limits, handle: (message) => (handled.push(message), handle(message)), busy: () => undefined, idle: () => undefined, failed: (error) => faults.push(error) });
+  return { socket, handled, faults };
+}
+
+describe('serveTcpConnection', () => {
+  it('takes at most maxInFlight pipelined queries and stops reading until they are answered', () => {
+    const { socket, handled } = serve(() => new Promise(() => undefined));
+    socket.emit('data', messages(50));
+    assert.equal(handled.length, 4);
+    assert.equal(socket.paused, true);
+  });
+
+  it('stops reading while maxPendingWriteBytes of answers wait unread, and goes on at drain', async () => {
+    const { socket, handled } = serve((message) => message);
+    socket.emit('data', messages(50));
+    assert.ok(handled.length < 10, `${handled.length} handled`);
+    assert.equal(socket.paused, true);
+    socket.writableLength = 0;
+    socket.emit('drain');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(handled.length > 5, `${handled.length} handled after drain`);
+  });
+
+  it('turns an answer too large to frame into a fault and a closed connection, never a throw', async () => {
+    const { socket, faults } = serve(() => Buffer.alloc(70_000));
+    socket.emit('data', messages(1));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(faults.length, 1);
+    assert.equal(socket.destroyed, true);
+  });
+
+  it('closes the connection when a query gets no answer (dropped)', async () => {
+    const { socket } = serve(() => undefined);
+    socket.emit('data', messages(1));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(socket.destroyed, true);
+  });
+});
