@@ -142,7 +142,7 @@ async function startRelay(stack: AsyncDisposableStack, parts: { options: Supervi
   const xdsLogger = options.logger.child({ component: 'xds' });
   const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: options.config.configPath, node: options.bootstrap.nodeId, clock: systemClock, logger: xdsLogger });
   stack.defer(() => lastKnownGoodFile.close());
-  const wasm = startWasmLoader(options.wasm, { clock: systemClock, logger: options.logger.child({ component: 'wasm' }) });
+  const wasm = startWasmLoader(options.wasm, { clock: systemClock, logger: options.logger.child({ component: 'wasm' }), registry });
   if (wasm) stack.defer(() => wasm.stop());
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...options.upstream, heldCertificate: ca && (() => ca.workloadCertificate()) };

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
+import { registerWasmMetrics } from './metrics.ts';
 import { extensionConfigType } from '../xds/type-urls.ts';
 import { convertEcdsResponse } from './ecds-response.ts';
 import type { ModuleRequest } from './module-cache.ts';
@@ -76,5 +78,17 @@ describe('ECDS responses', () => {
     assert.equal(stringOf(rewritten, 1), 'r7');
     assert.equal(stringOf(rewritten, 3), 'a');
     assert.ok(bytesOf(rewritten, 2)!.includes(Buffer.from('/cache/p.wasm')));
+  });
+
+  it("counts conversions by Istio's results (success, fetch_failure) with their duration", async () => {
+    const registry = new Registry();
+    const metrics = registerWasmMetrics(registry, () => 3);
+    await convertEcdsResponse(sotw(wasmExtension('a')), { mode: 'sotw', cache: cache(), logger: silentLogger, metrics });
+    await convertEcdsResponse(sotw(wasmExtension('b')), { mode: 'sotw', cache: cache('unreachable'), logger: silentLogger, metrics });
+    const text = await registry.metrics();
+    assert.match(text, /^istio_agent_wasm_config_conversion_count_total\{result="success"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_config_conversion_count_total\{result="fetch_failure"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_config_conversion_duration_count 2$/m);
+    assert.match(text, /^istio_agent_wasm_cache_entries 3$/m);
   });
 });

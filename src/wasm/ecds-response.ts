@@ -1,4 +1,5 @@
 import type { Logger } from '../shared/log.ts';
+import { conversionResult, type WasmMetrics } from './metrics.ts';
 import type { EcdsOutcome } from '../xds/relay/ecds-interceptor.ts';
 import type { XdsMode } from '../xds/wire.ts';
 import { extensionConfigType } from '../xds/type-urls.ts';
@@ -10,6 +11,7 @@ export interface EcdsConverterOptions {
   mode: XdsMode;
   cache: Pick<ModuleCache, 'get'>;
   logger: Logger;
+  metrics?: Pick<WasmMetrics, 'conversions' | 'conversionMs'>;
 }
 
 // DiscoveryResponse and DeltaDiscoveryResponse: resources 2, nonce 5. Any: type_url 1, value 2. Delta Resource: resource 2.
@@ -67,24 +69,33 @@ async function convertAny(anyBytes: Buffer, options: EcdsConverterOptions): Prom
   return extension && encodeMessage(withField(any, 2, lenField(2, extension)));
 }
 
-async function convertExtension(bytes: Buffer, { cache, logger }: EcdsConverterOptions): Promise<Buffer | undefined> {
+async function convertExtension(bytes: Buffer, { cache, logger, metrics }: EcdsConverterOptions): Promise<Buffer | undefined> {
   let parsed: ReturnType<typeof parseRemoteWasm>;
+  const started = performance.now();
+  const counted = (result: string) => {
+    metrics?.conversions.inc({ result });
+    metrics?.conversionMs.observe({}, performance.now() - started);
+  };
   try {
     parsed = parseRemoteWasm(bytes);
   } catch (error) {
-    if (error instanceof ProtoError) throw new ConvertError(`ECDS resource is not a TypedExtensionConfig: ${error.message}`);
+    if (error instanceof ProtoError) {
+      counted(conversionResult.unmarshalFailure);
+      throw new ConvertError(`ECDS resource is not a TypedExtensionConfig: ${error.message}`);
+    }
     throw error;
   }
-  if (!parsed) return undefined;
-  const started = performance.now();
+  if (!parsed) return (counted(conversionResult.noRemoteLoad), undefined);
   try {
     if (!parsed.url) throw new Error('the remote code has no http_uri');
     // istiod names a secret it could not read with an empty value: pulling anonymously would hide that.
     if (parsed.pullSecret === '') throw new Error('the image pull secret is missing');
     const path = await cache.get({ url: parsed.url, checksum: parsed.sha256, resourceName: parsed.name, resourceVersion: parsed.resourceVersion, pullPolicy: parsed.pullPolicy, pullSecret: parsed.pullSecret, timeoutMs: parsed.timeoutMs });
     logger.info({ filter: parsed.name, url: parsed.url, path, ms: Math.round(performance.now() - started) }, 'Wasm module ready; Envoy gets it as a local file');
+    counted(conversionResult.success);
     return withLocalCode(parsed, path);
   } catch (error) {
+    counted(conversionResult.fetchFailure);
     const fallback = parsed.failOpen ? 'allow-all' : 'deny-all';
     logger.error({ filter: parsed.name, url: parsed.url, error: (error as Error).message, fallback }, `Wasm module not fetched; Envoy gets a ${fallback} RBAC filter instead`);
     return fallbackFilter(parsed.name, parsed.kind, parsed.failOpen);

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
+import { Registry } from '../metrics/index.ts';
+import { registerWasmMetrics } from './metrics.ts';
 import { ModuleCache, moduleName, type Fetched, type ModuleRequest } from './module-cache.ts';
 
 const wasm = (marker: number) => Buffer.from([0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0, marker]);
@@ -34,7 +36,26 @@ describe('Wasm module cache', () => {
       return { digest: sha(bytes), module: async () => bytes };
     },
   });
+  const fetchOf = async (request: ModuleRequest): Promise<Fetched> => {
+    fetches.push(request.url);
+    const bytes = served;
+    return { digest: sha(bytes), module: async () => bytes };
+  };
   const request = (overrides: Partial<ModuleRequest> = {}): ModuleRequest => ({ url: 'http://modules.example/a.wasm', checksum: '', resourceName: 'r', resourceVersion: '1', pullPolicy: 'unspecified', timeoutMs: 5000, ...overrides });
+
+  it("counts lookups (hit or miss) and remote fetches by Istio's results: success, checksum_mismatched", async () => {
+    const registry = new Registry();
+    const metrics = registerWasmMetrics(registry, () => 0);
+    const modules = new ModuleCache({ dir, clock, logger: silentLogger, expiryMs: 24 * hour, purgeIntervalMs: hour, maxBytes: 1 << 20, fetch: fetchOf, metrics });
+    await modules.get(request({ checksum: sha(served) }));
+    await modules.get(request({ checksum: sha(served) }));
+    await assert.rejects(modules.get(request({ url: 'http://modules.example/b.wasm', checksum: sha('other') })));
+    const text = await registry.metrics();
+    assert.match(text, /^istio_agent_wasm_cache_lookup_count_total\{hit="false"\} 2$/m);
+    assert.match(text, /^istio_agent_wasm_cache_lookup_count_total\{hit="true"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_remote_fetch_count_total\{result="success"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_remote_fetch_count_total\{result="checksum_mismatched"\} 1$/m);
+  });
 
   it('fetches once, writes <dir>/<sha256 of the name>/<checksum>.wasm, then serves from disk', async () => {
     const modules = cache();

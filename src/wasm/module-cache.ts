@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { fetchResult, type WasmMetrics } from './metrics.ts';
 import { mkdir, readdir, rm, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Timer } from '../shared/clock.ts';
@@ -37,6 +38,8 @@ export interface ModuleCacheOptions {
   fetch(request: ModuleRequest): Promise<Fetched>;
   /** Largest module accepted, unwrapped. */
   maxBytes: number;
+  /** Cache lookups and remote fetches, by Istio's labels. */
+  metrics?: Pick<WasmMetrics, 'cacheLookups' | 'remoteFetches'>;
 }
 
 interface Entry {
@@ -106,14 +109,28 @@ export class ModuleCache {
     return done;
   }
 
+  /** Modules the cache knows (Istio's wasm_cache_entries). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
   async #get(request: ModuleRequest): Promise<string> {
+    const { metrics } = this.#options;
     const checksum = this.#knownChecksum(request);
     if (checksum) {
       const hit = await this.#lookup(request.url, checksum);
+      metrics?.cacheLookups.inc({ hit: String(Boolean(hit)) });
       if (hit) return hit;
     }
-    const fetched = await this.#options.fetch(request);
-    if (checksum && fetched.digest !== checksum) throw new Error(`module from ${request.url} has checksum ${fetched.digest}, not ${checksum}`);
+    const fetched = await this.#options.fetch(request).catch((error: unknown) => {
+      metrics?.remoteFetches.inc({ result: fetchResult.downloadFailure });
+      throw error;
+    });
+    if (checksum && fetched.digest !== checksum) {
+      metrics?.remoteFetches.inc({ result: fetchResult.checksumMismatch });
+      throw new Error(`module from ${request.url} has checksum ${fetched.digest}, not ${checksum}`);
+    }
+    metrics?.remoteFetches.inc({ result: fetchResult.success });
     if (!checksum) {
       // OCI told the digest before the blob: it may be cached under it already.
       const hit = await this.#lookup(request.url, fetched.digest);

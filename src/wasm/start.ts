@@ -5,7 +5,9 @@ import type { wasmEnv } from '../settings/wasm-env.ts';
 import type { EcdsConverter } from '../xds/relay/ecds-interceptor.ts';
 import { convertEcdsResponse } from './ecds-response.ts';
 import { moduleFetcher } from './fetch-module.ts';
+import { registerWasmMetrics } from './metrics.ts';
 import { ModuleCache } from './module-cache.ts';
+import type { Registry } from '../metrics/index.ts';
 
 export interface WasmLoader {
   convert: EcdsConverter;
@@ -13,14 +15,17 @@ export interface WasmLoader {
 }
 
 /** The module cache and its purge timer, and the converter the relay hands ECDS responses to; undefined when switched off. */
-export function startWasmLoader(settings: EnvValues<typeof wasmEnv>, options: { clock: Clock; logger: Logger }): WasmLoader | undefined {
+export function startWasmLoader(settings: EnvValues<typeof wasmEnv>, options: { clock: Clock; logger: Logger; registry?: Registry }): WasmLoader | undefined {
   if (!settings.enabled) return undefined;
   const { clock, logger } = options;
+  let cacheRef: ModuleCache | undefined;
+  const metrics = options.registry && registerWasmMetrics(options.registry, () => cacheRef?.size ?? 0);
   const fetch = moduleFetcher({ requestTimeoutMs: settings.requestTimeoutMs, maxRetries: settings.maxRetries, insecureRegistries: settings.insecureRegistries, clock, maxBytes: settings.maxBytes, blocked: settings.blockedCidrs });
-  const cache = new ModuleCache({ dir: settings.cacheDir, expiryMs: settings.moduleExpiryMs, purgeIntervalMs: settings.purgeIntervalMs, clock, logger, fetch, maxBytes: settings.maxBytes });
+  const cache = new ModuleCache({ dir: settings.cacheDir, expiryMs: settings.moduleExpiryMs, purgeIntervalMs: settings.purgeIntervalMs, clock, logger, fetch, maxBytes: settings.maxBytes, metrics });
+  cacheRef = cache;
   cache.start();
   return {
-    convert: (message, mode) => convertEcdsResponse(message, { mode, cache, logger }),
+    convert: (message, mode) => convertEcdsResponse(message, { mode, cache, logger, metrics }),
     stop: () => cache.stop(),
   };
 }
