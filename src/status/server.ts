@@ -1,11 +1,16 @@
 import { chmod, rm } from 'node:fs/promises';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+import { boundedTimer } from '../shared/clock.ts';
 import { http } from '../shared/node-http.ts';
 import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { isLoopbackPeer } from './access.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
+
+const gzipAsync = promisify(gzip);
 
 export interface StatusServer {
   port: number;
@@ -65,12 +70,25 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   };
 }
 
-/** The request's connection counts as busy until its response is done. */
+/**
+ * The request's connection counts as busy until its response is handed to
+ * the socket: a peer that then never reads holds no slot the cap cannot
+ * take back for a probe (it is idle, and the idlest goes first), and the
+ * send timeout closes it.
+ */
 function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): IncomingMessage {
   cap.busy(request.socket);
-  response.once('close', () => cap.idle(request.socket));
+  let done = false;
+  const idle = () => void (done || ((done = true), cap.idle(request.socket)));
+  response.once('close', idle);
+  response.once('prefinish', idle);
   return request;
 }
+
+/** A response not taken by the peer within this long is cut: a reader that stops reading costs a bounded time. */
+export const sendTimeoutMs = 10_000;
+/** Below this a body goes as is: gzip would cost more than it saves. */
+const gzipFromBytes = 1024;
 
 function close(server: Server): Promise<void> {
   server.closeAllConnections();
@@ -104,6 +122,26 @@ async function serve(handler: Handler, options: StatusServerOptions, request: In
     signal: aborted.signal,
   });
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
-  response.writeHead(result.status, { 'content-type': result.contentType, 'content-length': Buffer.byteLength(result.body) });
-  response.end(request.method === 'HEAD' ? undefined : result.body, () => result.after?.());
+  const body = await encodeBody(result.body, request.headers['accept-encoding']);
+  if (response.destroyed) return;
+  response.writeHead(result.status, { 'content-type': result.contentType, 'content-length': body.bytes.length, ...(body.gzip ? { 'content-encoding': 'gzip' } : {}), vary: 'accept-encoding' });
+  const timer = boundedTimer(() => request.socket.destroy(), sendTimeoutMs, { unref: true });
+  response.once('close', () => timer.cancel());
+  response.end(request.method === 'HEAD' ? undefined : body.bytes, () => (timer.cancel(), result.after?.()));
+}
+
+/** `Accept-Encoding` names gzip with a weight above 0. */
+export function acceptsGzip(header: string | undefined): boolean {
+  return (header ?? '').split(',').some((part) => {
+    const [coding = '', ...params] = part.trim().toLowerCase().split(';');
+    const weight = params.map((param) => /^\s*q=([\d.]+)\s*$/.exec(param)?.[1]).find((value) => value !== undefined);
+    return coding.trim() === 'gzip' && (weight === undefined || Number(weight) > 0);
+  });
+}
+
+/** gzip when the peer asks for it (Prometheus does) and the body is worth it, as Istio's status server. */
+async function encodeBody(text: string, acceptEncoding: string | undefined): Promise<{ bytes: Buffer; gzip: boolean }> {
+  const bytes = Buffer.from(text);
+  if (!acceptsGzip(acceptEncoding) || bytes.length < gzipFromBytes) return { bytes, gzip: false };
+  return { bytes: await gzipAsync(bytes), gzip: true };
 }

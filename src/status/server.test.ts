@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { silentLogger } from '../shared/log.ts';
+import type { StatusDeps } from './handler.ts';
+import { acceptsGzip, sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
+
+const bigMetrics = `# TYPE istio_agent_big gauge\n${Array.from({ length: 1_000_000 }, (_, i) => `istio_agent_big{n="${i}"} ${i}`).join('\n')}\n`;
+
+const deps: StatusDeps = {
+  readiness: { check: async () => ({ ready: true }) },
+  agentMetrics: async () => bigMetrics,
+  envoyMetrics: async () => ({ ok: true, status: 200, text: '', truncated: false }),
+  epochs: () => ({}),
+  quit: () => undefined,
+  drain: async () => true,
+};
+
+function get(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    httpRequest({ host: '127.0.0.1', port, path, headers, timeout: 10_000 }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
+    }).on('error', reject).end();
+  });
+}
+
+describe('the status server on its socket', () => {
+  let dir: string;
+  let server: StatusServer;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'status-server-'));
+    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps, logger: silentLogger });
+  });
+  after(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('Accept-Encoding: a gzip with a weight above 0, and only that', () => {
+    for (const [header, want] of [['gzip', true], ['br, gzip;q=0.8', true], ['GZIP', true], ['gzip;q=0', false], ['gzip; q=0.0', false], ['identity', false], ['', false], [undefined, false], ['xgzip', false]] as const) {
+      assert.equal(acceptsGzip(header), want, String(header));
+    }
+  });
+
+  it('gzips the merged metrics when the scraper asks, and not otherwise', async () => {
+    const zipped = await get(server.port, '/stats/prometheus', { 'accept-encoding': 'gzip' });
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.ok(zipped.body.length < bigMetrics.length / 4, `${zipped.body.length} bytes`);
+    assert.match(gunzipSync(zipped.body).toString('utf8'), /^istio_agent_big\{n="999999"\} 999999$/m);
+    const plain = await get(server.port, '/stats/prometheus');
+    assert.equal(plain.headers['content-encoding'], undefined);
+    assert.match(plain.body.toString('utf8'), /^istio_agent_big\{n="0"\} 0$/m);
+  });
+
+  it('a scraper that never reads is cut after the send timeout, and probes are answered meanwhile', { timeout: sendTimeoutMs + 20_000 }, async () => {
+    const stuck = Array.from({ length: 3 }, () => connect(server.port, '127.0.0.1'));
+    for (const socket of stuck) {
+      socket.on('error', () => undefined);
+      // Not read until the send timeout has passed: the body (~30 MB) is more than both sides' buffers hold.
+      socket.pause();
+      socket.write('GET /stats/prometheus HTTP/1.1\r\nHost: pod\r\n\r\n');
+    }
+    assert.equal((await get(server.port, '/healthz/ready')).status, 200);
+    await new Promise((resolve) => setTimeout(resolve, sendTimeoutMs + 2_000));
+    for (const socket of stuck) {
+      let received = 0;
+      socket.on('data', (chunk: Buffer) => (received += chunk.length));
+      socket.resume();
+      await once(socket, 'close');
+      assert.ok(received < bigMetrics.length, `cut short: ${received} of ${bigMetrics.length} bytes`);
+    }
+  });
+});
