@@ -24,8 +24,8 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
 
   const common = ['--serviceregistry', 'Other', '--ip', '198.19.1.3', '--discoveryAddress', '127.0.0.1:15010', '--print-bootstrap'];
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
-    { name: 'sidecar, SotW', args: ['sidecar'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
-    { name: 'router, Delta', args: ['router', '--deltaXds'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
+    { name: 'sidecar, SotW', args: ['sidecar', '--deltaXds=false'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
+    { name: 'router, Delta (the default)', args: ['router'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
     { name: 'ingress; xDS goes through the agent\'s socket', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/) },
     { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
     { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
