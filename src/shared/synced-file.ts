@@ -1,4 +1,5 @@
-import { open, rename } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
 
 /**
  * Writes `content` to a file only the agent's uid can read (0600, unless
@@ -16,9 +17,19 @@ export async function writeSyncedFile(path: string, content: string | Uint8Array
   }
 }
 
-/** A temporary file (0600 by default, synced) renamed over the target: a crash leaves the old file or the new, never half of one. */
+/**
+ * A temporary file (0600 by default, synced) renamed over the target: a crash
+ * leaves the old file or the new, never half of one. The temporary's name is
+ * unique per write (`wx`), so writes of one target that overlap never share
+ * it, and a write that fails removes it.
+ */
 export async function writeAtomically(path: string, text: string | Uint8Array, mode = 0o600): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  await writeSyncedFile(temporary, text, 'w', mode);
-  await rename(temporary, path);
+  const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await writeSyncedFile(temporary, text, 'wx', mode);
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
 }

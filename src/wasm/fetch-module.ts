@@ -44,7 +44,7 @@ export function moduleFetcher(options: FetcherOptions): (request: ModuleRequest)
     const answer = await retried(request.url, { insecure });
     if (answer.status !== 200) throw new Error(`${request.url}: HTTP ${answer.status}`);
     // As Istio: the checksum is of the module itself, once unwrapped from gzip or tar.
-    const module = unbox(answer.body, options.maxBytes);
+    const module = await unbox(answer.body, options.maxBytes);
     return { digest: createHash('sha256').update(module).digest('hex'), module: async () => module };
   };
 }

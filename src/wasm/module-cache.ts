@@ -76,6 +76,8 @@ export class ModuleCache {
   /** url → the checksum it last gave, and the resource versions that saw it. */
   readonly #checksums = new Map<string, { checksum: string; versions: Map<string, string> }>();
   readonly #inFlight = new Map<string, Promise<string>>();
+  /** url, checksum and pull secret → the fetch under way for them. */
+  readonly #fetching = new Map<string, Promise<{ path: string; digest: string }>>();
   #timer: Timer | undefined;
 
   constructor(options: ModuleCacheOptions) {
@@ -122,6 +124,27 @@ export class ModuleCache {
       metrics?.cacheLookups.inc({ hit: String(Boolean(hit)) });
       if (hit) return hit;
     }
+    const { path, digest } = await this.#fetchOnce(request, checksum);
+    this.#remember(request, digest);
+    return path;
+  }
+
+  /**
+   * One fetch and one write per module: filters that name the same URL (and
+   * checksum, and pull secret) while it is being fetched share that fetch,
+   * whatever their resource names.
+   */
+  #fetchOnce(request: ModuleRequest, checksum: string | undefined): Promise<{ path: string; digest: string }> {
+    const key = JSON.stringify([request.url, checksum ?? '', request.pullSecret ?? '']);
+    const running = this.#fetching.get(key);
+    if (running) return running;
+    const done = this.#fetchAndWrite(request, checksum).finally(() => this.#fetching.delete(key));
+    this.#fetching.set(key, done);
+    return done;
+  }
+
+  async #fetchAndWrite(request: ModuleRequest, checksum: string | undefined): Promise<{ path: string; digest: string }> {
+    const { metrics } = this.#options;
     const fetched = await this.#options.fetch(request).catch((error: unknown) => {
       metrics?.remoteFetches.inc({ result: fetchResult.downloadFailure });
       throw error;
@@ -134,13 +157,11 @@ export class ModuleCache {
     if (!checksum) {
       // OCI told the digest before the blob: it may be cached under it already.
       const hit = await this.#lookup(request.url, fetched.digest);
-      if (hit) return (this.#remember(request, fetched.digest), hit);
+      if (hit) return { path: hit, digest: fetched.digest };
     }
-    const module = unbox(await fetched.module(), this.#options.maxBytes);
+    const module = await unbox(await fetched.module(), this.#options.maxBytes);
     if (!isWasm(module)) throw new Error(`module from ${request.url} is not a Wasm binary`);
-    const path = await this.#write(request.url, fetched.digest, module);
-    this.#remember(request, fetched.digest);
-    return path;
+    return { path: await this.#write(request.url, fetched.digest, module), digest: fetched.digest };
   }
 
   /** The checksum to look for: the plugin's, an OCI digest in the URL, or the one this URL gave before. */
@@ -174,11 +195,9 @@ export class ModuleCache {
     const path = this.#pathOf(url, checksum);
     const entry = this.#entries.get(path);
     if (!entry) {
-      try {
-        await stat(path);
-      } catch {
-        return undefined;
-      }
+      // Only a regular file is a module (a directory in its place is not).
+      const isFile = await stat(path).then((info) => info.isFile(), () => false);
+      if (!isFile) return undefined;
       this.#options.logger.debug({ path, url }, 'Wasm module found on disk');
     }
     await this.#touch(path, url);

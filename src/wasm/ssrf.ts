@@ -19,9 +19,19 @@ export function refusedAddress(address: string, operator?: BlockList): string | 
   // ::ffff:169.254.169.254 reaches the IPv4 address; judge it as one.
   const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
   const [ip, type] = mapped ? [mapped, 'ipv4' as const] : [address, family === 4 ? ('ipv4' as const) : ('ipv6' as const)];
-  if (operator?.check(ip, type)) return `connection to ${address} refused: in BLOCKED_CIDRS_IN_WASM_FETCH`;
+  if (operator && reached(ip, type).some(([one, kind]) => operator.check(one, kind))) return `connection to ${address} refused: in BLOCKED_CIDRS_IN_WASM_FETCH`;
   if (!blocked.check(ip, type)) return undefined;
   return `connection to ${address} refused: link-local and cloud metadata addresses are not fetched from`;
+}
+
+/**
+ * The addresses a connection to `ip` reaches: itself, and for the unspecified
+ * address (0.0.0.0, ::), which Linux connects to this host over loopback,
+ * the loopback addresses too, so blocking 127.0.0.0/8 or ::1 blocks them.
+ */
+function reached(ip: string, type: 'ipv4' | 'ipv6'): [string, 'ipv4' | 'ipv6'][] {
+  const unspecified = type === 'ipv4' ? ip === '0.0.0.0' : /^[0:]+$/.test(ip);
+  return unspecified ? [[ip, type], ['127.0.0.1', 'ipv4'], ['::1', 'ipv6']] : [[ip, type]];
 }
 
 /** BLOCKED_CIDRS_IN_WASM_FETCH: comma-separated CIDRs; a bad one is bad input. */
@@ -48,7 +58,8 @@ export function refusedRealm(realm: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `token realm scheme ${url.protocol} is not allowed`;
   const host = url.hostname.replace(/^\[|\]$/g, '');
   if (host === 'localhost' || host === 'metadata.google.internal') return `token realm ${host} is not allowed`;
-  if (isIP(host) && (privateOrLocal.check(host, isIP(host) === 4 ? 'ipv4' : 'ipv6') || refusedAddress(host))) return `token realm ${host} is a private, loopback or link-local address`;
+  const local = isIP(host) !== 0 && reached(host, isIP(host) === 4 ? 'ipv4' : 'ipv6').some(([ip, type]) => privateOrLocal.check(ip, type));
+  if (local || (isIP(host) && refusedAddress(host))) return `token realm ${host} is a private, loopback or link-local address`;
   return undefined;
 }
 

@@ -1,6 +1,8 @@
-import { gunzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
 
 const wasmMagic = Buffer.from([0x00, 0x61, 0x73, 0x6d]);
+const inflate = promisify(gunzip);
 
 export const isWasm = (bytes: Buffer) => bytes.length >= 8 && bytes.subarray(0, 4).equals(wasmMagic);
 
@@ -15,19 +17,30 @@ function firstTarFile(bytes: Buffer): Buffer | undefined {
 }
 
 /**
- * The module inside gzip and tar wrappings (image layers, `.wasm.gz`), as
- * Istio unwraps them: best effort, the bytes as they were when a step fails.
+ * Gunzip on libuv's thread pool, never on the event loop, and never past
+ * `maxBytes`: a gzip bomb is refused, not inflated, and the agent keeps
+ * answering probes and xDS meanwhile.
  */
-export function unbox(bytes: Buffer, maxBytes: number): Buffer {
+async function gunzipBounded(bytes: Buffer, maxBytes: number): Promise<Buffer | undefined> {
+  try {
+    return await inflate(bytes, { maxOutputLength: maxBytes });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`the module inflates past ${maxBytes} bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)`);
+    return undefined;
+  }
+}
+
+/**
+ * The module inside gzip and tar wrappings (image layers, `.wasm.gz`), as
+ * Istio unwraps them: best effort, the bytes as they were when a step fails,
+ * but an error when a gzip layer inflates past `maxBytes`.
+ */
+export async function unbox(bytes: Buffer, maxBytes: number): Promise<Buffer> {
   let current = bytes;
   for (let depth = 0; depth < 4 && !isWasm(current); depth++) {
     let next: Buffer | undefined;
-    try {
-      if (isGzip(current)) next = gunzipSync(current, { maxOutputLength: maxBytes });
-      else if (isTar(current)) next = firstTarFile(current);
-    } catch {
-      next = undefined;
-    }
+    if (isGzip(current)) next = await gunzipBounded(current, maxBytes);
+    else if (isTar(current)) next = firstTarFile(current);
     if (!next) return bytes;
     current = next;
   }
