@@ -12,9 +12,9 @@ import { headerPluginWasm } from '../support/wasm-plugin.ts';
 const t = (name: string) => `type.googleapis.com/${name}`;
 const filterName = 'extensions.istio.io/wasmplugin/default.headers';
 
-/** A listener answering 200 itself, with the Wasm filter slot filled over ECDS when `withFilter`. */
-function listener(port: number, withFilter: boolean): unknown {
-  const wasmSlot = { name: filterName, config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm'), t('envoy.extensions.filters.http.rbac.v3.RBAC')] } };
+/** A listener answering 200 itself, with the Wasm filter slot filled over ECDS when `withFilter` (or one slot per name of `names`). */
+function listener(port: number, withFilter: boolean, names = [filterName]): unknown {
+  const wasmSlot = (name: string) => ({ name, config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm'), t('envoy.extensions.filters.http.rbac.v3.RBAC')] } });
   return {
     '@type': t('envoy.config.listener.v3.Listener'),
     name: 'listener_0',
@@ -23,16 +23,16 @@ function listener(port: number, withFilter: boolean): unknown {
       '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
       stat_prefix: 'in',
       route_config: { name: 'local', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'app' } } }] }] },
-      http_filters: [...(withFilter ? [wasmSlot] : []), { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
+      http_filters: [...(withFilter ? names.map(wasmSlot) : []), { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
     } }] }],
   };
 }
 
 /** The ECDS resource istiod sends for a WasmPlugin: remote code, cluster `_`, the agent's ISTIO_META_* variables. */
-function wasmPlugin(options: { uri: string; sha256?: string; failOpen?: boolean }): unknown {
+function wasmPlugin(options: { uri: string; sha256?: string; failOpen?: boolean; name?: string }): unknown {
   return {
     '@type': t('envoy.config.core.v3.TypedExtensionConfig'),
-    name: filterName,
+    name: options.name ?? filterName,
     typed_config: {
       '@type': t('envoy.extensions.filters.http.wasm.v3.Wasm'),
       config: {
@@ -130,6 +130,25 @@ for (const mode of ['sotw', 'delta'] as const) {
           await peer.setResources([listener(port, true), wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: 'cd'.repeat(32), failOpen: true })]);
           await until(port, (status, header) => status === 200 && header === null);
           assert.ok(agent.log.entries.some((entry) => entry.fallback === 'deny-all' && String(entry.error).includes('not ' + 'ab'.repeat(32))));
+        } finally {
+          await stopClean(agent);
+        }
+      });
+
+      it('12 fail-closed filters on one module all load it: one fetch of the blob, no filter deny-all', async () => {
+        const dir = await tempDir(cleanup, 'wasm-cache-');
+        const agent = await agentFor({ WASM_CACHE_DIR: dir });
+        const names = Array.from({ length: 12 }, (_, index) => `extensions.istio.io/wasmplugin/default.headers-${index}`);
+        const before = registry.requests.length;
+        try {
+          await peer.setResources([listener(port, true, names), ...names.map((name) => wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: digest, name }))]);
+          // Each filter adds its header: twelve 'loaded' means every filter runs the module.
+          await until(port, (status, header) => status === 200 && header?.split(', ').filter((value) => value === 'loaded').length === 12, 60_000);
+          assert.equal(agent.log.entries.filter((entry) => entry.fallback === 'deny-all').length, 0, 'no filter fell back to deny-all');
+          const blobs = registry.requests.slice(before).filter((line) => /^GET .*\/blobs\//.test(line));
+          assert.equal(blobs.length, 1, blobs.join('\n'));
+          const [folder] = await readdir(dir);
+          assert.deepEqual(await readdir(join(dir, folder!)), [`${digest}.wasm`], 'one module, no temporary left');
         } finally {
           await stopClean(agent);
         }
