@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FakeClock } from '../shared/clock.ts';
@@ -45,6 +45,21 @@ describe('Wasm module cache: one module, many filters', () => {
       assert.deepEqual(await readdir(join(dir, sha(url))), [`${sha(wasm)}.wasm`]);
     });
   }
+
+  it('the purge removes a temporary a killed agent left, once past the expiry', async () => {
+    const folder = join(dir, sha(url));
+    await mkdir(folder, { recursive: true });
+    const left = join(folder, `${sha(wasm)}.wasm.4242.0123456789ab.tmp`);
+    await writeFile(left, 'half');
+    const clock = new FakeClock(Date.now());
+    const fetch = async () => assert.fail('nothing is fetched');
+    const modules = new ModuleCache({ dir, clock, logger: silentLogger, expiryMs: 3_600_000, purgeIntervalMs: 3_600_000, maxBytes: 1 << 20, fetch });
+    await modules.purge();
+    assert.deepEqual(await readdir(folder), [basename(left)], 'young: perhaps a write under way');
+    clock.advance(2 * 3_600_000);
+    await modules.purge();
+    assert.deepEqual(await readdir(folder), []);
+  });
 
   it('a write that fails (a directory in the module\'s place) fails the fetch and leaves no temporary', async () => {
     const folder = join(dir, sha(url));

@@ -224,6 +224,11 @@ export class ModuleCache {
     return path;
   }
 
+  async #removeIfOlder(path: string, now: number): Promise<void> {
+    const modified = await stat(path).then((info) => info.mtimeMs, () => now);
+    if (now - modified > this.#options.expiryMs) await rm(path, { force: true });
+  }
+
   /** Removes modules unused for longer than the expiry, found in memory or on disk. */
   async purge(): Promise<void> {
     const now = this.#options.clock.now();
@@ -235,6 +240,8 @@ export class ModuleCache {
     }
     for (const folder of folders) {
       const files = await readdir(join(this.#options.dir, folder)).catch(() => [] as string[]);
+      // A temporary a killed agent left mid-write (each write has its own name) goes with the expiry too.
+      for (const file of files.filter((name) => name.endsWith('.tmp'))) await this.#removeIfOlder(join(this.#options.dir, folder, file), now);
       for (const file of files.filter((name) => name.endsWith('.wasm'))) {
         const path = join(this.#options.dir, folder, file);
         const lastUsed = this.#entries.get(path)?.lastUsed ?? (await stat(path).then((info) => info.mtimeMs, () => now));
