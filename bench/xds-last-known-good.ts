@@ -45,7 +45,7 @@ async function withPeer<T>(peerUp: boolean, state: { peer?: Peer }, restart: () 
 }
 
 type Mode = 'sotw' | 'delta';
-const modeArgs = (mode: Mode) => (mode === 'delta' ? ['--deltaXds'] : []);
+const modeArgs = (mode: Mode) => (mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false']);
 
 async function envoyKills(mode: Mode): Promise<{ outage: number[]; baseline: number[] }> {
   const state: { peer?: Peer } = {};

@@ -79,7 +79,7 @@ const rows: Row[] = [
   { name: 'ProxyConfig binaryPath beats the default', proxyConfig: { binaryPath: '/pc/envoy' }, field: 'binaryPath', want: '/pc/envoy' },
   { name: 'the binary default', field: 'binaryPath', want: '/usr/local/bin/envoy' },
   { name: 'a flag beats ProxyConfig', args: ['--drainDuration', '3s'], proxyConfig: { drainDuration: '20s' }, field: 'drainDurationMs', want: 3000 },
-  { name: 'ISTIO_DELTA_XDS', env: { ISTIO_DELTA_XDS: 'true' }, field: 'deltaXds', want: true },
+  { name: 'ISTIO_DELTA_XDS', env: { ISTIO_DELTA_XDS: 'false' }, field: 'deltaXds', want: false },
   { name: 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', env: { EXIT_ON_ZERO_ACTIVE_CONNECTIONS: '1' }, field: 'exitOnZeroActiveConnections', want: true },
   { name: 'INGRESS_CERT_DIR', env: { INGRESS_CERT_DIR: '/env/ingress' }, field: 'ingressCertDir', want: '/env/ingress' },
   { name: 'ISTIOD_SAN', env: { ISTIOD_SAN: 'istiod.corp' }, field: 'xdsServerName', want: 'istiod.corp' },

@@ -92,7 +92,7 @@ async function startDnsAgent(world: World, options: { delta?: boolean; viaProxyC
     dir: world.dir,
     // The pod's own cwd: the relative defaults (--meshConfig ./etc/istio/config/mesh) never reach into the checkout, which uid 1337 may not enter.
     cwd: world.dir,
-    args: ['--domain', 'default.svc.cluster.local', '--statusPort', String(statusPort), ...(options.delta ? ['--deltaXds'] : [])],
+    args: ['--domain', 'default.svc.cluster.local', '--statusPort', String(statusPort), ...(options.delta ? ['--deltaXds'] : ['--deltaXds=false'])],
     env: { ...(options.viaProxyConfig ? { PROXY_CONFIG: JSON.stringify({ proxyMetadata: capture }) } : capture), POD_NAMESPACE: 'default' },
   });
 }

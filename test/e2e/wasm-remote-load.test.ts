@@ -87,7 +87,7 @@ for (const mode of ['sotw', 'delta'] as const) {
       cacheDir = await tempDir(cleanup, 'wasm-cache-');
     });
 
-    const agentFor = (env: Record<string, string> = {}) => startAgent({ discoveryAddress: peer.address, args: mode === 'delta' ? ['--deltaXds'] : [], env: { WASM_CACHE_DIR: cacheDir, WASM_HTTP_REQUEST_MAX_RETRIES: '2', ...env } });
+    const agentFor = (env: Record<string, string> = {}) => startAgent({ discoveryAddress: peer.address, args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'], env: { WASM_CACHE_DIR: cacheDir, WASM_HTTP_REQUEST_MAX_RETRIES: '2', ...env } });
     const stopClean = async (agent: RunningAgent) => {
       const result = await agent.stop('SIGTERM');
       assert.equal(result.exitCode, 0, agent.stderr());

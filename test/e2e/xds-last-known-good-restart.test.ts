@@ -25,7 +25,7 @@ const payloads = (file: LastKnownGoodFileText) => file.types.flatMap((type) => [
 
 for (const mode of ['sotw', 'delta'] as const) {
   describe(`last-known-good xDS across an agent restart (${mode})`, () => {
-    const modeArgs = mode === 'delta' ? ['--deltaXds'] : [];
+    const modeArgs = mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'];
     let dir: string;
     let upstream: Upstream;
     let ca: TestCa;

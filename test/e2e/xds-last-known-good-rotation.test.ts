@@ -22,7 +22,7 @@ async function otherSerials(port: number, serial: string, count: number): Promis
 }
 
 for (const mode of ['sotw', 'delta'] as const) {
-  const modeArgs = mode === 'delta' ? ['--deltaXds'] : [];
+  const modeArgs = mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'];
 
   describe(`last-known-good xDS: certificate rotation during an outage (${mode})`, () => {
     it('with the peer stopped, the rotated epoch serves the dynamic listener from kept config', async () => {

@@ -60,7 +60,7 @@ for (const mode of ['sotw', 'delta'] as const) {
       peer = await startPeer(service(listenerPort, [routeA()]), { address: peerAddress });
       // A test restarts the peer: stop whichever one is current.
       cleanup.defer(() => peer.stop());
-      agent = await startAgent({ discoveryAddress: peerAddress, args: mode === 'delta' ? ['--deltaXds'] : [] });
+      agent = await startAgent({ discoveryAddress: peerAddress, args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'] });
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     });
 
