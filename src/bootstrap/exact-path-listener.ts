@@ -15,8 +15,6 @@ export interface ExactPathListenerOptions {
   /** The one path that passes, e.g. `/healthz/ready`. */
   path: string;
   cluster: string;
-  /** Filters before the router (the Prometheus listener's compressors). */
-  httpFilters?: unknown[];
 }
 
 export function exactPathListener(options: ExactPathListenerOptions): unknown {
@@ -38,7 +36,7 @@ function exactPathConnectionManager(options: ExactPathListenerOptions): unknown 
       merge_slashes: true,
       path_with_escaped_slashes_action: 'REJECT_REQUEST',
       route_config: { name: options.name, virtual_hosts: [{ name: 'backend', domains: ['*'], routes: exactPathRoutes(options) }] },
-      http_filters: [...(options.httpFilters ?? []), { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
     },
   };
 }

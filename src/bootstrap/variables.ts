@@ -3,7 +3,6 @@ import type { HostPort } from '../shared/host-port.ts';
 import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
-import { globalDownstreamMaxConnections, runtimeFlags, statsCompressionFilters } from './runtime.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
 import type { TemplateVariables } from './template.ts';
@@ -20,7 +19,6 @@ export interface BootstrapContext {
 
 /** The variables the default template (and any --templateFile) can use. */
 export function bootstrapVariables(config: AgentConfig, context: BootstrapContext): TemplateVariables {
-  const proxyConfig = proxyConfigOf(context.metadata);
   return {
     node_id: context.nodeId,
     cluster: config.serviceCluster,
@@ -37,9 +35,6 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     extra_listeners: readinessListeners(config),
     tracing: config.zipkinAddress ? zipkinTracing() : null,
     prometheus_port: config.prometheusPort,
-    runtime_flags: runtimeFlags(proxyConfig),
-    global_downstream_max_connections: globalDownstreamMaxConnections(proxyConfig, context.metadata),
-    stats_compression_filters: statsCompressionFilters(proxyConfig),
     status_port: config.statusPort,
     readiness_port: config.readinessPort,
     readiness_socket: context.readinessSocketPath,
@@ -55,12 +50,6 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
       instanceIps: instanceIps(context),
     }),
   };
-}
-
-/** The ProxyConfig the node carries (the merged sources with the agent's own fields over them). */
-export function proxyConfigOf(metadata: Record<string, unknown>): Record<string, unknown> {
-  const value = metadata.PROXY_CONFIG;
-  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
 /** Pod annotations, as ISTIO_METAJSON_ANNOTATIONS puts them in the node metadata. */

@@ -1,8 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { customAdminPort } from '../bootstrap/custom-admin.ts';
-import { unrenderedProxyConfig } from '../bootstrap/runtime.ts';
-import { proxyConfigOf } from '../bootstrap/variables.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
@@ -83,7 +81,6 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
   const wasm = readEnvSettings(env, wasmEnv);
   const bootstrap = await prepareBootstrap(config, options);
-  for (const field of unrenderedProxyConfig(proxyConfigOf(bootstrap.metadata))) logger.warn({ field }, 'ProxyConfig asks for something this bootstrap does not render; ignored');
   config = { ...config, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
