@@ -59,6 +59,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
+  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored');
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
   // Every env value is checked before --configPath is made: bad input leaves nothing behind.
@@ -74,7 +75,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const proxyless = readEnvSettings(env, proxylessEnv);
   const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
   const wasm = readEnvSettings(env, wasmEnv);
-  const bootstrap = await prepareBootstrap(config, options.context);
+  const bootstrap = await prepareBootstrap(config, options.context, options.logAsJson === true);
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsOpen(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
@@ -116,7 +117,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
+async function prepareBootstrap(config: AgentConfig, context: CommandContext, logAsJson: boolean) {
   const role = await resolveRole({
     type: config.proxyType,
     registry: config.registry,
@@ -129,7 +130,7 @@ async function prepareBootstrap(config: AgentConfig, context: CommandContext) {
   const nodeId = serviceNode(role);
   const metadata = await nodeMetadata(config, role, context.env);
   const configDir = await prepareConfigDir(config.configPath);
-  const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) });
+  const text = await renderBootstrap(config, { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson });
   return { nodeId, metadata, text, configDir, domain: role.domain };
 }
 

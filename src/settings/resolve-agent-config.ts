@@ -1,5 +1,6 @@
 import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
+import { bootstrapProxyConfig } from './bootstrap-proxy-config.ts';
 import { concurrencyFromCpuLimit } from './envoy-env.ts';
 import { extraStatTags, proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
 import { proxySettings, type AgentConfig } from './proxy-settings.ts';
@@ -33,6 +34,7 @@ export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config
   const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
   const config = { ...settleAgentConfig(options.proxyType, values), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort') };
+  config.bootstrapFields = bootstrapProxyConfig(options.proxyConfig, options.env);
   return { config, applied };
 }
 
