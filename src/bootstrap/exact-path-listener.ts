@@ -30,6 +30,8 @@ export function exactPathListener(options: ExactPathListenerOptions): unknown {
   };
 }
 
+const router = { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } };
+
 function exactPathConnectionManager(options: ExactPathListenerOptions): unknown {
   return {
     name: 'envoy.filters.network.http_connection_manager',
@@ -41,7 +43,7 @@ function exactPathConnectionManager(options: ExactPathListenerOptions): unknown 
       merge_slashes: true,
       path_with_escaped_slashes_action: 'REJECT_REQUEST',
       route_config: { name: options.name, virtual_hosts: [{ name: 'backend', domains: ['*'], routes: exactPathRoutes(options) }] },
-      http_filters: [...(options.filtersBeforeRouter ?? []), { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+      http_filters: [...(options.filtersBeforeRouter ?? []), router],
     },
   };
 }

@@ -59,7 +59,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
-  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored');
+  const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
+  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
   // Every env value is checked before --configPath is made: bad input leaves nothing behind.

@@ -40,27 +40,42 @@ export function bootstrapProxyConfig(merged: MergedProxyConfig, env: NodeJS.Proc
  * it), then the deprecated runtime key. Envoy takes only a limit above 0.
  */
 function connectionLimit(merged: MergedProxyConfig, env: NodeJS.ProcessEnv, runtimeValues?: Record<string, string>): number | undefined {
-  const settings = merged.value.connectionSettings ?? merged.value.connection_settings;
-  const field = isObject(settings) ? (settings.globalDownstreamConnectionLimit ?? settings.global_downstream_connection_limit) : undefined;
-  const origin = merged.origin.connectionSettings ?? merged.origin.connection_settings ?? 'ProxyConfig';
-  const fromSettings = field === undefined || field === null ? undefined : limit(field, `${origin}: field connectionSettings.globalDownstreamConnectionLimit`, true);
-  if (fromSettings) return fromSettings;
-  const metadata = (merged.value.proxyMetadata ?? merged.value.proxy_metadata) as Record<string, string> | undefined;
-  const fromMetadata = metadata?.[globalDownstreamMaxConnectionsKey];
-  if (fromMetadata !== undefined) return limit(fromMetadata, `${merged.origin.proxyMetadata ?? 'ProxyConfig'}: field proxyMetadata.${globalDownstreamMaxConnectionsKey}`);
-  const fromEnv = env[globalDownstreamMaxConnectionsKey];
-  if (fromEnv !== undefined && fromEnv !== '') return limit(fromEnv, `env ${globalDownstreamMaxConnectionsKey}`);
-  const fromRuntime = runtimeValues?.[runtimeLimitKey];
-  return fromRuntime ? limit(fromRuntime, `${merged.origin.runtimeValues ?? 'ProxyConfig'}: field runtimeValues.${runtimeLimitKey}`) : undefined;
+  const value = merged.value;
+  const settings = value.connectionSettings ?? value.connection_settings;
+  const metadata = (value.proxyMetadata ?? value.proxy_metadata) as Record<string, string> | undefined;
+  const origin = (field: string) => `${merged.origin[field] ?? 'ProxyConfig'}: field`;
+  const candidates: Candidate[] = [
+    {
+      raw: isObject(settings) ? (settings.globalDownstreamConnectionLimit ?? settings.global_downstream_connection_limit) : undefined,
+      source: `${origin('connectionSettings')} connectionSettings.globalDownstreamConnectionLimit`,
+      zeroIsUnset: true,
+    },
+    { raw: metadata?.[globalDownstreamMaxConnectionsKey], source: `${origin('proxyMetadata')} proxyMetadata.${globalDownstreamMaxConnectionsKey}` },
+    { raw: env[globalDownstreamMaxConnectionsKey] || undefined, source: `env ${globalDownstreamMaxConnectionsKey}` },
+    { raw: runtimeValues?.[runtimeLimitKey] || undefined, source: `${origin('runtimeValues')} runtimeValues.${runtimeLimitKey}` },
+  ];
+  for (const candidate of candidates) {
+    const found = candidate.raw === undefined || candidate.raw === null ? undefined : limit(candidate);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
-/** A whole number of connections, 1 to int32's max (Envoy refuses 0); 0 means unset where Istio says so. */
-function limit(raw: unknown, source: string, zeroIsUnset = false): number | undefined {
+interface Candidate {
+  raw: unknown;
+  /** Names the setting in the error line. */
+  source: string;
+  /** connectionSettings: 0 is unset and the next source counts (Istio takes it only above 0). */
+  zeroIsUnset?: boolean;
+}
+
+/** A whole number of connections, 1 to int32's max (Envoy refuses 0). */
+function limit({ raw, source, zeroIsUnset }: Candidate): number | undefined {
   const text = String(raw).trim();
   const value = /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
   if (zeroIsUnset && value === 0) return undefined;
-  if (!Number.isSafeInteger(value) || value < 1 || value > 2147483647) throw bad(source, `${JSON.stringify(raw)} is not a connection limit (a whole number from 1 to 2147483647)`);
-  return value;
+  if (Number.isSafeInteger(value) && value >= 1 && value <= 2147483647) return value;
+  throw bad(source, `${JSON.stringify(raw)} is not a connection limit (a whole number from 1 to 2147483647)`);
 }
 
 /** Tracers Istio's bootstrap renders that ours does not (zipkin is rendered), and the services. */
