@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -53,6 +54,30 @@ async function eventually<T>(what: string, attempt: () => Promise<T | undefined>
   }
 }
 
+/** One HTTP/1.1 keep-alive request on a raw socket: the status line, or 'closed' when Envoy closes it unanswered. */
+function rawRequest(socket: Socket, path: string): Promise<string> {
+  return new Promise((resolve) => {
+    let seen = '';
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes('\r\n\r\n')) done(seen.split('\r\n')[0]!);
+    };
+    const done = (result: string) => {
+      socket.off('data', onData).off('close', onClose).off('error', onClose);
+      resolve(result);
+    };
+    const onClose = () => done('closed');
+    socket.on('data', onData).once('close', onClose).once('error', onClose);
+    socket.write(`GET ${path} HTTP/1.1\r\nhost: test\r\n\r\n`);
+  });
+}
+
+async function openSocket(port: number): Promise<Socket> {
+  const socket = connect({ host: '127.0.0.1', port });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return socket;
+}
+
 const admin = async (agent: RunningAgent, path: string) => JSON.parse((await get(agent.adminPort, path)).body.toString()) as any;
 const notRenderedWarning = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
 
@@ -68,10 +93,11 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
   });
 
   it('takes the large route regex, shows both layers on /runtime, logs JSON, gzips 15090 and sets the limit; warns for datadog', async () => {
+    await using stack = new AsyncDisposableStack();
     const prometheusPort = await freePort();
     const proxyConfig = { connectionSettings: { globalDownstreamConnectionLimit: 123 }, tracing: { datadog: { address: '127.0.0.1:8126' } } };
     const agent = await startAgent({ discoveryAddress: peer.address, args: ['--log_as_json', '--proxyLogLevel', 'info', '--prometheusPort', String(prometheusPort)], env: { PROXY_CONFIG: JSON.stringify(proxyConfig) } });
-    deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+    deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     const answer = await eventually('the regex route', async () => {
       const response = await get(listenerPort, '/kappa/some-name/v2');
       return response.status === 200 ? response.body.toString() : undefined;
@@ -96,14 +122,35 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
   });
 
   it('refuses the same route once runtimeValues removes the RE2 default (as before the runtime layer), and warns for nothing', async () => {
+    await using stack = new AsyncDisposableStack();
     const from = peer.log.entries.length;
     const agent = await startAgent({ discoveryAddress: peer.address, env: { PROXY_CONFIG: JSON.stringify({ runtimeValues: { 're2.max_program_size.error_level': '' } }) } });
-    deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+    deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     const nack = await peer.log.waitFor((entry) => entry.event === 'request' && typeof entry.error === 'string' && entry.error !== '', 20_000, 'a NACK', from);
     assert.match(String(nack.error), /program size/i);
     const runtime = await admin(agent, '/runtime');
     assert.equal(runtime.entries['re2.max_program_size.error_level'], undefined);
     assert.equal(agent.log.find((entry) => entry.msg === notRenderedWarning), undefined);
+  });
+
+  it('a global limit of 1 holds the second connection off while the Prometheus listener, outside the limit, still answers', async () => {
+    await using stack = new AsyncDisposableStack();
+    const prometheusPort = await freePort();
+    const proxyConfig = { proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '1' } };
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--prometheusPort', String(prometheusPort)], env: { PROXY_CONFIG: JSON.stringify(proxyConfig) } });
+    deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+    const first = await eventually('the regex listener', async () => {
+      const socket = await openSocket(listenerPort);
+      if ((await rawRequest(socket, '/kappa/a/v1')).startsWith('HTTP/1.1 200')) return socket;
+      socket.destroy();
+      return undefined;
+    });
+    stack.defer(() => void first.destroy());
+    const second = await openSocket(listenerPort).catch(() => undefined);
+    stack.defer(() => void second?.destroy());
+    assert.equal(second ? await rawRequest(second, '/kappa/b/v1') : 'closed', 'closed', 'the second connection is over the limit');
+    assert.equal((await get(prometheusPort, '/stats/prometheus')).status, 200, 'the scrape passes the limit');
+    assert.equal(await rawRequest(first, '/kappa/c/v1').then((line) => line.slice(0, 12)), 'HTTP/1.1 200', 'the first connection still works');
   });
 
   it('with --log_as_json the rendered bootstrap makes the real Envoy write Istio\'s JSON lines on stderr', async () => {
