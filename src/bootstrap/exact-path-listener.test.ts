@@ -15,7 +15,7 @@ const connectionManager = (listener: unknown) => (listener as Listener).filter_c
 test('the template\'s Prometheus listener is the exact-path listener, written out', () => {
   const template = JSON.parse(readFileSync(defaultTemplatePath, 'utf8')) as { static_resources: { listeners: unknown[] } };
   const prometheus = template.static_resources.listeners.find((listener) => (listener as Listener).name === 'prometheus_stats');
-  const expected = exactPathListener({ name: 'prometheus_stats', port: '{{ prometheus_port }}', statPrefix: 'stats', path: '/stats/prometheus', cluster: 'prometheus_stats' });
+  const expected = exactPathListener({ name: 'prometheus_stats', port: '{{ prometheus_port }}', statPrefix: 'stats', path: '/stats/prometheus', cluster: 'prometheus_stats', filtersBeforeRouter: ['{{ ...stats_compression_filters }}'] });
   assert.deepEqual(prometheus, expected);
 });
 

@@ -15,15 +15,22 @@ export interface ExactPathListenerOptions {
   /** The one path that passes, e.g. `/healthz/ready`. */
   path: string;
   cluster: string;
+  /** HTTP filters before the router (the template splices the stats compressors in here). */
+  filtersBeforeRouter?: readonly unknown[];
 }
 
 export function exactPathListener(options: ExactPathListenerOptions): unknown {
   return {
     name: options.name,
     address: { socket_address: { address: '0.0.0.0', port_value: options.port } },
+    // As Istio's: the pod's own probes and scrapes pass even when the global connection limit is reached.
+    ignore_global_conn_limit: true,
+    bypass_overload_manager: true,
     filter_chains: [{ filters: [exactPathConnectionManager(options)] }],
   };
 }
+
+const router = { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } };
 
 function exactPathConnectionManager(options: ExactPathListenerOptions): unknown {
   return {
@@ -36,7 +43,7 @@ function exactPathConnectionManager(options: ExactPathListenerOptions): unknown 
       merge_slashes: true,
       path_with_escaped_slashes_action: 'REJECT_REQUEST',
       route_config: { name: options.name, virtual_hosts: [{ name: 'backend', domains: ['*'], routes: exactPathRoutes(options) }] },
-      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+      http_filters: [...(options.filtersBeforeRouter ?? []), router],
     },
   };
 }

@@ -3,6 +3,8 @@ import type { HostPort } from '../shared/host-port.ts';
 import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
+import { applicationLogConfig, layeredRuntime, overloadManager } from './runtime.ts';
+import { statsCompressionFilters } from './stats-compression.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
 import type { TemplateVariables } from './template.ts';
@@ -15,6 +17,8 @@ export interface BootstrapContext {
   xdsSocketPath: string;
   /** The status server's socket for Envoy's readiness hop (readiness only). */
   readinessSocketPath: string;
+  /** --log_as_json: Envoy's own log lines as JSON too (Istio's application_log_config). */
+  logAsJson?: boolean;
 }
 
 /** The variables the default template (and any --templateFile) can use. */
@@ -25,6 +29,10 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     metadata: context.metadata,
     locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined)),
     admin_port: config.proxyAdminPort,
+    application_log_config: applicationLogConfig(context.logAsJson === true),
+    layered_runtime: layeredRuntime(config.bootstrapFields?.runtimeValues),
+    overload_manager: overloadManager(config.bootstrapFields?.globalDownstreamMaxConnections),
+    stats_compression_filters: statsCompressionFilters(config.bootstrapFields?.statsCompression !== false),
     ads_api_type: config.deltaXds ? 'DELTA_GRPC' : 'GRPC',
     connect_timeout: protoDuration(config.connectTimeoutMs),
     // The hop is a local socket: plain, and no DNS. TLS to the discovery server is the relay's job.

@@ -65,6 +65,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
   if (options.unknownArgs?.length) logger.warn({ args: options.unknownArgs }, 'unknown flags or arguments ignored, as Istio\'s agent ignores them');
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
+  const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
+  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
   // Every env value is checked before --configPath is made: bad input leaves nothing behind.
@@ -124,7 +126,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyConfig }: RunProxyOptions) {
+async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyConfig, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
@@ -139,7 +141,7 @@ async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyCon
   const metadata = await nodeMetadata(config, role, context.env, mergedProxyConfig);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
-  const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) };
+  const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
   const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;

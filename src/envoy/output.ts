@@ -52,11 +52,36 @@ export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger
 }
 
 function forwardLine(line: string, logger: Logger, recent: RecentErrors): void {
-  const match = envoyLine.exec(line);
-  const level = (match && levels[match[1]!]) ?? 'info';
-  const message = match ? match[3]! : line;
+  const parsed = parseJsonLine(line) ?? parseTextLine(line);
+  const level = (parsed && levels[parsed.level]) ?? 'info';
+  const message = parsed ? parsed.message : line;
   // Unformatted lines are what Envoy prints outside its logger when it
   // gives up (e.g. "previous envoy process is still initializing"): keep them.
-  if (!match || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
-  logger[level]({ envoyComponent: match?.[2] }, message);
+  if (!parsed || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
+  logger[level]({ envoyComponent: parsed?.component, ...(parsed?.caller ? { caller: parsed.caller } : {}) }, message);
+}
+
+interface EnvoyLine {
+  level: string;
+  component: string;
+  message: string;
+  caller?: string;
+}
+
+function parseTextLine(line: string): EnvoyLine | undefined {
+  const match = envoyLine.exec(line);
+  return match ? { level: match[1]!, component: match[2]!, message: match[3]! } : undefined;
+}
+
+/** Istio's JSON format (application_log_config with --log_as_json): a message with newlines stays one entry. */
+function parseJsonLine(line: string): EnvoyLine | undefined {
+  if (!line.startsWith('{"')) return undefined;
+  try {
+    const entry = JSON.parse(line) as Record<string, unknown>;
+    if (typeof entry.level !== 'string' || typeof entry.msg !== 'string') return undefined;
+    const component = typeof entry.scope === 'string' ? entry.scope.replace(/^envoy /, '') : '';
+    return { level: entry.level, component, message: entry.msg, caller: typeof entry.caller === 'string' ? entry.caller : undefined };
+  } catch {
+    return undefined;
+  }
 }

@@ -4,7 +4,7 @@ import { declareSettings } from './setting.ts';
 /** Flags of `pilot-agent proxy` that steer the command itself, not the proxy's config. */
 export const commandFlags = declareSettings([
   { flag: 'log_output_level', value: '<level>', default: 'info', description: 'Agent log level: trace, debug, info, warn, error, fatal; or per component, e.g. default:info,xds:debug' },
-  { flag: 'log_as_json', value: '[bool]', default: false, parse: bool, description: 'Agent logs as JSON lines even on a terminal (they always are otherwise)' },
+  { flag: 'log_as_json', value: '[bool]', default: false, parse: bool, description: 'Agent logs as JSON lines even on a terminal (they always are otherwise); Envoy writes its own lines in Istio\'s JSON format (the bootstrap\'s application_log_config), which the agent reads into its log' },
   { flag: 'print-bootstrap', default: false, description: 'Print the rendered bootstrap to stdout and exit without starting Envoy' },
   { flag: 'meshConfig', value: '<file>', default: './etc/istio/config/mesh', description: 'Istio mesh config file; its defaultConfig is the base ProxyConfig, under PROXY_CONFIG and the proxy.istio.io/config annotation (a missing file is fine)' },
 ]);

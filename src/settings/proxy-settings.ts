@@ -1,5 +1,6 @@
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import type { ProxyType } from '../role/role.ts';
+import type { BootstrapProxyConfig } from './bootstrap-proxy-config.ts';
 import { certFileNames, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
 import { bool, componentLevels, concurrency, count, duration, durationIn, envoyLogLevels, maxConcurrency, port, secondsOrDuration } from './parse-values.ts';
 import { declareSettings, type SettingValues } from './setting.ts';
@@ -61,6 +62,8 @@ export type AgentConfig = SettingValues<typeof proxySettings> & {
   proxyStatsMatcher?: StatsInclusion;
   /** ProxyConfig.extraStatTags: labels a stats extension puts in stat names, extracted as Istio does. */
   extraStatTags?: readonly string[];
+  /** ProxyConfig's runtimeValues, statsCompression and connection limit, and what it configures that the bootstrap does not render. */
+  bootstrapFields?: BootstrapProxyConfig;
   /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
   proxyAdminPortGiven?: boolean;
   /** Whether the command line or ProxyConfig set --controlPlaneAuthPolicy (MUTUAL_TLS given asks for Istio 1.1's certificate files). */

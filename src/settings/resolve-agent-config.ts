@@ -1,5 +1,6 @@
 import type { ProxyType } from '../role/role.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
+import { bootstrapProxyConfig } from './bootstrap-proxy-config.ts';
 import { concurrencyFromCpuLimit } from './envoy-env.ts';
 import { extraStatTags, proxyStatsMatcher, type MergedProxyConfig } from './proxy-config-sources.ts';
 import { splitEnvoyLogLevel } from './parse-values.ts';
@@ -34,7 +35,8 @@ export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config
   const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
   const config = { ...withLogLevelsSplit(settleAgentConfig(options.proxyType, values)), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort'),
-    controlPlaneAuthPolicyGiven: given('controlPlaneAuthPolicy') };
+    controlPlaneAuthPolicyGiven: given('controlPlaneAuthPolicy') } as AgentConfig;
+  config.bootstrapFields = bootstrapProxyConfig(options.proxyConfig, options.env);
   return { config, applied };
 }
 

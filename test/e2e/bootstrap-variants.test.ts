@@ -48,6 +48,17 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
     },
     { name: 'readiness listener and agent cluster with the status server on', args: ['sidecar', '--statusPort', '15020'], check: (b) => assert.ok(b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
     { name: 'no readiness listener with the status server off', args: ['sidecar', '--statusPort', '0'], check: (b) => assert.ok(!b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
+    {
+      name: 'runtimeValues, no stats compression and a connection limit from PROXY_CONFIG',
+      args: ['sidecar'],
+      env: { PROXY_CONFIG: JSON.stringify({ runtimeValues: { 'envoy.reloadable_features.a_feature': 'true', 're2.max_program_size.error_level': '1000' }, statsCompression: false, proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '5000' } }) },
+      check: (b) => {
+        assert.deepEqual([b.layered_runtime.layers[0].static_layer['re2.max_program_size.error_level'], b.layered_runtime.layers[0].static_layer['envoy.reloadable_features.a_feature']], ['1000', true]);
+        assert.equal(b.overload_manager.resource_monitors[0].typed_config.max_active_downstream_connections, 5000);
+        assert.equal(b.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters.length, 1);
+      },
+    },
+    { name: 'JSON log lines for Envoy too', args: ['sidecar', '--log_as_json'], check: (b) => assert.equal(b.application_log_config.log_format.json_format.msg, '%j') },
     { name: 'custom template', args: ['sidecar', '--templateFile', 'TEMPLATE'], check: (b) => assert.deepEqual(Object.keys(b), ['node', 'admin']) },
   ];
 
