@@ -51,4 +51,12 @@ describe('NdsSubscription', () => {
     assert.equal(sent[1]!.nonce, 'n2');
     assert.equal(sent[1]!.error, 'NameTable does not parse: truncated tag at byte 0');
   });
+
+  it('a name table the agent never asked for is dropped: not taken, not ACKed', async () => {
+    const { nds, sent, tables } = subscription(() => undefined);
+    nds.push(ndsResponse(Buffer.from([0x0a, 0x00]), 'n0'));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(tables, []);
+    assert.deepEqual(sent, []);
+  });
 });

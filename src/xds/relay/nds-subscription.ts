@@ -57,6 +57,8 @@ export class NdsSubscription {
   }
 
   #received(message: Buffer): void {
+    // A name table the agent never asked for is no answer to anything: not taken, not ACKed (Envoy never sees it either).
+    if (!this.#subscribed) return void this.#options.logger.debug({ type: nameTableType }, 'NameTable response before the agent subscribed; dropped');
     this.#queue = this.#queue.then(() => this.#take(message));
   }
 
