@@ -86,8 +86,8 @@ describe('ECDS responses', () => {
     await convertEcdsResponse(sotw(wasmExtension('a')), { mode: 'sotw', cache: cache(), logger: silentLogger, metrics });
     await convertEcdsResponse(sotw(wasmExtension('b')), { mode: 'sotw', cache: cache('unreachable'), logger: silentLogger, metrics });
     const text = await registry.metrics();
-    assert.match(text, /^istio_agent_wasm_config_conversion_count_total\{result="success"\} 1$/m);
-    assert.match(text, /^istio_agent_wasm_config_conversion_count_total\{result="fetch_failure"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_config_conversion_count\{result="success"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_config_conversion_count\{result="fetch_failure"\} 1$/m);
     assert.match(text, /^istio_agent_wasm_config_conversion_duration_count 2$/m);
     assert.match(text, /^istio_agent_wasm_cache_entries 3$/m);
   });

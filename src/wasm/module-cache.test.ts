@@ -51,10 +51,10 @@ describe('Wasm module cache', () => {
     await modules.get(request({ checksum: sha(served) }));
     await assert.rejects(modules.get(request({ url: 'http://modules.example/b.wasm', checksum: sha('other') })));
     const text = await registry.metrics();
-    assert.match(text, /^istio_agent_wasm_cache_lookup_count_total\{hit="false"\} 2$/m);
-    assert.match(text, /^istio_agent_wasm_cache_lookup_count_total\{hit="true"\} 1$/m);
-    assert.match(text, /^istio_agent_wasm_remote_fetch_count_total\{result="success"\} 1$/m);
-    assert.match(text, /^istio_agent_wasm_remote_fetch_count_total\{result="checksum_mismatched"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_cache_lookup_count\{hit="false"\} 2$/m);
+    assert.match(text, /^istio_agent_wasm_cache_lookup_count\{hit="true"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_remote_fetch_count\{result="success"\} 1$/m);
+    assert.match(text, /^istio_agent_wasm_remote_fetch_count\{result="checksum_mismatched"\} 1$/m);
   });
 
   it('fetches once, writes <dir>/<sha256 of the name>/<checksum>.wasm, then serves from disk', async () => {
