@@ -1,10 +1,14 @@
 import { chmod, rm } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../shared/node-http.ts';
 import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
+import { boundSend } from '../shared/send-timeout.ts';
 import { isLoopbackPeer } from './access.ts';
+import { acceptsGzip } from './negotiate.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
 
 export interface StatusServer {
@@ -40,6 +44,15 @@ export const statusServerTimeouts = { headersTimeout: 10_000, requestTimeout: 20
  * an idle one is closed to make room before a new one is refused.
  */
 export const statusConnectionLimits = { max: 128, reservedForTrusted: 32, idleMs: 30_000 } as const;
+/**
+ * Every answer must have left within this, or it is destroyed with its
+ * connection: a peer that asks for the metrics and never reads would
+ * otherwise hold its slot under the cap for good (Prometheus gives up on a
+ * scrape after its own 10 s timeout anyway).
+ */
+export const statusSendTimeoutMs = 10_000;
+/** Answers shorter than this go out plain, as Istio's gzip handler leaves them (gzhttp's default minimum). */
+export const gzipMinBytes = 1024;
 /** Envoy's readiness hop: its one cluster's connections, however many requests reach port 15021. */
 export const readinessHopLimits = { max: 64, reservedForTrusted: 0, idleMs: 30_000 } as const;
 
@@ -65,11 +78,23 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   };
 }
 
-/** The request's connection counts as busy until its response is done. */
-function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): IncomingMessage {
+/**
+ * The request's connection counts as busy until its answer is handed over,
+ * not until the peer has read it: a peer that never reads then holds an
+ * evictable slot, never one a probe is refused for.
+ */
+function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): Tracked {
   cap.busy(request.socket);
-  response.once('close', () => cap.idle(request.socket));
-  return request;
+  boundSend(response, statusSendTimeoutMs);
+  let released = false;
+  const release = () => void (released || ((released = true), cap.idle(request.socket)));
+  response.once('close', release);
+  return { request, release };
+}
+
+interface Tracked {
+  request: IncomingMessage;
+  release(): void;
 }
 
 function close(server: Server): Promise<void> {
@@ -94,16 +119,30 @@ async function listenSocket(server: Server, path: string): Promise<void> {
   await chmod(path, 0o600);
 }
 
-async function serve(handler: Handler, options: StatusServerOptions, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function serve(handler: Handler, options: StatusServerOptions, { request, release }: Tracked, response: ServerResponse): Promise<void> {
   const aborted = new AbortController();
   response.once('close', () => aborted.abort());
   const result = await handler(options.deps, {
     method: request.method ?? 'GET',
     url: request.url ?? '/',
     remoteAddress: request.socket.remoteAddress ?? '',
+    accept: request.headers.accept,
     signal: aborted.signal,
   });
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
-  response.writeHead(result.status, { 'content-type': result.contentType, 'content-length': Buffer.byteLength(result.body) });
-  response.end(request.method === 'HEAD' ? undefined : result.body, () => result.after?.());
+  const { body, encoding } = await encode(result.body, request.headers['accept-encoding']);
+  if (response.destroyed) return;
+  const headers = { 'content-type': result.contentType, 'content-length': body.byteLength, vary: 'Accept-Encoding', ...(encoding && { 'content-encoding': encoding }) };
+  response.writeHead(result.status, headers);
+  response.end(request.method === 'HEAD' ? undefined : body, () => result.after?.());
+  release();
+}
+
+const gzipAsync = promisify(gzip);
+
+/** Gzip when the client takes it and the answer is worth it, as Istio's status port (its whole mux sits behind a gzip handler). */
+async function encode(text: string, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
+  const plain = Buffer.from(text);
+  if (plain.byteLength < gzipMinBytes || !acceptsGzip(acceptEncoding)) return { body: plain };
+  return { body: await gzipAsync(plain), encoding: 'gzip' };
 }

@@ -154,7 +154,7 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         assert.deepEqual({ status: http!.status, body: http!.body }, { status: 200, body: 'hello from the legacy db' }, 'the app reaches the upstream by name, through Envoy');
         assert.ok(world.resolverLog().some((entry) => entry.name === 'external.test'), 'the resolver saw the forwarded query');
         // Had the capture taken the agent's own forwards, they would have come back to it and never reached the resolver.
-        const upstreamRequests = Number(/^istio_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
+        const upstreamRequests = Number(/^istio_agent_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
         assert.equal(upstreamRequests, world.resolverLog().filter((entry) => entry.event === 'query').length, 'every forward the agent sent reached the resolver');
         assert.ok(!world.resolverLog().some((entry) => entry.name?.startsWith('db.legacy.internal')), 'mesh names never reach the resolver');
         assert.match(await getent(world.netns.name, 'reviews'), /^240\.240\.0\.2\s+reviews/);
@@ -186,7 +186,7 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       assert.deepEqual([udp!.answers, udp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(udp));
       assert.deepEqual([tcp!.answers, tcp!.aa], [['A external.test 198.51.100.7'], false], JSON.stringify(tcp));
       assert.deepEqual([known!.answers, known!.aa], [[`A db.legacy.internal ${vips.db}`], true], 'the app\'s query to the loopback resolver was captured to the agent');
-      const upstreamRequests = Number(/^istio_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
+      const upstreamRequests = Number(/^istio_agent_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
       const queries = world.resolverLog().filter((entry) => entry.event === 'query');
       assert.deepEqual(queries.map((entry) => [entry.proto, entry.name]), [['udp', 'external.test'], ['tcp', 'external.test']], 'only the agent\'s forwards reached the resolver');
       assert.equal(upstreamRequests, queries.length);
@@ -239,10 +239,10 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
 
       const metrics = (await status(world, '/stats/prometheus')).body!;
       const value = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1]);
-      assert.ok(value('istio_dns_requests_total') >= 8, metrics.split('\n').filter((line) => line.startsWith('istio_dns')).join('\n'));
-      assert.ok(value('istio_dns_upstream_requests_total') >= 2);
-      assert.match(metrics, /^istio_dns_upstream_request_duration_seconds_count \d+/m);
-      assert.match(metrics, /^istio_dns_upstream_failures_total 0/m);
+      assert.ok(value('istio_agent_dns_requests_total') >= 8, metrics.split('\n').filter((line) => line.startsWith('istio_agent_dns')).join('\n'));
+      assert.ok(value('istio_agent_dns_upstream_requests_total') >= 2);
+      assert.match(metrics, /^istio_agent_dns_upstream_request_duration_seconds_count \d+/m);
+      assert.match(metrics, /^istio_agent_dns_upstream_failures_total 0/m);
 
       // The discovery server goes away; a new agent on the same --configPath answers from the kept table.
       assert.equal((await agent.stop()).exitCode, 0);
