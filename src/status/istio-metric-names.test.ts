@@ -13,7 +13,7 @@ const istio: [string, string][] = [
 
 test('the DNS metrics carry Istio\'s names and types', async () => {
   const registry = new Registry();
-  registerDnsMetrics(registry).upstreamDuration.observe(0.5);
+  registerDnsMetrics(registry).upstreamDuration.observe({}, 0.5);
   const text = await registry.metrics();
   for (const [name, type] of istio) assert.match(text, new RegExp(`^# TYPE ${name} ${type}$`, 'm'), name);
   const buckets = [...text.matchAll(/^istio_agent_dns_upstream_request_duration_seconds_bucket\{le="([^"]+)"\}/gm)].map((match) => match[1]);
