@@ -5,7 +5,8 @@ import { toOpenMetrics } from './openmetrics.ts';
 const cases: { name: string; text: string; want: string }[] = [
   {
     name: 'a counter named with _total: the family loses it, the sample keeps it',
-    text: '# HELP istio_agent_dns_requests_total Total number of DNS requests.\n# TYPE istio_agent_dns_requests_total counter\nistio_agent_dns_requests_total 3\n',
+    text: '# HELP istio_agent_dns_requests_total Total number of DNS requests.\n'
+      + '# TYPE istio_agent_dns_requests_total counter\nistio_agent_dns_requests_total 3\n',
     want: '# HELP istio_agent_dns_requests Total number of DNS requests.\n# TYPE istio_agent_dns_requests counter\nistio_agent_dns_requests_total 3\n# EOF\n',
   },
   {
@@ -18,7 +19,11 @@ const cases: { name: string; text: string; want: string }[] = [
     text: '# TYPE g gauge\ng 1\n\n# Envoy metrics unavailable: x\n# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 0.5\nh_count 1\n\n# TYPE u untyped\nu 2\n',
     want: '# TYPE g gauge\ng 1\n# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 0.5\nh_count 1\n# TYPE u unknown\nu 2\n# EOF\n',
   },
-  { name: 'an app\'s own # EOF in the middle is dropped: one ends the whole', text: '# TYPE a gauge\na 1\n# EOF\n# TYPE b gauge\nb 2\n', want: '# TYPE a gauge\na 1\n# TYPE b gauge\nb 2\n# EOF\n' },
+  {
+    name: 'an app\'s own # EOF in the middle is dropped: one ends the whole',
+    text: '# TYPE a gauge\na 1\n# EOF\n# TYPE b gauge\nb 2\n',
+    want: '# TYPE a gauge\na 1\n# TYPE b gauge\nb 2\n# EOF\n',
+  },
   { name: 'nothing at all is still a valid exposition', text: '', want: '# EOF\n' },
   { name: 'a sample with no TYPE is kept as it is (unknown)', text: 'x_total 1\n', want: 'x_total 1\n# EOF\n' },
 ];

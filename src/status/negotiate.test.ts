@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { acceptsGzip, wantsOpenMetrics } from './negotiate.ts';
 
-const prometheusDefault = 'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5,application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3,text/plain;version=0.0.4;q=0.2,*/*;q=0.1';
+const prometheusDefault = [
+  'application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.5',
+  'application/openmetrics-text;version=0.0.1;q=0.4',
+  'text/plain;version=1.0.0;escaping=allow-utf-8;q=0.3',
+  'text/plain;version=0.0.4;q=0.2',
+  '*/*;q=0.1',
+].join(',');
 
 const openMetricsCases: [string | undefined, boolean][] = [
   [undefined, false],
@@ -17,7 +23,9 @@ const openMetricsCases: [string | undefined, boolean][] = [
   ['APPLICATION/OpenMetrics-Text ; Version=1.0.0', true],
   ['application/json, application/openmetrics-text', true],
 ];
-for (const [accept, want] of openMetricsCases) test(`wantsOpenMetrics(${JSON.stringify(accept)}) is ${want}`, () => assert.equal(wantsOpenMetrics(accept), want));
+for (const [accept, want] of openMetricsCases) {
+  test(`wantsOpenMetrics(${JSON.stringify(accept)}) is ${want}`, () => assert.equal(wantsOpenMetrics(accept), want));
+}
 
 const gzipCases: [string | undefined, boolean][] = [
   [undefined, false],

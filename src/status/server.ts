@@ -132,7 +132,8 @@ async function serve(handler: Handler, options: StatusServerOptions, { request, 
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
   const { body, encoding } = await encode(result.body, request.headers['accept-encoding']);
   if (response.destroyed) return;
-  const headers = { 'content-type': result.contentType, 'content-length': body.byteLength, vary: 'Accept-Encoding', ...(encoding && { 'content-encoding': encoding }) };
+  const headers = { 'content-type': result.contentType, 'content-length': body.byteLength, vary: 'Accept-Encoding' };
+  if (encoding) Object.assign(headers, { 'content-encoding': encoding });
   response.writeHead(result.status, headers);
   response.end(request.method === 'HEAD' ? undefined : body, () => result.after?.());
   release();

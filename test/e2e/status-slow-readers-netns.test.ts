@@ -109,10 +109,12 @@ describe('the status port: OpenMetrics, gzip, and peers that never read', { skip
     assert.ok(plain.body.byteLength > 256 * 1024, `the metrics are large enough to stick in a peer that never reads (${plain.body.byteLength} bytes)`);
   });
 
-  it('200 pod-network peers that never read: a probe from the pod network is still answered, and they are closed after the send timeout', { timeout: 120_000 }, async () => {
+  const title = '200 pod-network peers that never read: a probe from the pod network is still answered, and they are closed after the send timeout';
+  it(title, { timeout: 120_000 }, async () => {
     // A tiny receive window in the namespace: the answers stay stuck in the agent, whatever their size.
     await execa('ip', ['netns', 'exec', netns.name, 'sysctl', '-qw', 'net.ipv4.tcp_rmem=4096 4096 4096']);
-    const readers: ResultPromise = execa('ip', ['netns', 'exec', netns.name, nodeBin, '--input-type=module', '-e', stuckReaders, netns.hostIp, String(statusPort), '200'], { reject: false, buffer: false });
+    const argv = ['netns', 'exec', netns.name, nodeBin, '--input-type=module', '-e', stuckReaders, netns.hostIp, String(statusPort), '200'];
+    const readers: ResultPromise = execa('ip', argv, { reject: false, buffer: false });
     cleanup.defer(async () => void (readers.kill('SIGKILL'), await readers));
     const started = Date.now();
     const opened = await new Promise<number>((resolve, reject) => {
@@ -123,19 +125,27 @@ describe('the status port: OpenMetrics, gzip, and peers that never read', { skip
     const innerIp = (await execa('ip', ['-n', netns.name, '-4', '-o', 'addr', 'show', 'scope', 'global'])).stdout.match(/inet ([\d.]+)/)![1]!;
     // The agent accepts them as its load allows: wait until it holds most (well inside the 10 s send timeout).
     let held = 0;
-    while (held < 126 && Date.now() - started < 5000) (await new Promise((resolve) => setTimeout(resolve, 250)), (held = await heldFrom(agent.pid, statusPort, innerIp)));
+    while (held < 126 && Date.now() - started < 5000) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      held = await heldFrom(agent.pid, statusPort, innerIp);
+    }
     assert.ok(held >= 100, `the agent holds the stuck answers (${held} connections)`);
     // Answers still being made (140 Envoy scrapes at once, on a busy machine) hold their slots for a moment; answers
     // handed over and left unread must not: a probe gets through well before the send timeout (10 s) frees anything.
     let probe = { status: 0, ms: 0 };
-    for (let tries = 0; probe.status !== 200 && Date.now() - started < 8000 && tries < 20; tries++) probe = (await netns.send([{ port: statusPort, method: 'GET', path: '/healthz/ready' }]))[0]!;
+    for (let tries = 0; probe.status !== 200 && Date.now() - started < 8000 && tries < 20; tries++) {
+      probe = (await netns.send([{ port: statusPort, method: 'GET', path: '/healthz/ready' }]))[0]!;
+    }
     assert.equal(probe.status, 200, `a pod-network probe is answered while ${held} readers hold on (${Date.now() - started} ms after they connected)`);
     const answered = await netns.send(Array.from({ length: 3 }, () => ({ port: statusPort, method: 'GET', path: '/healthz/ready' })));
     for (const again of answered) assert.equal(again.status, 200, `and the next probes too (${again.ms} ms)`);
     // The send timeout is 10 s; the idle sweep (30 s) must not be what closes them.
     const deadline = started + 25_000;
     let left = held;
-    while (left > 0 && Date.now() < deadline) (await new Promise((resolve) => setTimeout(resolve, 500)), (left = await heldFrom(agent.pid, statusPort, innerIp)));
+    while (left > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      left = await heldFrom(agent.pid, statusPort, innerIp);
+    }
     assert.equal(left, 0, `the agent has closed every stuck answer after the send timeout (${left} left, ${Date.now() - started} ms after they connected)`);
     assert.ok(isAlive(agent.pid));
   });
