@@ -1,6 +1,6 @@
 import { Counter, Histogram, type Registry } from '../metrics/index.ts';
 
-/** Istio's DNS metrics, under the names its agent exports (`pkg/dns/client/monitoring.go`, in the agent's istio_agent_ namespace). */
+/** Istio's DNS metrics, under the names its agent exports (`pkg/dns/client/monitoring.go`, under the agent's istio_agent_ prefix). */
 export function registerDnsMetrics(registry: Registry) {
   const registers = [registry];
   return {

@@ -34,3 +34,16 @@ test('the scan sees a value import and lets a type import pass', () => {
   assert.ok(!valueImport.test("import type { IncomingHttpHeaders } from 'node:http';"));
   assert.ok(!valueImport.test("import { connect } from 'node:http2';"));
 });
+
+/**
+ * Node bounds how long a request may take to arrive, never how long its
+ * answer may take to leave: every HTTP server of the product sets a send
+ * timeout on each response (src/shared/send-timeout.ts), or a peer that
+ * never reads holds its connection for good (issue 35).
+ */
+test('every file that makes an HTTP server bounds its responses\' send time with boundSend', () => {
+  const servers = productFiles(join(root, 'src')).filter((path) => /\bhttps?\.createServer\(|\bcreateServer\(/.test(readFileSync(path, 'utf8')) && /node-http\.ts|node:https?['"]/.test(readFileSync(path, 'utf8')));
+  assert.ok(servers.length > 0, 'the scan finds the status server at least');
+  const unbounded = servers.filter((path) => !/\bboundSend\(/.test(readFileSync(path, 'utf8'))).map((path) => relative(root, path));
+  assert.deepEqual(unbounded, []);
+});

@@ -1,4 +1,6 @@
 import { contentType as prometheusContentType } from '../metrics/exposition.ts';
+import { openMetricsContentType, toOpenMetrics } from '../metrics/openmetrics.ts';
+import { wantsOpenMetrics } from './negotiate.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
 import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
@@ -12,6 +14,8 @@ export interface StatusRequest {
   url: string;
   /** The socket's peer; empty for the Unix socket of Envoy's readiness hop. */
   remoteAddress: string;
+  /** The Accept header: the merged metrics are OpenMetrics when the scraper prefers it. */
+  accept?: string;
   signal?: AbortSignal;
 }
 
@@ -128,7 +132,9 @@ async function metrics(deps: StatusDeps, request: StatusRequest): Promise<Status
     deps.envoyMetrics ? envoyPart(deps, deps.envoyMetrics, request.signal) : '',
     deps.appMetrics?.(request.signal) ?? '',
   ]);
-  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy), app) };
+  const merged = mergePrometheus(mergePrometheus(agent, envoy), app);
+  if (wantsOpenMetrics(request.accept)) return { status: 200, contentType: openMetricsContentType, body: toOpenMetrics(merged) };
+  return { status: 200, contentType: prometheusContentType, body: merged };
 }
 
 async function envoyPart(deps: StatusDeps, fetchEnvoy: NonNullable<StatusDeps['envoyMetrics']>, signal?: AbortSignal): Promise<string> {

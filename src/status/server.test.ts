@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { silentLogger } from '../shared/log.ts';
 import type { StatusDeps } from './handler.ts';
-import { acceptsGzip, sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
+import { acceptsGzip } from './negotiate.ts';
+import { statusSendTimeoutMs as sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
 
 const bigMetrics = `# TYPE istio_agent_big gauge\n${Array.from({ length: 1_000_000 }, (_, i) => `istio_agent_big{n="${i}"} ${i}`).join('\n')}\n`;
 

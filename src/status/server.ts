@@ -1,16 +1,15 @@
 import { chmod, rm } from 'node:fs/promises';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { boundedTimer } from '../shared/clock.ts';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../shared/node-http.ts';
 import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
+import { boundSend } from '../shared/send-timeout.ts';
 import { isLoopbackPeer } from './access.ts';
+import { acceptsGzip } from './negotiate.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
-
-const gzipAsync = promisify(gzip);
 
 export interface StatusServer {
   port: number;
@@ -45,6 +44,15 @@ export const statusServerTimeouts = { headersTimeout: 10_000, requestTimeout: 20
  * an idle one is closed to make room before a new one is refused.
  */
 export const statusConnectionLimits = { max: 128, reservedForTrusted: 32, idleMs: 30_000 } as const;
+/**
+ * Every answer must have left within this, or it is destroyed with its
+ * connection: a peer that asks for the metrics and never reads would
+ * otherwise hold its slot under the cap for good (Prometheus gives up on a
+ * scrape after its own 10 s timeout anyway).
+ */
+export const statusSendTimeoutMs = 10_000;
+/** Answers shorter than this go out plain, as Istio's gzip handler leaves them (gzhttp's default minimum). */
+export const gzipMinBytes = 1024;
 /** Envoy's readiness hop: its one cluster's connections, however many requests reach port 15021. */
 export const readinessHopLimits = { max: 64, reservedForTrusted: 0, idleMs: 30_000 } as const;
 
@@ -71,24 +79,23 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
 }
 
 /**
- * The request's connection counts as busy until its response is handed to
- * the socket: a peer that then never reads holds no slot the cap cannot
- * take back for a probe (it is idle, and the idlest goes first), and the
- * send timeout closes it.
+ * The request's connection counts as busy until its answer is handed over,
+ * not until the peer has read it: a peer that never reads then holds an
+ * evictable slot, never one a probe is refused for.
  */
-function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): IncomingMessage {
+function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): Tracked {
   cap.busy(request.socket);
-  let done = false;
-  const idle = () => void (done || ((done = true), cap.idle(request.socket)));
-  response.once('close', idle);
-  response.once('prefinish', idle);
-  return request;
+  boundSend(response, statusSendTimeoutMs);
+  let released = false;
+  const release = () => void (released || ((released = true), cap.idle(request.socket)));
+  response.once('close', release);
+  return { request, release };
 }
 
-/** A response not taken by the peer within this long is cut: a reader that stops reading costs a bounded time. */
-export const sendTimeoutMs = 10_000;
-/** Below this a body goes as is: gzip would cost more than it saves. */
-const gzipFromBytes = 1024;
+interface Tracked {
+  request: IncomingMessage;
+  release(): void;
+}
 
 function close(server: Server): Promise<void> {
   server.closeAllConnections();
@@ -112,36 +119,31 @@ async function listenSocket(server: Server, path: string): Promise<void> {
   await chmod(path, 0o600);
 }
 
-async function serve(handler: Handler, options: StatusServerOptions, request: IncomingMessage, response: ServerResponse): Promise<void> {
+async function serve(handler: Handler, options: StatusServerOptions, { request, release }: Tracked, response: ServerResponse): Promise<void> {
   const aborted = new AbortController();
   response.once('close', () => aborted.abort());
   const result = await handler(options.deps, {
     method: request.method ?? 'GET',
     url: request.url ?? '/',
     remoteAddress: request.socket.remoteAddress ?? '',
+    accept: request.headers.accept,
     signal: aborted.signal,
   });
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
-  const body = await encodeBody(result.body, request.headers['accept-encoding']);
+  const { body, encoding } = await encode(result.body, request.headers['accept-encoding']);
   if (response.destroyed) return;
-  response.writeHead(result.status, { 'content-type': result.contentType, 'content-length': body.bytes.length, ...(body.gzip ? { 'content-encoding': 'gzip' } : {}), vary: 'accept-encoding' });
-  const timer = boundedTimer(() => request.socket.destroy(), sendTimeoutMs, { unref: true });
-  response.once('close', () => timer.cancel());
-  response.end(request.method === 'HEAD' ? undefined : body.bytes, () => (timer.cancel(), result.after?.()));
+  const headers = { 'content-type': result.contentType, 'content-length': body.byteLength, vary: 'Accept-Encoding' };
+  if (encoding) Object.assign(headers, { 'content-encoding': encoding });
+  response.writeHead(result.status, headers);
+  response.end(request.method === 'HEAD' ? undefined : body, () => result.after?.());
+  release();
 }
 
-/** `Accept-Encoding` names gzip with a weight above 0. */
-export function acceptsGzip(header: string | undefined): boolean {
-  return (header ?? '').split(',').some((part) => {
-    const [coding = '', ...params] = part.trim().toLowerCase().split(';');
-    const weight = params.map((param) => /^\s*q=([\d.]+)\s*$/.exec(param)?.[1]).find((value) => value !== undefined);
-    return coding.trim() === 'gzip' && (weight === undefined || Number(weight) > 0);
-  });
-}
+const gzipAsync = promisify(gzip);
 
-/** gzip when the peer asks for it (Prometheus does) and the body is worth it, as Istio's status server. */
-async function encodeBody(text: string, acceptEncoding: string | undefined): Promise<{ bytes: Buffer; gzip: boolean }> {
-  const bytes = Buffer.from(text);
-  if (!acceptsGzip(acceptEncoding) || bytes.length < gzipFromBytes) return { bytes, gzip: false };
-  return { bytes: await gzipAsync(bytes), gzip: true };
+/** Gzip when the client takes it and the answer is worth it, as Istio's status port (its whole mux sits behind a gzip handler). */
+async function encode(text: string, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
+  const plain = Buffer.from(text);
+  if (plain.byteLength < gzipMinBytes || !acceptsGzip(acceptEncoding)) return { body: plain };
+  return { body: await gzipAsync(plain), encoding: 'gzip' };
 }

@@ -1,0 +1,152 @@
+/**
+ * The status port (15020) against peers that ask and never read (issue 35),
+ * and its content negotiation (issue 34): OpenMetrics and gzip when asked.
+ * 140 pod-network connections ask for /stats/prometheus with a tiny receive
+ * window and never read: a probe from the pod network must still be
+ * answered, and the stuck connections must be closed after the send timeout.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import { execa, type ResultPromise } from 'execa';
+import { isAlive, startAgent, type RunningAgent } from '../support/agent.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
+import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
+import { nodeBin } from '../support/paths.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
+import { freePort } from '../support/ports.ts';
+import { edsCluster, endpoints, simpleHttpService } from '../support/resources.ts';
+import { waitForStatus } from './status-support.ts';
+
+const skip = await netnsSkipReason();
+
+/** Opens `count` connections, each asking for the metrics and never reading (a paused socket sees no close either); prints {opened}. */
+const stuckReaders = `
+import { connect } from 'node:net';
+const [host, port, countText] = process.argv.slice(1);
+const count = Number(countText);
+let opened = 0;
+const open = () => new Promise((resolve) => {
+  const socket = connect({ port: Number(port), host }, () => {
+    opened++;
+    socket.pause();
+    socket.write('GET /stats/prometheus HTTP/1.1\\r\\nHost: pod\\r\\n\\r\\n');
+    resolve();
+  });
+  socket.on('error', () => resolve());
+});
+for (let i = 0; i < count; i += 20) await Promise.all(Array.from({ length: 20 }, open));
+process.stdout.write(JSON.stringify({ opened }) + '\\n');
+setInterval(() => {}, 1000);
+`;
+
+/** The agent's own connections from `peer` (a socket it closed is no longer its, whatever the kernel still owes it). */
+async function heldFrom(pid: number, port: number, peer: string): Promise<number> {
+  const { stdout } = await execa('ss', ['-tnpH', 'state', 'all', `( sport = :${port} and dst ${peer} )`]);
+  return stdout.split('\n').filter((line) => line.includes(`pid=${pid},`)).length;
+}
+
+/** One GET on loopback through node:http, with the headers given; the body as bytes. */
+async function rawGet(port: number, path: string, headers: Record<string, string>): Promise<{ headers: Headers; body: Buffer }> {
+  const { http } = await import('../../src/shared/node-http.ts');
+  return new Promise((resolve, reject) => {
+    const request = http.get({ host: '127.0.0.1', port, path, headers, timeout: 10_000 }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ headers: new Headers(response.headers as Record<string, string>), body: Buffer.concat(chunks) }));
+    });
+    request.on('timeout', () => request.destroy(new Error('timed out')));
+    request.on('error', reject);
+  });
+}
+
+describe('the status port: OpenMetrics, gzip, and peers that never read', { skip }, () => {
+  let peer: Peer;
+  let netns: Netns;
+  let agent: RunningAgent;
+  let statusPort: number;
+  const cleanup = suiteCleanup();
+
+  before(async () => {
+    // 40 more clusters, their stats included: Envoy's stats grow to some hundreds of KB, more than the kernel's buffers take for a peer that never reads.
+    const upstreamPort = await freePort();
+    const bulk = Array.from({ length: 40 }, (_, i) => [edsCluster(`bulk_${i}`), endpoints(`bulk_${i}`, upstreamPort)]).flat();
+    peer = await startPeer([...simpleHttpService({ listenerPort: await freePort(), upstreamPort }), ...bulk]);
+    cleanup.defer(() => peer.stop());
+    netns = await makeNetns('slowread');
+    cleanup.defer(() => netns.remove());
+    statusPort = await freePort();
+    agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+      env: { ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({ 'sidecar.istio.io/statsInclusionPrefixes': 'cluster.bulk_' }) },
+    });
+    deferStop(cleanup, agent);
+    await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+  });
+
+  it('serves OpenMetrics when asked (one # EOF at the end, counters\' samples end in _total), text otherwise', async () => {
+    const accept = 'application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1';
+    const open = await rawGet(statusPort, '/stats/prometheus', { accept });
+    assert.equal(open.headers.get('content-type'), 'application/openmetrics-text; version=1.0.0; charset=utf-8');
+    const text = open.body.toString();
+    assert.ok(text.endsWith('\n# EOF\n') && text.indexOf('# EOF') === text.length - 6, 'one # EOF, last');
+    assert.match(text, /^# TYPE istio_agent_epochs_started counter\nistio_agent_epochs_started_total 1$/m);
+    assert.ok(!text.includes('\n\n'), 'no blank lines');
+    const plain = await rawGet(statusPort, '/stats/prometheus', { accept: 'text/plain' });
+    assert.match(plain.headers.get('content-type') ?? '', /^text\/plain; version=0\.0\.4/);
+    assert.match(plain.body.toString(), /^istio_agent_epochs_started_total 1$/m);
+  });
+
+  it('gzips an answer when the client takes gzip, and only then', async () => {
+    const zipped = await rawGet(statusPort, '/stats/prometheus', { 'accept-encoding': 'gzip' });
+    assert.equal(zipped.headers.get('content-encoding'), 'gzip');
+    assert.equal(Number(zipped.headers.get('content-length')), zipped.body.byteLength);
+    assert.match(gunzipSync(zipped.body).toString(), /^istio_agent_epochs_started_total 1$/m);
+    const plain = await rawGet(statusPort, '/stats/prometheus', {});
+    assert.equal(plain.headers.get('content-encoding'), null);
+    assert.ok(plain.body.byteLength > zipped.body.byteLength * 3, `gzip pays (${plain.body.byteLength} → ${zipped.body.byteLength} bytes)`);
+    assert.ok(plain.body.byteLength > 256 * 1024, `the metrics are large enough to stick in a peer that never reads (${plain.body.byteLength} bytes)`);
+  });
+
+  const title = '200 pod-network peers that never read: a probe from the pod network is still answered, and they are closed after the send timeout';
+  it(title, { timeout: 120_000 }, async () => {
+    // A tiny receive window in the namespace: the answers stay stuck in the agent, whatever their size.
+    await execa('ip', ['netns', 'exec', netns.name, 'sysctl', '-qw', 'net.ipv4.tcp_rmem=4096 4096 4096']);
+    const argv = ['netns', 'exec', netns.name, nodeBin, '--input-type=module', '-e', stuckReaders, netns.hostIp, String(statusPort), '200'];
+    const readers: ResultPromise = execa('ip', argv, { reject: false, buffer: false });
+    cleanup.defer(async () => void (readers.kill('SIGKILL'), await readers));
+    const started = Date.now();
+    const opened = await new Promise<number>((resolve, reject) => {
+      readers.stdout!.once('data', (chunk: Buffer) => resolve((JSON.parse(chunk.toString()) as { opened: number }).opened));
+      void readers.then((result) => reject(new Error(`the readers ended: ${String(result.stderr ?? result.exitCode)}`)));
+    });
+    assert.ok(opened >= 128, `the stuck readers connected (${opened} of 200)`);
+    const innerIp = (await execa('ip', ['-n', netns.name, '-4', '-o', 'addr', 'show', 'scope', 'global'])).stdout.match(/inet ([\d.]+)/)![1]!;
+    // The agent accepts them as its load allows: wait until it holds most (well inside the 10 s send timeout).
+    let held = 0;
+    while (held < 126 && Date.now() - started < 5000) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      held = await heldFrom(agent.pid, statusPort, innerIp);
+    }
+    assert.ok(held >= 100, `the agent holds the stuck answers (${held} connections)`);
+    // Answers still being made (140 Envoy scrapes at once, on a busy machine) hold their slots for a moment; answers
+    // handed over and left unread must not: a probe gets through well before the send timeout (10 s) frees anything.
+    let probe = { status: 0, ms: 0 };
+    for (let tries = 0; probe.status !== 200 && Date.now() - started < 8000 && tries < 20; tries++) {
+      probe = (await netns.send([{ port: statusPort, method: 'GET', path: '/healthz/ready' }]))[0]!;
+    }
+    assert.equal(probe.status, 200, `a pod-network probe is answered while ${held} readers hold on (${Date.now() - started} ms after they connected)`);
+    const answered = await netns.send(Array.from({ length: 3 }, () => ({ port: statusPort, method: 'GET', path: '/healthz/ready' })));
+    for (const again of answered) assert.equal(again.status, 200, `and the next probes too (${again.ms} ms)`);
+    // The send timeout is 10 s; the idle sweep (30 s) must not be what closes them.
+    const deadline = started + 25_000;
+    let left = held;
+    while (left > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      left = await heldFrom(agent.pid, statusPort, innerIp);
+    }
+    assert.equal(left, 0, `the agent has closed every stuck answer after the send timeout (${left} left, ${Date.now() - started} ms after they connected)`);
+    assert.ok(isAlive(agent.pid));
+  });
+});
