@@ -11,6 +11,7 @@ test('statsMatcher: Istio\'s default inclusion list', () => {
     '{"prefix":"cluster_manager"}', '{"prefix":"listener_manager"}', '{"prefix":"server"}', '{"prefix":"cluster.xds-grpc"}', '{"prefix":"wasm"}',
     '{"suffix":"rbac.allowed"}', '{"suffix":"rbac.denied"}', '{"suffix":"shadow_allowed"}', '{"suffix":"shadow_denied"}',
     '{"safe_regex":{"regex":"vhost\\\\..*\\\\.route\\\\..*"}}',
+    '{"prefix":"component"}', '{"prefix":"istio"}',
   ]);
 });
 

@@ -33,6 +33,8 @@ const rbacSuffixes = ['rbac.allowed', 'rbac.denied', 'shadow_allowed', 'shadow_d
 const requiredRegexps = [String.raw`vhost\..*\.route\..*`];
 /** Istio's standard metrics (istio.stats) carry this prefix. */
 const standardMetricsPrefix = 'reporter=';
+/** Last, as Istio's template has them: `istio_build` (component) and Istio's own `istio.*` stats. */
+const istioPrefixes = ['component', 'istio'];
 
 const annotation = (kind: string) => `sidecar.istio.io/statsInclusion${kind}`;
 
@@ -48,6 +50,7 @@ export function statsMatcher(input: StatsMatcherInput): { inclusion_list: { patt
     ...pick('Prefixes', 'prefixes', requiredPrefixes).map((prefix) => ({ prefix })),
     ...pick('Suffixes', 'suffixes', suffixes).map((suffix) => ({ suffix })),
     ...pick('Regexps', 'regexps', requiredRegexps).map((regex) => ({ safe_regex: { regex } })),
+    ...istioPrefixes.map((prefix) => ({ prefix })),
   ];
   return { inclusion_list: { patterns } };
 }

@@ -26,6 +26,10 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
     { name: 'sidecar, SotW', args: ['sidecar', '--deltaXds=false'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
     { name: 'router, Delta (the default)', args: ['router'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
+    { name: "sidecar: Istio's internal listener extension and its last stats prefixes", args: ['sidecar'], check: (b) => {
+      assert.deepEqual(b.bootstrap_extensions.map((extension: { name: string }) => extension.name), ['envoy.bootstrap.internal_listener']);
+      assert.deepEqual(b.stats_config.stats_matcher.inclusion_list.patterns.slice(-2), [{ prefix: 'component' }, { prefix: 'istio' }]);
+    } },
     { name: 'ingress; xDS goes through the agent\'s socket', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/) },
     { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
     { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
