@@ -1,25 +1,26 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { systemClock } from '../shared/clock.ts';
 import { findLeftoverEnvoys, stopLeftoverEnvoys } from './leftovers.ts';
 
-/** A fake /proc: pid → [argv, parent pid]. */
-async function fakeProc(processes: Record<number, [string[], number]>): Promise<string> {
+/** A fake /proc: pid → [argv, parent pid, mount namespace (default: the agent's)]. */
+async function fakeProc(processes: Record<number, [string[], number, string?]>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'proc-'));
-  for (const [pid, [argv, ppid]] of Object.entries(processes)) {
-    await mkdir(join(dir, pid));
+  for (const [pid, [argv, ppid, mounts = 'mnt:[1]']] of Object.entries(processes)) {
+    await mkdir(join(dir, pid, 'ns'), { recursive: true });
     await writeFile(join(dir, pid, 'cmdline'), `${argv.join('\0')}\0`);
     await writeFile(join(dir, pid, 'status'), `Name:\tx\nState:\tS (sleeping)\nPPid:\t${ppid}\n`);
+    await symlink(mounts, join(dir, pid, 'ns', 'mnt'));
   }
   await mkdir(join(dir, 'self'));
   return dir;
 }
 
-test('finds the orphans whose -c is a bootstrap of this --configPath, not our own children, other paths or other programs', async () => {
+test('finds the orphans whose -c is a bootstrap of this --configPath in our mount namespace, not our own children, another pod\'s Envoy, other paths or programs', async () => {
   const procDir = await fakeProc({
     10: [['envoy', '-c', '/etc/istio/proxy/envoy-rev0.json', '--restart-epoch', '0'], 1],
     11: [['envoy', '--config-path', '/etc/istio/proxy/envoy-rev3.yaml'], 1],
@@ -27,6 +28,7 @@ test('finds the orphans whose -c is a bootstrap of this --configPath, not our ow
     13: [['envoy', '-c', '/etc/istio/other/envoy-rev0.json'], 1],
     14: [['envoy', '-c', '/etc/istio/proxy/custom.json'], 1],
     15: [['sleep', '600'], 1],
+    16: [['envoy', '-c', '/etc/istio/proxy/envoy-rev0.json'], 1, 'mnt:[2]'],
     500: [['node', 'pilot-agent'], 1],
   });
   try {

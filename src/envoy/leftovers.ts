@@ -1,4 +1,4 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock } from '../shared/clock.ts';
 
@@ -16,19 +16,31 @@ const liveProc: ProcView = { procDir: '/proc', selfPid: process.pid };
  * Envoy sets PR_SET_PDEATHSIG itself, but only once it runs; an agent
  * SIGKILLed in between leaves an orphan that holds the admin port and the
  * hot-restart shared memory the next agent needs. Our own children are not
- * leftovers.
+ * leftovers, and neither is an Envoy in another mount namespace: every
+ * sidecar has the same /etc/istio/proxy, so where containers share a PID
+ * namespace (shareProcessNamespace, hostPID, several agents on one host)
+ * the path alone would name another pod's Envoy.
  */
 export async function findLeftoverEnvoys(configPath: string, view: ProcView = liveProc): Promise<number[]> {
   const prefix = join(configPath, 'envoy-rev');
   const pids = (await readdir(view.procDir).catch(() => [] as string[])).filter((name) => /^\d+$/.test(name)).map(Number);
+  const ownMounts = await mountNamespaceOf(view.procDir, view.selfPid);
   const found: number[] = [];
   for (const pid of pids) {
     if (pid === view.selfPid) continue;
     const argv = await readArgv(view.procDir, pid);
     if (!argv || !bootstrapOf(argv)?.startsWith(prefix)) continue;
-    if ((await parentOf(view.procDir, pid)) !== view.selfPid) found.push(pid);
+    if ((await parentOf(view.procDir, pid)) === view.selfPid) continue;
+    // Unknown on either side (no /proc/*/ns): not ours to kill.
+    const mounts = await mountNamespaceOf(view.procDir, pid);
+    if (ownMounts !== undefined && mounts === ownMounts) found.push(pid);
   }
   return found;
+}
+
+/** `mnt:[4026531841]`: the same file system view, so the same --configPath is the same directory. */
+function mountNamespaceOf(procDir: string, pid: number): Promise<string | undefined> {
+  return readlink(join(procDir, String(pid), 'ns', 'mnt')).catch(() => undefined);
 }
 
 /** SIGKILLs each leftover and waits (bounded) until it is gone; returns the pids it stopped. */
