@@ -10,6 +10,7 @@ import { Forwarder } from './forwarder.ts';
 import { LookupTable } from './lookup-table.ts';
 import { registerDnsMetrics } from './metrics.ts';
 import { DnsServer } from './server.ts';
+import { manyQuestions, tcpFrame } from '../../test/support/dns-queries.ts';
 
 const freePort = () => new Promise<number>((resolve) => {
   const probe = createServer().listen(0, '127.0.0.1', () => {
@@ -18,7 +19,6 @@ const freePort = () => new Promise<number>((resolve) => {
   });
 });
 
-const frame = (message: Buffer) => Buffer.concat([Buffer.from([message.length >> 8, message.length & 255]), message]);
 const query = (id: number) => dnsPacket.encode({ id, type: 'query', questions: [{ name: 'db.legacy.internal', type: 'A' }] });
 
 /** The first whole answer on `socket`, or undefined when it closes first. */
@@ -37,7 +37,7 @@ function firstAnswer(socket: Socket): Promise<dnsPacket.Packet | undefined> {
 async function ask(port: number, message: Buffer): Promise<dnsPacket.Packet | undefined> {
   const socket = connect(port, '127.0.0.1');
   const answer = firstAnswer(socket);
-  socket.write(frame(message));
+  socket.write(tcpFrame(message));
   try {
     return await answer;
   } finally {
@@ -45,14 +45,6 @@ async function ask(port: number, message: Buffer): Promise<dnsPacket.Packet | un
   }
 }
 
-/** 10,900 questions in 65,400 bytes, as the attack sent them: one name, then each question a pointer to it (6 bytes). */
-function manyQuestions(id: number): Buffer {
-  const first = dnsPacket.encode({ id, type: 'query', questions: [{ name: 'db.legacy.internal', type: 'A' }] });
-  const pointer = Buffer.from([0xc0, 12, 0, 1, 0, 1]);
-  const message = Buffer.concat([first, ...Array.from({ length: 10_899 }, () => pointer)]);
-  message.writeUInt16BE(10_900, 4);
-  return message;
-}
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('DnsServer over TCP against hostile clients', () => {
@@ -94,7 +86,7 @@ describe('DnsServer over TCP against hostile clients', () => {
     socket.on('error', () => undefined);
     socket.pause(); // never reads
     await once(socket, 'connect');
-    const one = frame(query(13));
+    const one = tcpFrame(query(13));
     const total = 400_000;
     const chunk = Buffer.concat(Array.from({ length: 400 }, () => one));
     for (let sent = 0; sent < total; sent += 400) socket.write(chunk);

@@ -67,15 +67,17 @@ async function readArgv(procDir: string, pid: number): Promise<string[] | undefi
   return text ? text.split('\0') : undefined;
 }
 
+/** /proc/PID/status, or '' once the process is gone. */
+const statusOf = (procDir: string, pid: number) => readFile(join(procDir, String(pid), 'status'), 'utf8').catch(() => '');
+
 async function parentOf(procDir: string, pid: number): Promise<number | undefined> {
-  const status = await readFile(join(procDir, String(pid), 'status'), 'utf8').catch(() => '');
-  const match = /^PPid:\s*(\d+)/m.exec(status);
+  const match = /^PPid:\s*(\d+)/m.exec(await statusOf(procDir, pid));
   return match ? Number(match[1]) : undefined;
 }
 
 async function anyAlive(procDir: string, pids: number[]): Promise<boolean> {
   for (const pid of pids) {
-    const status = await readFile(join(procDir, String(pid), 'status'), 'utf8').catch(() => '');
+    const status = await statusOf(procDir, pid);
     // A zombie has exited; its parent (not us) reaps it.
     if (status && !/^State:\s*Z/m.test(status)) return true;
   }

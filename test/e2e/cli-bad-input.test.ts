@@ -66,14 +66,14 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
     { name: 'termination drain past the longest timer', args: () => ['sidecar', ...ok, '--terminationDrainDuration', '1000h'], line: /--terminationDrainDuration.*'1000h'.*must be at most/ },
     { name: 'cert resync of a nanosecond', args: () => ['sidecar', ...ok, '--certResync', '1ns'], line: /--certResync.*'1ns'.*must be at least 1s/ },
     { name: 'parent shutdown before the drain ends', args: () => ['sidecar', ...ok, '--drainDuration', '10m', '--parentShutdownDuration', '1s'], line: /^pilot-agent: --parentShutdownDuration: 1s is shorter than --drainDuration \(600s\)/ },
-    { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '10.0.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
+    { name: 'Kubernetes registry without pod env', args: () => ['sidecar', ...ok, '--serviceregistry', 'Kubernetes'], env: { INSTANCE_IP: '198.19.0.1' }, line: /^pilot-agent: env POD_NAME: is not set/ },
     { name: 'DNS forward timeout that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_FORWARD_TIMEOUT: 'soon' }, line: /^pilot-agent: env DNS_FORWARD_TIMEOUT: .*not a Go duration/ },
     { name: 'DNS proxy address without a port', args: () => ['sidecar', ...ok], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: 'localhost' }, line: /^pilot-agent: env DNS_PROXY_ADDR: "localhost" is not host:port/ },
     { name: 'metadata JSON that does not parse', args: () => ['sidecar', ...ok], env: { ISTIO_METAJSON_LABELS: '{nope' }, line: /^pilot-agent: env ISTIO_METAJSON_LABELS: is not valid JSON/ },
     { name: 'Wasm fetch timeout that does not parse', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_TIMEOUT: 'soon' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_TIMEOUT: .*not a Go duration/ },
     { name: 'Wasm remote load switch that is not a boolean', args: () => ['sidecar', ...ok], env: { ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: 'yes' }, line: /^pilot-agent: env ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: .*not a boolean/ },
     { name: 'Wasm retries of zero', args: () => ['sidecar', ...ok], env: { WASM_HTTP_REQUEST_MAX_RETRIES: '0' }, line: /^pilot-agent: env WASM_HTTP_REQUEST_MAX_RETRIES: .*at least 1/ },
-    { name: 'Wasm blocked range that is not a CIDR', args: () => ['sidecar', ...ok], env: { BLOCKED_CIDRS_IN_WASM_FETCH: '10.0.0.0/8,nope' }, line: /^pilot-agent: env BLOCKED_CIDRS_IN_WASM_FETCH: "nope" is not a CIDR/ },
+    { name: 'Wasm blocked range that is not a CIDR', args: () => ['sidecar', ...ok], env: { BLOCKED_CIDRS_IN_WASM_FETCH: '198.18.0.0/15,nope' }, line: /^pilot-agent: env BLOCKED_CIDRS_IN_WASM_FETCH: "nope" is not a CIDR/ },
   ];
 
   for (const testCase of cases) {

@@ -20,6 +20,7 @@ import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
 import { writeNetnsResolvConf } from '../support/dns-netns.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
 import { startPeer } from '../support/peer.ts';
+import { manyQuestions, tcpFrame } from '../support/dns-queries.ts';
 
 const skip = await netnsSkipReason();
 const dnsPort = 15053;
@@ -30,16 +31,7 @@ const nameTable = {
   'big.mesh.internal': { ips: Array.from({ length: 6_000 }, (_, at) => `198.18.${at >> 8}.${at & 255}`), registry: 'External' },
 };
 
-const frame = (message: Buffer) => Buffer.concat([Buffer.from([message.length >> 8, message.length & 255]), message]);
 const query = (id: number, name = 'db.legacy.internal', extra: Partial<dnsPacket.Packet> = {}) => dnsPacket.encode({ id, type: 'query', questions: [{ name, type: 'A' }], ...extra });
-/** 10,900 questions in 65,400 bytes, as the attack sent them: one name, then each question a pointer to it (6 bytes). */
-function manyQuestions(id: number): Buffer {
-  const first = dnsPacket.encode({ id, type: 'query', questions: [{ name: 'db.legacy.internal', type: 'A' }] });
-  const pointer = Buffer.from([0xc0, 12, 0, 1, 0, 1]);
-  const message = Buffer.concat([first, ...Array.from({ length: 10_899 }, () => pointer)]);
-  message.writeUInt16BE(10_900, 4);
-  return message;
-}
 const rssBytes = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -56,7 +48,7 @@ async function askTcp(host: string, message: Buffer): Promise<dnsPacket.Packet |
       });
       socket.on('close', () => resolve(undefined));
       setTimeout(() => resolve(undefined), 10_000);
-      socket.write(frame(message));
+      socket.write(tcpFrame(message));
     });
   } finally {
     socket.destroy();
@@ -157,7 +149,7 @@ describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => 
     socket.on('error', () => undefined);
     socket.pause();
     await once(socket, 'connect');
-    const chunk = Buffer.concat(Array.from({ length: 1_000 }, (_, at) => frame(query(at))));
+    const chunk = Buffer.concat(Array.from({ length: 1_000 }, (_, at) => tcpFrame(query(at))));
     for (let sent = 0; sent < 1_000_000; sent += 1_000) socket.write(chunk);
     let peak = before;
     for (let step = 0; step < 40; step++) {

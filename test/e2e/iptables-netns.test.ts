@@ -114,7 +114,7 @@ describe('istio-iptables in an IPv4 pod, with the injection template\'s argument
     assert.match(again.stderr, /IPv4 rules: in-place/);
     assert.equal(await savedRules(pair.appNs, 'v4'), before);
 
-    const other = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-b', '8080', '-i', '10.0.0.0/8'];
+    const other = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-b', '8080', '-i', '198.18.0.0/16'];
     const refused = await runIptables(pair.appNs, other);
     assert.equal(refused.exitCode, 1, refused.stderr);
     assert.match(refused.stderr, /--reconcile/);
@@ -125,7 +125,7 @@ describe('istio-iptables in an IPv4 pod, with the injection template\'s argument
     const nat = await savedRules(pair.appNs, 'v4', 'nat');
     assert.equal(nat.split('\n').filter((line) => line.startsWith('-A PREROUTING')).length, 1, nat);
     assert.equal(nat.split('\n').filter((line) => line.startsWith('-A OUTPUT')).length, 1, nat);
-    assert.match(nat, /-A ISTIO_OUTPUT -d 10\.0\.0\.0\/8 -j ISTIO_REDIRECT/);
+    assert.match(nat, /-A ISTIO_OUTPUT -d 198\.18\.0\.0\/16 -j ISTIO_REDIRECT/);
     assert.match(await connectOne(pair, pair.peerNs, v4.app, 22), /^app 22 /, 'port 22 is no longer in -b');
 
     const back = await runIptables(pair.appNs, [...templateArgs, '--reconcile']);
