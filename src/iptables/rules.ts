@@ -21,6 +21,16 @@ export function buildCapturePlan(config: CaptureConfig, host: HostFacts): Captur
     v6: { loopback: '::1/128', inboundSource: '::6/128', hostBits: 128 },
   });
   const dns = dnsPlan(config, host);
+  entryRules(plan, config);
+  inboundRules(plan, config);
+  outputRules(plan, config, host, dns);
+  if (config.mode === 'TPROXY') tproxyTailRules(plan, config);
+  const v6 = host.ipv6 === 'reject' ? ipv6RejectRules(config) : plan.v6;
+  return { v4: plan.v4, v6 };
+}
+
+/** What comes before the inbound rules: skipped interfaces, invalid packets, the tunnel port and the two redirect chains. */
+function entryRules(plan: PlanBuilder, config: CaptureConfig): void {
   excludedInterfaceRules(plan, config);
   for (const name of config.virtualInterfaces) plan.add('both', 'nat', 'PREROUTING', ['-i', name, '-j', 'RETURN'], 1);
   if (config.dropInvalid) {
@@ -31,7 +41,10 @@ export function buildCapturePlan(config: CaptureConfig, host: HostFacts): Captur
   plan.add('both', 'nat', Chain.inbound, ['-p', 'tcp', '--dport', String(config.inboundTunnelPort), '-j', 'RETURN']);
   plan.add('both', 'nat', Chain.redirect, ['-p', 'tcp', '-j', 'REDIRECT', '--to-ports', String(config.outboundCapturePort)]);
   plan.add('both', 'nat', Chain.inRedirect, ['-p', 'tcp', '-j', 'REDIRECT', '--to-ports', String(config.inboundCapturePort)]);
-  inboundRules(plan, config);
+}
+
+/** ISTIO_OUTPUT: what the app sends, less the proxy's own traffic, loopback and the exclusions. */
+function outputRules(plan: PlanBuilder, config: CaptureConfig, host: HostFacts, dns: ReturnType<typeof dnsPlan>): void {
   // No `-p tcp`: ISTIO_OUTPUT also sees the app's UDP, for DNS capture.
   plan.add('both', 'nat', 'OUTPUT', ['-j', Chain.output]);
   for (const port of config.excludedOutboundPorts) {
@@ -53,9 +66,6 @@ export function buildCapturePlan(config: CaptureConfig, host: HostFacts): Captur
   for (const port of config.includedOutboundPorts) plan.add('both', 'nat', Chain.output, ['-p', 'tcp', '--dport', String(port), '-j', Chain.redirect]);
   outboundIncludeRules(plan, config, 'v4');
   outboundIncludeRules(plan, config, 'v6');
-  if (config.mode === 'TPROXY') tproxyTailRules(plan, config);
-  const v6 = host.ipv6 === 'reject' ? ipv6RejectRules(config) : plan.v6;
-  return { v4: plan.v4, v6 };
 }
 
 function isLoopback(cidr: string): boolean {

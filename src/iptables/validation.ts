@@ -23,45 +23,57 @@ export interface ValidationOptions {
  */
 export async function validateCapture(options: ValidationOptions): Promise<boolean> {
   const listenHost = options.ipv6 ? '::1' : '127.0.0.1';
-  const probeHost = options.ipv6 ? '::6' : '127.0.0.6';
-  const sent = new Set<number>();
-  const arrived = new Set<number>();
-  const sockets = new Set<Socket>();
   let done!: (passed: boolean) => void;
   const result = new Promise<boolean>((resolve) => (done = resolve));
-  const onArrival = (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    const port = socket.remotePort;
-    socket.end();
-    if (port === undefined) return;
-    if (sent.has(port)) done(true);
-    arrived.add(port);
-  };
-  const servers = (await Promise.all([options.outboundCapturePort, options.inboundCapturePort].map((port) => listen(listenHost, port, onArrival)))).filter((server): server is Server => server !== undefined);
+  const probes = probeMatcher({ listenHost, probeHost: options.ipv6 ? '::6' : '127.0.0.6', probePort: options.probePort, onMatch: () => done(true) });
+  const servers = (await Promise.all([options.outboundCapturePort, options.inboundCapturePort].map((port) => listen(listenHost, port, probes.onArrival)))).filter((server): server is Server => server !== undefined);
   if (servers.length === 0) return false;
-  const probe = () => {
-    const socket = connect({ host: probeHost, port: options.probePort, localAddress: listenHost });
-    sockets.add(socket);
-    socket.on('error', () => undefined);
-    socket.on('connect', () => {
-      if (socket.localPort === undefined) return;
-      if (arrived.has(socket.localPort)) done(true);
-      sent.add(socket.localPort);
-      socket.end();
-    });
-  };
-  probe();
-  const interval = boundedInterval(probe, options.intervalMs ?? 1000);
+  probes.probe();
+  const interval = boundedInterval(probes.probe, options.intervalMs ?? 1000);
   const timeout = boundedTimer(() => done(false), options.timeoutMs);
   try {
     return await result;
   } finally {
     interval.cancel();
     timeout.cancel();
-    for (const socket of sockets) socket.destroy();
+    probes.destroy();
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   }
+}
+
+interface ProbeMatcherOptions {
+  listenHost: string;
+  probeHost: string;
+  probePort: number;
+  onMatch: () => void;
+}
+
+/** Sends probes and matches what arrives at a capture port by the probe's source port (either may come first). */
+function probeMatcher(options: ProbeMatcherOptions): { probe: () => void; onArrival: (socket: Socket) => void; destroy: () => void } {
+  const sent = new Set<number>();
+  const arrived = new Set<number>();
+  const sockets = new Set<Socket>();
+  const onArrival = (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    const port = socket.remotePort;
+    socket.end();
+    if (port === undefined) return;
+    if (sent.has(port)) options.onMatch();
+    arrived.add(port);
+  };
+  const probe = () => {
+    const socket = connect({ host: options.probeHost, port: options.probePort, localAddress: options.listenHost });
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('connect', () => {
+      if (socket.localPort === undefined) return;
+      if (arrived.has(socket.localPort)) options.onMatch();
+      sent.add(socket.localPort);
+      socket.end();
+    });
+  };
+  return { probe, onArrival, destroy: () => sockets.forEach((socket) => socket.destroy()) };
 }
 
 /** A listener, or undefined when the port is taken (Istio goes on with the other). */

@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { gatherFlags, resolveCaptureConfig, resolveRunConfig, type CaptureConfig, type RunConfig } from '../../iptables/config.ts';
 import { iptablesFlags } from '../../iptables/flags.ts';
 import { decideIpv6, localAddresses, lookupUid, parseResolvConf, type Ipv6Decision } from '../../iptables/host.ts';
-import type { HostFacts } from '../../iptables/plan.ts';
+import type { CapturePlan, HostFacts } from '../../iptables/plan.ts';
 import { badFile, describe } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
 
@@ -65,12 +65,7 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
   if (ipv6.mode === 'reject' && plan.v6.length > 0) {
     note(`the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`);
   }
-  if (run.dryRun) {
-    const { renderRestoreInput } = await import('../../iptables/render.ts');
-    context.stdout.write(`# iptables-restore --noflush\n${renderRestoreInput(plan.v4)}`);
-    if (plan.v6.length > 0) context.stdout.write(`# ip6tables-restore --noflush\n${renderRestoreInput(plan.v6)}`);
-    return;
-  }
+  if (run.dryRun) return printPlan(plan, context);
   const { applyRules, binariesFor, hasBinary, removeRules } = await import('../../iptables/apply.ts');
   const { execa } = await import('execa');
   // Rejects with execa's error, which carries the tool's stderr.
@@ -96,6 +91,13 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
   const { configureRoutes } = await import('../../iptables/routes.ts');
   await configureRoutes(config, ipv6.mode === 'capture', exec);
   note(outcomes.join('; '));
+}
+
+/** --dry-run: the rules as iptables-restore input, written nowhere. */
+async function printPlan(plan: CapturePlan, context: CommandContext): Promise<void> {
+  const { renderRestoreInput } = await import('../../iptables/render.ts');
+  context.stdout.write(`# iptables-restore --noflush\n${renderRestoreInput(plan.v4)}`);
+  if (plan.v6.length > 0) context.stdout.write(`# ip6tables-restore --noflush\n${renderRestoreInput(plan.v6)}`);
 }
 
 /** Istio reads the name servers only for DNS capture without --capture-all-dns. */
