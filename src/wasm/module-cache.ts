@@ -5,28 +5,10 @@ import { join } from 'node:path';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { writeAtomically } from '../shared/synced-file.ts';
+import type { Fetched, ModuleRequest, PullPolicy } from './module-request.ts';
 import { isWasm, unbox } from './unbox.ts';
 
-export type PullPolicy = 'unspecified' | 'IfNotPresent' | 'Always';
-
-export interface ModuleRequest {
-  url: string;
-  /** Hex sha256 the plugin names (for OCI, of the manifest); empty: trust what comes. */
-  checksum: string;
-  /** The ECDS resource the module is for, and its version (ISTIO_META_WASM_PLUGIN_RESOURCE_VERSION). */
-  resourceName: string;
-  resourceVersion: string;
-  pullPolicy: PullPolicy;
-  pullSecret?: string;
-  /** The whole fetch, retries included (the plugin's http_uri timeout). */
-  timeoutMs: number;
-}
-
-/** What a fetcher found at a URL: its digest first, the module bytes only if still wanted. */
-export interface Fetched {
-  digest: string;
-  module(): Promise<Buffer>;
-}
+export type { Fetched, ModuleRequest, PullPolicy } from './module-request.ts';
 
 export interface ModuleCacheOptions {
   dir: string;
