@@ -1,18 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
 import type { CaMode } from '../support/ca-peer.ts';
 import { issuedSerials, readiness, startCaRig } from './ca-support.ts';
 import { epochLive, readServedSerial, servedSerial } from './reconcile-support.ts';
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { waitUntil } from '../support/poll.ts';
 
 const renewalFailed = 'certificate renewal failed; the current certificate keeps serving';
 
@@ -35,12 +27,12 @@ describe('CA call failures at renewal: one line each, the old certificate kept',
       const rig = await startCaRig({ ttlSeconds: 60, env: { SECRET_GRACE_PERIOD_RATIO: '0.95' } });
       try {
         await epochLive(rig.agent, 0);
-        await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
+        await waitUntil('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''), 30_000);
         const before = await servedSerial(rig.listenerPort);
         await rig.ca.setMode(failure.mode);
         const since = rig.agent.log.entries.length;
         const failures = () => rig.agent.log.entries.slice(since).filter((entry) => entry.msg === renewalFailed);
-        await waitFor(`a ${failure.code} failure`, () => failures().some((entry) => entry.code === failure.code)).catch((error: Error) => {
+        await waitUntil(`a ${failure.code} failure`, () => failures().some((entry) => entry.code === failure.code), 30_000).catch((error: Error) => {
           throw new Error(`${error.message}; lines since: ${JSON.stringify(rig.agent.log.entries.slice(since).filter((entry) => Number(entry.level) >= 40))}`);
         });
         const line = failures().find((entry) => entry.code === failure.code)!;

@@ -5,6 +5,7 @@ import { assertGone, type AgentLogEntry } from '../support/agent.ts';
 import type { HostileMode } from '../support/ca-peer.ts';
 import { issuedSerials, readiness, startCaRig, type CaRig } from './ca-support.ts';
 import { epochLive, readServedSerial, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { waitUntil } from '../support/poll.ts';
 
 /** Each hostile answer of the CA peer, and the reason the agent must give for refusing it. */
 const hostileAnswers: [HostileMode, RegExp][] = [
@@ -14,14 +15,6 @@ const hostileAnswers: [HostileMode, RegExp][] = [
   ['wrong-root', /is not a root this agent trusts/],
   ['self-root', /names the leaf itself as its root/],
 ];
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const refusals = (rig: CaRig) => rig.agent.log.entries.filter((entry: AgentLogEntry) => entry.code === 'BAD_CERTIFICATE');
 const answered = (rig: CaRig) => rig.ca.log.entries.filter((entry) => entry.event === 'request').length;
@@ -38,7 +31,7 @@ async function assertAlive(rig: CaRig): Promise<void> {
 async function refuseEveryHostileAnswer(rig: CaRig): Promise<void> {
   for (const [mode, reason] of hostileAnswers) {
     await rig.ca.setMode({ hostile: mode });
-    await waitFor(`the ${mode} answer refused`, () => refusals(rig).some((entry) => reason.test(String(entry.reason))), 30_000).catch((error: Error) => {
+    await waitUntil(`the ${mode} answer refused`, () => refusals(rig).some((entry) => reason.test(String(entry.reason))), 30_000).catch((error: Error) => {
       throw new Error(`${error.message}; refusals: ${JSON.stringify(refusals(rig).map((entry) => entry.reason))}; stderr: ${rig.agent.stderr()}`);
     });
     await assertAlive(rig);
@@ -60,7 +53,7 @@ describe('a hostile CA: no answer ends the agent, none is served', () => {
       assert.match(notReady.body, /refused the CA's answer \(BAD_CERTIFICATE: /);
       assert.deepEqual(rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').length, 1, 'one Envoy, never restarted');
       await rig.ca.setMode({});
-      await waitFor('readiness 200 once the CA answers honestly', async () => (await readiness(rig)).status === 200, 40_000);
+      await waitUntil('readiness 200 once the CA answers honestly', async () => (await readiness(rig)).status === 200, 40_000);
       await waitForSerial(rig.listenerPort, issuedSerials(rig).at(-1)!);
     } finally {
       await rig.close();
@@ -73,7 +66,7 @@ describe('a hostile CA: no answer ends the agent, none is served', () => {
     const rig = await startCaRig({ ttlSeconds: 40, env: { SECRET_GRACE_PERIOD_RATIO: '0.9', SECRET_GRACE_PERIOD_RATIO_JITTER: '0' } });
     try {
       await epochLive(rig.agent, 0);
-      await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
+      await waitUntil('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
       const honest = issuedSerials(rig).at(-1)!;
       const envoys = rig.agent.envoyPids();
       await refuseEveryHostileAnswer(rig);
@@ -92,13 +85,13 @@ describe('a hostile CA: no answer ends the agent, none is served', () => {
     const rig = await startCaRig({ ttlSeconds: 10, env: { SECRET_GRACE_PERIOD_RATIO_JITTER: '0' } });
     try {
       await epochLive(rig.agent, 0);
-      await waitFor('a certificate the CA issued', () => issuedSerials(rig).length > 0);
+      await waitUntil('a certificate the CA issued', () => issuedSerials(rig).length > 0);
       await rig.ca.setMode({ delayMs: 60_000 });
       const notAfter = Date.parse(String(rig.ca.log.entries.findLast((entry) => entry.event === 'request' && entry.serial)!.notAfter));
-      await waitFor('readiness 200 with the certificate', async () => (await readiness(rig)).status === 200);
+      await waitUntil('readiness 200 with the certificate', async () => (await readiness(rig)).status === 200);
       assert.ok(Date.now() < notAfter - 1000, 'the test reached readiness before the expiry');
       // notAfter has whole seconds; the agent's certificate may expire up to a second later than it says.
-      await waitFor('readiness 503 at expiry', async () => (await readiness(rig)).status === 503, notAfter + 2500 - Date.now());
+      await waitUntil('readiness 503 at expiry', async () => (await readiness(rig)).status === 503, notAfter + 2500 - Date.now());
       const body = (await readiness(rig)).body;
       assert.match(body, /the workload certificate expired at/);
       assert.equal(rig.agent.log.entries.filter((entry) => entry.msg === 'no workload certificate: the CA request failed').length, 0, 'no retry had failed yet');

@@ -1,21 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
 import { identity, issuedSerials, readiness, startCaRig, type CaRig } from './ca-support.ts';
 import { epochLive, readServedSerial, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { waitUntil } from '../support/poll.ts';
 
 const startedEpochs = (rig: CaRig) => rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);
 const failures = (rig: CaRig) => rig.agent.log.entries.filter((entry) => entry.msg === 'no workload certificate: the CA request failed');
-
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 describe('a workload certificate from the CA, served over SDS, with the real Envoy', () => {
   it('no mounted certificates: Envoy serves the CA\'s certificate, and it renews itself under load with no new epoch', { timeout: 90_000 }, async (t) => {
@@ -23,12 +15,12 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
     const rig = await startCaRig({ ttlSeconds: 8, env: { SECRET_GRACE_PERIOD_RATIO: '0.8' } });
     try {
       await epochLive(rig.agent, 0);
-      await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
+      await waitUntil('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
       assert.equal(rig.ca.log.entries.find((entry) => entry.event === 'request')!.identity, identity);
       const url = `https://127.0.0.1:${rig.listenerPort}/`;
       const loads = Promise.all([keepAliveLoad(url, 4, 8), newConnectionLoad(url, 2, 8)]);
       const served = new Set<string>();
-      await waitFor('three renewed certificates served', async () => {
+      await waitUntil('three renewed certificates served', async () => {
         served.add(await servedSerial(rig.listenerPort));
         return served.size >= 4;
       });
@@ -53,19 +45,19 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
     const rig = await startCaRig({ ttlSeconds: 12, env: { SECRET_GRACE_PERIOD_RATIO: '0.8' } });
     try {
       await epochLive(rig.agent, 0);
-      await waitFor('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
+      await waitUntil('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''));
       await rig.ca.setMode({ refuse: 'CA under maintenance' });
       const refused = () => rig.ca.log.entries.filter((entry) => entry.error?.includes('maintenance')).length;
       // A call under way when the mode changed may still issue: the last issued serial is known once one is refused.
-      await waitFor('a refused renewal', () => refused() >= 1);
+      await waitUntil('a refused renewal', () => refused() >= 1);
       const last = issuedSerials(rig).at(-1)!;
       await waitForSerial(rig.listenerPort, last);
-      await waitFor('two more refused renewals', () => refused() >= 3);
+      await waitUntil('two more refused renewals', () => refused() >= 3);
       assert.equal(await servedSerial(rig.listenerPort), last, 'the old certificate still serves');
       assert.ok(rig.agent.log.entries.some((entry) => entry.msg === 'certificate renewal failed; the current certificate keeps serving' && entry.code === 'UNAVAILABLE'));
       assert.equal((await readiness(rig)).status, 200, 'still ready: the certificate is valid');
       await rig.ca.setMode({});
-      await waitFor('a certificate after the CA came back', () => issuedSerials(rig).at(-1) !== last);
+      await waitUntil('a certificate after the CA came back', () => issuedSerials(rig).at(-1) !== last);
       await waitForSerial(rig.listenerPort, issuedSerials(rig).at(-1)!);
     } finally {
       await rig.close();
@@ -76,12 +68,12 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
   it('the CA down at start: readiness says why, and turns ready once the CA answers', { timeout: 60_000 }, async () => {
     const rig = await startCaRig({ initialMode: { refuse: 'CA not up yet' } });
     try {
-      await waitFor('a refused request', () => failures(rig).length > 0);
+      await waitUntil('a refused request', () => failures(rig).length > 0);
       const notReady = await readiness(rig);
       assert.equal(notReady.status, 503);
       assert.match(notReady.body, /CA request failed \(UNAVAILABLE: CA not up yet\)/);
       await rig.ca.setMode({});
-      await waitFor('readiness 200', async () => (await readiness(rig)).status === 200, 30_000);
+      await waitUntil('readiness 200', async () => (await readiness(rig)).status === 200, 30_000);
       // Istio's names for the CSRs, which its dashboards query: every call, and the refused ones.
       const metrics = await (await fetch(`http://127.0.0.1:${rig.statusPort}/stats/prometheus`)).text();
       const count = (name: string) => Number(new RegExp(`^${name}\\{request_type="csr"\\} (\\d+)$`, 'm').exec(metrics)?.[1]);
@@ -103,7 +95,7 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
     it(`${refusal.name} ends in one line that says so`, { timeout: 30_000 }, async () => {
       const rig = await startCaRig(refusal.options);
       try {
-        await waitFor(`a ${refusal.code} failure`, () => failures(rig).some((entry) => entry.code === refusal.code)).catch((error: Error) => {
+        await waitUntil(`a ${refusal.code} failure`, () => failures(rig).some((entry) => entry.code === refusal.code)).catch((error: Error) => {
           throw new Error(`${error.message}; failures seen: ${JSON.stringify(failures(rig))}`);
         });
         const line = failures(rig).find((entry) => entry.code === refusal.code)!;

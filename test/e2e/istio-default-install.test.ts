@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { startAgent } from '../support/agent.ts';
 import { startCaPeer } from '../support/ca-peer.ts';
@@ -22,6 +21,7 @@ import { startPeer, type PeerEvent } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { identity, token } from './ca-support.ts';
 import { sdsHttpsService } from './sds-support.ts';
+import { pollUntil } from '../support/poll.ts';
 
 const istiodName = 'istiod.istio-system.svc';
 const skip = await netnsSkipReason();
@@ -60,13 +60,8 @@ async function podRoot(dir: string, root: string, hostIp: string): Promise<strin
 const podMounts = 'mount --bind "$0" /etc/hosts && mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin && ln -s "$1" /usr/local/bin/envoy && shift && exec "$@"';
 
 async function waitReady(url: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const status = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then((response) => response.status, () => 0);
-    if (status === 200) return;
-    await sleep(200);
-  }
-  throw new Error(`${url} not ready within ${ms} ms`);
+  const status = () => fetch(url, { signal: AbortSignal.timeout(2_000) }).then((response) => response.status);
+  await pollUntil(status, { what: `${url} to answer 200`, timeoutMs: ms, intervalMs: 200, accept: (answer) => answer === 200, show: String });
 }
 
 describe('a default Istio install: only what the injector renders, and the agent finds istiod by Istio\'s defaults', { skip }, () => {

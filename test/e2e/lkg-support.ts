@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunningAgent } from '../support/agent.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
+import { pollUntil } from '../support/poll.ts';
 
 /** Listener → route → one EDS cluster per route. */
 export function routedService(listenerPort: number, routes: { prefix: string; cluster: string; port: number }[], extra: unknown[] = []): unknown[] {
@@ -22,13 +22,7 @@ export async function get(port: number, path: string): Promise<string> {
 
 /** Polls until GET answers `expected`; fails with the last answer. */
 export async function waitForBody(port: number, path: string, expected: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    if ((last = await get(port, path)) === expected) return;
-    await sleep(50);
-  }
-  throw new Error(`GET :${port}${path} never answered "${expected}"; last: ${last}`);
+  await pollUntil(() => get(port, path), { what: `GET :${port}${path} to answer "${expected}"`, timeoutMs, intervalMs: 50, accept: (answer) => answer === expected, show: String });
 }
 
 /** Sends `count` requests one after the other; returns the answers that were not `expected`. */

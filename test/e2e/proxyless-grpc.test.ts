@@ -20,6 +20,7 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { within } from '../support/within.ts';
 import { edsCluster, endpoints, routeConfig } from '../support/resources.ts';
+import { pollUntil } from '../support/poll.ts';
 
 const t = (name: string) => `type.googleapis.com/${name}`;
 const identity = 'spiffe://cluster.local/ns/default/sa/app';
@@ -116,15 +117,11 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
   });
 
   it('runs no Envoy, and is ready once the bootstrap and the CA\'s certificate files are there', async () => {
-    const deadline = Date.now() + 20_000;
-    let last = { status: 0, body: '' };
-    while (Date.now() < deadline) {
-      const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`, { signal: AbortSignal.timeout(2000) }).catch(() => undefined);
-      last = { status: response?.status ?? 0, body: (await response?.text()) ?? '' };
-      if (last.status === 200) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    assert.equal(last.status, 200, last.body);
+    const readiness = async () => {
+      const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`, { signal: AbortSignal.timeout(2000) });
+      return { status: response.status, body: await response.text() };
+    };
+    await pollUntil(readiness, { what: 'readiness 200', timeoutMs: 20_000, accept: (answer) => answer.status === 200 });
     assert.deepEqual(agent.liveEnvoys(), []);
     assert.equal(agent.log.entries.some((entry) => entry.msg === 'envoy started'), false);
     const bootstrap = JSON.parse(await readFile(bootstrapPath, 'utf8'));
@@ -167,12 +164,8 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
 
       const before = await readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
       await agent.log.waitFor((entry) => entry.msg === 'workload certificate issued by the CA' && entry.serial !== agent.log.find((first) => first.msg === 'workload certificate issued by the CA')?.serial, 30_000, 'the renewed certificate');
-      // Its own deadline, not within(): a loop within() gave up on would poll on and keep the file from exiting.
-      const renewedBy = Date.now() + 5000;
-      while ((await readFile(join(certsDir, 'cert-chain.pem'), 'utf8')) === before) {
-        if (Date.now() > renewedBy) assert.fail('OUTPUT_CERTS still held the first certificate 5 s after the renewal');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      const chain = () => readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
+      await pollUntil(chain, { what: 'OUTPUT_CERTS to hold the renewed certificate', timeoutMs: 5000, intervalMs: 50, accept: (now) => now !== before, show: () => 'the first one' });
       const again = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
       try {
         assert.equal(await within(callSay(again, 'after rotation'), 15_000, 'a call after the rotation'), 'pong:after rotation');

@@ -2,13 +2,13 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { pollUntil } from '../support/poll.ts';
 
 /**
  * An HTTPS listener whose certificate Envoy reads from the watched cert dir at
@@ -57,14 +57,9 @@ export async function servedSerial(port: number): Promise<string> {
 
 /** Polls until the server presents the certificate with this serial. */
 export async function waitForSerial(port: number, serial: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last: ServedCertificate | undefined;
-  while (Date.now() < deadline) {
-    last = await readServedSerial(port);
-    if (last.serial === serial) return;
-    await sleep(100);
-  }
-  throw new Error(`port ${port} never presented serial ${serial}; last: ${last?.serial ?? last?.error}`);
+  await pollUntil(() => readServedSerial(port), {
+    what: `port ${port} to present serial ${serial}`, timeoutMs, accept: (served) => served.serial === serial, show: (served) => String(served.serial ?? served.error),
+  });
 }
 
 /** Waits for the agent to log that `epoch` is LIVE. */

@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { freePort } from '../support/ports.ts';
+import { pollUntil } from '../support/poll.ts';
 
 export interface StatusAgent {
   agent: RunningAgent;
@@ -38,12 +38,5 @@ export async function get(port: number, path: string, method = 'GET'): Promise<A
 
 /** Polls until an answer matches, or fails with the last one seen. */
 export async function waitForStatus(port: number, path: string, match: (answer: Answer) => boolean, timeoutMs = 15_000): Promise<Answer> {
-  const deadline = Date.now() + timeoutMs;
-  let last: Answer | undefined;
-  while (Date.now() < deadline) {
-    last = await get(port, path);
-    if (match(last)) return last;
-    await sleep(100);
-  }
-  throw new Error(`no matching answer from :${port}${path} in ${timeoutMs} ms; last: ${JSON.stringify(last)}`);
+  return pollUntil(() => get(port, path), { what: `a matching answer from :${port}${path}`, timeoutMs, accept: match });
 }

@@ -6,18 +6,14 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { pollUntil } from '../support/poll.ts';
 
 /** Retries a GET until it answers 200 or the wait runs out. */
 async function getThrough(port: number, timeoutMs = 15_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    const response = await fetch(`http://127.0.0.1:${port}/hello`).catch((error: Error) => error);
-    if (!(response instanceof Error) && response.status === 200) return response.text();
-    last = response instanceof Error ? String(response.cause ?? response) : `HTTP ${response.status}`;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`no 200 through Envoy on port ${port}; last: ${last}`);
+  const response = await pollUntil(() => fetch(`http://127.0.0.1:${port}/hello`), {
+    what: `a 200 through Envoy on port ${port}`, timeoutMs, accept: (answer) => answer.status === 200, show: (answer) => `HTTP ${answer.status}`,
+  });
+  return response.text();
 }
 
 for (const mode of ['sotw', 'delta'] as const) {

@@ -8,6 +8,7 @@ import { sotwRequest } from '../support/ads-client.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { startScriptedUpstream } from '../support/scripted-upstream.ts';
+import { pollUntil } from '../support/poll.ts';
 
 describe('the XDS socket bounds what one client can make the relay hold', () => {
   let dir: string;
@@ -97,9 +98,5 @@ describe('the XDS socket bounds what one client can make the relay hold', () => 
 });
 
 async function waitUntil(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not met in ${timeoutMs} ms: ${condition.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await pollUntil(condition, { what: condition.toString(), timeoutMs, intervalMs: 20 });
 }

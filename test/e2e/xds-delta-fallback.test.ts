@@ -15,20 +15,16 @@ import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
 import { epochLive } from './reconcile-support.ts';
+import { pollUntil } from '../support/poll.ts';
 
 const fallbackLine = 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run';
 
 /** Envoy's answer on the configured listener, once it has one. */
 async function getThrough(port: number): Promise<string> {
-  const deadline = Date.now() + 30_000;
-  let last = '';
-  while (Date.now() < deadline) {
-    const response = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }).catch((error: Error) => error);
-    if (!(response instanceof Error) && response.status === 200) return response.text();
-    last = response instanceof Error ? response.message : String(response.status);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`no 200 through Envoy on port ${port}; last: ${last}`);
+  const response = await pollUntil(() => fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(2000) }), {
+    what: `a 200 through Envoy on port ${port}`, timeoutMs: 30_000, accept: (answer) => answer.status === 200, show: (answer) => String(answer.status),
+  });
+  return response.text();
 }
 
 const adsApiType = async (dir: string, epoch: number) =>

@@ -10,6 +10,7 @@ import { frame } from '../../src/grpc/grpc-frame.ts';
 import { rawAdsCall, startFreezableProxy, startScriptedUpstream } from '../support/scripted-upstream.ts';
 import { within } from '../support/within.ts';
 import type { KeepaliveOptions } from '../../src/grpc/keepalive.ts';
+import { pollUntil } from '../support/poll.ts';
 
 const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };
@@ -153,9 +154,5 @@ function streamEnd(client: AdsTestClient) {
 
 /** Polls a condition the relay reaches asynchronously, bounded. */
 async function waitFor(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`not met in ${timeoutMs} ms: ${condition.toString()}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await pollUntil(condition, { what: condition.toString(), timeoutMs, intervalMs: 10 });
 }

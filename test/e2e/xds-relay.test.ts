@@ -8,18 +8,15 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { pollUntil } from '../support/poll.ts';
 
 /** Polls until GET answers 200 with `expected`, or fails with the last answer. */
 async function waitForBody(port: number, path: string, expected: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    const response = await fetch(`http://127.0.0.1:${port}${path}`).catch((error: Error) => error);
-    if (response instanceof Error) last = String(response.cause ?? response);
-    else if ((last = `HTTP ${response.status} ${await response.text()}`) === `HTTP 200 ${expected}`) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`GET :${port}${path} never answered "${expected}"; last: ${last}`);
+  const answer = async () => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`);
+    return `HTTP ${response.status} ${await response.text()}`;
+  };
+  await pollUntil(answer, { what: `GET :${port}${path} to answer "${expected}"`, timeoutMs, accept: (last) => last === `HTTP 200 ${expected}`, show: String });
 }
 
 async function configDump(agent: RunningAgent): Promise<string> {

@@ -3,13 +3,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
 import { issueServerPair, makeCsrSigner, type CsrSigner } from '../support/csr-signer.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { pollUntil } from '../support/poll.ts';
 
 const istiodName = 'istiod.istio-system.svc';
 const token = 'projected-token';
@@ -60,13 +60,8 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
 
   it('with istiod\'s root and the token, Envoy gets its config and traffic flows', { timeout: 60_000 }, async () => {
     await withAgent({ XDS_ROOT_CA: files().root }, ['--xdsTokenFile', files().token], async () => {
-      const deadline = Date.now() + 20_000;
-      let last = '';
-      while (Date.now() < deadline && last !== 'through istiod-shaped xDS') {
-        last = await fetch(`http://127.0.0.1:${listenerPort}/`, { signal: AbortSignal.timeout(2000) }).then((response) => response.text(), (error: Error) => error.message);
-        await sleep(100);
-      }
-      assert.equal(last, 'through istiod-shaped xDS');
+      const body = () => fetch(`http://127.0.0.1:${listenerPort}/`, { signal: AbortSignal.timeout(2000) }).then((response) => response.text());
+      await pollUntil(body, { what: 'config through istiod-shaped xDS', timeoutMs: 20_000, accept: (last) => last === 'through istiod-shaped xDS', show: String });
       assert.ok(peer.log.entries.some((entry) => entry.event === 'tls_handshake'), 'the peer saw a TLS handshake');
     });
   });

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
 import type { PeerEvent } from '../support/peer.ts';
 import { identity, issuedSerials, startCaRig, type CaRig, type CaRigOptions } from './ca-support.ts';
+import { pollUntil } from '../support/poll.ts';
 
 /**
  * No mounted certificates: the CA peer issues the workload certificate, and
@@ -31,15 +32,9 @@ describe('xDS to istiod\'s 15012 with the workload certificate from the CA', () 
 
   /** /debug/xds names each stream's credential; connections are cut every 2 s, so one shows it soon. */
   async function streamCredentialShown(rig: CaRig, credential: string): Promise<void> {
-    const deadline = Date.now() + 30_000;
-    let seen = '';
-    while (Date.now() < deadline) {
-      const debug = (await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/xds`, { signal: AbortSignal.timeout(5000) })).json()) as { streams: { credential?: string }[] };
-      seen = JSON.stringify(debug.streams);
-      if (debug.streams.some((stream) => stream.credential === credential)) return;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    assert.fail(`no stream in /debug/xds with credential ${credential}: ${seen}`);
+    const streams = async () => ((await (await fetch(`http://127.0.0.1:${rig.statusPort}/debug/xds`, { signal: AbortSignal.timeout(5000) })).json()) as { streams: { credential?: string }[] }).streams;
+    const what = `a stream in /debug/xds with credential ${credential}`;
+    await pollUntil(streams, { what, timeoutMs: 30_000, intervalMs: 200, accept: (shown) => shown.some((stream) => stream.credential === credential) });
   }
 
   it('connects with the token first, presents the certificate once held, and the renewed one on the next connection', { timeout: 120_000 }, async () => {
