@@ -80,7 +80,7 @@ export const rooms = {
     tests: [
       'src/dns/query-header.test.ts', 'src/dns/answer-match.test.ts', 'src/dns/name-table-wire.test.ts', 'src/dns/answer.test.ts', 'src/dns/answer-edges.test.ts', 'src/dns/answer-hostile.test.ts', 'src/dns/forwarder.test.ts', 'src/dns/forwarder-spoof.test.ts', 'src/dns/forwarder-edges.test.ts',
       'src/dns/last-known-good-table.test.ts', 'src/dns/last-known-good-table-edges.test.ts', 'src/dns/lookup-table.test.ts', 'src/dns/resolv-conf.test.ts', 'src/dns/server.test.ts',
-      'src/dns/server-hostile.test.ts', 'src/dns/table-store.test.ts', 'src/dns/tcp-connection.test.ts',
+      'src/dns/server-hostile.test.ts', 'src/dns/table-store.test.ts', 'src/dns/tcp-connection.test.ts', 'src/dns/tcp-connection-edges.test.ts',
     ],
   },
 };
