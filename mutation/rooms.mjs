@@ -5,10 +5,28 @@
  * each room reports its own score.
  */
 export const rooms = {
-  // Status access (who may reach what) and readiness.
+  // The status port: access (who may reach what), readiness, content negotiation, the epochs it reports,
+  // the Prometheus merge and its capped fetch, the app probes' parsing, target and redirects, and the
+  // server's slot release and gzip choice (server.ts lines 86-93 and 144-149). Left out: the rest of
+  // server.ts (listening and wiring: the e2e tests run it), handler.ts routing (its tests run in the room),
+  // the probes' HTTP and gRPC clients (sockets, e2e status-app-probes) and app-metrics.ts.
   status: {
-    mutate: ['src/status/access.ts', 'src/status/readiness.ts'],
-    tests: ['src/status/access.test.ts', 'src/status/readiness.test.ts', 'src/status/readiness-edges.test.ts', 'src/status/handler.test.ts', 'src/status/status.test.ts'],
+    mutate: [
+      'src/status/access.ts', 'src/status/readiness.ts', 'src/status/negotiate.ts', 'src/status/epochs.ts', 'src/status/prometheus.ts',
+      'src/status/app-probes/config.ts', 'src/status/app-probes/probe-target.ts', 'src/status/app-probes/redirects.ts',
+      'src/status/server.ts:86-93', 'src/status/server.ts:144-149',
+    ],
+    tests: [
+      'src/status/access.test.ts', 'src/status/readiness.test.ts', 'src/status/readiness-edges.test.ts', 'src/status/handler.test.ts', 'src/status/status.test.ts',
+      'src/status/negotiate.test.ts', 'src/status/epochs.test.ts', 'src/status/prometheus.test.ts', 'src/status/server.test.ts',
+      'src/status/app-probes/config.test.ts', 'src/status/app-probes/probe-target.test.ts', 'src/status/app-probes/redirects.test.ts',
+    ],
+  },
+  // The metrics' text: the Prometheus exposition and its OpenMetrics rewrite (what every scrape reads).
+  // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
+  metrics: {
+    mutate: ['src/metrics/exposition.ts', 'src/metrics/openmetrics.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/openmetrics.test.ts', 'src/metrics/registry.test.ts'],
   },
   // SDS resource names and the secret store.
   sds: {
@@ -50,5 +68,19 @@ export const rooms = {
   settings: {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts'],
     tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts'],
+  },
+  // The DNS proxy: what handles a query, a forwarder's answer, an NDS table or the last-known-good
+  // table file. Left out: start.ts (wiring, run by the e2e tests) and metrics.ts (counter declarations).
+  dns: {
+    mutate: [
+      'src/dns/answer.ts', 'src/dns/answer-match.ts', 'src/dns/forwarder.ts', 'src/dns/last-known-good-table.ts',
+      'src/dns/lookup-table.ts', 'src/dns/name-table-wire.ts', 'src/dns/query-header.ts', 'src/dns/resolv-conf.ts',
+      'src/dns/server.ts', 'src/dns/table-store.ts', 'src/dns/tcp-connection.ts',
+    ],
+    tests: [
+      'src/dns/query-header.test.ts', 'src/dns/answer-match.test.ts', 'src/dns/name-table-wire.test.ts', 'src/dns/answer.test.ts', 'src/dns/answer-edges.test.ts', 'src/dns/answer-hostile.test.ts', 'src/dns/forwarder.test.ts', 'src/dns/forwarder-spoof.test.ts', 'src/dns/forwarder-edges.test.ts',
+      'src/dns/last-known-good-table.test.ts', 'src/dns/last-known-good-table-edges.test.ts', 'src/dns/lookup-table.test.ts', 'src/dns/resolv-conf.test.ts', 'src/dns/server.test.ts',
+      'src/dns/server-hostile.test.ts', 'src/dns/table-store.test.ts', 'src/dns/tcp-connection.test.ts', 'src/dns/tcp-connection-edges.test.ts',
+    ],
   },
 };

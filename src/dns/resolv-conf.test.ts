@@ -4,7 +4,7 @@ import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { readResolvConf } from './resolv-conf.ts';
+import { parseResolvConf, readResolvConf } from './resolv-conf.ts';
 
 describe('readResolvConf', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'resolv-conf-'));
@@ -24,4 +24,19 @@ describe('readResolvConf', async () => {
     assert.deepEqual([huge.servers, huge.unreadable?.includes('allowed')], [[], true]);
     assert.deepEqual(readResolvConf([join(dir, 'missing')]), { path: join(dir, 'missing'), servers: [], search: [] });
   });
+});
+
+describe('parseResolvConf', () => {
+  const cases: [string, string, { servers: string[]; search: string[] }][] = [
+    ['nothing', '', { servers: [], search: [] }],
+    ['tabs, indents and CRLF-free lines', '  nameserver\t198.18.0.10\n\tsearch  a.test   b.test\n', { servers: ['198.18.0.10'], search: ['a.test', 'b.test'] }],
+    ['every nameserver in order, IPv6 with its zone id dropped', 'nameserver 198.18.0.10\nnameserver 2001:2::53%eth0\nnameserver ::1\n', { servers: ['198.18.0.10', '2001:2::53', '::1'], search: [] }],
+    ['comments after # and ;, whole lines and trailing', '# nameserver 198.18.0.1\n; nameserver 198.18.0.2\nnameserver 198.18.0.3 # the pod\'s\nsearch a.test;b.test\n', { servers: ['198.18.0.3'], search: ['a.test'] }],
+    ['a nameserver that is no address, or none', 'nameserver resolver.test\nnameserver\nnameserver 198.18.0.999\n', { servers: [], search: [] }],
+    ['the last search or domain line wins', 'search a.test b.test\ndomain c.test\n', { servers: [], search: ['c.test'] }],
+    ['a search line after domain', 'domain c.test\nsearch a.test\n', { servers: [], search: ['a.test'] }],
+    ['an empty search line empties the list', 'search a.test\nsearch\n', { servers: [], search: [] }],
+    ['keywords are case-sensitive, as glibc reads them', 'NAMESERVER 198.18.0.10\nSearch a.test\noptions ndots:5\n', { servers: [], search: [] }],
+  ];
+  for (const [name, text, want] of cases) it(name, () => assert.deepEqual(parseResolvConf(text), want));
 });

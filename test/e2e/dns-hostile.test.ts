@@ -2,7 +2,8 @@
  * The DNS proxy of a running agent against hostile clients on the pod
  * network (issue 35): a query with 10,900 questions (it killed the agent
  * over TCP), pipelined queries on a connection that never reads (the agent
- * grew to 433 MB), hundreds of idle connections (they took every fd), and
+ * grew to 433 MB), hundreds of idle connections (they took every fd), 5,000
+ * connections trickling a byte a second, and
  * an EDNS0 size of 65535 with a large answer (no answer at all). The agent
  * runs in a network namespace with DNS_PROXY_ADDR on its pod-side address;
  * this process is the client, from the namespace's other end.
@@ -10,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import * as dnsPacket from 'dns-packet';
@@ -174,6 +175,34 @@ describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => 
     const gone = await Promise.all(closed.map((done) => Promise.race([done, sleep(2_000).then(() => false)])));
     assert.ok(gone.filter(Boolean).length >= 300 - 128, `${gone.filter(Boolean).length} of 300 idle connections closed`);
     for (const socket of idle) socket.destroy();
+  });
+
+  it('answers a new connection while 5,000 pod-network connections trickle a byte a second, and holds a bounded number of descriptors', async (t) => {
+    await setUp();
+    const fdCount = () => readdirSync(`/proc/${agent.pid}/fd`).length;
+    const fdsBefore = fdCount();
+    const tricklers: Socket[] = [];
+    cleanup.defer(() => tricklers.forEach((socket) => socket.destroy()));
+    let closed = 0;
+    for (let at = 0; at < 5_000; at += 250) {
+      const batch = Array.from({ length: 250 }, () => connect(dnsPort, podIp));
+      for (const socket of batch) socket.on('error', () => undefined).on('close', () => closed++);
+      await Promise.all(batch.map((socket) => once(socket, 'connect').catch(() => undefined)));
+      tricklers.push(...batch);
+    }
+    // A 65,535-byte message announced, then one byte a second: never a whole query.
+    let fdsPeak = 0;
+    for (let second = 0; second < 4; second++) {
+      const trickle = Buffer.from(second === 0 ? [0xff, 0xff] : [0x41]);
+      for (const socket of tricklers) if (!socket.destroyed) socket.write(trickle);
+      await sleep(1_000);
+      fdsPeak = Math.max(fdsPeak, fdCount());
+    }
+    assert.deepEqual((await askTcp(podIp, query(9)))?.answers?.length, 1);
+    t.diagnostic(`descriptors ${fdsBefore} before, peak ${fdsPeak}; ${closed} of 5,000 trickling connections closed`);
+    assert.ok(fdsPeak - fdsBefore <= 128 + 16, `the agent holds ${fdsPeak - fdsBefore} more descriptors`);
+    assert.ok(closed >= 5_000 - 128 - 16, `${closed} of 5,000 trickling connections closed`);
+    for (const socket of tricklers) socket.destroy();
   });
 
   it('forwards an unknown name and passes on only the resolver\'s answer, not the spoofs that came first', async () => {
