@@ -26,10 +26,12 @@ export const rooms = {
     mutate: ['src/watch/cert-set.ts', 'src/agent/restart-gate.ts'],
     tests: ['src/watch/cert-set.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
   },
-  // iptables rules.
+  // iptables rules, and what turns flags and env into them: the port lists, the checks on
+  // bad input, the capture plan and the policy routes. Left out: render/state/apply/host
+  // (running iptables-restore and ip, covered by the netns e2e tests) and flags.ts (rows).
   iptables: {
-    mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
+    mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts', 'src/iptables/routes.ts', 'src/iptables/plan.ts', 'src/iptables/ports.ts', 'src/iptables/validation.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts', 'src/iptables/routes.test.ts'],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {
@@ -50,5 +52,22 @@ export const rooms = {
   settings: {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts'],
     tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts'],
+  },
+  // Wasm fetching: what a registry, a redirect or an ECDS answer can send. Left out: start.ts
+  // and fetch-module.ts (wiring), metrics.ts (counters), proto.ts (the Any encoder of what we send).
+  wasm: {
+    mutate: ['src/wasm/ssrf.ts', 'src/wasm/http-get.ts', 'src/wasm/oci-fetch.ts', 'src/wasm/unbox.ts', 'src/wasm/convert.ts', 'src/wasm/module-cache.ts', 'src/wasm/ecds-response.ts', 'src/wasm/retry.ts'],
+    tests: ['src/wasm/ssrf.test.ts', 'src/wasm/http-get.test.ts', 'src/wasm/oci-fetch.test.ts', 'src/wasm/unbox.test.ts', 'src/wasm/convert.test.ts', 'src/wasm/module-cache.test.ts', 'src/wasm/module-cache-shared.test.ts', 'src/wasm/ecds-response.test.ts', 'src/wasm/retry.test.ts'],
+  },
+  // pilot-agent inject: what a pod manifest and its annotations turn into. Left out: load.ts,
+  // yaml.ts, manifest.ts (reading and walking documents), template.ts and pod.ts (rendering Istio's template).
+  inject: {
+    mutate: ['src/inject/vars.ts', 'src/inject/values.ts', 'src/inject/sidecar.ts', 'src/inject/app-probes.ts', 'src/inject/prometheus-merge.ts'],
+    tests: ['src/inject/manifest.test.ts', 'src/inject/golden.test.ts', 'src/inject/template.test.ts', 'src/inject/values.test.ts'],
+  },
+  // The proxyless gRPC bootstrap file.
+  grpcxds: {
+    mutate: ['src/grpcxds/bootstrap.ts'],
+    tests: ['src/grpcxds/bootstrap.test.ts'],
   },
 };
