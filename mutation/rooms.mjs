@@ -57,7 +57,7 @@ export const rooms = {
   // and fetch-module.ts (wiring), metrics.ts (counters), proto.ts (the Any encoder of what we send).
   wasm: {
     mutate: ['src/wasm/ssrf.ts', 'src/wasm/http-get.ts', 'src/wasm/oci-fetch.ts', 'src/wasm/unbox.ts', 'src/wasm/convert.ts', 'src/wasm/module-cache.ts', 'src/wasm/ecds-response.ts', 'src/wasm/retry.ts'],
-    tests: ['src/wasm/ssrf.test.ts', 'src/wasm/http-get.test.ts', 'src/wasm/oci-fetch.test.ts', 'src/wasm/unbox.test.ts', 'src/wasm/convert.test.ts', 'src/wasm/module-cache.test.ts', 'src/wasm/module-cache-shared.test.ts', 'src/wasm/ecds-response.test.ts', 'src/wasm/retry.test.ts'],
+    tests: ['src/wasm/ssrf.test.ts', 'src/wasm/http-get.test.ts', 'src/wasm/oci-fetch.test.ts', 'src/wasm/oci-fetch-edges.test.ts', 'src/wasm/unbox.test.ts', 'src/wasm/convert.test.ts', 'src/wasm/module-cache.test.ts', 'src/wasm/module-cache-shared.test.ts', 'src/wasm/ecds-response.test.ts', 'src/wasm/retry.test.ts'],
   },
   // pilot-agent inject: what a pod manifest and its annotations turn into. Left out: load.ts,
   // yaml.ts, manifest.ts (reading and walking documents), template.ts and pod.ts (rendering Istio's template).
