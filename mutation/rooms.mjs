@@ -63,7 +63,7 @@ export const rooms = {
   // yaml.ts, manifest.ts (reading and walking documents), template.ts and pod.ts (rendering Istio's template).
   inject: {
     mutate: ['src/inject/vars.ts', 'src/inject/values.ts', 'src/inject/sidecar.ts', 'src/inject/app-probes.ts', 'src/inject/prometheus-merge.ts'],
-    tests: ['src/inject/manifest.test.ts', 'src/inject/golden.test.ts', 'src/inject/template.test.ts', 'src/inject/values.test.ts'],
+    tests: ['src/inject/manifest.test.ts', 'src/inject/golden.test.ts', 'src/inject/template.test.ts', 'src/inject/values.test.ts', 'src/inject/app-probes.test.ts', 'src/inject/prometheus-merge.test.ts'],
   },
   // The proxyless gRPC bootstrap file.
   grpcxds: {
