@@ -33,7 +33,7 @@ export const rooms = {
   // flags.ts (the flag rows).
   iptables: {
     mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts', 'src/iptables/routes.ts', 'src/iptables/plan.ts', 'src/iptables/ports.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts', 'src/iptables/routes.test.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts', 'src/iptables/routes.test.ts', 'src/iptables/hostile-lists.test.ts'],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {
