@@ -44,10 +44,14 @@ export const rooms = {
     mutate: ['src/watch/cert-set.ts', 'src/agent/restart-gate.ts'],
     tests: ['src/watch/cert-set.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
   },
-  // iptables rules.
+  // iptables rules, and what turns flags and env into them: the port lists, the checks on
+  // bad input, the capture plan and the policy routes. Left out: render/state/apply/host
+  // (running iptables-restore and ip) and validation.ts (it passes only when a real REDIRECT
+  // moves its probe), covered by the netns e2e tests (iptables-modes-netns, iptables-ipv6-netns);
+  // flags.ts (the flag rows).
   iptables: {
-    mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts'],
+    mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts', 'src/iptables/routes.ts', 'src/iptables/plan.ts', 'src/iptables/ports.ts'],
+    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts', 'src/iptables/routes.test.ts', 'src/iptables/hostile-lists.test.ts'],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {
@@ -82,5 +86,22 @@ export const rooms = {
       'src/dns/last-known-good-table.test.ts', 'src/dns/last-known-good-table-edges.test.ts', 'src/dns/lookup-table.test.ts', 'src/dns/resolv-conf.test.ts', 'src/dns/server.test.ts',
       'src/dns/server-hostile.test.ts', 'src/dns/table-store.test.ts', 'src/dns/tcp-connection.test.ts', 'src/dns/tcp-connection-edges.test.ts',
     ],
+  },
+  // Wasm fetching: what a registry, a redirect or an ECDS answer can send. Left out: start.ts
+  // and fetch-module.ts (wiring), metrics.ts (counters), proto.ts (the Any encoder of what we send).
+  wasm: {
+    mutate: ['src/wasm/ssrf.ts', 'src/wasm/http-get.ts', 'src/wasm/oci-fetch.ts', 'src/wasm/unbox.ts', 'src/wasm/convert.ts', 'src/wasm/module-cache.ts', 'src/wasm/ecds-response.ts', 'src/wasm/retry.ts'],
+    tests: ['src/wasm/ssrf.test.ts', 'src/wasm/http-get.test.ts', 'src/wasm/oci-fetch.test.ts', 'src/wasm/oci-fetch-edges.test.ts', 'src/wasm/unbox.test.ts', 'src/wasm/convert.test.ts', 'src/wasm/module-cache.test.ts', 'src/wasm/module-cache-shared.test.ts', 'src/wasm/ecds-response.test.ts', 'src/wasm/retry.test.ts'],
+  },
+  // pilot-agent inject: what a pod manifest and its annotations turn into. Left out: load.ts,
+  // yaml.ts, manifest.ts (reading and walking documents), template.ts and pod.ts (rendering Istio's template).
+  inject: {
+    mutate: ['src/inject/vars.ts', 'src/inject/values.ts', 'src/inject/sidecar.ts', 'src/inject/app-probes.ts', 'src/inject/prometheus-merge.ts'],
+    tests: ['src/inject/manifest.test.ts', 'src/inject/golden.test.ts', 'src/inject/template.test.ts', 'src/inject/values.test.ts', 'src/inject/app-probes.test.ts', 'src/inject/prometheus-merge.test.ts'],
+  },
+  // The proxyless gRPC bootstrap file.
+  grpcxds: {
+    mutate: ['src/grpcxds/bootstrap.ts'],
+    tests: ['src/grpcxds/bootstrap.test.ts'],
   },
 };

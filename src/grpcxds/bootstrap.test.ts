@@ -64,3 +64,21 @@ test('a GRPC_XDS_BOOTSTRAP that cannot be written is bad input naming the variab
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('the file is 0644 and its directory 0700 whatever the umask (gRPC in another uid reads it)', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'grpc-bootstrap-'));
+  const umask = process.umask(0o077);
+  try {
+    const path = join(dir, 'proxy/grpc-bootstrap.json');
+    await writeGrpcBootstrap(path, buildGrpcBootstrap(input));
+    assert.equal((await stat(path)).mode & 0o777, 0o644);
+    assert.equal((await stat(join(dir, 'proxy'))).mode & 0o777, 0o700);
+    assert.deepEqual(await readdir(join(dir, 'proxy')), ['grpc-bootstrap.json'], 'no temporary left beside it');
+    await writeGrpcBootstrap(path, { ...buildGrpcBootstrap(input), server_listener_resource_name_template: 'second' });
+    assert.equal(JSON.parse(await readFile(path, 'utf8')).server_listener_resource_name_template, 'second', 'a second write replaces the first');
+    assert.match(await readFile(path, 'utf8'), /^\{\n {2}"xds_servers"[\s\S]*\}\n$/);
+  } finally {
+    process.umask(umask);
+    await rm(dir, { recursive: true, force: true });
+  }
+});

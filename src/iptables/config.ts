@@ -228,7 +228,9 @@ export function checkInboundConflicts(
   names = { include: '-b', exclude: '-d' },
 ): void {
   if (include === '*') return;
-  const clash = include.find((item) => exclude.includes(item));
+  // A set: both lists come from the pod (flags, env, annotations) and may hold every port.
+  const excluded = new Set(exclude);
+  const clash = include.find((item) => excluded.has(item));
   if (clash !== undefined) {
     throw badFlag(names.exclude, `port ${clash} is also in the captured inbound ports (${names.include})`);
   }

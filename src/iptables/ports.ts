@@ -71,14 +71,14 @@ export function parseInterfaces(name: string, text: string): string[] {
 /** A comma-separated list of IPv4 and IPv6 CIDRs ('*' for everything); a bare address is a host range. */
 export function parseCidrSelection(name: string, text: string): CidrSelection {
   if (text.trim() === '*') return '*';
-  const v4: string[] = [];
-  const v6: string[] = [];
+  // Sets keep the first-seen order and drop duplicates in linear time (an annotation can hold thousands).
+  const v4 = new Set<string>();
+  const v6 = new Set<string>();
   for (const item of splitList(text)) {
     const cidr = parseCidr(name, item);
-    const list = cidr.includes(':') ? v6 : v4;
-    if (!list.includes(cidr)) list.push(cidr);
+    (cidr.includes(':') ? v6 : v4).add(cidr);
   }
-  return { v4, v6 };
+  return { v4: [...v4], v6: [...v6] };
 }
 
 export function parseCidr(name: string, text: string): string {

@@ -87,4 +87,49 @@ describe('remote Wasm conversion, edge cases', () => {
     const parsed = parseRemoteWasm(extension({ code: noUri }))!;
     assert.equal(parsed.url, '');
   });
+
+  it('durations: nanos count in whole ms, a zero or missing timeout is 5 s; "nil" is no checksum; pull policies other than IfNotPresent and Always are unspecified', () => {
+    const withTimeout = (duration: Buffer) => msg(lenField(2, msg(lenField(1, msg(lenField(1, 'https://m.test/p.wasm'), lenField(3, duration))), lenField(2, 'nil'))));
+    const table: [Buffer, number][] = [
+      [msg(varintField(1, 2), varintField(2, 500_000_000)), 2500],
+      [msg(varintField(2, 1_999_999)), 1],
+      [msg(varintField(2, 999_999)), 5000],
+      [msg(), 5000],
+    ];
+    for (const [duration, ms] of table) assert.equal(parseRemoteWasm(extension({ code: withTimeout(duration) }))!.timeoutMs, ms, duration.toString('hex'));
+    assert.equal(parseRemoteWasm(extension({ code: withTimeout(msg()) }))!.sha256, '');
+    const network = parseRemoteWasm(extension({ type: 'type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm' }))!;
+    assert.equal(network.kind, 'network');
+  });
+
+  it('the VM env: pull policy spellings, a missing resource version, env entries that are not key-value pairs', () => {
+    const withEnv = (...entries: ProtoField[]) => {
+      const remote = msg(lenField(1, msg(lenField(1, 'https://m.test/p.wasm'))));
+      const vm = msg(lenField(3, msg(lenField(2, remote))), lenField(7, msg(...entries)));
+      return msg(lenField(1, 'f'), lenField(2, msg(lenField(1, httpWasm), lenField(2, msg(lenField(1, msg(lenField(3, vm))))))));
+    };
+    for (const [policy, expected] of [['IfNotPresent', 'IfNotPresent'], ['Always', 'Always'], ['always', 'unspecified'], ['', 'unspecified']] as const) {
+      assert.equal(parseRemoteWasm(withEnv(entry(pullPolicyEnv, policy)))!.pullPolicy, expected, policy);
+    }
+    const odd = parseRemoteWasm(withEnv(varintField(2, 5), lenField(3, msg(lenField(1, resourceVersionEnv), lenField(2, '9'))), lenField(2, msg(lenField(2, 'no key')))))!;
+    assert.equal(odd.resourceVersion, '', 'only field 2 of the env, and only length-delimited, holds pairs');
+    assert.equal(odd.pullSecret, undefined);
+    assert.equal(parseRemoteWasm(withEnv(lenField(2, msg(lenField(1, pullSecretEnv)))))!.pullSecret, '', 'a secret named without a value is empty, not absent');
+  });
+
+  it('rewritten: an env of ISTIO_META_* pairs alone is dropped whole; a VM without env gets none', () => {
+    const onlyMeta = msg(lenField(1, msg(lenField(1, 'https://m.test/p.wasm'))));
+    const vmOf = (bytes: Buffer) => decodeMessage(dig(bytes, 2, 2, 1, 3)!);
+    const build = (env: Buffer | undefined) => {
+      const vm = msg(lenField(3, msg(lenField(2, onlyMeta))), ...(env ? [lenField(7, env)] : []));
+      return msg(lenField(1, 'f'), lenField(2, msg(lenField(1, httpWasm), lenField(2, msg(lenField(1, msg(lenField(3, vm))))))));
+    };
+    const metaOnly = withLocalCode(parseRemoteWasm(build(msg(entry(pullPolicyEnv, 'Always'), entry(resourceVersionEnv, '1'))))!, '/c/x.wasm');
+    assert.equal(bytesOf(vmOf(metaOnly), 7), undefined);
+    assert.equal(bytesOf(vmOf(withLocalCode(parseRemoteWasm(build(undefined))!, '/c/x.wasm')), 7), undefined);
+    const hostKeys = withLocalCode(parseRemoteWasm(build(msg(lenField(1, 'K'), entry('ISTIO_METAX', 'v'))))!, '/c/x.wasm');
+    assert.deepEqual(decodeMessage(bytesOf(vmOf(hostKeys), 7)!).map((field) => field.number), [1, 2], 'ISTIO_METAX is not ISTIO_META_*');
+    assert.equal(stringOf(decodeMessage(dig(hostKeys, 2)!), 1), httpWasm, 'the Any keeps its type');
+  });
 });
+

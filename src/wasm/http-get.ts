@@ -74,8 +74,11 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
       let size = 0;
       response.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > options.maxBytes) return call.destroy(new Error(`${url}: body larger than ${options.maxBytes} bytes`));
-        parts.push(chunk);
+        if (size <= options.maxBytes) return parts.push(chunk);
+        // Rejected here, not only through destroy: a body that arrived whole would still reach 'end', cut short.
+        const tooLarge = new Error(`${url}: body larger than ${options.maxBytes} bytes`);
+        reject(tooLarge);
+        call.destroy(tooLarge);
       });
       response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(parts), url }));
       response.on('error', reject);

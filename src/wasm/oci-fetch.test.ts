@@ -79,6 +79,20 @@ describe('OCI pulls from a registry on loopback', () => {
     }
   });
 
+  it('a layer past ISTIO_WASM_MAX_BINARY_SIZE_BYTES, or a manifest past it, is refused (whatever size the manifest claims)', async () => {
+    const big = Buffer.concat([module, Buffer.alloc(4096)]);
+    const registry = await startOciRegistry({ images: [{ repository: 'big', tag: 'v1', module: big }] });
+    try {
+      const small = moduleFetcher({ requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(), clock: systemClock, maxBytes: 2048 });
+      const fetched = await small(request(`oci://${registry.host}/big:v1`));
+      await assert.rejects(fetched.module(), /body larger than 2048 bytes/);
+      const tiny = moduleFetcher({ requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(), clock: systemClock, maxBytes: 64 });
+      await assert.rejects(tiny(request(`oci://${registry.host}/big:v1`)), /manifests\/v1: body larger than 64 bytes/);
+    } finally {
+      await registry.close();
+    }
+  });
+
   it('refuses a registry on a link-local address before connecting', async () => {
     await assert.rejects(fetcher()(request('oci://169.254.169.254/plugin:v1')), /link-local/);
   });

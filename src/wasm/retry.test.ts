@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../shared/clock.ts';
 import type { HttpAnswer } from './http-get.ts';
-import { withRetries } from './retry.ts';
+import { retryableStatus, withRetries } from './retry.ts';
 
 const answer = (status: number): HttpAnswer => ({ status, headers: {}, body: Buffer.alloc(0), url: 'http://m.example/x' });
 
@@ -59,5 +59,25 @@ describe('Wasm fetch retries', () => {
     const { result, calls } = await run([plain], { attempts: 5 });
     await assert.rejects(result, /wrong version number/);
     assert.equal(calls(), 1);
+  });
+
+  it('which statuses are retried: 5xx but 501, 505 and 511; nothing below 500', () => {
+    const table: [number, boolean][] = [[499, false], [500, true], [501, false], [502, true], [504, true], [505, false], [506, true], [511, false], [599, true], [304, false]];
+    for (const [status, retried] of table) assert.equal(retryableStatus(status), retried, String(status));
+  });
+
+  it('a retry due exactly at the deadline still starts; no attempts at all names none', async () => {
+    const { result, calls } = await run([answer(502)], { attempts: 5, deadlineMs: 500 });
+    await assert.rejects(result, { message: 'failed after 2 attempt(s): http://m.example/x: HTTP 502' });
+    assert.equal(calls(), 2);
+    const none = await run([answer(200)], { attempts: 0 });
+    await assert.rejects(none.result, { message: 'failed after 0 attempt(s): no attempt' });
+    assert.equal(none.calls(), 0);
+  });
+
+  it('one attempt: no sleep after it', async () => {
+    const { result, slept } = await run([new Error('ECONNRESET')], { attempts: 1 });
+    await assert.rejects(result, { message: 'failed after 1 attempt(s): ECONNRESET' });
+    assert.deepEqual(slept, []);
   });
 });
