@@ -52,7 +52,7 @@ export const rooms = {
   // windows, driven by the relay's e2e tests).
   'xds-upstream': {
     mutate: ['src/xds/upstream/dial.ts', 'src/xds/upstream/credentials.ts', 'src/xds/upstream/material.ts'],
-    tests: ['src/xds/upstream/dial.test.ts', 'src/xds/upstream/credentials.test.ts', 'src/xds/upstream/material.test.ts'],
+    tests: ['src/xds/upstream/dial.test.ts', 'src/xds/upstream/credentials.test.ts', 'src/xds/upstream/material.test.ts', 'src/xds/upstream/material-files.test.ts'],
   },
   // Last-known-good config: its file codec, the file (read bounded and no-follow), its settings,
   // what a stream records and what is pending an ACK. Excluded: serve.ts and wire.ts (answering
