@@ -59,7 +59,7 @@ export const rooms = {
   // Envoy from what was recorded, in test/e2e/xds-last-known-good*).
   'xds-lkg': {
     mutate: ['src/xds/last-known-good/codec.ts', 'src/xds/last-known-good/file.ts', 'src/xds/last-known-good/config.ts', 'src/xds/last-known-good/session.ts', 'src/xds/last-known-good/pending-responses.ts', 'src/xds/last-known-good/recorder.ts'],
-    tests: ['src/xds/last-known-good/codec.test.ts', 'src/xds/last-known-good/file.test.ts', 'src/xds/last-known-good/pending-responses.test.ts', 'src/xds/last-known-good/config.test.ts', 'src/xds/last-known-good/session.test.ts', 'src/xds/last-known-good/last-known-good.test.ts'],
+    tests: ['src/xds/last-known-good/codec.test.ts', 'src/xds/last-known-good/file.test.ts', 'src/xds/last-known-good/pending-responses.test.ts', 'src/xds/last-known-good/config.test.ts', 'src/xds/last-known-good/recorder.test.ts', 'src/xds/last-known-good/session.test.ts', 'src/xds/last-known-good/last-known-good.test.ts'],
   },
   // The role and node id checks.
   role: {
