@@ -28,10 +28,13 @@ export const rooms = {
     mutate: ['src/metrics/exposition.ts', 'src/metrics/openmetrics.ts'],
     tests: ['src/metrics/exposition.test.ts', 'src/metrics/openmetrics.test.ts', 'src/metrics/registry.test.ts'],
   },
-  // SDS resource names and the secret store.
+  // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
+  // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.
+  // Excluded: sds-server.ts and start.ts (grpc-js wiring, in test/e2e/sds-*), secret-proto.ts,
+  // pem-secret.ts and metrics.ts (encoders of our own data, no outside input).
   sds: {
-    mutate: ['src/sds/resource-names.ts', 'src/sds/secret-store.ts'],
-    tests: ['src/sds/resource-names.test.ts', 'src/sds/secret-store.test.ts', 'src/sds/sds-stream.test.ts'],
+    mutate: ['src/sds/resource-names.ts', 'src/sds/secret-store.ts', 'src/sds/sds-stream.ts', 'src/sds/socket.ts', 'src/sds/cert-dir-feed.ts', 'src/sds/file-sources.ts', 'src/sds/log-budget.ts'],
+    tests: ['src/sds/resource-names.test.ts', 'src/sds/secret-store.test.ts', 'src/sds/sds-stream.test.ts', 'src/sds/socket.test.ts', 'src/sds/cert-dir-feed.test.ts', 'src/sds/file-sources.test.ts', 'src/sds/log-budget.test.ts'],
   },
   // The checks on what the CA sends: check-chain.ts, and checkIssued, which turns a checked
   // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
@@ -58,10 +61,27 @@ export const rooms = {
     mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
     tests: ['src/bootstrap/exact-path-listener.test.ts', 'src/bootstrap/exposure.test.ts', 'src/bootstrap/template.test.ts', 'src/bootstrap/template-edges.test.ts'],
   },
-  // The xDS frame and size limits.
-  xds: {
-    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts'],
-    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts'],
+  // gRPC on the wire: the frame and size limits, the field scanner, varints (proto-wire), the
+  // status codes, calls served on node:http2 (server-call), the probe's source address resolver
+  // and the discovery messages (xds/wire.ts). Excluded: load.ts, keepalive.ts and unary.ts
+  // (grpc-js loading and options, no outside input of their own).
+  grpc: {
+    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts', 'src/grpc/proto-wire.ts', 'src/grpc/grpc-status.ts', 'src/grpc/server-call.ts', 'src/grpc/source-address.ts', 'src/xds/wire.ts'],
+    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts', 'src/grpc/proto-wire.test.ts', 'src/grpc/proto-wire-read.test.ts', 'src/grpc/grpc-status.test.ts', 'src/grpc/server-call.test.ts', 'src/grpc/source-address.test.ts', 'src/xds/wire.test.ts', 'src/xds/wire-schema.test.ts'],
+  },
+  // The dial to the discovery server: address and TLS choice (dial), call credentials (the
+  // token file) and the TLS material files. Excluded: session.ts (the HTTP/2 session and its
+  // windows, driven by the relay's e2e tests).
+  'xds-upstream': {
+    mutate: ['src/xds/upstream/dial.ts', 'src/xds/upstream/credentials.ts', 'src/xds/upstream/material.ts'],
+    tests: ['src/xds/upstream/dial.test.ts', 'src/xds/upstream/credentials.test.ts', 'src/xds/upstream/material.test.ts', 'src/xds/upstream/material-files.test.ts'],
+  },
+  // Last-known-good config: its file codec, the file (read bounded and no-follow), its settings,
+  // what a stream records and what is pending an ACK. Excluded: serve.ts and wire.ts (answering
+  // Envoy from what was recorded, in test/e2e/xds-last-known-good*).
+  'xds-lkg': {
+    mutate: ['src/xds/last-known-good/codec.ts', 'src/xds/last-known-good/file.ts', 'src/xds/last-known-good/config.ts', 'src/xds/last-known-good/session.ts', 'src/xds/last-known-good/pending-responses.ts', 'src/xds/last-known-good/recorder.ts'],
+    tests: ['src/xds/last-known-good/codec.test.ts', 'src/xds/last-known-good/file.test.ts', 'src/xds/last-known-good/pending-responses.test.ts', 'src/xds/last-known-good/config.test.ts', 'src/xds/last-known-good/recorder.test.ts', 'src/xds/last-known-good/session.test.ts', 'src/xds/last-known-good/last-known-good.test.ts'],
   },
   // The role and node id checks.
   role: {

@@ -90,3 +90,34 @@ describe('GrpcServerCall', () => {
     assert.equal(stream.trailers, undefined);
   });
 });
+
+describe('routeGrpcCall and GrpcServerCall on odd requests', () => {
+  it('takes grpc+proto content types, refuses a missing content type, and names a missing path', () => {
+    const served: string[] = [];
+    const methods = new Map([['/pkg.Service/Method', () => void served.push('Method')]]);
+    routeGrpcCall(asStream(new FakeStream()), { ...grpcCall('/pkg.Service/Method'), 'content-type': 'application/grpc+proto' }, methods);
+    assert.deepEqual(served, ['Method']);
+    const untyped = new FakeStream();
+    routeGrpcCall(asStream(untyped), { ':method': 'POST', ':path': '/pkg.Service/Method' }, methods);
+    assert.deepEqual(untyped.sent, [{ headers: { ':status': 415 }, endStream: true }]);
+    const pathless = new FakeStream();
+    routeGrpcCall(asStream(pathless), { ':method': 'POST', 'content-type': 'application/grpc' }, methods);
+    assert.equal(pathless.sent[0]!.headers['grpc-message'], 'unknown method ');
+    assert.deepEqual(served, ['Method']);
+  });
+
+  it('sends nothing on a destroyed stream, and the status given wins over OK in trailers', () => {
+    const destroyed = new FakeStream();
+    destroyed.destroyed = true;
+    const call = new GrpcServerCall(asStream(destroyed));
+    call.respond();
+    call.finish(13, 'late');
+    assert.deepEqual(destroyed.sent, []);
+    const stream = new FakeStream();
+    const finished = new GrpcServerCall(asStream(stream));
+    finished.respond();
+    finished.finish(0, '');
+    assert.equal(stream.ended, true);
+    assert.deepEqual(stream.trailers, { 'grpc-status': '0', 'grpc-message': '' });
+  });
+});

@@ -18,8 +18,8 @@ const ticks = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('the pilot-agent-from: resolver', () => {
   const cases: [string, { host: string; port: number; localAddress: string }][] = [
-    ['IPv4', { host: '10.1.2.3', port: 8080, localAddress: '127.0.0.6' }],
-    ['IPv6', { host: 'fd00::1', port: 9090, localAddress: '::6' }],
+    ['IPv4', { host: '198.18.1.3', port: 8080, localAddress: '127.0.0.6' }],
+    ['IPv6', { host: '2001:2::1', port: 9090, localAddress: '::6' }],
   ];
   for (const [name, options] of cases) {
     it(`${name}: the target names the local address and the host:port, and parses back`, () => {
@@ -29,20 +29,20 @@ describe('the pilot-agent-from: resolver', () => {
     });
   }
 
-  for (const path of ['10.1.2.3:80', '/10.1.2.3:80', '127.0.0.6/10.1.2.3', '127.0.0.6/']) {
-    it(`refuses the path "${path}"`, () => assert.ok(parseSourceBoundPath(path, grpc.experimental.splitHostPort) instanceof Error));
+  for (const path of ['198.18.1.3:80', '/198.18.1.3:80', '127.0.0.6/198.18.1.3', '127.0.0.6/', '', '127.0.0.6/[2001:2::1', '127.0.0.6/198.18.1.3:']) {
+    it(`refuses the path "${path}"`, () => assert.deepEqual(parseSourceBoundPath(path, grpc.experimental.splitHostPort), new Error(`pilot-agent-from: target path "${path}" is not localAddress/host:port`)));
   }
 
   it('answers one address carrying localAddress, once however often asked (pick_first asks again on every failure)', async () => {
     const Resolver = capturedResolver();
     const answers: unknown[] = [];
-    const resolver = new Resolver({ scheme: 'pilot-agent-from', path: '127.0.0.6/10.1.2.3:8080' }, (endpoints) => (answers.push(endpoints), true), {});
+    const resolver = new Resolver({ scheme: 'pilot-agent-from', path: '127.0.0.6/198.18.1.3:8080' }, (endpoints) => (answers.push(endpoints), true), {});
     for (let i = 0; i < 3; i++) resolver.updateResolution();
     await ticks();
     resolver.updateResolution();
     await ticks();
-    assert.deepEqual(answers, [{ ok: true, value: [{ addresses: [{ host: '10.1.2.3', port: 8080, localAddress: '127.0.0.6' }] }] }]);
-    assert.equal(Resolver.getDefaultAuthority({ scheme: 'pilot-agent-from', path: '127.0.0.6/10.1.2.3:8080' }), '10.1.2.3:8080');
+    assert.deepEqual(answers, [{ ok: true, value: [{ addresses: [{ host: '198.18.1.3', port: 8080, localAddress: '127.0.0.6' }] }] }]);
+    assert.equal(Resolver.getDefaultAuthority({ scheme: 'pilot-agent-from', path: '127.0.0.6/198.18.1.3:8080' }), '198.18.1.3:8080');
   });
 
   it('a bad target resolves to UNAVAILABLE naming it', async () => {

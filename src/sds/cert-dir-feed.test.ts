@@ -4,9 +4,10 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import pino from 'pino';
 import { silentLogger } from '../shared/log.ts';
 import type { FileRead } from '../watch/cert-set.ts';
-import { changedPaths, feedCertDir, restartNeededFor, type CertRotation } from './cert-dir-feed.ts';
+import { changedPaths, feedCertDir, restartNeededFor, storeCertDir, type CertRotation } from './cert-dir-feed.ts';
 import { SecretStore } from './secret-store.ts';
 
 /** Two self-signed certificates with keys, made once (openssl; no clock involved). */
@@ -65,4 +66,51 @@ test('changedPaths and restartNeededFor', () => {
   assert.deepEqual(restartNeededFor('auto', ['/a', '/b'], new Set(['/a'])), ['/b']);
   assert.deepEqual(restartNeededFor('sds', ['/a'], new Set()), []);
   assert.deepEqual(restartNeededFor('restart', ['/a'], new Set(['/a'])), ['/a']);
+});
+
+test('feedCertDir: the set\'s hash goes to the restart; an unchanged set restarts nothing and says so', () => {
+  const lines: { msg: string; files?: string[] }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const store = new SecretStore();
+  const restarts: string[] = [];
+  const onFiles = feedCertDir({ store, certDir: '/certs', rotation: 'restart', coveredFiles: () => new Set(), restart: (hash) => restarts.push(hash), logger });
+  onFiles('h1', files(pems.a));
+  onFiles('h2', files(pems.a));
+  assert.deepEqual(restarts, ['h1']);
+  assert.deepEqual(lines.map((line) => [line.msg, line.files]), [['certificate change delivered over SDS; no restart', []]]);
+});
+
+test('feedCertDir: with a CA feeding default and ROOTCA, the dir\'s files neither replace nor remove them', () => {
+  const store = new SecretStore();
+  const onFiles = feedCertDir({ store, certDir: '/certs', rotation: 'auto', coveredFiles: () => new Set(), restart: () => undefined, logger: silentLogger, storesWorkload: false });
+  onFiles('h1', files(pems.a));
+  assert.equal(store.get('default'), undefined);
+  assert.equal(store.problem('default'), undefined);
+  assert.equal(store.get('ROOTCA'), undefined);
+});
+
+test('storeCertDir: a chain without its key, or no root, leaves that name waiting with the reason', () => {
+  const store = new SecretStore();
+  storeCertDir(store, '/certs', [{ path: '/certs/cert-chain.pem', content: pems.a.cert }, { path: '/certs/key.pem' }, { path: '/certs/root-cert.pem' }]);
+  assert.equal(store.get('default'), undefined);
+  assert.equal(store.problem('default'), 'no /certs/cert-chain.pem and /certs/key.pem yet');
+  assert.equal(store.problem('ROOTCA'), 'no /certs/root-cert.pem yet');
+  storeCertDir(store, '/certs', [{ path: '/certs/key.pem', content: pems.a.key }]);
+  assert.equal(store.get('default'), undefined, 'a key without its chain');
+  storeCertDir(store, '/certs', files(pems.b, pems.b.cert));
+  assert.deepEqual((store.get('ROOTCA')!.material as { trustedCa: Buffer }).trustedCa, pems.b.cert);
+  assert.deepEqual(store.get('ROOTCA')!.files, ['/certs/root-cert.pem']);
+  assert.deepEqual(store.get('default')!.files, ['/certs/cert-chain.pem', '/certs/key.pem']);
+  storeCertDir(store, '/certs', []);
+  assert.equal(store.get('default'), undefined, 'files gone: the names are taken back');
+  assert.equal(store.get('ROOTCA'), undefined);
+});
+
+test('changedPaths: a file that appears or disappears is a change; the same bytes are not', () => {
+  const before: FileRead[] = [{ path: '/a', content: Buffer.from('x') }, { path: '/b' }];
+  assert.deepEqual(changedPaths(before, [{ path: '/a', content: Buffer.from('x') }, { path: '/b', content: Buffer.from('y') }]), ['/b']);
+  assert.deepEqual(changedPaths(before, [{ path: '/a' }, { path: '/b' }]), ['/a']);
+  assert.deepEqual(changedPaths(before, before), []);
+  assert.deepEqual(changedPaths([], [{ path: '/new' }]), [], 'absent before and after');
+  assert.deepEqual(changedPaths([], [{ path: '/new', content: Buffer.alloc(0) }]), ['/new']);
 });

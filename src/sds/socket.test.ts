@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { lstat, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { lstat, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { within } from '../../test/support/within.ts';
+import type { AgentError } from '../shared/errors.ts';
 import { claimSdsSocket } from './socket.ts';
 
 const exists = (path: string) => lstat(path).then(() => true, () => false);
@@ -39,6 +40,26 @@ test('claimSdsSocket: a socket someone answers on is theirs; a file is bad input
     assert.equal(await claimSdsSocket(join(dir, 'spire')), 'foreign');
     await writeFile(join(dir, 'file'), 'x');
     await assert.rejects(claimSdsSocket(join(dir, 'file')), /--sdsSocket: .* exists and is not a socket/);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('claimSdsSocket: a symlink, a directory or a FIFO at the path, or a parent that is a file, is bad input naming the flag', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'sds-claim-'));
+  const server = createServer();
+  try {
+    await new Promise<void>((resolve) => server.listen(join(dir, 'real'), resolve));
+    await symlink(join(dir, 'real'), join(dir, 'link'));
+    await mkdir(join(dir, 'dir'));
+    execFileSync('mkfifo', [join(dir, 'fifo')]);
+    await writeFile(join(dir, 'file'), 'x');
+    for (const name of ['link', 'dir', 'fifo']) {
+      await assert.rejects(claimSdsSocket(join(dir, name)), (error: AgentError) => error.code === 'BAD_FLAG' && error.message === `--sdsSocket: ${join(dir, name)} exists and is not a socket`, name);
+    }
+    await assert.rejects(claimSdsSocket(join(dir, 'file', 'socket')), /^AgentError: --sdsSocket: cannot (inspect|create) .*file.* \((ENOTDIR|EEXIST)\)$/);
+    await assert.rejects(claimSdsSocket(join(dir, 'file', 'sub', 'socket')), /--sdsSocket: cannot (inspect|create) .* \((ENOTDIR|EEXIST)\)$/);
   } finally {
     await new Promise((resolve) => server.close(resolve));
     await rm(dir, { recursive: true, force: true });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe } from 'node:test';
 import { it } from '../../test/support/sync-deadline.ts';
 import { encodeVarint } from '../grpc/proto-wire.ts';
-import { readRequest, readResponse, responseReader, withNode } from './wire.ts';
+import { encodeAck, encodeSubscribe, readRequest, readResponse, responseReader, withNode } from './wire.ts';
 import { WireError } from '../grpc/field-scanner.ts';
 
 /** Encodes one length-delimited field, the way protoc would. */
@@ -87,5 +87,32 @@ describe('withNode', () => {
       assert.equal(fields.typeUrl, cluster);
       assert.deepEqual(fields.node, node);
     }
+  });
+});
+
+describe('encodeAck and encodeSubscribe: the agent\'s own requests', () => {
+  it('SotW: version, names, type and nonce; a NACK adds error_detail with INTERNAL and the message', () => {
+    const ack = encodeAck('sotw', { typeUrl: cluster, version: 'v3', nonce: 'n3', names: ['a', 'b'] });
+    assert.deepEqual(ack, Buffer.concat([len(1, 'v3'), len(3, 'a'), len(3, 'b'), len(4, cluster), len(5, 'n3')]));
+    const nack = encodeAck('sotw', { typeUrl: cluster, version: 'v2', nonce: 'n3' }, 'bad wasm');
+    assert.deepEqual(nack, Buffer.concat([len(1, 'v2'), len(4, cluster), len(5, 'n3'), len(6, Buffer.concat([varint(1, 13), len(2, 'bad wasm')]))]));
+    assert.deepEqual(readRequest(nack, 'sotw'), { typeUrl: cluster, versionInfo: 'v2', nonce: 'n3', error: 'bad wasm', names: [], node: undefined, initialVersions: 0 });
+  });
+
+  it('Delta: type and nonce only (no version field, names never repeated); the NACK at field 7', () => {
+    assert.deepEqual(encodeAck('delta', { typeUrl: cluster, version: 'v3', nonce: 'n3', names: ['a'] }), Buffer.concat([len(2, cluster), len(6, 'n3')]));
+    const nack = encodeAck('delta', { typeUrl: cluster, version: 'v3', nonce: 'n3' }, '');
+    assert.deepEqual(nack, Buffer.concat([len(2, cluster), len(6, 'n3'), len(7, Buffer.concat([varint(1, 13), len(2, '')]))]));
+    assert.equal(readRequest(nack, 'delta').error, '', 'an empty message is still a NACK');
+  });
+
+  it('a subscription is the type alone, at the mode\'s field', () => {
+    assert.deepEqual(encodeSubscribe('sotw', cluster), len(4, cluster));
+    assert.deepEqual(encodeSubscribe('delta', cluster), len(2, cluster));
+  });
+
+  it('field number 0 is not protobuf; a Delta request\'s node is its field 1', () => {
+    assert.throws(() => readRequest(Buffer.from([0x02, 0x00]), 'delta'), WireError);
+    assert.equal(readRequest(Buffer.concat([len(2, cluster), len(1, Buffer.from([0x0a, 0x00]))]), 'delta').node?.length, 2);
   });
 });

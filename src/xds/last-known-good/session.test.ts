@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import pino from 'pino';
 import { Registry } from '../../metrics/index.ts';
 import { FakeClock } from '../../shared/clock.ts';
 import { silentLogger } from '../../shared/log.ts';
@@ -7,6 +8,8 @@ import { LastKnownGoodConfig } from './config.ts';
 import { LastKnownGoodSession } from './session.ts';
 import { XdsStats } from '../relay/stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
+import { readResponse, type RequestFields } from '../wire.ts';
+import { lenField } from '../../grpc/proto-wire.ts';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 const backoff = { initialMs: 1000, multiplier: 1.6, jitter: 0.4, maxMs: 2500 };
@@ -89,5 +92,66 @@ describe('LastKnownGoodSession: redials with jittered backoff and hands over', (
     assert.deepEqual(dials, [1000]);
     assert.equal(events.includes('handover'), false);
     assert.match(await registry.getSingleMetricAsString('istio_agent_xds_last_known_good_streams'), / 0$/m);
+  });
+});
+
+describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () => {
+  const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+  const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+  const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
+
+  it('sends the kept response once, counts it, and tells an ACK, a NACK and a missing type apart', async () => {
+    const lines: { level: number; msg: string; type?: string; version?: string; resources?: number; error?: string; stream?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const lastKnownGood = new LastKnownGoodConfig();
+    lastKnownGood.keepSotw(cds, 'v1', [Buffer.concat([lenField(1, 'v1'), lenField(2, 'a'), lenField(4, cds), lenField(5, 'server')])], 0);
+    const clock = new FakeClock(5_000);
+    const registry = new Registry();
+    const sent: Buffer[] = [];
+    const session = new LastKnownGoodSession({ id: 7, mode: 'sotw', lastKnownGood, clock, logger, stats: new XdsStats(registry, clock), send: (message) => void sent.push(message), dial: () => new Promise(() => undefined), handover: () => undefined, reachable: () => undefined, backoff });
+    session.start('refused');
+    session.request(ask(cds));
+    const nonce = readResponse(sent[0]!, 'sotw').nonce;
+    assert.equal(nonce, 'lkg-7-5000-1', 'the nonce names the stream and when it started');
+    session.request(ask(cds, { nonce }));
+    session.request(ask(cds, { nonce, error: 'bad cluster' }));
+    session.request(ask(eds));
+    session.stop();
+    session.stop();
+    assert.equal(sent.length, 1);
+    assert.deepEqual(lines.map((line) => [line.level, line.msg]), [
+      [40, 'serving last-known-good config: the discovery server cannot be reached'],
+      [30, 'sent a last-known-good response'],
+      [40, 'Envoy rejected a last-known-good response (NACK)'],
+      [40, 'nothing kept for a type Envoy asks for; it waits for the discovery server'],
+    ]);
+    assert.deepEqual(lines.slice(1).map(({ stream, type, version }) => ({ stream, type, version })), [{ stream: 7, type: cds, version: 'v1' }, { stream: 7, type: cds, version: 'v1' }, { stream: 7, type: eds, version: undefined }]);
+    assert.equal(lines[1]!.resources, 1);
+    assert.equal(lines[2]!.error, 'bad cluster');
+    const metrics = await registry.metrics();
+    assert.match(metrics, new RegExp(`^istio_agent_xds_last_known_good_responses_total\\{type="envoy.config.cluster.v3.Cluster"\\} 1$`, 'm'));
+    assert.match(metrics, new RegExp(`^istio_agent_xds_last_known_good_nacks_total\\{type="envoy.config.cluster.v3.Cluster"\\} 1$`, 'm'));
+    assert.match(metrics, /^istio_agent_xds_last_known_good_streams 0$/m, 'a second stop is not counted twice');
+    assert.equal(session.since, 5_000);
+  });
+
+  it('a dial that answers after the stream ended is closed, not handed over', async () => {
+    let answer: (upstream: UpstreamStream) => void = () => undefined;
+    const events: string[] = [];
+    const clock = new FakeClock(0);
+    const session = new LastKnownGoodSession({
+      id: 1, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger: silentLogger, stats: new XdsStats(new Registry(), clock),
+      send: () => undefined,
+      dial: () => new Promise((resolve) => (answer = resolve)),
+      handover: () => events.push('handover'),
+      reachable: (ok) => events.push(ok ? 'reachable' : 'unreachable'),
+      backoff,
+    });
+    session.start('refused');
+    await advance(clock, 2000);
+    session.stop();
+    answer({ close: () => events.push('closed') } as unknown as UpstreamStream);
+    await settle();
+    assert.deepEqual(events, ['reachable', 'closed']);
   });
 });

@@ -47,9 +47,19 @@ test('a failed handshake: the server refusing our certificate is told apart from
     ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', false, 'client-certificate-required'],
     ['ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE', true, undefined],
     ['ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', true, undefined],
+    ['ERR_SSL_TLSV1_ALERT_DECRYPT_ERROR', true, 'client-certificate-refused'],
+    ['ERR_SSL_TLSV1_ALERT_ACCESS_DENIED', true, 'client-certificate-refused'],
+    ['ERR_SSL_TLSV1_ALERT_ACCESS_DENIED', false, undefined],
+    ['ERR_SSL_TLSV1_ALERT_UNKNOWN_CA', false, undefined],
+    ['ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED', true, 'client-certificate-required'],
+    ['DEPTH_ZERO_SELF_SIGNED_CERT', false, 'server-not-trusted'],
+    ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', false, 'server-not-trusted'],
+    ['ERR_SSL_WRONG_VERSION_NUMBER', true, undefined],
     // Not TLS at all.
     ['ECONNREFUSED', true, undefined],
     [undefined, true, undefined],
+    ['', true, undefined],
+    ['ECONNRESET', false, undefined],
   ];
   for (const [code, presented, expected] of rows) assert.equal(classifyTlsFailure(code, presented), expected, `${code} presented=${presented}`);
 });

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pino from 'pino';
+import { lenField } from '../../grpc/proto-wire.ts';
+import { FakeClock } from '../../shared/clock.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
+import { LastKnownGoodConfig } from './config.ts';
+import { LastKnownGoodRecorder } from './recorder.ts';
+
+const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
+const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
+const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
+const fields = (typeUrl: string, nonce: string): ResponseFields => ({ typeUrl, version: `v-${nonce}`, nonce, resources: 1, removed: 0 });
+
+function rig(mode: XdsMode, pendingBytes: number) {
+  const lines: { level: number; msg: string; type?: string; limitBytes?: number; error?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const lastKnownGood = new LastKnownGoodConfig();
+  const recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock: new FakeClock(42), logger, pendingBytes });
+  /** A response as the relay passes it: its length first, then its chunks, then its fields. */
+  const relay = (bytes: Buffer, response: ResponseFields) => {
+    recorder.begin(bytes.length);
+    recorder.data(bytes);
+    recorder.end(response);
+  };
+  return { lines, lastKnownGood, recorder, relay };
+}
+
+describe('LastKnownGoodRecorder on hostile or unkeepable responses', () => {
+  it('an ACKed Delta response whose resources are not protobuf forgets its type, in one line', () => {
+    const { lines, lastKnownGood, recorder, relay } = rig('delta', 1 << 20);
+    lastKnownGood.applyDelta(eds, { version: 'old', resources: [], removed: [], reset: true }, 0);
+    recorder.request(ask(eds, { initialVersions: 1 }));
+    relay(Buffer.concat([lenField(2, Buffer.from([0x0a, 0x7f])), lenField(4, eds)]), fields(eds, 'n1'));
+    recorder.request(ask(eds, { nonce: 'n1' }));
+    assert.equal(lastKnownGood.get('delta', eds), undefined);
+    assert.deepEqual(lines.map((line) => [line.level, line.msg, line.type]), [[40, 'cannot read an ACKed Delta response; its type is not kept', eds]]);
+    assert.ok(lines[0]!.error);
+  });
+
+  it('a budget of 0 keeps nothing and holds nothing, and says nothing', () => {
+    const { lines, lastKnownGood, recorder, relay } = rig('sotw', 0);
+    relay(Buffer.concat([lenField(1, 'v'), lenField(4, cds), lenField(5, 'n1')]), fields(cds, 'n1'));
+    assert.equal(recorder.pendingBytes, 0);
+    recorder.request(ask(cds, { nonce: 'n1' }));
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    assert.deepEqual(lines, []);
+  });
+
+  it('a response over the budget is not held: its type is forgotten with the budget in the line', () => {
+    const { lines, lastKnownGood, recorder, relay } = rig('sotw', 16);
+    lastKnownGood.keepSotw(cds, 'old', [Buffer.from('x')], 0);
+    relay(Buffer.alloc(17), fields(cds, 'n1'));
+    assert.equal(recorder.pendingBytes, 0);
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    assert.deepEqual(lines.map((line) => [line.msg, line.type, line.limitBytes]), [['a response too large to hold until its ACK; its type is not kept', cds, 16]]);
+    relay(Buffer.alloc(16), fields(cds, 'n2'));
+    assert.equal(recorder.pendingBytes, 16, 'exactly the budget is held');
+    recorder.request(ask(cds, { nonce: 'n2' }));
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v-n2');
+    assert.equal(lastKnownGood.get('sotw', cds)?.ackedAt, 42);
+  });
+
+  it('an ACK naming a nonce never sent, or a request without a nonce, keeps nothing but the subscription', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 1 << 20);
+    relay(Buffer.from('r'), fields(cds, 'n1'));
+    recorder.request(ask(cds, { nonce: 'forged' }));
+    recorder.request(ask(cds, { names: ['a'] }));
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    assert.equal(recorder.pendingBytes, 1);
+    assert.equal(lastKnownGood.covers('sotw'), false, 'asked for, nothing kept');
+  });
+
+  it('Delta: only the first request of a type decides whether Envoy starts afresh', () => {
+    const { lastKnownGood, recorder, relay } = rig('delta', 1 << 20);
+    lastKnownGood.applyDelta(eds, { version: 'old', resources: [{ name: 'kept', version: 'old', bytes: Buffer.from('k') }], removed: [], reset: true }, 0);
+    recorder.request(ask(eds, { initialVersions: 1 }));
+    recorder.request(ask(eds, { initialVersions: 0, names: ['b'] }));
+    const resource = Buffer.concat([lenField(1, 'v1'), lenField(3, 'a')]);
+    relay(Buffer.concat([lenField(2, resource), lenField(4, eds), lenField(5, 'n1')]), fields(eds, 'n1'));
+    recorder.request(ask(eds, { nonce: 'n1' }));
+    assert.deepEqual([...lastKnownGood.get('delta', eds)!.resources!.keys()].sort(), ['a', 'kept']);
+  });
+});
