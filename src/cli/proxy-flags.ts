@@ -1,10 +1,10 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { commandFlags, istioCompatFlags } from '../settings/command-flags.ts';
-import { proxySettings } from '../settings/proxy-settings.ts';
+import { istioCompatFlags } from '../settings/command-flags.ts';
+import { flagRows } from '../settings/registry.ts';
 import { defaultOf, type FlagSetting } from '../settings/setting.ts';
 
 /** Every flag of `pilot-agent proxy`, in help and README order. */
-export const proxyFlags: readonly FlagSetting[] = [...proxySettings, ...commandFlags, ...istioCompatFlags];
+export const proxyFlags: readonly FlagSetting[] = flagRows;
 
 /** Flags kept for old command lines; the agent warns when they are given. */
 export const ignoredFlags = istioCompatFlags.filter((spec) => spec.ignored === 'obsolete').map((spec) => spec.flag);

@@ -3,13 +3,8 @@ import { test } from 'node:test';
 import { parseBool } from '../iptables/config.ts';
 import { coerceMetadata } from '../role/metadata-types.ts';
 import { AgentError } from '../shared/errors.ts';
-import { caEnv } from './ca-env.ts';
-import { dnsEnv } from './dns-env.ts';
-import { readEnvSetting, type EnvSetting } from './env-settings.ts';
-import { proxylessEnv } from './proxyless-env.ts';
-import { proxySettings } from './proxy-settings.ts';
-import { statusEnv } from './status-env.ts';
-import { wasmEnv } from './wasm-env.ts';
+import { readEnvSetting } from './env-settings.ts';
+import { envRows, flagRows as allFlagRows } from './registry.ts';
 
 /** Go's strconv.ParseBool takes exactly these; Istio reads every boolean env var with it. */
 const goTrue = ['1', 't', 'T', 'TRUE', 'true', 'True'];
@@ -23,15 +18,14 @@ const istioBools = [
   'ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION', 'ISTIO_DELTA_XDS', 'ENVOY_SKIP_DEPRECATED_LOGS', 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS',
 ];
 
-const envRows: EnvSetting[] = [caEnv, dnsEnv, statusEnv, wasmEnv, proxylessEnv].flatMap((table) => Object.values(table));
-const flagRows = proxySettings.filter((row) => 'env' in row);
+const flagRows = allFlagRows.filter((row) => row.env !== undefined);
 
 /** The row's value for one env text, read as the agent reads that variable. */
 function read(name: string, text: string): unknown {
   const envRow = envRows.find((row) => row.env === name);
   if (envRow) return readEnvSetting({ [name]: text }, envRow);
   const flagRow = flagRows.find((row) => row.env === name);
-  assert.ok(flagRow && 'parse' in flagRow, `${name} has a row with a parser`);
+  assert.ok(flagRow?.parse, `${name} has a row with a parser`);
   return flagRow.parse(text);
 }
 
