@@ -73,7 +73,7 @@ test('wrong values are bad input naming the variable', () => {
     [{ ...base, ECC_CURVE: 'P521' }, /^env ECC_CURVE: "P521" is not P256 or P384/],
     [{ ...base, WORKLOAD_RSA_KEY_SIZE: '1024' }, /^env WORKLOAD_RSA_KEY_SIZE: "1024" is not a key size from 2048 to 8192 bits/],
     [{ ...base, WORKLOAD_RSA_KEY_SIZE: '2k' }, /^env WORKLOAD_RSA_KEY_SIZE: /],
-    [{ ...base, PKCS8_KEY: 'yes' }, /^env PKCS8_KEY: "yes" is not true or false/],
+    [{ ...base, PKCS8_KEY: 'yes' }, /^env PKCS8_KEY: "yes" is not a boolean \(true or false\)/],
     [{ ...base, CA_HEADER_Authorization: 'Bearer x' }, /^env CA_HEADER_Authorization: "authorization" is a header the CA call sets itself/],
     [{ ...base, 'CA_HEADER_grpc-timeout': '1S' }, /^env CA_HEADER_grpc-timeout: /],
     [{ ...base, 'CA_HEADER_a b': 'x' }, /^env CA_HEADER_a b: "a b" is not a header name/],

@@ -27,7 +27,6 @@ function checkPortsDistinct(config: AgentConfig): void {
   const seen = new Map<number, string>();
   for (const [flag, port] of listeningPorts(config)) {
     const other = seen.get(port);
-    if (other === flag) throw badFlag(flag, `${port} is listed twice`);
     if (other) throw badFlag(flag, `${port} is also ${other}; each listener needs its own port`);
     seen.set(port, flag);
   }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Command } from 'commander';
+import { readNodeEnv } from '../settings/pod-env.ts';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
@@ -19,7 +20,7 @@ const role = { type: 'sidecar' as const, ip: '127.0.0.2', id: 'reviews-v1-abc.de
 const podEnv = { POD_NAME: 'reviews-v1-abc', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'reviews', PROXY_CONFIG: '{}' };
 
 test('a default pod\'s node carries what Istio\'s agent adds: PILOT_SAN, METADATA_DISCOVERY, the socket file, skipped logs, Istio\'s PROXY_CONFIG', async () => {
-  const metadata = await nodeMetadata(settle([], {}), role, podEnv, {});
+  const metadata = await nodeMetadata(settle([], {}), role, readNodeEnv(podEnv), {});
   assert.deepEqual(metadata.PILOT_SAN, ['istiod.istio-system.svc']);
   assert.equal(metadata.METADATA_DISCOVERY, 'false');
   assert.equal(metadata.WORKLOAD_IDENTITY_SOCKET_FILE, 'socket');
@@ -53,7 +54,7 @@ test('node metadata from settings and sources, row by row', async () => {
     const saved = process.env;
     process.env = { ...saved, ...env };
     try {
-      const metadata = await nodeMetadata(settle(args, {}), role, { ...podEnv, ...env }, merged);
+      const metadata = await nodeMetadata(settle(args, {}), role, readNodeEnv({ ...podEnv, ...env }), merged);
       const [outer, inner] = key.split('.') as [string, string | undefined];
       const value = inner === undefined ? metadata[outer] : (metadata[outer] as Record<string, unknown>)[inner];
       assert.deepEqual(value, want, name);

@@ -3,7 +3,7 @@ import { networkInterfaces } from 'node:os';
 import { basename, join } from 'node:path';
 import { protoDuration } from '../bootstrap/variables.ts';
 import { parseDownwardApi } from '../role/downward-api.ts';
-import { buildNodeMetadata, type NodeMetadata, type PodInfo } from '../role/metadata.ts';
+import { buildNodeMetadata, type NodeEnv, type NodeMetadata, type PodInfo } from '../role/metadata.ts';
 import { instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
@@ -15,10 +15,10 @@ const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
 export async function nodeMetadata(
-  config: AgentConfig, role: Role, env: Readonly<Record<string, string | undefined>>, mergedProxyConfig?: Record<string, unknown>,
+  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>,
 ): Promise<NodeMetadata> {
   return buildNodeMetadata({
-    env,
+    node,
     podInfo: await readPodInfo(config.podInfoDir),
     agent: {
       instanceIps: instanceIps(role.ip, networkInterfaces()),

@@ -1,10 +1,10 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { commandFlags, istioCompatFlags } from '../settings/command-flags.ts';
-import { proxySettings } from '../settings/proxy-settings.ts';
-import { defaultOf, type Setting } from '../settings/setting.ts';
+import { istioCompatFlags } from '../settings/command-flags.ts';
+import { flagRows } from '../settings/registry.ts';
+import { defaultOf, type FlagSetting } from '../settings/setting.ts';
 
 /** Every flag of `pilot-agent proxy`, in help and README order. */
-export const proxyFlags: readonly Setting[] = [...proxySettings, ...commandFlags, ...istioCompatFlags];
+export const proxyFlags: readonly FlagSetting[] = flagRows;
 
 /** Flags kept for old command lines; the agent warns when they are given. */
 export const ignoredFlags = istioCompatFlags.filter((spec) => spec.ignored === 'obsolete').map((spec) => spec.flag);
@@ -16,7 +16,7 @@ export const unimplementedFlags = istioCompatFlags.filter((spec) => spec.ignored
  * Turns a row into a commander option: commander reads the command line and
  * the row's env var; ProxyConfig is layered under both afterwards.
  */
-export function toOption(spec: Setting): Option {
+export function toOption(spec: FlagSetting): Option {
   const option = new Option(`--${spec.flag}${spec.value ? ` ${spec.value}` : ''}`, spec.description);
   if (spec.default !== undefined && spec.default !== '') option.default(defaultOf(spec), String(spec.default));
   if (spec.env) option.env(spec.env);
@@ -26,7 +26,7 @@ export function toOption(spec: Setting): Option {
   return option;
 }
 
-function wrapParse(spec: Setting, text: string): unknown {
+function wrapParse(spec: FlagSetting, text: string): unknown {
   try {
     return spec.parse!(text);
   } catch (error) {

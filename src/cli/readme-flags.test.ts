@@ -1,13 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { caEnv } from '../settings/ca-env.ts';
-import { envoyEnv } from '../settings/envoy-env.ts';
-import { proxylessEnv } from '../settings/proxyless-env.ts';
-import { statusEnv } from '../settings/status-env.ts';
-import { dnsEnv } from '../settings/dns-env.ts';
-import { wasmEnv } from '../settings/wasm-env.ts';
-import type { EnvSetting } from '../settings/env-settings.ts';
+import { envRows } from '../settings/registry.ts';
 import { renderFlagRow } from '../settings/flags-table.ts';
 import { proxyFlags } from './proxy-flags.ts';
 
@@ -40,13 +34,13 @@ describe('README and docs/settings.md say what the settings\' rows say', () => {
     assert.equal(rows.length, visible.length, 'README lists a flag the agent does not have');
   });
 
-  it('the env table names every flag\'s env var next to its flag, and every CA, env-only Envoy, status, proxyless and DNS variable', () => {
+  it('the env table names every flag\'s env var next to its flag, and every env-only row\'s variable (settings/registry.ts)', () => {
     const envTable = section('docs/settings.md', '## Environment variables', '\n## ').filter((line) => line.startsWith('|'));
     const rowOf = (name: string) => envTable.find((line) => line.includes(`\`${name}\``));
     for (const spec of visible.filter((flag) => flag.env)) {
       assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from docs/settings.md's env table, or not next to --${spec.flag}`);
     }
-    for (const setting of [...Object.values<EnvSetting>(caEnv), ...Object.values<EnvSetting>(envoyEnv), ...Object.values<EnvSetting>(statusEnv), ...Object.values<EnvSetting>(proxylessEnv), ...Object.values<EnvSetting>(dnsEnv), ...Object.values<EnvSetting>(wasmEnv)]) {
+    for (const setting of envRows) {
       for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from docs/settings.md's env table`);
     }
   });

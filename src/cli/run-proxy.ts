@@ -18,17 +18,13 @@ import { agentVersion } from '../shared/version.ts';
 import { parseAppMetricsTargets } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
 import { probeNetwork } from '../status/app-probes/probe-target.ts';
-import { statusEnv } from '../settings/status-env.ts';
-import { readEnvSettings } from '../settings/env-settings.ts';
-import { dnsEnv } from '../settings/dns-env.ts';
+import type { AgentEnv } from '../settings/agent-inputs.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary, checkXdsUpstream } from './preflight.ts';
 import { xdsUpstream } from './xds-transport.ts';
 import { parseLogLevels } from './log-levels.ts';
 import { nodeMetadata } from './node-metadata.ts';
 import { superviseProxyless } from './run-proxyless.ts';
-import { proxylessEnv } from '../settings/proxyless-env.ts';
-import { wasmEnv } from '../settings/wasm-env.ts';
 import { processGuard } from './process-guard.ts';
 import { superviseEnvoy } from '../agent/supervise.ts';
 
@@ -45,8 +41,8 @@ export interface RunProxyOptions {
   unknownArgs?: readonly string[];
   /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
   proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
-  /** ProxyConfig's proxyMetadata: env values under the real env (ISTIO_META_DNS_CAPTURE, …). */
-  proxyMetadata?: Readonly<Record<string, string>>;
+  /** The typed env (readAgentInputs). */
+  env: AgentEnv;
   /** The merged ProxyConfig (mesh file, PROXY_CONFIG, annotation): the node's PROXY_CONFIG below what the agent runs with. */
   mergedProxyConfig?: Record<string, unknown>;
 }
@@ -69,19 +65,17 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
   const ca = await resolveCaSettings(config, options.context.env);
-  // Every env value is checked before --configPath is made: bad input leaves nothing behind.
-  const { env } = options.context;
+  // Every env value was checked (readAgentInputs) before --configPath is made: bad input leaves nothing behind.
+  const { env } = options;
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
-  const statusSettings = readEnvSettings(env, statusEnv);
-  const probeTarget = probeNetwork({ podIp: env.INSTANCE_IP || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
+  const statusSettings = env.status;
+  const probeTarget = probeNetwork({ podIp: env.pod.ip || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
   const app = {
-    probes: parseAppProbers(env.ISTIO_KUBE_APP_PROBERS, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
-    metrics: parseAppMetricsTargets(env.ISTIO_PROMETHEUS_ANNOTATIONS, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
+    probes: parseAppProbers(env.app.probers, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
+    metrics: parseAppMetricsTargets(env.app.prometheusAnnotations, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
   };
-  const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.HOST_IP) : undefined;
-  const proxyless = readEnvSettings(env, proxylessEnv);
-  const dns = readEnvSettings({ ...options.proxyMetadata, ...env }, dnsEnv);
-  const wasm = readEnvSettings(env, wasmEnv);
+  const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.hostIp) : undefined;
+  const { proxyless, dns, wasm } = env;
   const bootstrap = await prepareBootstrap(config, options);
   config = { ...config, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
@@ -92,7 +86,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     return 0;
   }
   const grpcBootstrapPath = proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
-  const upstream = xdsUpstream(config, env);
+  const upstream = xdsUpstream(config, env.xdsMetadata);
   if (proxyless.disableEnvoy) {
     await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
@@ -105,7 +99,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
   return superviseEnvoy({
     config, bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
-    caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.POD_NAMESPACE ?? '' }, wasm, guard: processGuard, logger,
+    caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.namespace }, wasm, guard: processGuard, logger,
   });
 }
 
@@ -126,7 +120,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyConfig, logAsJson }: RunProxyOptions) {
+async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
@@ -134,11 +128,11 @@ async function prepareBootstrap(resolved: AgentConfig, { context, mergedProxyCon
     ip: config.ip,
     id: config.id,
     domain: config.domain,
-    env: context.env,
+    pod: env.pod,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = await nodeMetadata(config, role, context.env, mergedProxyConfig);
+  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true };

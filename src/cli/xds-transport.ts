@@ -1,13 +1,10 @@
 import { existsSync } from 'node:fs';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { badEnv } from '../shared/errors.ts';
 import { certFilesIn, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
 import type { UpstreamOptions } from '../xds/upstream/material.ts';
 
-type Env = Readonly<Record<string, string | undefined>>;
-
-/** Where and how the xDS relay reaches the discovery server. */
-export function xdsUpstream(config: AgentConfig, env: Env = {}): UpstreamOptions {
+/** Where and how the xDS relay reaches the discovery server; `metadata` goes on every call (settings/xds-env.ts). */
+export function xdsUpstream(config: AgentConfig, metadata: Record<string, string> = { clusterid: '' }): UpstreamOptions {
   const policy = xdsTransport(config);
   return {
     address: config.discoveryAddress,
@@ -16,7 +13,7 @@ export function xdsUpstream(config: AgentConfig, env: Env = {}): UpstreamOptions
     certDir: config.certDir,
     serverName: config.xdsServerName,
     tokenFile: config.xdsTokenFile ?? (policy === 'TLS' ? istioTokenPath : undefined),
-    metadata: xdsCallMetadata(env),
+    metadata,
   };
 }
 
@@ -46,28 +43,4 @@ export function xdsTransport(config: AgentConfig): UpstreamOptions['policy'] {
 /** The policy Istio's agent would report for this transport: MUTUAL_TLS is how it names TLS to istiod. */
 export function effectiveAuthPolicy(config: AgentConfig): 'NONE' | 'MUTUAL_TLS' {
   return xdsTransport(config) === 'NONE' ? 'NONE' : 'MUTUAL_TLS';
-}
-
-const headerPrefix = 'XDS_HEADER_';
-/** HTTP/2 field names gRPC metadata may use; a name outside them would only fail at the first dial. */
-const metadataName = /^[0-9a-z_.-]+$/;
-
-/**
- * The gRPC metadata Istio's agent puts on every xDS call: `ClusterID` from
- * ISTIO_META_CLUSTER_ID (istiod picks the cluster that checks the token by
- * it), then XDS_HEADER_<name>=<value>. gRPC lowercases the names.
- */
-export function xdsCallMetadata(env: Env): Record<string, string> {
-  const metadata: Record<string, string> = { clusterid: env.ISTIO_META_CLUSTER_ID ?? '' };
-  for (const name of Object.keys(env).sort()) {
-    if (!name.startsWith(headerPrefix) || name.length === headerPrefix.length) continue;
-    const key = name.slice(headerPrefix.length).toLowerCase();
-    const value = env[name] ?? '';
-    if (!metadataName.test(key) || key.startsWith('grpc-') || key === 'authorization' || key === 'te') {
-      throw badEnv(name, `"${key}" cannot be a gRPC metadata name (lowercase letters, digits, "_", "-", "."; not grpc-*, te or authorization)`);
-    }
-    if (/[^\x20-\x7e]/.test(value)) throw badEnv(name, 'the value must be printable ASCII (gRPC metadata)');
-    metadata[key] = value;
-  }
-  return metadata;
 }

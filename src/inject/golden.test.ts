@@ -7,6 +7,7 @@ import { buildNodeMetadata } from '../role/metadata.ts';
 import { loadInjectionInputs } from './load.ts';
 import { injectManifest } from './manifest.ts';
 import type { InjectionInputs, Mapping } from './types.ts';
+import { readNodeEnv } from '../settings/pod-env.ts';
 
 const inputPath = new URL('testdata/deployment-probes.yaml', import.meta.url);
 const goldenPath = new URL('testdata/deployment-probes.golden.yaml', import.meta.url);
@@ -60,7 +61,7 @@ describe('inject: golden output for a Deployment with app probes and Prometheus 
     const env: Record<string, string> = { POD_NAME: 'reviews-1', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'reviews' };
     for (const entry of proxy['env'] as Mapping[]) if (typeof entry['value'] === 'string') env[String(entry['name'])] = entry['value'];
     const agent = { instanceIps: ['10.0.0.5'], envoyStatusPort: 15021, envoyPrometheusPort: 15090, exitOnZeroActiveConnections: false, proxyConfig: {} };
-    const metadata = buildNodeMetadata({ env, podInfo: { labels: { app: 'reviews', version: 'v1' } }, agent });
+    const metadata = buildNodeMetadata({ node: readNodeEnv(env), podInfo: { labels: { app: 'reviews', version: 'v1' } }, agent });
     assert.equal(metadata.NAMESPACE, 'default');
     assert.equal(metadata.CLUSTER_ID, 'Kubernetes');
     assert.equal(typeof metadata.POD_PORTS, 'string');

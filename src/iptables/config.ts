@@ -1,5 +1,6 @@
 import { isIPv4 } from 'node:net';
 import { AgentError, badFlag } from '../shared/errors.ts';
+import { goBool } from '../settings/parse-values.ts';
 import { iptablesEnvOnly, iptablesFlags, type IptablesFlag } from './flags.ts';
 import {
   isLoopbackCidr,
@@ -92,8 +93,8 @@ export function gatherFlags(
 
 /** Go's strconv.ParseBool, which Istio's flags use. */
 export function parseBool(given: Given): boolean {
-  if (/^(1|t|true)$/i.test(given.text.trim())) return true;
-  if (/^(0|f|false)$/i.test(given.text.trim())) return false;
+  const value = goBool(given.text.trim());
+  if (value !== undefined) return value;
   throw badFlag(given.name, `"${given.text}" is not true or false`);
 }
 

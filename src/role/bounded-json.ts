@@ -8,7 +8,7 @@ export type JsonResult = { ok: true; value: unknown } | { ok: false; reason: str
  * parses, but later stringifying it into the bootstrap overflows the stack;
  * refusing it here lets the error name the variable.
  */
-export function parseBoundedJson(text: string, limits = jsonLimits): JsonResult {
+export function parseBoundedJson(text: string, limits: { maxBytes: number; maxDepth: number } = jsonLimits): JsonResult {
   if (Buffer.byteLength(text) > limits.maxBytes) return { ok: false, reason: `is larger than ${limits.maxBytes} bytes` };
   const depth = nestingDepth(text);
   if (depth > limits.maxDepth) return { ok: false, reason: `nests deeper than ${limits.maxDepth} levels` };

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { envoyLocality, localityFromLabels } from './locality.ts';
 import { buildNodeMetadata } from './metadata.ts';
+import { readNodeEnv } from '../settings/pod-env.ts';
 
 test('the locality from the pod\'s labels, as Istio\'s agent reads and sends it', () => {
   const rows: [labels: Record<string, string> | undefined, locality: string | undefined, envoy: Record<string, string>][] = [
@@ -21,8 +22,8 @@ test('the locality from the pod\'s labels, as Istio\'s agent reads and sends it'
 
 test('LABELS carries the locality back under istio-locality, with / for .', () => {
   const agent = { instanceIps: [], envoyStatusPort: 0, envoyPrometheusPort: 0, exitOnZeroActiveConnections: false, proxyConfig: {} };
-  const metadata = buildNodeMetadata({ env: {}, podInfo: { labels: { app: 'a', 'topology.istio.io/locality': 'eu.eu-1' } }, agent });
+  const metadata = buildNodeMetadata({ node: readNodeEnv({}), podInfo: { labels: { app: 'a', 'topology.istio.io/locality': 'eu.eu-1' } }, agent });
   assert.deepEqual(metadata.LABELS, { app: 'a', 'topology.istio.io/locality': 'eu.eu-1', 'istio-locality': 'eu/eu-1' });
-  assert.equal(buildNodeMetadata({ env: {}, podInfo: { labels: { app: 'a' } }, agent }).LABELS !== undefined, true);
-  assert.deepEqual(buildNodeMetadata({ env: {}, podInfo: { labels: { app: 'a' } }, agent }).LABELS, { app: 'a' });
+  assert.equal(buildNodeMetadata({ node: readNodeEnv({}), podInfo: { labels: { app: 'a' } }, agent }).LABELS !== undefined, true);
+  assert.deepEqual(buildNodeMetadata({ node: readNodeEnv({}), podInfo: { labels: { app: 'a' } }, agent }).LABELS, { app: 'a' });
 });

@@ -1,5 +1,6 @@
 import { parseBoundedJson } from './bounded-json.ts';
 import { checkProxyConfig } from '../settings/proxy-config-fields.ts';
+import { goBool } from '../settings/parse-values.ts';
 
 /**
  * The JSON type istiod declares for each node metadata key (Istio's
@@ -87,8 +88,8 @@ function toPort(value: unknown): Coerced {
 function toStringBool(value: unknown): Coerced {
   if (typeof value === 'boolean') return ok(String(value));
   if (typeof value !== 'string') return fail('must be a boolean string ("true" or "false")');
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return ok('true');
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return ok('false');
+  const parsed = goBool(value);
+  if (parsed !== undefined) return ok(String(parsed));
   return fail(`"${value}" is not a boolean ("true" or "false")`);
 }
 

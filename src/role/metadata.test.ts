@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { buildNodeMetadata, matchedIstioVersion, metadataFromEnv, type AgentFacts } from './metadata.ts';
+import { readNodeEnv } from '../settings/pod-env.ts';
 
 test('ISTIO_META_ values take the type istiod declares; unknown keys stay strings', () => {
   const cases: [Record<string, string>, Record<string, unknown>][] = [
@@ -50,7 +51,7 @@ test('a value that cannot take its type is a BAD_ENV naming the variable', () =>
     [{ ISTIO_METAJSON_X: `"${'a'.repeat(300 * 1024)}"` }, /^env ISTIO_METAJSON_X: is larger than 262144 bytes$/],
   ];
   for (const [env, message] of cases) {
-    assert.throws(() => buildNodeMetadata({ env, podInfo: {}, agent: noFacts }), (error: Error & { exitCode?: number }) => {
+    assert.throws(() => buildNodeMetadata({ node: readNodeEnv(env), podInfo: {}, agent: noFacts }), (error: Error & { exitCode?: number }) => {
       assert.match(error.message, message);
       assert.equal(error.exitCode, 2);
       return true;
@@ -75,7 +76,7 @@ test('the agent adds what Istio\'s agent adds: the node of istiod/reviews-sideca
     ISTIO_METAJSON_LABELS: '{"app":"reviews","version":"v1"}', ISTIO_META_INTERCEPTION_MODE: 'NONE',
     PROXY_CONFIG: '{"discoveryAddress":"127.0.0.1:15010","statusPort":1,"statNameLength":189}',
   };
-  assert.deepEqual(buildNodeMetadata({ env, podInfo: {}, agent: facts }), {
+  assert.deepEqual(buildNodeMetadata({ node: readNodeEnv(env), podInfo: {}, agent: facts }), {
     NAME: 'reviews-v1-abc',
     NAMESPACE: 'default',
     SERVICE_ACCOUNT: 'reviews',
@@ -96,16 +97,16 @@ test('the agent adds what Istio\'s agent adds: the node of istiod/reviews-sideca
 test('LABELS: pod labels from the downward API win over static labels, without pod-template-hash', () => {
   const env = { ISTIO_METAJSON_LABELS: '{"app":"reviews","tier":"web"}', POD_NAMESPACE: 'ns' };
   const podInfo = { labels: { app: 'reviews-v2', 'pod-template-hash': '54b8' }, annotations: { 'sidecar.istio.io/status': '{}' } };
-  const metadata = buildNodeMetadata({ env, podInfo, agent: noFacts });
+  const metadata = buildNodeMetadata({ node: readNodeEnv(env), podInfo, agent: noFacts });
   assert.deepEqual(metadata.LABELS, { app: 'reviews-v2', tier: 'web' });
   assert.deepEqual(metadata.STATIC_LABELS, { app: 'reviews', tier: 'web' });
   assert.deepEqual(metadata.ANNOTATIONS, { 'sidecar.istio.io/status': '{}' });
-  assert.deepEqual(buildNodeMetadata({ env: {}, podInfo: { labels: { app: 'a' } }, agent: noFacts }).LABELS, { app: 'a' });
+  assert.deepEqual(buildNodeMetadata({ node: readNodeEnv({}), podInfo: { labels: { app: 'a' } }, agent: noFacts }).LABELS, { app: 'a' });
 });
 
 test('agent facts win over env; env fills what the agent leaves out; ISTIO_VERSION may be overridden', () => {
   const env = { ISTIO_META_ENVOY_STATUS_PORT: '1', ISTIO_META_ENVOY_PROMETHEUS_PORT: '2', ISTIO_META_ISTIO_VERSION: '1.30.2', ISTIO_META_NAMESPACE: 'meta-ns' };
-  const metadata = buildNodeMetadata({ env, podInfo: {}, agent: { ...facts, envoyPrometheusPort: 0, exitOnZeroActiveConnections: true } });
+  const metadata = buildNodeMetadata({ node: readNodeEnv(env), podInfo: {}, agent: { ...facts, envoyPrometheusPort: 0, exitOnZeroActiveConnections: true } });
   assert.equal(metadata.ENVOY_STATUS_PORT, 15021);
   assert.equal(metadata.ENVOY_PROMETHEUS_PORT, 2);
   assert.equal(metadata.ISTIO_VERSION, '1.30.2');

@@ -15,6 +15,21 @@ const podTemplateHashLabel = 'pod-template-hash';
 export type NodeMetadata = Record<string, unknown>;
 type Env = Readonly<Record<string, string | undefined>>;
 
+/** What node metadata takes from the env, as set (settings/pod-env.ts reads it). */
+export interface NodeEnv {
+  /** ISTIO_META_<KEY> and ISTIO_METAJSON_<KEY>. */
+  meta: Readonly<Record<string, string>>;
+  /** POD_NAMESPACE, POD_NAME, SERVICE_ACCOUNT. */
+  namespace?: string;
+  name?: string;
+  serviceAccount?: string;
+  /** DNS_PROXY_ADDR: not ISTIO_META_-prefixed, yet Istio's agent sends it. */
+  dnsProxyAddr?: string;
+  peerMetadataDiscovery?: string;
+  /** PROXY_CONFIG. */
+  proxyConfig?: string;
+}
+
 /** What the agent itself knows, beyond the environment. */
 export interface AgentFacts {
   /** The role's IP first, then the host's other addresses. */
@@ -42,7 +57,7 @@ export interface PodInfo {
 }
 
 export interface NodeMetadataInput {
-  env: Env;
+  node: NodeEnv;
   podInfo: PodInfo;
   agent: AgentFacts;
 }
@@ -53,25 +68,25 @@ export interface NodeMetadataInput {
  * IPs, ports, ProxyConfig, version, labels). Throws a BAD_ENV naming the
  * variable whose value cannot take its type.
  */
-export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): NodeMetadata {
-  const metadata = metadataFromEnv({ ...istioMetaOf(agent.mergedProxyConfig?.proxyMetadata), ...env });
-  const staticLabels = env.ISTIO_METAJSON_LABELS === undefined ? undefined : (metadata.LABELS as Record<string, string>);
+export function buildNodeMetadata({ node, podInfo, agent }: NodeMetadataInput): NodeMetadata {
+  const metadata = metadataFromEnv({ ...istioMetaOf(agent.mergedProxyConfig?.proxyMetadata), ...node.meta });
+  const staticLabels = node.meta[`${metaJsonPrefix}LABELS`] === undefined ? undefined : (metadata.LABELS as Record<string, string>);
   Object.assign(metadata, definedOnly({
-    NAMESPACE: env.POD_NAMESPACE || undefined,
-    NAME: env.POD_NAME || undefined,
-    SERVICE_ACCOUNT: env.SERVICE_ACCOUNT || undefined,
+    NAMESPACE: node.namespace || undefined,
+    NAME: node.name || undefined,
+    SERVICE_ACCOUNT: node.serviceAccount || undefined,
     ISTIO_VERSION: metadata.ISTIO_VERSION ?? matchedIstioVersion,
     INSTANCE_IPS: agent.instanceIps.length > 0 ? [...new Set(agent.instanceIps)].join(',') : undefined,
     ENVOY_STATUS_PORT: agent.envoyStatusPort || undefined,
     ENVOY_PROMETHEUS_PORT: agent.envoyPrometheusPort || undefined,
     EXIT_ON_ZERO_ACTIVE_CONNECTIONS: agent.exitOnZeroActiveConnections ? 'true' : undefined,
     // Not ISTIO_META_-prefixed, yet Istio's agent sends it: istiod points the proxy's DNS at it.
-    DNS_PROXY_ADDR: env.DNS_PROXY_ADDR || undefined,
-    METADATA_DISCOVERY: metadataDiscovery(env, metadata.ENABLE_HBONE),
+    DNS_PROXY_ADDR: node.dnsProxyAddr || undefined,
+    METADATA_DISCOVERY: metadataDiscovery(node, metadata.ENABLE_HBONE),
     ENVOY_SKIP_DEPRECATED_LOGS: agent.skipDeprecatedLogs === undefined ? undefined : String(agent.skipDeprecatedLogs),
     WORKLOAD_IDENTITY_SOCKET_FILE: agent.workloadIdentitySocketFile,
     PILOT_SAN: agent.pilotSan?.length ? [...agent.pilotSan] : undefined,
-    PROXY_CONFIG: { ...proxyConfigFromEnv(env, metadata.PROXY_CONFIG), ...agent.mergedProxyConfig, ...agent.proxyConfig },
+    PROXY_CONFIG: { ...proxyConfigFromEnv(node, metadata.PROXY_CONFIG), ...agent.mergedProxyConfig, ...agent.proxyConfig },
     STATIC_LABELS: staticLabels,
     LABELS: mergeLabels(metadata.LABELS, podInfo.labels),
     ANNOTATIONS: podInfo.annotations ? { ...(metadata.ANNOTATIONS as object | undefined), ...podInfo.annotations } : undefined,
@@ -86,15 +101,15 @@ export function buildNodeMetadata({ env, podInfo, agent }: NodeMetadataInput): N
  * ISTIO_META_<KEY>=text and ISTIO_METAJSON_<KEY>=json, each converted to the
  * type istiod declares for KEY; JSON objects merge over a same-named META value.
  */
-export function metadataFromEnv(env: Env): NodeMetadata {
+export function metadataFromEnv(vars: Env): NodeMetadata {
   const metadata: NodeMetadata = {};
-  const names = Object.keys(env).sort();
+  const names = Object.keys(vars).sort();
   for (const name of withPrefix(names, metaPrefix)) {
-    metadata[name.slice(metaPrefix.length)] = typed(name, name.slice(metaPrefix.length), env[name] ?? '');
+    metadata[name.slice(metaPrefix.length)] = typed(name, name.slice(metaPrefix.length), vars[name] ?? '');
   }
   for (const name of withPrefix(names, metaJsonPrefix)) {
     const key = name.slice(metaJsonPrefix.length);
-    metadata[key] = typed(name, key, merge(metadata[key], parseJson(name, env[name] ?? '')));
+    metadata[key] = typed(name, key, merge(metadata[key], parseJson(name, vars[name] ?? '')));
   }
   return metadata;
 }
@@ -120,15 +135,15 @@ function istioMetaOf(proxyMetadata: unknown): Record<string, string> {
 }
 
 /** PEER_METADATA_DISCOVERY when set; else on with ambient's HBONE, as Istio's agent decides. */
-function metadataDiscovery(env: Env, enableHbone: unknown): unknown {
-  if (env.PEER_METADATA_DISCOVERY !== undefined) return typed('PEER_METADATA_DISCOVERY', 'METADATA_DISCOVERY', env.PEER_METADATA_DISCOVERY);
+function metadataDiscovery(node: NodeEnv, enableHbone: unknown): unknown {
+  if (node.peerMetadataDiscovery !== undefined) return typed('PEER_METADATA_DISCOVERY', 'METADATA_DISCOVERY', node.peerMetadataDiscovery);
   return enableHbone === 'true' ? 'true' : 'false';
 }
 
 /** PROXY_CONFIG (the injection template's JSON ProxyConfig), checked as istiod will read it. */
-function proxyConfigFromEnv(env: Env, fromMetadata: unknown): Record<string, unknown> {
-  if (!env.PROXY_CONFIG) return (fromMetadata as Record<string, unknown> | undefined) ?? {};
-  return typed('PROXY_CONFIG', 'PROXY_CONFIG', env.PROXY_CONFIG) as Record<string, unknown>;
+function proxyConfigFromEnv(node: NodeEnv, fromMetadata: unknown): Record<string, unknown> {
+  if (!node.proxyConfig) return (fromMetadata as Record<string, unknown> | undefined) ?? {};
+  return typed('PROXY_CONFIG', 'PROXY_CONFIG', node.proxyConfig) as Record<string, unknown>;
 }
 
 /** Pod labels from the downward API win over static labels, as in Istio's agent. */

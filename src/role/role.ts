@@ -15,6 +15,13 @@ export interface Role {
   domain: string;
 }
 
+/** INSTANCE_IP, POD_NAME and POD_NAMESPACE as the pod sets them (settings/pod-env.ts reads them). */
+export interface PodEnv {
+  ip?: string;
+  name?: string;
+  namespace?: string;
+}
+
 export interface RoleInput {
   type: ProxyType;
   registry: Registry;
@@ -22,7 +29,8 @@ export interface RoleInput {
   ip: string;
   id: string;
   domain: string;
-  env: Readonly<Record<string, string | undefined>>;
+  /** The Kubernetes registry's env (INSTANCE_IP, POD_NAME, POD_NAMESPACE), as set. */
+  pod: PodEnv;
   /** Finds this host's private IP (bounded wait); resolves undefined when none. */
   findPrivateIp: () => Promise<string | undefined>;
 }
@@ -55,7 +63,7 @@ export async function resolveRole(input: RoleInput): Promise<Role> {
 }
 
 async function deriveIp(input: RoleInput): Promise<string> {
-  const fromEnv = input.registry === 'Kubernetes' ? input.env.INSTANCE_IP : undefined;
+  const fromEnv = input.registry === 'Kubernetes' ? input.pod.ip : undefined;
   if (fromEnv) return checkIp('INSTANCE_IP', fromEnv, true);
   // Without INSTANCE_IP a Kubernetes pod falls back to its interfaces too.
   return (await input.findPrivateIp()) ?? '127.0.0.1';
@@ -64,7 +72,7 @@ async function deriveIp(input: RoleInput): Promise<string> {
 function deriveId(input: RoleInput, ip: string): string {
   switch (input.registry) {
     case 'Kubernetes':
-      return `${requireEnv(input.env, 'POD_NAME')}.${requireEnv(input.env, 'POD_NAMESPACE')}`;
+      return `${requireEnv('POD_NAME', input.pod.name)}.${requireEnv('POD_NAMESPACE', input.pod.namespace)}`;
     case 'Consul':
       return `${ip}.service.consul`;
     case 'Other':
@@ -75,7 +83,7 @@ function deriveId(input: RoleInput, ip: string): string {
 function deriveDomain(input: RoleInput): string {
   switch (input.registry) {
     case 'Kubernetes':
-      return `${requireEnv(input.env, 'POD_NAMESPACE')}.svc.cluster.local`;
+      return `${requireEnv('POD_NAMESPACE', input.pod.namespace)}.svc.cluster.local`;
     case 'Consul':
       return 'service.consul';
     case 'Other':
@@ -83,8 +91,7 @@ function deriveDomain(input: RoleInput): string {
   }
 }
 
-function requireEnv(env: RoleInput['env'], name: string): string {
-  const value = env[name];
+function requireEnv(name: string, value: string | undefined): string {
   if (!value) throw badEnv(name, 'is not set; the Kubernetes registry needs it unless --id and --domain are given');
   return value;
 }

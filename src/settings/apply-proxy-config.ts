@@ -1,12 +1,12 @@
 import { AgentError } from '../shared/errors.ts';
 import type { MergedProxyConfig } from './proxy-config-sources.ts';
-import { attributeOf, type Setting } from './setting.ts';
+import { attributeOf, type FlagSetting } from './setting.ts';
 
 /** Where commander says a flag's value came from: 'cli', 'env', 'default', or undefined when unset. */
 export type ValueSource = (flag: string) => string | undefined;
 
 export interface ApplyProxyConfigOptions {
-  specs: readonly Setting[];
+  specs: readonly FlagSetting[];
   /** The parsed flag values, updated in place. */
   flags: Record<string, unknown>;
   sourceOf: ValueSource;
@@ -43,7 +43,7 @@ function lookup(value: Record<string, unknown>, path: string): unknown {
   return current ?? undefined;
 }
 
-function parseField(spec: Setting, value: unknown, origin: string): unknown {
+function parseField(spec: FlagSetting, value: unknown, origin: string): unknown {
   const fail = (reason: string) => new AgentError('BAD_ENV', `${origin}: field ${spec.proxyConfig}: ${reason}`);
   const text = asText(value);
   if (text === undefined) throw fail(`${JSON.stringify(value)} is not a value for --${spec.flag}`);

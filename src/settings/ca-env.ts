@@ -3,6 +3,7 @@ import { parseHostPort } from '../shared/host-port.ts';
 import { badEnv } from '../shared/errors.ts';
 import { istioRootCertPath } from '../shared/istio-files.ts';
 import { declareEnvSettings } from './env-settings.ts';
+import { bool } from './parse-values.ts';
 
 const identityReason = 'must be set to ask the CA (CA_ADDR) for a certificate: the identity is spiffe://<trust domain>/ns/<POD_NAMESPACE>/sa/<SERVICE_ACCOUNT>';
 
@@ -18,14 +19,14 @@ export const caEnv = declareEnvSettings({
   eccCurve: { env: 'ECC_CURVE', default: 'P256', parse: (text) => eccCurve(text), description: 'Curve of an EC workload key: P256 or P384' },
   rsaKeySize: { env: 'WORKLOAD_RSA_KEY_SIZE', default: '2048', parse: (text) => rsaKeySize(text), description: 'Bits of an RSA workload key: 2048 (Istio\'s minimum) to 8192' },
   keyAlgorithmOverride: { env: 'WORKLOAD_KEY_ALGORITHM', parse: (text) => keyAlgorithm(text), description: 'This agent\'s own switch: ECDSA or RSA, whatever ECC_SIGNATURE_ALGORITHM says' },
-  pkcs8Key: { env: 'PKCS8_KEY', default: 'false', parse: (text) => goBool(text), description: 'true: the workload key in PKCS#8 (SDS, OUTPUT_CERTS); else SEC 1 (EC) or PKCS#1 (RSA), as Istio' },
+  pkcs8Key: { env: 'PKCS8_KEY', default: 'false', parse: bool, description: 'true: the workload key in PKCS#8 (SDS, OUTPUT_CERTS); else SEC 1 (EC) or PKCS#1 (RSA), as Istio' },
   certSigner: { env: 'ISTIO_META_CERT_SIGNER', description: 'Signer name sent with the CSR (metadata CertSigner), for istiod\'s per-signer CAs' },
   ttlSeconds: { env: 'SECRET_TTL', default: '24h', parse: (text) => minuteDurationSeconds(text), description: 'Lifetime asked of the CA, at least 1m' },
   graceRatio: { env: 'SECRET_GRACE_PERIOD_RATIO', default: '0.5', parse: (text) => ratio(text), description: 'Renew when this part of the lifetime is left' },
   jitterRatio: { env: 'SECRET_GRACE_PERIOD_RATIO_JITTER', default: '0.01', parse: (text) => ratio(text), description: 'Random spread of the renewal, so a fleet does not renew at once' },
   outputDir: { env: 'OUTPUT_CERTS', description: 'Also write the certificate and key here, for apps that read files (0600; 0644 with proxyless gRPC, as Istio on Kubernetes)' },
   clusterId: { env: 'ISTIO_META_CLUSTER_ID', alsoEnv: 'CLUSTER_ID', description: 'Cluster ID sent with the CSR' },
-  fileMountedCerts: { env: 'FILE_MOUNTED_CERTS', default: 'false', parse: (text) => /^true$/i.test(text), description: 'true: certificates are mounted files, never asked of a CA' },
+  fileMountedCerts: { env: 'FILE_MOUNTED_CERTS', default: 'false', parse: bool, description: 'true: certificates are mounted files, never asked of a CA' },
 });
 
 /**
@@ -75,13 +76,6 @@ function rsaKeySize(text: string): number {
   const bits = Number(text);
   if (!/^\d+$/.test(text) || bits < 2048 || bits > 8192) throw new Error(`"${text}" is not a key size from 2048 to 8192 bits`);
   return bits;
-}
-
-/** Go's strconv.ParseBool, which Istio's env bools use. */
-function goBool(text: string): boolean {
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false;
-  throw new Error(`"${text}" is not true or false`);
 }
 
 function keyAlgorithm(text: string): 'ECDSA' | 'RSA' {

@@ -1,22 +1,8 @@
 import { badEnv } from '../shared/errors.ts';
+import type { EnvSetting } from './setting.ts';
 
-/**
- * A setting read from env only (the CA client's, under Istio's names).
- * Empty is unset, as Istio's env vars are; a value `parse` refuses is bad
- * input naming the variable (exit 2).
- */
-export interface EnvSetting {
-  env: string;
-  /** Read when `env` is unset: another name Istio uses for the same thing. */
-  alsoEnv?: string;
-  /** As the variable would carry it; goes through `parse`. */
-  default?: string;
-  description: string;
-  /** Unset is bad input, for this reason (the default is unset otherwise). */
-  required?: string;
-  /** Text to value; throws a plain Error whose message is the whole reason. */
-  parse?: (text: string) => unknown;
-}
+/* Reading env-only rows (setting.ts's EnvSetting): empty is unset, as Istio's env vars are; a value `parse` refuses is bad input naming the variable (exit 2). */
+export type { EnvSetting } from './setting.ts';
 
 /** Keeps each row's literal types for EnvValues. */
 export const declareEnvSettings = <const Rows extends Record<string, EnvSetting>>(rows: Rows): Rows => rows;
@@ -32,6 +18,11 @@ function setVariable(env: NodeJS.ProcessEnv, setting: EnvSetting): string | unde
 }
 
 export const isEnvSet = (env: NodeJS.ProcessEnv, setting: EnvSetting) => setVariable(env, setting) !== undefined;
+
+/** The variable's text as set, empty included (undefined when unset): for values passed on as they are. */
+export function readEnvText(env: NodeJS.ProcessEnv, setting: EnvSetting): string | undefined {
+  return env[setting.env];
+}
 
 /** One row's value: the variable's, else the default's, each through the row's parser. */
 export function readEnvSetting<S extends EnvSetting>(env: NodeJS.ProcessEnv, setting: S): EnvValue<S> {

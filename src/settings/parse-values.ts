@@ -84,12 +84,17 @@ export function splitEnvoyLogLevel(text: string): { level: string | undefined; c
   return { level: levels[0], components: components.length > 0 ? components.join(',') : undefined };
 }
 
-/** Go's strconv.ParseBool, which Istio reads every boolean with: `ISTIO_META_DNS_CAPTURE=t` is true there, and here. */
+/**
+ * Go's strconv.ParseBool, which Istio reads every boolean with (env, flags,
+ * node metadata): `ISTIO_META_DNS_CAPTURE=t` is true there, and here. The
+ * only boolean parser of the agent; undefined for anything else.
+ */
 const goBools: Record<string, boolean> = { 1: true, t: true, T: true, TRUE: true, true: true, True: true, 0: false, f: false, F: false, FALSE: false, false: false, False: false };
 
+export const goBool = (text: string): boolean | undefined => (Object.hasOwn(goBools, text) ? goBools[text] : undefined);
+
 export const bool = (text: string) => {
-  const value = goBools[text];
+  const value = goBool(text);
   if (value === undefined) throw new Error(`"${text}" is not a boolean (true or false)`);
   return value;
 };
-

@@ -1,20 +1,26 @@
 /**
- * One setting of `pilot-agent proxy`, declared once: its flag, env var,
- * ProxyConfig field, default, help and parser. Commander options, the
- * README's flag table, the ProxyConfig layering and the typed config all
- * come from these rows.
+ * One setting, declared once, of any source: a flag (of `pilot-agent
+ * proxy`), an env var, a ProxyConfig field, each optional. Commander's
+ * options, the README's flag table, docs/settings.md's env table, the
+ * ProxyConfig layering, the typed config (`AgentConfig`) and the typed env
+ * (`AgentEnv`) all come from these rows (registry.ts lists the tables).
  */
 export interface Setting {
-  flag: string;
+  /** The flag of `pilot-agent proxy`, when there is one. */
+  flag?: string;
   /** The config field, when it is not the flag's name (e.g. drainDurationMs). */
   key?: string;
   /** Commander's value placeholder, e.g. `<duration>`; absent for booleans. */
   value?: string;
   description: string;
-  /** As typed on the command line; goes through `parse` like any other source. */
+  /** As typed on the command line or in the env; goes through `parse` like any other source. */
   default?: string | boolean;
-  /** The env var users already know for this setting, when there is one. */
+  /** The env var users already know for this setting, when there is one; empty is unset. */
   env?: string;
+  /** Read when `env` is unset: another name Istio uses for the same thing. */
+  alsoEnv?: string;
+  /** Unset is bad input, for this reason (env-only rows). */
+  required?: string;
   /** The ProxyConfig field (dotted for nested messages) that sets it when the command line and env do not. */
   proxyConfig?: string;
   /** Text to value, for every source; throws a plain Error the source names. */
@@ -27,10 +33,16 @@ export interface Setting {
   ignored?: 'obsolete' | 'unimplemented';
 }
 
-/** Keeps each row's literal types (key, choices, parser results) for the derived config type. */
-export const declareSettings = <const Rows extends readonly Setting[]>(rows: Rows): Rows => rows;
+/** A row with a flag: commander reads it (and its env var), ProxyConfig lies under it. */
+export type FlagSetting = Setting & { flag: string };
 
-type KeyOf<S extends Setting> = S extends { key: infer K extends string } ? K : S['flag'];
+/** A row read from env only (env-settings.ts), its default as the variable would carry it. */
+export type EnvSetting = Setting & { env: string; default?: string };
+
+/** Keeps each row's literal types (key, choices, parser results) for the derived config type. */
+export const declareSettings = <const Rows extends readonly FlagSetting[]>(rows: Rows): Rows => rows;
+
+type KeyOf<S extends FlagSetting> = S extends { key: infer K extends string } ? K : S['flag'];
 
 /** A row's config type: what `settle` makes, else what `parse` makes, else one of its choices, else text. */
 export type ValueOf<S extends Setting> =
@@ -41,12 +53,12 @@ export type ValueOf<S extends Setting> =
   : string;
 
 /** The typed config of a table of rows, keyed by config field. */
-export type SettingValues<Rows extends readonly Setting[]> = { [S in Rows[number] as KeyOf<S>]: ValueOf<S> };
+export type SettingValues<Rows extends readonly FlagSetting[]> = { [S in Rows[number] as KeyOf<S>]: ValueOf<S> };
 
-export const keyOf = (setting: Setting): string => setting.key ?? setting.flag;
+export const keyOf = (setting: FlagSetting): string => setting.key ?? setting.flag;
 
 /** The name commander stores a flag's value under (`print-bootstrap` → `printBootstrap`). */
-export const attributeOf = (setting: Setting): string => setting.flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
+export const attributeOf = (setting: FlagSetting): string => setting.flag.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 /** The declared default as a value, parsed as any source's text is. */
 export function defaultOf(setting: Setting): unknown {
@@ -55,7 +67,7 @@ export function defaultOf(setting: Setting): unknown {
 }
 
 /** The config's value from what the sources settled on; nothing set: the default. */
-export function settleSetting(setting: Setting, value: unknown): unknown {
+export function settleSetting(setting: FlagSetting, value: unknown): unknown {
   const settled = value ?? defaultOf(setting);
   return setting.settle ? (setting.settle as (value: unknown, flag: string) => unknown)(settled, setting.flag) : settled;
 }

@@ -3,8 +3,7 @@ import { proxyTypes, type ProxyType } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
 import { checkResolvedConfig } from '../preflight.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
-import { readProxyConfigSources } from '../../settings/proxy-config-sources.ts';
-import { resolveAgentConfig } from '../../settings/resolve-agent-config.ts';
+import { readAgentInputs } from '../../settings/agent-inputs.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
@@ -16,9 +15,8 @@ export function proxyCommand(context: CommandContext): Command {
     .allowExcessArguments();
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
-    const proxyConfig = await readProxyConfigSources({ env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
-    const { config, applied } = resolveAgentConfig({ proxyType: type, commandLine, proxyConfig, env: context.env });
+    const { config, applied, proxyConfig, env } = await readAgentInputs({ proxyType: type, commandLine, env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
     checkResolvedConfig(config);
     // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
     const { runProxy } = await import('../run-proxy.ts');
@@ -33,7 +31,7 @@ export function proxyCommand(context: CommandContext): Command {
       unknownArgs: command.args.slice(command.args[0] === type ? 1 : 0),
       unimplementedFlags: unimplementedFlags.filter(given),
       proxyConfig: { applied, unknown: proxyConfig.unknown },
-      proxyMetadata: proxyConfig.value.proxyMetadata as Record<string, string> | undefined,
+      env,
       mergedProxyConfig: proxyConfig.value,
     });
   });

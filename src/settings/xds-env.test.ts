@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { xdsCallMetadata } from './xds-transport.ts';
+import { xdsCallMetadata } from './xds-env.ts';
 
 test('gRPC metadata on the xDS call: ClusterID from ISTIO_META_CLUSTER_ID, then XDS_HEADER_*, as Istio\'s agent sends them', () => {
   const rows: [env: Record<string, string>, want: Record<string, string>][] = [

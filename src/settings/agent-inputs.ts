@@ -1,0 +1,77 @@
+import type { NodeEnv } from '../role/metadata.ts';
+import type { PodEnv, ProxyType } from '../role/role.ts';
+import { dnsEnv } from './dns-env.ts';
+import { readEnvSettings, readEnvText, type EnvValues } from './env-settings.ts';
+import { caEnv } from './ca-env.ts';
+import { podEnv, readNodeEnv, readPodEnv } from './pod-env.ts';
+import { readProxyConfigSources, type MergedProxyConfig } from './proxy-config-sources.ts';
+import type { AgentConfig } from './proxy-settings.ts';
+import { proxylessEnv } from './proxyless-env.ts';
+import { resolveAgentConfig, type CommandLineSource } from './resolve-agent-config.ts';
+import { statusEnv } from './status-env.ts';
+import { wasmEnv } from './wasm-env.ts';
+import { xdsCallMetadata } from './xds-env.ts';
+
+/** Everything the proxy command reads from its env, typed; checked at once, before anything is made. */
+export interface AgentEnv {
+  status: EnvValues<typeof statusEnv>;
+  proxyless: EnvValues<typeof proxylessEnv>;
+  /** Under the real env: ProxyConfig's proxyMetadata (ISTIO_META_DNS_CAPTURE, …), as Istio's agent reads it. */
+  dns: EnvValues<typeof dnsEnv>;
+  wasm: EnvValues<typeof wasmEnv>;
+  pod: PodEnv;
+  node: NodeEnv;
+  /** ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS as set: status/ parses them against the status port. */
+  app: { probers?: string; prometheusAnnotations?: string };
+  hostIp?: string;
+  /** POD_NAMESPACE, '' when unset: the DNS proxy's search domain. */
+  namespace: string;
+  /** gRPC metadata on every xDS call (ISTIO_META_CLUSTER_ID, XDS_HEADER_*). */
+  xdsMetadata: Record<string, string>;
+}
+
+/** The typed env; the first bad value throws, naming its variable (exit 2). */
+export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Record<string, string>>): AgentEnv {
+  return {
+    status: readEnvSettings(env, statusEnv),
+    proxyless: readEnvSettings(env, proxylessEnv),
+    dns: readEnvSettings({ ...proxyMetadata, ...env }, dnsEnv),
+    wasm: readEnvSettings(env, wasmEnv),
+    pod: readPodEnv(env),
+    node: readNodeEnv(env),
+    app: { probers: readEnvText(env, podEnv.appProbers), prometheusAnnotations: readEnvText(env, podEnv.prometheusAnnotations) },
+    hostIp: readEnvText(env, podEnv.hostIp),
+    namespace: readEnvText(env, caEnv.namespace) ?? '',
+    xdsMetadata: xdsCallMetadata(env),
+  };
+}
+
+export interface AgentInputs {
+  config: AgentConfig;
+  /** ProxyConfig fields that set a flag, for the start-up log. */
+  applied: string[];
+  /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged. */
+  proxyConfig: MergedProxyConfig;
+  env: AgentEnv;
+}
+
+export interface ReadAgentInputsOptions {
+  proxyType: ProxyType;
+  commandLine: CommandLineSource;
+  env: NodeJS.ProcessEnv;
+  meshConfigPath: string;
+  podInfoDir: string;
+}
+
+/**
+ * The whole typed input of `pilot-agent proxy`: flags over env over
+ * PROXY_CONFIG over the mesh file over the annotation over the defaults,
+ * and every env-only setting. Bad input throws, naming it (exit 2).
+ */
+export async function readAgentInputs(options: ReadAgentInputsOptions): Promise<AgentInputs> {
+  const { env } = options;
+  const proxyConfig = await readProxyConfigSources({ env, meshConfigPath: options.meshConfigPath, podInfoDir: options.podInfoDir });
+  const { config, applied } = resolveAgentConfig({ proxyType: options.proxyType, commandLine: options.commandLine, proxyConfig, env });
+  const proxyMetadata = proxyConfig.value.proxyMetadata as Record<string, string> | undefined;
+  return { config, applied, proxyConfig, env: readAgentEnv(env, proxyMetadata) };
+}
