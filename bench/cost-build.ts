@@ -8,9 +8,28 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { nodeBin, repoRoot } from '../test/support/paths.ts';
 
-export interface Build { label: string; bin: string; remove(): Promise<void> }
+/**
+ * How a bench starts a build: through its entry point's shebang, as the image
+ * does (`viaShebang`, the flags it ships with), or as `node <nodeArgs> bin`
+ * with `env` over the pod's (a variant: flags measured before shipping them).
+ */
+export interface Build { label: string; bin: string; remove(): Promise<void>; viaShebang?: boolean; nodeArgs?: string[]; env?: Record<string, string> }
 
-export const currentBuild = (): Build => ({ label: 'this checkout', bin: join(repoRoot, 'bin/pilot-agent.js'), remove: async () => {} });
+export const currentBuild = (): Build => ({ label: 'this checkout', bin: join(repoRoot, 'bin/pilot-agent.js'), viaShebang: true, remove: async () => {} });
+
+/**
+ * --variant 'LABEL: --node-flag NAME=VALUE ...': this checkout run by `node
+ * --disable-sigusr1` and those flags and variables, its shebang not read.
+ * 'none:' alone is the checkout with no flag at all, the menu's baseline.
+ */
+export function variantBuild(spec: string): Build {
+  const colon = spec.indexOf(':');
+  if (colon < 1) throw new Error(`--variant ${spec}: expected 'LABEL: --flag NAME=VALUE ...'`);
+  const words = spec.slice(colon + 1).split(/\s+/).filter(Boolean);
+  const env = Object.fromEntries(words.filter((w) => !w.startsWith('--')).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+  const nodeArgs = ['--disable-sigusr1', ...words.filter((w) => w.startsWith('--'))];
+  return { label: spec.slice(0, colon), bin: join(repoRoot, 'bin/pilot-agent.js'), nodeArgs, env, remove: async () => {} };
+}
 
 export async function buildRef(ref: string): Promise<Build> {
   const parent = await mkdtemp(join(tmpdir(), 'cost-build-'));
@@ -25,6 +44,7 @@ export async function buildRef(ref: string): Promise<Build> {
   return {
     label: `${ref} @${commit}`,
     bin: join(dir, 'bin/pilot-agent.js'),
+    viaShebang: true,
     remove: async () => {
       await execa('git', ['worktree', 'remove', '--force', dir], { cwd: repoRoot });
       await rm(join(dir, '..'), { recursive: true, force: true });

@@ -1,9 +1,11 @@
-// What a process costs, read from /proc: memory from /proc/PID/status, CPU
-// time and wake-ups summed over every thread (/proc/PID/task/*), since libuv's
-// worker threads and V8's own wake up too.
+// What a process costs, read from /proc: RSS and anonymous RSS, page tables
+// and threads from /proc/PID/status; PSS and USS from /proc/PID/smaps_rollup
+// (with N pods on a node, the file-backed pages of one image are shared, so
+// PSS is what the node pays for each); CPU time and wake-ups summed over every
+// thread (/proc/PID/task/*), since libuv's worker threads and V8's own wake up too.
 import { readdirSync, readFileSync } from 'node:fs';
 
-export interface Memory { rssMb: number; rssAnonMb: number }
+export interface Memory { rssMb: number; rssAnonMb: number; pssMb: number; ussMb: number; pageTablesMb: number; threads: number }
 export interface Activity { cpuNs: number; wakeups: number }
 
 const read = (path: string) => { try { return readFileSync(path, 'utf8'); } catch { return ''; } };
@@ -11,7 +13,19 @@ const statusKb = (text: string, field: string) => Number(new RegExp(`^${field}:\
 
 export function memory(pid: number): Memory {
   const status = read(`/proc/${pid}/status`);
-  return { rssMb: statusKb(status, 'VmRSS') / 1024, rssAnonMb: statusKb(status, 'RssAnon') / 1024 };
+  const rollup = read(`/proc/${pid}/smaps_rollup`);
+  const mb = (text: string, ...fields: string[]) => fields.reduce((sum, field) => sum + statusKb(text, field), 0) / 1024;
+  return {
+    rssMb: mb(status, 'VmRSS'), rssAnonMb: mb(status, 'RssAnon'),
+    pssMb: mb(rollup, 'Pss'), ussMb: mb(rollup, 'Private_Clean', 'Private_Dirty', 'Private_Hugetlb'),
+    pageTablesMb: mb(status, 'VmPTE'), threads: statusKb(status, 'Threads'),
+  };
+}
+
+/** Several processes as one (a pod: the agent and its Envoys): every figure summed. */
+export function sumMemory(list: Memory[]): Memory {
+  const keys = ['rssMb', 'rssAnonMb', 'pssMb', 'ussMb', 'pageTablesMb', 'threads'] as const;
+  return Object.fromEntries(keys.map((key) => [key, list.reduce((sum, m) => sum + m[key], 0)])) as unknown as Memory;
 }
 
 /** On-CPU time (schedstat, ns) and voluntary context switches, summed over the live threads. */

@@ -8,24 +8,32 @@
 // state only; --rounds N: N rollouts per build, alternating, medians kept.
 // --istio-agent PATH: Istio's own pilot-agent as one more build (bench/istio-agent.ts
 // says how to build it); its reconnects are read from its log, it counts no dials.
-// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60|none] [--baseline main ...] [--rounds 1] [--quick] [--istio-agent PATH]
+// Steady state counts what a node pays per pod: PSS, USS and page tables of
+// each agent and of each whole pod (agent + Envoy), means over the N pods.
+// Builds run through their shebang, as the image starts them; --variant
+// 'LABEL: --flag NAME=VALUE' adds this checkout under other Node flags.
+// Run: .tools/bin/node bench/fleet.ts [--pods 10] [--outages 10,60|none] [--baseline main ...] [--variant SPEC ...] [--rounds 1] [--quick] [--istio-agent PATH]
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod, type PodLogEntry } from '../test/support/pods.ts';
-import { buildRef, currentBuild } from './cost-build.ts';
-import { activity, memory } from './cost-proc.ts';
+import { buildRef, currentBuild, variantBuild } from './cost-build.ts';
+import { activity, memory, sumMemory } from './cost-proc.ts';
 import { median, percentile, ratio, round } from './figures.ts';
 import { istioBuild, istioConnected, logTimeMs, type Contender } from './istio-agent.ts';
 
-const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' }, 'istio-agent': { type: 'string' } } });
+const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, variant: { type: 'string', multiple: true, default: [] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' }, 'istio-agent': { type: 'string' } } });
 const podCount = flags.quick ? 4 : Number(flags.pods);
 const outagesS = (flags.quick ? '5' : flags.outages).split(',').filter((text) => text !== '' && text !== 'none').map(Number);
 const rounds = Number(flags.rounds);
 const ourConnected = (entry: PodLogEntry) => entry.msg === 'connected to the discovery server';
 
 interface Rollout { readyP50Ms: number; readyP90Ms: number; readyMaxMs: number; allReadyMs: number; agentCpuSToReady: number; serverCpuS: number }
-interface Steady { agentRssMb: number; agentAnonMb: number; envoyRssMb: number; envoyAnonMb: number }
+interface Steady {
+  agentRssMb: number; agentAnonMb: number; envoyRssMb: number; envoyAnonMb: number;
+  /** Means over the N pods, as a node pays them: the file-backed pages of one image are shared (PSS). */
+  agentPssMb: number; agentUssMb: number; agentPageTablesMb: number; agentThreads: number; podPssMb: number; podUssMb: number; podPageTablesMb: number;
+}
 interface Storm { outageS: number; requests: number; failed: number; notReadyPolls: number; reconnectP50Ms: number; reconnectMaxMs: number; dialsPerAgent: number; handshakesPerAgent: number; most100msWindowShare: number }
 
 const cpuS = (pid: number) => activity(pid).cpuNs / 1e9;
@@ -33,7 +41,8 @@ const cpuS = (pid: number) => activity(pid).cpuNs / 1e9;
 async function rollout(mesh: Mesh, build: Contender, namespaces: { name: string; ip: string }[]): Promise<{ pods: Pod[]; figures: Rollout }> {
   const serverBefore = cpuS(mesh.peer.pid) + cpuS(mesh.ca.pid);
   const start = performance.now();
-  const pods = await Promise.all(namespaces.map((netns, index) => startPodAgent(mesh, netns, index, { bin: build.bin, foreign: build.foreign })));
+  const { bin, foreign, viaShebang, nodeArgs, env } = build;
+  const pods = await Promise.all(namespaces.map((netns, index) => startPodAgent(mesh, netns, index, { bin, foreign, viaShebang, nodeArgs, env })));
   const cpuAtReady: number[] = [];
   const ready = await Promise.all(pods.map(async (pod) => {
     const ms = await untilPodReady(pod, 120_000, 10);
@@ -50,12 +59,18 @@ async function rollout(mesh: Mesh, build: Contender, namespaces: { name: string;
   };
 }
 
+const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
+
 function steady(pods: Pod[]): Steady {
   const agents = pods.map((pod) => memory(pod.agentPid));
   const envoys = pods.flatMap((pod) => pod.envoys()).map(memory);
+  const whole = pods.map((pod) => sumMemory([pod.agentPid, ...pod.envoys()].map(memory)));
   return {
     agentRssMb: median(agents.map((m) => m.rssMb)), agentAnonMb: median(agents.map((m) => m.rssAnonMb)),
     envoyRssMb: median(envoys.map((m) => m.rssMb)), envoyAnonMb: median(envoys.map((m) => m.rssAnonMb)),
+    agentPssMb: mean(agents.map((m) => m.pssMb)), agentUssMb: mean(agents.map((m) => m.ussMb)),
+    agentPageTablesMb: mean(agents.map((m) => m.pageTablesMb)), agentThreads: median(agents.map((m) => m.threads)),
+    podPssMb: mean(whole.map((m) => m.pssMb)), podUssMb: mean(whole.map((m) => m.ussMb)), podPageTablesMb: mean(whole.map((m) => m.pageTablesMb)),
   };
 }
 
@@ -145,6 +160,7 @@ if (skip) {
 }
 const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
+for (const spec of flags.variant) builds.push(variantBuild(spec));
 const istioBin = flags['istio-agent'];
 if (istioBin) builds.push(istioBuild(istioBin));
 type Result = Awaited<ReturnType<typeof scenario>>;

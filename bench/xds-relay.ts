@@ -18,12 +18,8 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa, execaNode } from 'execa';
-import { AdsTestClient, sotwRequest } from '../test/support/ads-client.ts';
 import { shapedLink } from './shaped-link.ts';
-import { typeUrl, type PlaneCommand } from './xds-plane.ts';
-
-const ecdsType = 'type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig';
+import { Plane, startRelay } from './xds-plane-client.ts';
 
 const quick = process.argv.includes('--quick');
 const sizes = [
@@ -34,51 +30,6 @@ const sizes = [
   { label: '10 MB', bytes: 10_000_000, samples: quick ? 5 : 30 },
   { label: '50 MB', bytes: 50_000_000, samples: quick ? 3 : 15 },
 ];
-
-/** The control-plane child and the IPC round trip to it. */
-class Plane {
-  readonly #child;
-
-  /** `exec` runs it elsewhere (a network namespace), listening on `host`. */
-  constructor(host = '127.0.0.1', exec: string[] = []) {
-    const script = new URL('./xds-plane-child.ts', import.meta.url).pathname;
-    this.#child = execa(exec[0] ?? process.execPath, [...exec.slice(1), ...(exec.length ? [process.execPath] : []), script, host], { ipc: true, stdout: 'inherit', stderr: 'inherit', reject: false });
-  }
-
-  async port(): Promise<number> {
-    return ((await this.#child.getOneMessage()) as { port: number }).port;
-  }
-
-  /** Opens a client through `target` under the name `client` and waits until the plane knows it. */
-  async connect(target: string, client: string, autoAck = true, askEcds = false): Promise<AdsTestClient> {
-    const ads = new AdsTestClient(target);
-    ads.autoAck = autoAck;
-    const known = this.#child.getOneMessage({ filter: (message) => (message as { connected?: string }).connected === client });
-    ads.send(sotwRequest({ typeUrl, nodeId: client }));
-    await known;
-    // As an Envoy with Wasm plugins: the relay then sniffs every response's type.
-    if (askEcds) ads.send(sotwRequest({ typeUrl: ecdsType, nodeId: client }));
-    return ads;
-  }
-
-  async push(client: string, bytes: number, waitForAck = true): Promise<number> {
-    const answer = this.#child.getOneMessage({ filter: (message) => typeof (message as { ms?: number }).ms === 'number' });
-    await this.#child.sendMessage({ client, bytes, waitForAck } satisfies PlaneCommand);
-    return ((await answer) as { ms: number }).ms;
-  }
-
-  async stop(): Promise<void> {
-    await this.#child.sendMessage({ client: '', bytes: 0, waitForAck: false, stop: true } satisfies PlaneCommand);
-    await this.#child;
-  }
-}
-
-/** The relay alone in a fresh process, as in the agent, so its memory figures are its own. */
-async function startRelay(socket: string, host: string, port: number, keep: 'keep' | 'nokeep' | 'wasm') {
-  const child = execaNode(new URL('./xds-relay-child.ts', import.meta.url).pathname, [socket, String(port), host, keep], { buffer: false, reject: false });
-  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
-  return { pid: child.pid!, stop: async () => (child.kill('SIGTERM'), await child) };
-}
 
 const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.ceil((p / 100) * values.length) - 1)]!;
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;

@@ -73,8 +73,9 @@ describe('Dockerfile.proxy', () => {
     for (const path of ['/src/dist', '/src/bin', '/src/templates', '/src/node_modules', '/src/package.json']) assert.ok(copied.includes(path), path);
     assert.match(read('bin/pilot-agent.js'), /import\('\.\.\/dist\/bundle\/pilot-agent\.js'\)/);
     assert.match(read('bin/pilot-agent.js'), /enableCompileCache\?\.\(new URL\('\.\.\/dist\/compile-cache\/'/);
-    // The image's ENTRYPOINT goes through this shebang: SIGUSR1 must never open the inspector.
-    assert.match(read('bin/pilot-agent.js').split('\n')[0]!, /^#!\/usr\/bin\/env -S node --disable-sigusr1$/);
+    // The image's ENTRYPOINT goes through this shebang: SIGUSR1 must never open the inspector;
+    // the memory flags and variables are measured in docs/benchmarks.md (test/e2e/node-flags.test.ts runs them).
+    assert.match(read('bin/pilot-agent.js').split('\n')[0]!, /^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 node --disable-sigusr1 --max-semi-space-size=1 --v8-pool-size=1$/);
   });
 
   it('warms the compile cache as UID 1337, the uid the agent runs as (Node keeps one per uid)', () => {

@@ -14,7 +14,7 @@ import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { request as httpsRequest, type Agent as HttpsAgent } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { startCaPeer, type CaPeer } from './ca-peer.ts';
 import { issueServerPair, makeCsrSigner, type CsrSigner } from './csr-signer.ts';
@@ -170,6 +170,10 @@ export interface PodOptions {
   env?: Record<string, string>;
   /** Another agent binary in the same pod (bench comparisons, e.g. Istio's own: bench/istio-agent.ts). */
   foreign?: ForeignAgent;
+  /** Exec the entry point itself, its shebang's flags and all, as the image does (node from .tools/bin on the PATH). */
+  viaShebang?: boolean;
+  /** Flags for node before the entry point (not with viaShebang). */
+  nodeArgs?: string[];
 }
 
 /**
@@ -227,7 +231,7 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   await chown(join(dir, 'etc/istio'), proxyUid, proxyUid);
   await chown(join(dir, 'etc/istio/proxy'), proxyUid, proxyUid);
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    PATH: `${options.viaShebang ? `${dirname(nodeBin)}:` : ''}${process.env.PATH ?? '/usr/bin:/bin'}`,
     PROXY_CONFIG: JSON.stringify({ discoveryAddress: byName(mesh.peer.address), statusPort: 15_020, terminationDrainDuration: '1s', drainDuration: '1s', parentShutdownDuration: '3s' }),
     CA_ADDR: byName(mesh.ca.address),
     ISTIOD_SAN: istiodName,
@@ -247,7 +251,7 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
     ...options.env,
   };
   const ours = [
-    nodeBin, options.bin ?? agentBin, 'proxy', 'sidecar', '--domain', 'default.svc.cluster.local',
+    ...(options.viaShebang ? [] : [nodeBin, ...(options.nodeArgs ?? [])]), options.bin ?? agentBin, 'proxy', 'sidecar', '--domain', 'default.svc.cluster.local',
     '--serviceregistry', 'Kubernetes', '--proxyLogLevel', 'warning',
     '--configPath', join(dir, 'etc/istio/proxy'), '--binaryPath', envoyBin,
     '--xdsTokenFile', mesh.files.token, '--podInfoDir', join(dir, 'etc/istio/pod'), '--sdsSocket', join(dir, 'etc/istio/proxy/sds.sock'),
