@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { before, describe, it } from 'node:test';
 import { assertGone, startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, type KeyPair, type TestCa } from '../support/certs.ts';
 import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
+import { pollUntil } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 import { failures, routedService, sdsListener, secret, waitForBody } from './lkg-support.ts';
@@ -110,18 +110,17 @@ for (const mode of ['sotw', 'delta'] as const) {
       await agent.log.waitFor((entry) => entry.msg === 'xDS relay listening', 10_000, 'the relay');
       assert.equal(agent.log.entries.filter((entry) => entry.msg === ignoredLine).length, 1);
       assert.equal(agent.log.find((entry) => entry.msg === 'restored the last-known-good config'), undefined);
-      await kill(agent);
+      // SIGTERM, not SIGKILL: this agent may have just spawned Envoy, which sets PR_SET_PDEATHSIG only
+      // once it runs; a SIGKILL in that window leaves it to the next agent's leftover check.
+      await agent.stop('SIGTERM');
+      await assertGone(agent.envoyPids(), 15_000);
     }
   });
 }
 
 /** Polls the kept file until it holds every type named. */
 async function waitForLastKnownGoodFile(path: string, types: string[], timeoutMs = 30_000): Promise<LastKnownGoodFileText> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const file = await readFile(path, 'utf8').then((text) => JSON.parse(text) as LastKnownGoodFileText, () => undefined);
-    if (file && types.every((type) => file.types.some((entry) => entry.typeUrl.endsWith(`.${type}`)))) return file;
-    if (Date.now() > deadline) throw new Error(`${path} never held ${types.join(', ')}`);
-    await sleep(100);
-  }
+  const read = () => readFile(path, 'utf8').then((text) => JSON.parse(text) as LastKnownGoodFileText);
+  const holdsAll = (file: LastKnownGoodFileText) => types.every((type) => file.types.some((entry) => entry.typeUrl.endsWith(`.${type}`)));
+  return pollUntil(read, { what: `${path} to hold ${types.join(', ')}`, timeoutMs, accept: holdsAll, show: (file) => file.types.map((entry) => entry.typeUrl).join(', ') });
 }
