@@ -44,6 +44,8 @@ describe('answersQuery', () => {
     ['QR clear', query, patched(reply(), 2, 0), false],
     ['a query of 11 bytes', query.subarray(0, 11), reply(), false],
     ['a reply of 11 bytes', query, reply().subarray(0, 11), false],
+    ['a 3-byte reply with the id and QR (no count to read: false, not a throw)', query, Buffer.from([0, 5, 0x80]), false],
+    ['a 1-byte query (no id to read: false, not a throw)', Buffer.from([0]), reply(), false],
     ['a query whose question does not read, and a reply alike', withQuestion([0xc0, 12]), patched(withQuestion([0xc0, 12]), 2, 0x8000), false],
   ];
   for (const [name, asked, answer, want] of cases) it(`${want ? 'takes' : 'refuses'} ${name}`, () => assert.equal(answersQuery(asked, answer), want));

@@ -14,6 +14,10 @@ describe('the NameTable wire format', () => {
     assert.deepEqual([...nameTableEntries(table)].map(readNameEntry), [['db.data.svc.cluster.local', full], ['bare.test', bare]]);
   });
 
+  it('reads an entry without a host as the empty name', () => {
+    assert.deepEqual(readNameEntry(lenField(2, lenField(1, '198.18.0.1'))), ['', { ...bare, ips: ['198.18.0.1'] }]);
+  });
+
   it('leaves empty strings out of the bytes, as protobuf does', () => {
     assert.deepEqual(encodeNameTable([['a.test', { registry: '', shortname: '', namespace: '' }]]), lenField(1, Buffer.concat([lenField(1, 'a.test'), lenField(2, Buffer.alloc(0))])));
   });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { escapeHelp, escapeLabelValue, formatFamily, formatValue } from './exposition.ts';
+import { escapeHelp, escapeLabelValue, formatFamilies, formatFamily, formatValue } from './exposition.ts';
 
 test('label values escape backslash, double quote and newline, nothing else', () => {
   const cases: [string, string][] = [
@@ -38,4 +38,15 @@ test('a family is HELP, TYPE, then one line per sample with its labels in order'
 
 test('a family without samples still has its HELP and TYPE', () => {
   assert.equal(formatFamily({ name: 'g', help: 'h', type: 'gauge', samples: [] }), '# HELP g h\n# TYPE g gauge\n');
+});
+
+test('families are joined by a blank line, and none is no text', () => {
+  const family = (name: string) => ({ name, help: 'h', type: 'gauge' as const, samples: [{ name, labels: { a: 1, b: 'x' }, value: 0 }] });
+  assert.equal(formatFamilies([family('a'), family('b')]), '# HELP a h\n# TYPE a gauge\na{a="1",b="x"} 0\n\n# HELP b h\n# TYPE b gauge\nb{a="1",b="x"} 0\n');
+  assert.equal(formatFamilies([]), '');
+});
+
+test('escapes every backslash, quote and newline, not only the first', () => {
+  assert.equal(escapeLabelValue('\\\\""\n\n'), '\\\\\\\\\\"\\"\\n\\n');
+  assert.equal(escapeHelp('\\\\\n\n'), '\\\\\\\\\\n\\n');
 });

@@ -26,6 +26,23 @@ const cases: { name: string; text: string; want: string }[] = [
   },
   { name: 'nothing at all is still a valid exposition', text: '', want: '# EOF\n' },
   { name: 'a sample with no TYPE is kept as it is (unknown)', text: 'x_total 1\n', want: 'x_total 1\n# EOF\n' },
+  {
+    name: 'a counter\'s HELP is renamed as its TYPE, and HELP with no text stays empty',
+    text: '# HELP c_total\n# HELP d Things.\n# TYPE c_total counter\n# TYPE d counter\nc_total 1\nd 2\n',
+    want: '# HELP c\n# HELP d Things.\n# TYPE c counter\n# TYPE d counter\nc_total 1\nd_total 2\n# EOF\n',
+  },
+  {
+    name: 'the first TYPE of a name decides its samples (a later counter TYPE from another part renames none)',
+    text: '# TYPE m gauge\nm 1\n# TYPE m counter\nm 2\n',
+    want: '# TYPE m gauge\nm 1\n# TYPE m counter\nm 2\n# EOF\n',
+  },
+  {
+    name: 'a counter\'s sample is matched by its whole name: before labels, a space or nothing, never a prefix',
+    text: '# TYPE r counter\nr{a="1"} 1\nr 2\nr\nrx 3\nr_total 4\n',
+    want: '# TYPE r counter\nr_total{a="1"} 1\nr_total 2\nr_total\nrx 3\nr_total 4\n# EOF\n',
+  },
+  { name: 'lines of spaces go; a TYPE with no name is a free comment', text: '   \n\t\n# TYPE\n# TYPE  counter\n', want: '# EOF\n' },
+  { name: 'a counter with _total inside its name keeps it', text: '# TYPE a_total_b counter\na_total_b 1\n', want: '# TYPE a_total_b counter\na_total_b_total 1\n# EOF\n' },
 ];
 
 for (const { name, text, want } of cases) test(`toOpenMetrics: ${name}`, () => assert.equal(toOpenMetrics(text), want));
