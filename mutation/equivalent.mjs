@@ -74,6 +74,16 @@ export const equivalent = [
     parent: "component = ''",
     why: "split(':') always returns at least one element, so the component's default is never used",
   },
+  {
+    file: 'src/grpcxds/bootstrap.ts',
+    code: '{ mode: 0o644 }',
+    why: 'the chmod right after the write sets 0644 whatever mode (and umask) the file was created with',
+  },
+  {
+    file: 'src/grpcxds/bootstrap.ts',
+    code: '{ force: true }',
+    why: "rm of the temporary after a failure: without force a missing file throws, which the .catch beside it swallows just the same; a present file is removed either way",
+  },
 ];
 
 const matches = (path, entry) => {
