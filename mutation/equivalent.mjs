@@ -101,6 +101,16 @@ export const equivalent = [
     parent: "if (response.length > reply.limit) return fail(packet.id ?? 0, 'SERVFAIL');",
     why: 'after truncation only the header, one question and an 11-byte OPT remain: dns-packet refuses a name past 255 bytes or with a looping pointer (checked), so this never exceeds 512 and the guard never fires; its >= twin is killed by the exact-limit test, but goes with the node',
   },
+  {
+    file: 'src/grpcxds/bootstrap.ts',
+    code: '{ mode: 0o644 }',
+    why: 'the chmod right after the write sets 0644 whatever mode (and umask) the file was created with',
+  },
+  {
+    file: 'src/grpcxds/bootstrap.ts',
+    code: '{ force: true }',
+    why: "rm of the temporary after a failure: without force a missing file throws, which the .catch beside it swallows just the same; a present file is removed either way",
+  },
 ];
 
 const matches = (path, entry) => {

@@ -91,4 +91,39 @@ describe('ECDS responses', () => {
     assert.match(text, /^istio_agent_wasm_config_conversion_duration_count 2$/m);
     assert.match(text, /^istio_agent_wasm_cache_entries 3$/m);
   });
+
+  it('hostile responses: bytes that are not protobuf NACK with no nonce; a resource whose extension is not protobuf NACKs naming it; several errors are joined', async () => {
+    const malformed = await convertEcdsResponse(Buffer.from([0x12, 0x05, 0x01]), { mode: 'sotw', cache: cache(), logger: silentLogger });
+    assert.equal('nack' in malformed && malformed.nonce, '');
+    assert.match('nack' in malformed ? malformed.nack : '', /^malformed ECDS response: /);
+    const broken = msg(lenField(1, 'a'), lenField(2, msg(lenField(1, wasmType), lenField(2, Buffer.from([0x0a, 0xff])))));
+    const two = await convertEcdsResponse(sotw(broken, broken), { mode: 'sotw', cache: cache(), logger: silentLogger });
+    assert.ok('nack' in two);
+    assert.match(two.nack, /^ECDS resource is not a TypedExtensionConfig: .+; ECDS resource is not a TypedExtensionConfig: /);
+    const noNonce = await convertEcdsResponse(msg(lenField(2, any(broken))), { mode: 'sotw', cache: cache(), logger: silentLogger });
+    assert.equal('nack' in noNonce && noNonce.nonce, '');
+  });
+
+  it('an Any of another type, a varint in the resources field and a Delta Resource without an Any pass untouched', async () => {
+    const otherType = msg(lenField(1, 'type.googleapis.com/other'), lenField(2, wasmExtension('a')));
+    const modules = cache();
+    assert.deepEqual(await convertEcdsResponse(msg(lenField(2, otherType), varintField(2, 1), lenField(5, 'n')), { mode: 'sotw', cache: modules, logger: silentLogger }), { message: undefined });
+    assert.deepEqual(await convertEcdsResponse(msg(lenField(2, msg(lenField(1, 'r'))), lenField(5, 'n')), { mode: 'delta', cache: modules, logger: silentLogger }), { message: undefined });
+    assert.equal(modules.asked.length, 0);
+    const sotwInDelta = await convertEcdsResponse(sotw(wasmExtension('a')), { mode: 'delta', cache: modules, logger: silentLogger });
+    assert.ok('message' in sotwInDelta, 'a SotW Any read as a Delta Resource is not taken for one');
+  });
+
+  it('asks the cache for what the filter names; a filter without http_uri falls back without asking', async () => {
+    const modules = cache();
+    await convertEcdsResponse(sotw(wasmExtension('named', { secret: '{"auths":{}}' })), { mode: 'sotw', cache: modules, logger: silentLogger });
+    assert.deepEqual(modules.asked, [{ url: 'https://m.example/p.wasm', checksum: '', resourceName: 'named', resourceVersion: '', pullPolicy: 'unspecified', pullSecret: '{"auths":{}}', timeoutMs: 5000 }]);
+    const remote = msg(lenField(2, 'nil'));
+    const vm = msg(lenField(3, msg(lenField(2, remote))));
+    const noUri = msg(lenField(1, 'u'), lenField(2, msg(lenField(1, wasmType), lenField(2, msg(lenField(1, msg(lenField(3, vm))))))));
+    const outcome = await convertEcdsResponse(sotw(noUri), { mode: 'sotw', cache: modules, logger: silentLogger });
+    assert.ok('message' in outcome && outcome.message?.includes(Buffer.from('wasm-default-deny')));
+    assert.equal(modules.asked.length, 1);
+  });
 });
+

@@ -137,4 +137,36 @@ describe('Wasm module cache', () => {
     assert.equal(moduleName('oci://r.example:5000/wasm'), 'oci://r.example:5000/wasm');
     assert.equal(moduleName('https://h.example/x.wasm'), 'https://h.example/x.wasm');
   });
+
+  it('a plugin checksum in capitals is the same module; one that is not 64 hex digits is never looked up on disk', async () => {
+    const modules = cache();
+    const path = await modules.get(request({ checksum: sha(served) }));
+    assert.equal(await modules.get(request({ checksum: sha(served).toUpperCase(), resourceName: 'other' })), path);
+    assert.equal(fetches.length, 1);
+    await assert.rejects(modules.get(request({ checksum: '../../etc/passwd', resourceName: 'third' })), /has checksum [0-9a-f]{64}, not \.\.\/\.\.\/etc\/passwd/);
+    assert.equal(fetches.length, 2, 'fetched, then refused for its checksum');
+  });
+
+  it('an OCI URL pinned by digest is looked up under that digest before any fetch', async () => {
+    const first = cache();
+    const digest = sha(served);
+    const pinned = request({ url: `oci://r.example/wasm@sha256:${digest}` });
+    const path = await first.get(pinned);
+    assert.equal(fetches.length, 1);
+    assert.equal(await cache().get({ ...pinned, resourceVersion: '9' }), path, 'a new agent finds it on disk without fetching');
+    assert.equal(fetches.length, 1);
+  });
+
+  it('pull policies: IfNotPresent reuses across versions even for :latest; Always refetches on a version change', async () => {
+    const modules = cache();
+    const latest = request({ url: 'oci://r.example/wasm:latest', pullPolicy: 'IfNotPresent' });
+    await modules.get(latest);
+    await modules.get({ ...latest, resourceVersion: '2' });
+    assert.equal(fetches.length, 1);
+    const tagged = request({ url: 'oci://r.example/wasm:v1' });
+    await modules.get(tagged);
+    await modules.get({ ...tagged, resourceVersion: '2' });
+    assert.equal(fetches.length, 2, 'a tag other than latest is reused by default');
+  });
 });
+

@@ -59,3 +59,45 @@ test('0.0.0.0 and :: reach loopback: blocking loopback blocks them too', () => {
   assert.equal(refusedAddress('0.0.0.1', v4), undefined, 'only the unspecified address itself');
   assert.equal(refusedAddress('198.18.0.1', v4), undefined);
 });
+
+test('the reasons, word for word (a caller refuses on any non-empty reason)', () => {
+  const realms: [string, string | undefined][] = [
+    ['not a url', 'token realm "not a url" is not a URL'],
+    ['ftp://auth.test/t', 'token realm scheme ftp: is not allowed'],
+    ['https://localhost/t', 'token realm localhost is not allowed'],
+    ['https://metadata.google.internal/t', 'token realm metadata.google.internal is not allowed'],
+    ['https://127.0.0.1/t', 'token realm 127.0.0.1 is a private, loopback or link-local address'],
+    ['https://[fc00::1]/t', 'token realm fc00::1 is a private, loopback or link-local address'],
+    ['https://[fd00:ec2::254]/t', 'token realm fd00:ec2::254 is a private, loopback or link-local address'],
+    ['https://169.254.169.254/t', 'token realm 169.254.169.254 is a private, loopback or link-local address'],
+    ['https://[fe80::1]/t', 'token realm fe80::1 is a private, loopback or link-local address'],
+    ['http://198.18.0.1/t', undefined],
+    ['https://[2001:2::1]/t', undefined],
+    ['https://auth.test/t', undefined],
+  ];
+  for (const [realm, reason] of realms) assert.equal(refusedRealm(realm), reason, realm);
+  const addresses: [string, string | undefined][] = [
+    ['169.254.169.254', 'connection to 169.254.169.254 refused: link-local and cloud metadata addresses are not fetched from'],
+    ['::FFFF:169.254.169.254', 'connection to ::FFFF:169.254.169.254 refused: link-local and cloud metadata addresses are not fetched from'],
+    ['fe80::1', 'connection to fe80::1 refused: link-local and cloud metadata addresses are not fetched from'],
+    ['::ffff:198.18.0.1', undefined],
+    ['2001:2::1', undefined],
+    ['::ffff:1.2.3', undefined],
+  ];
+  for (const [address, reason] of addresses) assert.equal(refusedAddress(address), reason, address);
+  const blocked = parseCidrs('198.18.0.0/15');
+  assert.equal(refusedAddress('::ffff:198.19.0.1', blocked), 'connection to ::ffff:198.19.0.1 refused: in BLOCKED_CIDRS_IN_WASM_FETCH');
+  assert.equal(refusedAddress('198.20.0.1', blocked), undefined);
+});
+
+test('CIDR prefixes at their bounds are taken; an empty, signed or spaced prefix is not', () => {
+  const edges = parseCidrs('198.18.0.1/32,2001:2::1/128,0.0.0.0/0');
+  assert.ok(refusedAddress('198.18.0.1', edges));
+  assert.ok(refusedAddress('2001:2::1', edges));
+  assert.ok(refusedAddress('203.0.113.9', edges), '/0 blocks every IPv4 address');
+  assert.equal(refusedAddress('2001:2::2', edges), undefined);
+  for (const bad of ['198.18.0.0/', '198.18.0.0/-1', '198.18.0.0/+8', '198.18.0.0/1 6', '/8', '198.18.0.0/8/8']) {
+    assert.throws(() => parseCidrs(bad), { message: `"${bad}" is not a CIDR (e.g. 10.0.0.0/8)` }, bad);
+  }
+  assert.equal(refusedAddress('198.18.0.1', parseCidrs('')), undefined, 'an empty list blocks nothing');
+});

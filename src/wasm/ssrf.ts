@@ -38,10 +38,10 @@ function reached(ip: string, type: 'ipv4' | 'ipv6'): [string, 'ipv4' | 'ipv6'][]
 export function parseCidrs(text: string): BlockList {
   const list = new BlockList();
   for (const cidr of text.split(',').map((part) => part.trim()).filter(Boolean)) {
-    const [net = '', bits = ''] = cidr.split('/');
+    const [net = '', bits = '', ...rest] = cidr.split('/');
     const family = isIP(net);
     const prefix = Number(bits);
-    if (!family || !/^\d+$/.test(bits) || prefix > (family === 4 ? 32 : 128)) throw new Error(`"${cidr}" is not a CIDR (e.g. 10.0.0.0/8)`);
+    if (!family || rest.length > 0 || !/^\d+$/.test(bits) || prefix > (family === 4 ? 32 : 128)) throw new Error(`"${cidr}" is not a CIDR (e.g. 10.0.0.0/8)`);
     list.addSubnet(net, prefix, family === 4 ? 'ipv4' : 'ipv6');
   }
   return list;
