@@ -8,6 +8,7 @@ import pino from 'pino';
 import { FakeClock } from '../../shared/clock.ts';
 import { LastKnownGoodConfig } from './config.ts';
 import { LastKnownGoodFile, lastKnownGoodFileName } from './file.ts';
+import { encodeLastKnownGood } from './codec.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -18,7 +19,7 @@ after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true
 async function rig(maxBytes?: number) {
   const dir = await mkdtemp(join(tmpdir(), 'kept-file-'));
   dirs.push(dir);
-  const lines: { msg: string; reason?: string }[] = [];
+  const lines: { msg: string; reason?: string; types?: number; writtenAt?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
   const file = new LastKnownGoodFile({ configPath: dir, node: 'sidecar~1~a~b', clock, logger, maxBytes });
@@ -83,6 +84,54 @@ describe('LastKnownGoodFile', () => {
     assert.equal(lastKnownGood.has('sotw'), false);
     assert.deepEqual(lines.map((line) => line.msg), ['ignoring the kept last-known-good config file']);
     assert.match(lines[0]!.reason!, /11 bytes, more than the 10 allowed/);
+  });
+
+  it('restores what it read in one info line; no file is no line', async () => {
+    const { dir, lines, clock, file } = await rig();
+    const empty = new LastKnownGoodConfig();
+    await file.load(empty);
+    assert.equal(lines.length, 0, 'no file yet: nothing to say');
+    const kept = new LastKnownGoodConfig();
+    kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await writeFile(file.path, encodeLastKnownGood(kept, 'sidecar~1~a~b', clock.now()), { mode: 0o600 });
+    const restored = new LastKnownGoodConfig();
+    await file.load(restored);
+    assert.equal(restored.get('sotw', cds)?.version, 'v1');
+    assert.deepEqual(lines.map((line) => [line.msg, line.types, line.writtenAt]), [['restored the last-known-good config', 1, '2026-01-01T00:00:00.000Z']]);
+    assert.ok(dir);
+  });
+
+  it('a config dir that is a file: the kept file cannot be read (ENOTDIR), said in one line; writing fails in one line too', async () => {
+    const { dir } = await rig();
+    const notDir = join(dir, 'not-a-dir');
+    await writeFile(notDir, 'x');
+    const lines: { msg: string; reason?: string; err?: unknown }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const clock = new FakeClock(0);
+    const file = new LastKnownGoodFile({ configPath: notDir, node: 'n', clock, logger });
+    await file.load(new LastKnownGoodConfig());
+    assert.deepEqual(lines.map((line) => [line.msg, line.reason]), [['ignoring the kept last-known-good config file', 'cannot be read (ENOTDIR)']]);
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await file.flush();
+    assert.equal(lines.at(-1)!.msg, 'cannot write the kept last-known-good config');
+    assert.ok(lines.at(-1)!.err, 'the error as { err }');
+  });
+
+  it('close writes a change still waiting, and nothing after it', async () => {
+    const { dir, clock, file } = await rig();
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await file.close();
+    assert.deepEqual(await readdir(dir), [lastKnownGoodFileName], 'written at close, before its delay');
+    await rm(file.path);
+    lastKnownGood.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
+    clock.advance(20_000);
+    await file.flush();
+    await file.idle();
+    assert.deepEqual(await readdir(dir), [], 'closed: nothing more is written');
   });
 
   /** Real files of each kind a tampered config dir could hold at the last-known-good file's path. */
