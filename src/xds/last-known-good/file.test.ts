@@ -76,6 +76,16 @@ describe('LastKnownGoodFile', () => {
     assert.ok(lines.some((line) => line.msg === 'kept config too large to write; an agent restart will not have it'));
   });
 
+  it('a config over the size limit with no older file: the one line says so, nothing fails', async () => {
+    const { lines, clock, file } = await rig(200);
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [Buffer.alloc(300)], 0);
+    clock.advance(1000);
+    await file.close();
+    assert.deepEqual(lines.map((line) => line.msg), ['kept config too large to write; an agent restart will not have it']);
+  });
+
   it('a file over the size limit is ignored with one line, unread', async () => {
     const { lines, file } = await rig(10);
     await writeFile(file.path, 'x'.repeat(11));

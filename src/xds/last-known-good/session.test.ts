@@ -155,3 +155,19 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     assert.deepEqual(events, ['reachable', 'closed']);
   });
 });
+
+describe('LastKnownGoodSession: the handover line', () => {
+  it('says how long the stream was served from the last-known-good config', async () => {
+    const lines: { msg: string; servedForMs?: number; stream?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const clock = new FakeClock(50_000);
+    const session = new LastKnownGoodSession({
+      id: 3, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger, stats: new XdsStats(new Registry(), clock),
+      send: () => undefined, dial: async () => ({ close: () => undefined }) as unknown as UpstreamStream, handover: () => undefined, reachable: () => undefined, backoff, random: () => 0.5,
+    });
+    session.start('refused');
+    await advance(clock, 1000);
+    const handover = lines.find((line) => line.msg === 'the discovery server answers again; handing the stream over');
+    assert.deepEqual({ stream: handover?.stream, servedForMs: handover?.servedForMs }, { stream: 3, servedForMs: 1000 });
+  });
+});
