@@ -76,9 +76,15 @@ export const equivalent = [
   },
   {
     file: 'src/xds/last-known-good/session.ts',
-    code: 'false',
-    parent: '() => false',
+    code: '() => false',
+    parent: 'clock.sleep(backoff.next(), signal).then(() => true, () => false)',
     why: "a clock's sleep rejects only when the stream's signal aborts, and the loop's next test (signal.aborted) then returns all the same",
+  },
+  {
+    file: 'src/xds/last-known-good/recorder.ts',
+    code: "mode === 'delta'",
+    parent: "mode === 'delta' && fields.initialVersions === 0",
+    why: 'the fresh-start set is read only when a Delta ACK is settled: a SotW type in it is never looked at',
   },
 ];
 

@@ -7,7 +7,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { FakeClock } from '../../shared/clock.ts';
 import { LastKnownGoodConfig } from './config.ts';
-import { LastKnownGoodFile, lastKnownGoodFileName } from './file.ts';
+import { LastKnownGoodFile, lastKnownGoodFileName, loadLastKnownGoodConfig } from './file.ts';
 import { encodeLastKnownGood } from './codec.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
@@ -84,6 +84,48 @@ describe('LastKnownGoodFile', () => {
     clock.advance(1000);
     await file.close();
     assert.deepEqual(lines.map((line) => line.msg), ['kept config too large to write; an agent restart will not have it']);
+  });
+
+  it('a config of exactly the size limit is written; one byte more is not, and the line says both sizes', async () => {
+    const sample = new LastKnownGoodConfig();
+    sample.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    const size = Buffer.byteLength(encodeLastKnownGood(sample, 'sidecar~1~a~b', Date.parse('2026-01-01T00:00:00Z')));
+    for (const [limit, written] of [[size, true], [size - 1, false]] as const) {
+      const { lines, clock, file } = await rig(limit);
+      const lastKnownGood = new LastKnownGoodConfig();
+      file.follow(lastKnownGood);
+      lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+      clock.advance(1000);
+      await file.close();
+      assert.equal(await stat(file.path).then(() => true, () => false), written, `limit ${limit}`);
+      if (!written) assert.deepEqual((lines[0] as unknown as { bytes: number; limit: number; file: string }), { ...lines[0], bytes: size, limit, file: file.path });
+    }
+  });
+
+  it('close with nothing waiting writes nothing', async () => {
+    const { dir, clock, file } = await rig();
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    clock.advance(1000);
+    await file.idle();
+    await rm(file.path);
+    await file.close();
+    assert.deepEqual(await readdir(dir), []);
+  });
+
+  it('loadLastKnownGoodConfig restores the file and writes on after it', async () => {
+    const { dir, clock } = await rig();
+    const kept = new LastKnownGoodConfig();
+    kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await writeFile(join(dir, lastKnownGoodFileName), encodeLastKnownGood(kept, 'sidecar~1~a~b', clock.now()), { mode: 0o600 });
+    const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) });
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v1');
+    lastKnownGood.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
+    await lastKnownGoodFile.close();
+    const again = new LastKnownGoodConfig();
+    await new LastKnownGoodFile({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) }).load(again);
+    assert.equal(again.get('sotw', cds)?.version, 'v2');
   });
 
   it('a file over the size limit is ignored with one line, unread', async () => {

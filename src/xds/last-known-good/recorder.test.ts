@@ -122,3 +122,31 @@ describe('LastKnownGoodRecorder after it lost track of a type', () => {
     assert.deepEqual([...lastKnownGood.get('delta', eds)!.resources!.keys()].sort(), ['a', 'b']);
   });
 });
+
+describe('LastKnownGoodRecorder: losses touch only their own type', () => {
+  it('SotW: a too-large response of one type leaves another type\'s waiting response to be kept', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 64);
+    relay(Buffer.alloc(10), fields(cds, 'n1'));
+    relay(Buffer.alloc(65), fields(eds, 'n2'));
+    recorder.request(ask(cds, { nonce: 'n1' }));
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v-n1');
+  });
+
+  it('Delta: past the budget the oldest response is dropped, its type forgotten with a line', () => {
+    const { lines, lastKnownGood, recorder, relay } = rig('delta', 30);
+    lastKnownGood.applyDelta(cds, { version: 'old', resources: [], removed: [], reset: true }, 0);
+    relay(Buffer.alloc(20), fields(cds, 'n1'));
+    relay(Buffer.alloc(20), fields(eds, 'n2'));
+    assert.equal(lastKnownGood.get('delta', cds), undefined);
+    assert.deepEqual(lines.map((line) => [line.msg, line.type]), [['a response too large to hold until its ACK; its type is not kept', cds]]);
+    assert.equal(recorder.pendingBytes, 20);
+  });
+
+  it('a request without a nonce settles nothing, even a response that came without one', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 1 << 20);
+    relay(Buffer.from('r'), fields(cds, ''));
+    recorder.request(ask(cds));
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    assert.equal(recorder.pendingBytes, 1);
+  });
+});
