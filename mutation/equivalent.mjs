@@ -86,6 +86,12 @@ export const equivalent = [
     parent: "mode === 'delta' && fields.initialVersions === 0",
     why: 'the fresh-start set is read only when a Delta ACK is settled: a SotW type in it is never looked at',
   },
+  {
+    file: 'src/xds/upstream/credentials.ts',
+    code: '!code',
+    parent: 'if (!code) return undefined;',
+    why: "without it an absent or empty code is tested as 'undefined' or '': neither matches any pattern, so the answer is undefined all the same",
+  },
 ];
 
 const matches = (path, entry) => {
