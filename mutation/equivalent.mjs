@@ -111,6 +111,24 @@ export const equivalent = [
     code: '{ force: true }',
     why: "rm of the temporary after a failure: without force a missing file throws, which the .catch beside it swallows just the same; a present file is removed either way",
   },
+  {
+    file: 'src/xds/last-known-good/session.ts',
+    code: '() => false',
+    parent: 'clock.sleep(backoff.next(), signal).then(() => true, () => false)',
+    why: "a clock's sleep rejects only when the stream's signal aborts, and the loop's next test (signal.aborted) then returns all the same",
+  },
+  {
+    file: 'src/xds/last-known-good/recorder.ts',
+    code: "mode === 'delta'",
+    parent: "mode === 'delta' && fields.initialVersions === 0",
+    why: 'the fresh-start set is read only when a Delta ACK is settled: a SotW type in it is never looked at',
+  },
+  {
+    file: 'src/xds/upstream/credentials.ts',
+    code: '!code',
+    parent: 'if (!code) return undefined;',
+    why: "without it an absent or empty code is tested as 'undefined' or '': neither matches any pattern, so the answer is undefined all the same",
+  },
 ];
 
 const matches = (path, entry) => {

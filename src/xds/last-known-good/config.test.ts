@@ -70,4 +70,18 @@ describe('LastKnownGoodConfig', () => {
     config.subscribe('sotw', eds, []);
     assert.equal(config.covers('sotw'), false, 'a restored type does not cover a type asked since');
   });
+
+  it('a type kept before any subscription has no names; has() says whether anything is kept; a restored Delta subscription adds up with new names', () => {
+    const config = new LastKnownGoodConfig();
+    config.keepSotw(cds, 'v1', [], 0);
+    config.applyDelta(eds, { version: 'd1', resources: [], removed: [], reset: true }, 0);
+    assert.deepEqual(config.get('sotw', cds)!.names, []);
+    assert.deepEqual(config.get('delta', eds)!.names, []);
+    assert.equal(config.has('sotw'), true);
+    assert.equal(config.has('delta'), true);
+    const restored = new LastKnownGoodConfig();
+    restored.restore('delta', { typeUrl: eds, version: 'd1', ackedAt: 0, resources: new Map(), names: ['a'] });
+    restored.subscribe('delta', eds, ['b']);
+    assert.deepEqual(restored.get('delta', eds)!.names, ['a', 'b']);
+  });
 });

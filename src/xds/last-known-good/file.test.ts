@@ -7,7 +7,8 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { FakeClock } from '../../shared/clock.ts';
 import { LastKnownGoodConfig } from './config.ts';
-import { LastKnownGoodFile, lastKnownGoodFileName } from './file.ts';
+import { LastKnownGoodFile, lastKnownGoodFileName, loadLastKnownGoodConfig } from './file.ts';
+import { encodeLastKnownGood } from './codec.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -18,7 +19,7 @@ after(() => Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true
 async function rig(maxBytes?: number) {
   const dir = await mkdtemp(join(tmpdir(), 'kept-file-'));
   dirs.push(dir);
-  const lines: { msg: string; reason?: string }[] = [];
+  const lines: { msg: string; reason?: string; types?: number; writtenAt?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const clock = new FakeClock(Date.parse('2026-01-01T00:00:00Z'));
   const file = new LastKnownGoodFile({ configPath: dir, node: 'sidecar~1~a~b', clock, logger, maxBytes });
@@ -75,6 +76,58 @@ describe('LastKnownGoodFile', () => {
     assert.ok(lines.some((line) => line.msg === 'kept config too large to write; an agent restart will not have it'));
   });
 
+  it('a config over the size limit with no older file: the one line says so, nothing fails', async () => {
+    const { lines, clock, file } = await rig(200);
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [Buffer.alloc(300)], 0);
+    clock.advance(1000);
+    await file.close();
+    assert.deepEqual(lines.map((line) => line.msg), ['kept config too large to write; an agent restart will not have it']);
+  });
+
+  it('a config of exactly the size limit is written; one byte more is not, and the line says both sizes', async () => {
+    const sample = new LastKnownGoodConfig();
+    sample.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    const size = Buffer.byteLength(encodeLastKnownGood(sample, 'sidecar~1~a~b', Date.parse('2026-01-01T00:00:00Z')));
+    for (const [limit, written] of [[size, true], [size - 1, false]] as const) {
+      const { lines, clock, file } = await rig(limit);
+      const lastKnownGood = new LastKnownGoodConfig();
+      file.follow(lastKnownGood);
+      lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+      clock.advance(1000);
+      await file.close();
+      assert.equal(await stat(file.path).then(() => true, () => false), written, `limit ${limit}`);
+      if (!written) assert.deepEqual((lines[0] as unknown as { bytes: number; limit: number; file: string }), { ...lines[0], bytes: size, limit, file: file.path });
+    }
+  });
+
+  it('close with nothing waiting writes nothing', async () => {
+    const { dir, clock, file } = await rig();
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    clock.advance(1000);
+    await file.idle();
+    await rm(file.path);
+    await file.close();
+    assert.deepEqual(await readdir(dir), []);
+  });
+
+  it('loadLastKnownGoodConfig restores the file and writes on after it', async () => {
+    const { dir, clock } = await rig();
+    const kept = new LastKnownGoodConfig();
+    kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await writeFile(join(dir, lastKnownGoodFileName), encodeLastKnownGood(kept, 'sidecar~1~a~b', clock.now()), { mode: 0o600 });
+    const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) });
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v1');
+    lastKnownGood.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
+    await lastKnownGoodFile.close();
+    const again = new LastKnownGoodConfig();
+    await new LastKnownGoodFile({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) }).load(again);
+    assert.equal(again.get('sotw', cds)?.version, 'v2');
+  });
+
   it('a file over the size limit is ignored with one line, unread', async () => {
     const { lines, file } = await rig(10);
     await writeFile(file.path, 'x'.repeat(11));
@@ -83,6 +136,54 @@ describe('LastKnownGoodFile', () => {
     assert.equal(lastKnownGood.has('sotw'), false);
     assert.deepEqual(lines.map((line) => line.msg), ['ignoring the kept last-known-good config file']);
     assert.match(lines[0]!.reason!, /11 bytes, more than the 10 allowed/);
+  });
+
+  it('restores what it read in one info line; no file is no line', async () => {
+    const { dir, lines, clock, file } = await rig();
+    const empty = new LastKnownGoodConfig();
+    await file.load(empty);
+    assert.equal(lines.length, 0, 'no file yet: nothing to say');
+    const kept = new LastKnownGoodConfig();
+    kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await writeFile(file.path, encodeLastKnownGood(kept, 'sidecar~1~a~b', clock.now()), { mode: 0o600 });
+    const restored = new LastKnownGoodConfig();
+    await file.load(restored);
+    assert.equal(restored.get('sotw', cds)?.version, 'v1');
+    assert.deepEqual(lines.map((line) => [line.msg, line.types, line.writtenAt]), [['restored the last-known-good config', 1, '2026-01-01T00:00:00.000Z']]);
+    assert.ok(dir);
+  });
+
+  it('a config dir that is a file: the kept file cannot be read (ENOTDIR), said in one line; writing fails in one line too', async () => {
+    const { dir } = await rig();
+    const notDir = join(dir, 'not-a-dir');
+    await writeFile(notDir, 'x');
+    const lines: { msg: string; reason?: string; err?: unknown }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const clock = new FakeClock(0);
+    const file = new LastKnownGoodFile({ configPath: notDir, node: 'n', clock, logger });
+    await file.load(new LastKnownGoodConfig());
+    assert.deepEqual(lines.map((line) => [line.msg, line.reason]), [['ignoring the kept last-known-good config file', 'cannot be read (ENOTDIR)']]);
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await file.flush();
+    assert.equal(lines.at(-1)!.msg, 'cannot write the kept last-known-good config');
+    assert.ok(lines.at(-1)!.err, 'the error as { err }');
+  });
+
+  it('close writes a change still waiting, and nothing after it', async () => {
+    const { dir, clock, file } = await rig();
+    const lastKnownGood = new LastKnownGoodConfig();
+    file.follow(lastKnownGood);
+    lastKnownGood.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
+    await file.close();
+    assert.deepEqual(await readdir(dir), [lastKnownGoodFileName], 'written at close, before its delay');
+    await rm(file.path);
+    lastKnownGood.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
+    clock.advance(20_000);
+    await file.flush();
+    await file.idle();
+    assert.deepEqual(await readdir(dir), [], 'closed: nothing more is written');
   });
 
   /** Real files of each kind a tampered config dir could hold at the last-known-good file's path. */

@@ -57,6 +57,11 @@ export class PendingResponses {
     return answered;
   }
 
+  /** Drops every response of a type still waiting: none of them is worth keeping any more. */
+  forget(typeUrl: string): void {
+    this.#removeType(typeUrl);
+  }
+
   #removeType(typeUrl: string): void {
     for (const entry of this.#queue) if (entry.typeUrl === typeUrl) this.#bytes -= entry.length;
     this.#queue = this.#queue.filter((entry) => entry.typeUrl !== typeUrl);

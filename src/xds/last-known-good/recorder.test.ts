@@ -82,3 +82,71 @@ describe('LastKnownGoodRecorder on hostile or unkeepable responses', () => {
     assert.deepEqual([...lastKnownGood.get('delta', eds)!.resources!.keys()].sort(), ['a', 'kept']);
   });
 });
+
+describe('LastKnownGoodRecorder after it lost track of a type', () => {
+  const resource = (name: string) => lenField(2, Buffer.concat([lenField(1, 'v'), lenField(3, name)]));
+  const delta = (nonce: string, names: string[], pad = 0) => Buffer.concat([...names.map(resource), lenField(4, eds), lenField(5, nonce), ...(pad ? [lenField(9, Buffer.alloc(pad))] : [])]);
+
+  it('Delta: a response too large to hold leaves the type unkept for the rest of the stream (later changes build on what it missed)', () => {
+    const { lastKnownGood, recorder, relay } = rig('delta', 200);
+    recorder.request(ask(eds, { initialVersions: 0 }));
+    relay(delta('n1', ['a']), fields(eds, 'n1'));
+    recorder.request(ask(eds, { nonce: 'n1' }));
+    assert.deepEqual([...lastKnownGood.get('delta', eds)!.resources!.keys()], ['a']);
+    relay(delta('n2', ['b'], 300), fields(eds, 'n2'));
+    assert.equal(lastKnownGood.get('delta', eds), undefined, 'lost: forgotten');
+    relay(delta('n3', ['c']), fields(eds, 'n3'));
+    recorder.request(ask(eds, { nonce: 'n2' }));
+    recorder.request(ask(eds, { nonce: 'n3' }));
+    assert.equal(lastKnownGood.get('delta', eds), undefined, 'c alone is not what Envoy holds (a, b, c)');
+  });
+
+  it('SotW: a response still waiting when a newer one was too large is not kept when Envoy ACKs it (Envoy moved on)', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 64);
+    relay(Buffer.alloc(10), fields(cds, 'n1'));
+    relay(Buffer.alloc(65), fields(cds, 'n2'));
+    recorder.request(ask(cds, { nonce: 'n1' }));
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    relay(Buffer.alloc(10), fields(cds, 'n3'));
+    recorder.request(ask(cds, { nonce: 'n3' }));
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v-n3', 'the next whole response is kept again');
+  });
+
+  it('Delta: two responses of a type waiting are both kept once ACKed in order', () => {
+    const { lastKnownGood, recorder, relay } = rig('delta', 1 << 20);
+    recorder.request(ask(eds, { initialVersions: 0 }));
+    relay(delta('n1', ['a']), fields(eds, 'n1'));
+    relay(delta('n2', ['b']), fields(eds, 'n2'));
+    recorder.request(ask(eds, { nonce: 'n1' }));
+    recorder.request(ask(eds, { nonce: 'n2' }));
+    assert.deepEqual([...lastKnownGood.get('delta', eds)!.resources!.keys()].sort(), ['a', 'b']);
+  });
+});
+
+describe('LastKnownGoodRecorder: losses touch only their own type', () => {
+  it('SotW: a too-large response of one type leaves another type\'s waiting response to be kept', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 64);
+    relay(Buffer.alloc(10), fields(cds, 'n1'));
+    relay(Buffer.alloc(65), fields(eds, 'n2'));
+    recorder.request(ask(cds, { nonce: 'n1' }));
+    assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v-n1');
+  });
+
+  it('Delta: past the budget the oldest response is dropped, its type forgotten with a line', () => {
+    const { lines, lastKnownGood, recorder, relay } = rig('delta', 30);
+    lastKnownGood.applyDelta(cds, { version: 'old', resources: [], removed: [], reset: true }, 0);
+    relay(Buffer.alloc(20), fields(cds, 'n1'));
+    relay(Buffer.alloc(20), fields(eds, 'n2'));
+    assert.equal(lastKnownGood.get('delta', cds), undefined);
+    assert.deepEqual(lines.map((line) => [line.msg, line.type]), [['a response too large to hold until its ACK; its type is not kept', cds]]);
+    assert.equal(recorder.pendingBytes, 20);
+  });
+
+  it('a request without a nonce settles nothing, even a response that came without one', () => {
+    const { lastKnownGood, recorder, relay } = rig('sotw', 1 << 20);
+    relay(Buffer.from('r'), fields(cds, ''));
+    recorder.request(ask(cds));
+    assert.equal(lastKnownGood.get('sotw', cds), undefined);
+    assert.equal(recorder.pendingBytes, 1);
+  });
+});

@@ -29,6 +29,8 @@ export class LastKnownGoodRecorder {
   /** Delta types whose first request said Envoy holds nothing: the first ACK starts afresh. */
   readonly #fresh = new Set<string>();
   readonly #asked = new Set<string>();
+  /** Delta types a lost response left unknown: later changes build on it, so nothing more is kept on this stream. */
+  readonly #untracked = new Set<string>();
 
   constructor(options: LastKnownGoodRecorderOptions) {
     this.#options = options;
@@ -74,6 +76,7 @@ export class LastKnownGoodRecorder {
     if (!answered || fields.error !== undefined) return;
     const { mode, lastKnownGood, clock } = this.#options;
     if (mode === 'sotw') return lastKnownGood.keepSotw(answered.typeUrl, answered.version, answered.chunks, clock.now());
+    if (this.#untracked.has(answered.typeUrl)) return;
     const reset = this.#fresh.delete(answered.typeUrl);
     try {
       lastKnownGood.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
@@ -84,6 +87,9 @@ export class LastKnownGoodRecorder {
   }
 
   #lost(typeUrl: string): void {
+    // What still waits of the type is older than the lost response: Envoy moves on from it.
+    this.#pending.forget(typeUrl);
+    if (this.#options.mode === 'delta') this.#untracked.add(typeUrl);
     this.#options.logger.warn({ type: typeUrl, limitBytes: this.#options.pendingBytes }, 'a response too large to hold until its ACK; its type is not kept');
     this.#options.lastKnownGood.forget(this.#options.mode, typeUrl);
   }

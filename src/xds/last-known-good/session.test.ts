@@ -133,6 +133,8 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     assert.match(metrics, new RegExp(`^istio_agent_xds_last_known_good_nacks_total\\{type="envoy.config.cluster.v3.Cluster"\\} 1$`, 'm'));
     assert.match(metrics, /^istio_agent_xds_last_known_good_streams 0$/m, 'a second stop is not counted twice');
     assert.equal(session.since, 5_000);
+    const start = lines[0] as unknown as { stream: number; mode: string; since: string; reason: string };
+    assert.deepEqual({ stream: start.stream, mode: start.mode, since: start.since, reason: start.reason }, { stream: 7, mode: 'sotw', since: new Date(5_000).toISOString(), reason: 'refused' });
   });
 
   it('a dial that answers after the stream ended is closed, not handed over', async () => {
@@ -153,5 +155,39 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     answer({ close: () => events.push('closed') } as unknown as UpstreamStream);
     await settle();
     assert.deepEqual(events, ['reachable', 'closed']);
+  });
+});
+
+describe('LastKnownGoodSession: the handover line', () => {
+  it('says how long the stream was served from the last-known-good config', async () => {
+    const lines: { msg: string; servedForMs?: number; stream?: number }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const clock = new FakeClock(50_000);
+    const session = new LastKnownGoodSession({
+      id: 3, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger, stats: new XdsStats(new Registry(), clock),
+      send: () => undefined, dial: async () => ({ close: () => undefined }) as unknown as UpstreamStream, handover: () => undefined, reachable: () => undefined, backoff, random: () => 0.5,
+    });
+    session.start('refused');
+    await advance(clock, 1000);
+    const handover = lines.find((line) => line.msg === 'the discovery server answers again; handing the stream over');
+    assert.deepEqual({ stream: handover?.stream, servedForMs: handover?.servedForMs }, { stream: 3, servedForMs: 1000 });
+  });
+});
+
+describe('LastKnownGoodSession with a clock that ignores the abort signal', () => {
+  it('stops dialling all the same once the stream ended', async () => {
+    let wake: () => void = () => undefined;
+    const clock = Object.assign(new FakeClock(0), { sleep: () => new Promise<void>((resolve) => (wake = resolve)) });
+    let dials = 0;
+    const session = new LastKnownGoodSession({
+      id: 1, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger: silentLogger, stats: new XdsStats(new Registry(), clock),
+      send: () => undefined, dial: async () => (dials++, ({ close: () => undefined }) as unknown as UpstreamStream), handover: () => undefined, reachable: () => undefined, backoff,
+    });
+    session.start('refused');
+    await settle();
+    session.stop();
+    wake();
+    await settle();
+    assert.equal(dials, 0);
   });
 });

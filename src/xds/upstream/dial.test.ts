@@ -86,3 +86,21 @@ test('a failure that is not a dial error passes through uncounted', async () => 
   assert.ok(result instanceof TypeError);
   assert.deepEqual(counted, ['token connected']);
 });
+
+test('the dial gets the path, keepalive and the clock\'s now; the lines carry the credential and the token problem; a refusal with no certificate held still counts', async () => {
+  const lines: { msg: string; credential?: string; reason?: string }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const counted: string[] = [];
+  const stats = { upstreamDial: (credential: string, result: string) => void counted.push(`${credential} ${result}`) } as unknown as XdsStats;
+  const upstream: UpstreamOptions = { address: { host: 'istiod', port: 15012 }, policy: 'TLS', certDir: '/certs' };
+  const seen: unknown[] = [];
+  const options = { upstream, refused: new RefusedCertificate(), path: '/ads', keepalive: keepaliveDefaults, clock: new FakeClock(1234), stats, logger };
+  await dialWithCredentials({ ...options, dial: async (_upstream, dial) => (seen.push(dial), connected({ credential: 'token', tokenProblem: 'ENOENT' })) });
+  assert.deepEqual(seen, [{ path: '/ads', keepalive: keepaliveDefaults, now: 1234 }]);
+  assert.deepEqual(lines.map(({ msg, credential, reason }) => ({ msg, credential, reason })), [
+    { msg: 'token left out: unreadable, and the workload certificate speaks for us', credential: undefined, reason: 'ENOENT' },
+    { msg: 'connected to the discovery server', credential: 'token', reason: undefined },
+  ]);
+  await assert.rejects(dialWithCredentials({ ...options, dial: async () => { throw refusal('token'); } }), UpstreamDialError);
+  assert.deepEqual(counted, ['token connected', 'token certificate_refused']);
+});
