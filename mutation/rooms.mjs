@@ -44,14 +44,15 @@ export const rooms = {
   // The role and node id checks.
   role: {
     mutate: ['src/role/role.ts', 'src/role/downward-api.ts', 'src/role/locality.ts', 'src/role/metadata.ts', 'src/role/private-ip.ts', 'src/role/service-cluster.ts', 'src/role/bounded-json.ts'],
-    tests: ['src/role/role.test.ts', 'src/role/downward-api.test.ts', 'src/role/locality.test.ts', 'src/role/metadata.test.ts', 'src/role/private-ip.test.ts', 'src/role/service-cluster.test.ts', 'src/role/bounded-json.test.ts'],
+    tests: ['src/role/role.test.ts', 'src/role/downward-api.test.ts', 'src/role/locality.test.ts', 'src/role/metadata.test.ts', 'src/role/private-ip.test.ts', 'src/role/service-cluster.test.ts', 'src/role/bounded-json.test.ts',
+      'src/role/private-ip-edges.test.ts', 'src/role/downward-api-edges.test.ts', 'src/role/metadata-edges.test.ts'],
   },
   // Settings parsing: durations and the value parsers of the setting rows.
   settings: {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts', 'src/settings/env-settings.ts', 'src/settings/pod-env.ts', 'src/settings/xds-env.ts', 'src/settings/agent-inputs.ts'],
     tests: [
       'src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts',
-      'src/settings/go-bool.test.ts', 'src/settings/agent-inputs.test.ts', 'src/settings/xds-env.test.ts', 'src/ca/ca-settings.test.ts',
+      'src/settings/go-bool.test.ts', 'src/settings/agent-inputs.test.ts', 'src/settings/xds-env.test.ts', 'src/settings/env-settings.test.ts', 'src/ca/ca-settings.test.ts',
     ],
   },
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
