@@ -58,6 +58,6 @@ export const rooms = {
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
   cli: {
     mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/xds-transport.ts'],
-    tests: ['src/cli/flag-checks.test.ts', 'src/cli/log-levels.test.ts', 'src/cli/node-metadata.test.ts', 'src/cli/preflight.test.ts', 'src/settings/settings-precedence.test.ts'],
+    tests: ['src/cli/flag-checks.test.ts', 'src/cli/log-levels.test.ts', 'src/cli/node-metadata.test.ts', 'src/cli/node-metadata-edges.test.ts', 'src/cli/preflight.test.ts', 'src/cli/preflight-edges.test.ts', 'src/settings/settings-precedence.test.ts'],
   },
 };
