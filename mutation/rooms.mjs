@@ -86,20 +86,21 @@ export const rooms = {
   // The role and node id checks.
   role: {
     mutate: ['src/role/role.ts', 'src/role/downward-api.ts', 'src/role/locality.ts', 'src/role/metadata.ts', 'src/role/private-ip.ts', 'src/role/service-cluster.ts', 'src/role/bounded-json.ts'],
-    tests: ['src/role/role.test.ts', 'src/role/downward-api.test.ts', 'src/role/locality.test.ts', 'src/role/metadata.test.ts', 'src/role/private-ip.test.ts', 'src/role/service-cluster.test.ts', 'src/role/bounded-json.test.ts'],
+    tests: ['src/role/role.test.ts', 'src/role/downward-api.test.ts', 'src/role/locality.test.ts', 'src/role/metadata.test.ts', 'src/role/private-ip.test.ts', 'src/role/service-cluster.test.ts', 'src/role/bounded-json.test.ts',
+      'src/role/private-ip-edges.test.ts', 'src/role/downward-api-edges.test.ts', 'src/role/metadata-edges.test.ts'],
   },
   // Settings parsing: durations and the value parsers of the setting rows.
   settings: {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts', 'src/settings/env-settings.ts', 'src/settings/pod-env.ts', 'src/settings/xds-env.ts', 'src/settings/agent-inputs.ts'],
     tests: [
       'src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts',
-      'src/settings/go-bool.test.ts', 'src/settings/agent-inputs.test.ts', 'src/settings/xds-env.test.ts', 'src/ca/ca-settings.test.ts',
+      'src/settings/go-bool.test.ts', 'src/settings/agent-inputs.test.ts', 'src/settings/xds-env.test.ts', 'src/settings/env-settings.test.ts', 'src/ca/ca-settings.test.ts',
     ],
   },
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
   cli: {
     mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/xds-transport.ts'],
-    tests: ['src/cli/flag-checks.test.ts', 'src/cli/log-levels.test.ts', 'src/cli/node-metadata.test.ts', 'src/cli/preflight.test.ts', 'src/settings/settings-precedence.test.ts'],
+    tests: ['src/cli/flag-checks.test.ts', 'src/cli/log-levels.test.ts', 'src/cli/node-metadata.test.ts', 'src/cli/node-metadata-edges.test.ts', 'src/cli/preflight.test.ts', 'src/cli/preflight-edges.test.ts', 'src/settings/settings-precedence.test.ts'],
   },
   // The DNS proxy: what handles a query, a forwarder's answer, an NDS table or the last-known-good
   // table file. Left out: start.ts (wiring, run by the e2e tests) and metrics.ts (counter declarations).

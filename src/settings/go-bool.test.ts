@@ -9,7 +9,8 @@ import { envRows, flagRows as allFlagRows } from './registry.ts';
 /** Go's strconv.ParseBool takes exactly these; Istio reads every boolean env var with it. */
 const goTrue = ['1', 't', 'T', 'TRUE', 'true', 'True'];
 const goFalse = ['0', 'f', 'F', 'FALSE', 'false', 'False'];
-const notBools = ['yes', 'no', 'on', 'tRUE', 'fALSE', 'y', '2', ' true', 'true '];
+// Names every object has (toString, constructor, __proto__) are no booleans either.
+const notBools = ['yes', 'no', 'on', 'tRUE', 'fALSE', 'y', '2', ' true', 'true ', 'toString', 'constructor', '__proto__', 'hasOwnProperty'];
 
 /** Istio's boolean env vars the agent reads; each must take Go's set and nothing else. */
 const istioBools = [

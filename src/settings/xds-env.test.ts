@@ -8,6 +8,7 @@ test('gRPC metadata on the xDS call: ClusterID from ISTIO_META_CLUSTER_ID, then 
     [{ ISTIO_META_CLUSTER_ID: 'Kubernetes' }, { clusterid: 'Kubernetes' }],
     [{ ISTIO_META_CLUSTER_ID: 'remote', XDS_HEADER_X_Tenant: 'blue', XDS_HEADER_: 'x', OTHER: 'y' }, { clusterid: 'remote', x_tenant: 'blue' }],
     [{ 'XDS_HEADER_x-mesh.id': 'm1' }, { clusterid: '', 'x-mesh.id': 'm1' }],
+    [{ XDS_HEADER_Y: ' ~', CLUSTER_ID: 'ca-only' }, { clusterid: '', y: ' ~' }],
   ];
   for (const [env, want] of rows) assert.deepEqual(xdsCallMetadata(env), want, JSON.stringify(env));
 });
@@ -18,6 +19,9 @@ test('an XDS_HEADER_* gRPC cannot send is exit 2 naming the variable', () => {
     [{ 'XDS_HEADER_grpc-timeout': '1S' }, /^env XDS_HEADER_grpc-timeout: "grpc-timeout"/],
     [{ XDS_HEADER_AUTHORIZATION: 'Bearer x' }, /^env XDS_HEADER_AUTHORIZATION: "authorization"/],
     [{ XDS_HEADER_X: 'caf\u00e9' }, /^env XDS_HEADER_X: the value must be printable ASCII/],
+    [{ XDS_HEADER_X: 'a\u007f' }, /^env XDS_HEADER_X: the value must be printable ASCII/],
+    [{ XDS_HEADER_X: 'a\u001f' }, /^env XDS_HEADER_X: the value must be printable ASCII/],
+    [{ XDS_HEADER_TE: 'trailers' }, /^env XDS_HEADER_TE: "te"/],
   ];
   for (const [env, message] of rows) {
     assert.throws(() => xdsCallMetadata(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
