@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { classifyExit, configRefusal } from './exit.ts';
 import { RecentErrors } from './output.ts';
-import { rejectionReason } from './validate.ts';
+import { envoyReason } from './validate.ts';
 
 const recent = (...lines: string[]) => {
   const errors = new RecentErrors();
@@ -22,6 +22,15 @@ test('classifyExit sorts exits into the kinds the reconcile loop tells apart', (
   assert.equal(classifyExit({ signal: 'SIGKILL', isCanceled: false, failed: true }, recent('boom'), false).detail, 'signal SIGKILL: boom');
 });
 
+test('classifyExit: a forced kill (SIGTERM went unanswered, execa sent SIGKILL) is told apart from any other stop', () => {
+  const forced = classifyExit({ signal: 'SIGKILL', isCanceled: true, failed: true, isForcefullyTerminated: true }, recent('stuck'), true);
+  assert.deepEqual(forced, { kind: 'aborted', detail: 'signal SIGKILL (forced: SIGTERM went unanswered): stuck', forced: true });
+  assert.deepEqual(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true, isForcefullyTerminated: false }, recent(), true), { kind: 'aborted', detail: 'signal SIGTERM' });
+  assert.deepEqual(classifyExit({ isCanceled: true, failed: true, isForcefullyTerminated: true }, recent(), false), { kind: 'aborted', detail: 'signal SIGKILL (forced: SIGTERM went unanswered)', forced: true });
+  assert.deepEqual(classifyExit({ code: 'ENOENT', isCanceled: false, failed: true }, recent(), false), { kind: 'failed', detail: 'ENOENT' });
+  assert.deepEqual(classifyExit({ code: 'ENOENT', exitCode: 3, isCanceled: false, failed: true }, recent(), false), { kind: 'failed', detail: 'exit code 3' });
+});
+
 test("Envoy's own \"cannot bind\" is bad input, named by the flag that set the port", () => {
   const ports = { proxyAdminPort: 15000, prometheusPort: 15090, readinessPort: 15021 };
   const failed = { exitCode: 1, isCanceled: false, failed: true };
@@ -32,12 +41,12 @@ test("Envoy's own \"cannot bind\" is bad input, named by the flag that set the p
   assert.equal(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true }, recent("cannot bind '127.0.0.1:15000': x"), true, ports).kind, 'aborted');
 });
 
-test('rejectionReason keeps the line that says what is wrong, without the log prefix', () => {
+test('envoyReason keeps the line that says what is wrong, without the log prefix', () => {
   const output = [
     '[2026-11-21 09:42:35.782][8240][info][main] [source/server/server.cc:1] initializing',
     "[2026-11-21 09:42:35.783][8240][critical][main] [source/server/server.cc:2] error initializing configuration 'x.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap reason INVALID_ARGUMENT:bad) has unknown fields",
   ].join('\n');
-  assert.match(rejectionReason(output), /^error initializing configuration 'x.json'/);
+  assert.match(envoyReason(output), /^error initializing configuration 'x.json'/);
 });
 
 test('configRefusal: Envoy refusing its configuration at start, in serve and validate wording', () => {

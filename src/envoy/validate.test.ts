@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { envoyBin } from '../../test/support/paths.ts';
-import { validateBootstrap } from './validate.ts';
+import { bootstrapVerdict } from './validate.ts';
 
-describe('validateBootstrap: Envoy\'s verdict, and --binaryPath checked only when the verdict is not its OK', () => {
+describe('bootstrapVerdict: Envoy\'s verdict, and --binaryPath checked only when the verdict is not its OK', () => {
   let dir: string;
   let valid: string;
   let invalid: string;
@@ -21,17 +21,24 @@ describe('validateBootstrap: Envoy\'s verdict, and --binaryPath checked only whe
   after(() => rm(dir, { recursive: true, force: true }));
 
   it('accepts what Envoy accepts', async () => {
-    await validateBootstrap(envoyBin, valid);
+    assert.deepEqual(await bootstrapVerdict(envoyBin, valid), { accepted: true });
   });
 
   it('a bootstrap Envoy rejects is BOOTSTRAP_REJECTED with its reason', async () => {
-    await assert.rejects(validateBootstrap(envoyBin, invalid), { code: 'BOOTSTRAP_REJECTED', message: /Envoy rejects the bootstrap: .*port_value/ });
+    const verdict = await bootstrapVerdict(envoyBin, invalid);
+    assert.ok(!verdict.accepted);
+    assert.equal(verdict.code, 'BOOTSTRAP_REJECTED');
+    assert.equal(verdict.message, `${invalid}: Envoy rejects the bootstrap: ${verdict.reason}`);
+    assert.match(verdict.reason, /port_value/);
   });
 
   // /bin/true exits 0 to anything: a zero exit without Envoy's OK line is no verdict.
   for (const binary of ['/bin/true', '/bin/false']) {
     it(`${binary} is not an Envoy, named as --binaryPath`, async () => {
-      await assert.rejects(validateBootstrap(binary, valid), { code: 'BAD_FLAG', message: new RegExp(`^--binaryPath: ${binary} is not an Envoy`) });
+      const verdict = await bootstrapVerdict(binary, valid);
+      assert.ok(!verdict.accepted);
+      assert.equal(verdict.code, 'BAD_FLAG');
+      assert.match(verdict.message, new RegExp(`^--binaryPath: ${binary} is not an Envoy`));
     });
   }
 });
