@@ -47,6 +47,18 @@ test('envoyReason keeps the line that says what is wrong, without the log prefix
     "[2026-11-21 09:42:35.783][8240][critical][main] [source/server/server.cc:2] error initializing configuration 'x.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap reason INVALID_ARGUMENT:bad) has unknown fields",
   ].join('\n');
   assert.match(envoyReason(output), /^error initializing configuration 'x.json'/);
+  const cases: { name: string; output: string; want: string }[] = [
+    { name: 'the first line that names a fault, prefix and location gone', output: '[t][1][info][main] [a.cc:1] starting\n[t][1][critical][main] [b.cc:2] Unable to parse', want: 'Unable to parse' },
+    { name: 'a prefix without a location', output: '[t][1][critical][main] invalid value', want: 'invalid value' },
+    { name: 'each word that names a fault', output: 'ok\nan Exception here', want: 'an Exception here' },
+    { name: 'cannot', output: 'fine\nit cannot', want: 'it cannot' },
+    { name: 'unknown', output: 'fine\nunknown field', want: 'unknown field' },
+    { name: 'no such word: the first line with text', output: '\n  \nfirst words\nsecond', want: 'first words' },
+    { name: 'nothing at all', output: '', want: 'no output' },
+    { name: 'a long line is cut at 500', output: `error ${'x'.repeat(600)}`, want: `error ${'x'.repeat(494)}` },
+    { name: 'a prefix not at the start stays', output: 'said [t][1][error][main] boom', want: 'said [t][1][error][main] boom' },
+  ];
+  for (const { name, output: text, want } of cases) assert.equal(envoyReason(text), want, name);
 });
 
 test('configRefusal: Envoy refusing its configuration at start, in serve and validate wording', () => {
