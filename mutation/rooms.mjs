@@ -61,7 +61,8 @@ export const rooms = {
     tests: [
       'src/envoy/args.test.ts', 'src/envoy/exit.test.ts', 'src/envoy/output.test.ts', 'src/envoy/validate.test.ts', 'src/envoy/start-check.test.ts', 'src/envoy/live.test.ts',
       'src/envoy/leftovers.test.ts', 'src/envoy/drain.test.ts', 'src/envoy/admin.test.ts', 'src/envoy/cert-check.test.ts', 'src/envoy/active-connections.test.ts',
-      'src/envoy/output-edges.test.ts', 'src/envoy/drain-edges.test.ts', 'src/envoy/envoy-process.test.ts',
+      'src/envoy/output-edges.test.ts', 'src/envoy/drain-edges.test.ts', 'src/envoy/cert-check-edges.test.ts', 'src/envoy/active-connections-edges.test.ts',
+      'src/envoy/leftovers-edges.test.ts', 'src/envoy/envoy-process.test.ts',
     ],
   },
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test
