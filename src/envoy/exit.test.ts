@@ -17,6 +17,9 @@ test('classifyExit sorts exits into the kinds the reconcile loop tells apart', (
     [[{ exitCode: 1, isCanceled: false, failed: true }, recent('unable to bind domain socket'), false], 'failed'],
     [[{ signal: 'SIGKILL', isCanceled: false, failed: true }, recent(), false], 'failed'],
     [[{ exitCode: 1, isCanceled: false, failed: true }, recent('previous envoy process is still initializing'), false], 'parent-initializing'],
+    [[{ exitCode: 1, isCanceled: false, failed: true }, recent(), true], 'aborted'],
+    [[{ signal: 'SIGTERM', isCanceled: true, failed: true }, recent(), false], 'aborted'],
+    [[{ exitCode: 0, isCanceled: false, failed: false }, recent('previous envoy process is still initializing'), false], 'normal'],
   ];
   for (const [args, kind] of cases) assert.equal(classifyExit(...args).kind, kind);
   assert.equal(classifyExit({ signal: 'SIGKILL', isCanceled: false, failed: true }, recent('boom'), false).detail, 'signal SIGKILL: boom');
@@ -39,6 +42,9 @@ test("Envoy's own \"cannot bind\" is bad input, named by the flag that set the p
   assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:15090': Address already in use"), false, ports).detail, /^--prometheusPort: .*15090/);
   assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:8080': Address already in use"), false, ports).detail, /^a listener: .*8080/);
   assert.equal(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true }, recent("cannot bind '127.0.0.1:15000': x"), true, ports).kind, 'aborted');
+  assert.equal(classifyExit(failed, recent("cannot bind '127.0.0.1:15000': x"), false).detail, "a listener: Envoy cannot bind port 15000 on 127.0.0.1 (x)", 'no ports given');
+  assert.match(classifyExit(failed, recent("cannot bind '127.0.0.1:15021': in use"), false, ports).detail, /^--readinessPort: /);
+  assert.match(classifyExit(failed, recent("cannot bind '127.0.0.1:1': x", "cannot bind '127.0.0.1:15000': y"), false, ports).detail, /^--proxyAdminPort: .*\(y\)$/, 'the last such line');
 });
 
 test('envoyReason keeps the line that says what is wrong, without the log prefix', () => {
@@ -68,6 +74,8 @@ test('configRefusal: Envoy refusing its configuration at start, in serve and val
     { name: 'a crash', detail: 'signal SIGSEGV', want: undefined },
     { name: 'shared memory', detail: 'exit code 1: unable to create shared memory region', want: undefined },
     { name: 'nothing said', detail: 'exit code 1', want: undefined },
+    { name: 'a blank reason', detail: "exit code 1: error `  ` initializing config 'x'", want: undefined },
+    { name: 'the reason trimmed', detail: "exit code 1: error initializing configuration '/p': bad thing  | next", want: 'bad thing' },
   ];
   for (const { name, detail, want } of cases) assert.equal(configRefusal(detail), want, name);
 });

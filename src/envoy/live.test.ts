@@ -70,3 +70,12 @@ test('isThisEpochLive: LIVE and this epoch\'s own bootstrap, nothing less', () =
   ];
   for (const { name, info: answer, want } of cases) assert.equal(isThisEpochLive(answer, rev(1)), want, name);
 });
+
+test('stopped while /server_info was being asked: no LIVE is told, even if the answer says LIVE', async () => {
+  const stop = new AbortController();
+  const live: LiveDetails[] = [];
+  const answer = { ok: true as const, status: 200, body: JSON.stringify({ state: 'LIVE', version: 'v', command_line_options: { restart_epoch: 1, config_path: rev(1) } }) };
+  const admin: AdminClient = { get: async (path) => (path === '/server_info' && stop.abort(), answer), post: async () => answer };
+  await watchLive({ admin, clock: new FakeClock(), bootstrapPath: rev(1), signal: stop.signal, onLive: (details) => live.push(details) });
+  assert.deepEqual(live, []);
+});
