@@ -58,5 +58,5 @@ export function needsExplaining(plan: StartCheckPlan, exit: ProxyExit, wentLive:
  */
 export function refusedAtStart(exit: ProxyExit, bootstrapPath: string): ProxyExit | undefined {
   const reason = configRefusal(exit.detail);
-  return reason === undefined ? undefined : verdictExit('after', 0, rejected(bootstrapPath, reason));
+  return reason === undefined ? undefined : { kind: 'rejected', detail: rejected(bootstrapPath, reason).message };
 }

@@ -23,7 +23,7 @@ export type Verdict = { accepted: true } | { accepted: false; code: 'BOOTSTRAP_R
 const accepted: Verdict = { accepted: true };
 
 /** The verdict on a bootstrap Envoy refused with `reason` (in validate mode, or in its own start). */
-export function rejected(bootstrapPath: string, reason: string): Verdict {
+export function rejected(bootstrapPath: string, reason: string): Extract<Verdict, { accepted: false }> {
   return { accepted: false, code: 'BOOTSTRAP_REJECTED', reason, message: `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}` };
 }
 
