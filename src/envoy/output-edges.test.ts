@@ -33,6 +33,15 @@ test("each of Envoy's levels maps to the log's; only warnings and worse, and unf
   }
 });
 
+test("Envoy's prefix only at the start of a line, a pid of any length, any spacing after the component and the location", async () => {
+  const { logged } = await forward([
+    '[2026-11-25 09:00:00.000][123456][error][main]tight',
+    '[2026-11-25 09:00:00.000][42][error][main] [a.cc:1]tight too',
+    'said [t][1][error][main] boom',
+  ]);
+  assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[50, 'tight'], [50, 'tight too'], [30, 'said [t][1][error][main] boom']]);
+});
+
 test('a line without the source location is still parsed; a line that is not Envoy\'s is logged whole at info and kept', async () => {
   const { logged, recent } = await forward(['[2026-11-25 09:00:00.000][7][error][main] no location', 'plain words']);
   assert.deepEqual(logged.map((line) => [line.level, line.msg, line.envoyComponent]), [[50, 'no location', 'main'], [30, 'plain words', undefined]]);
@@ -43,6 +52,8 @@ test("Istio's JSON lines: scope without its 'envoy ' prefix, caller only when th
   const lines = [
     '{"level":"warning","msg":"one","scope":"envoy upstream","caller":"a.cc:1"}',
     '{"level":"info","msg":"two","scope":"envoyish"}',
+    '{"level":"error","msg":"no scope","caller":5}',
+    '{"level":"info","msg":"inner","scope":"my envoy x"}',
     '{"level":"info","msg":3}',
     '{"msg":"no level"}',
     '{"level":"info","msg":"broken',
@@ -52,10 +63,12 @@ test("Istio's JSON lines: scope without its 'envoy ' prefix, caller only when th
   assert.deepEqual(logged.map((line) => [line.level, line.msg, line.envoyComponent, line.caller]), [
     [40, 'one', 'upstream', 'a.cc:1'],
     [30, 'two', 'envoyish', undefined],
-    [30, lines[2], undefined, undefined],
-    [30, lines[3], undefined, undefined],
+    [50, 'no scope', '', undefined],
+    [30, 'inner', 'my envoy x', undefined],
     [30, lines[4], undefined, undefined],
     [30, lines[5], undefined, undefined],
+    [30, lines[6], undefined, undefined],
+    [30, lines[7], undefined, undefined],
   ]);
 });
 
