@@ -129,6 +129,37 @@ export const equivalent = [
     parent: 'if (!code) return undefined;',
     why: "without it an absent or empty code is tested as 'undefined' or '': neither matches any pattern, so the answer is undefined all the same",
   },
+  {
+    file: 'src/envoy/output.ts',
+    code: `!line.startsWith('{"')`,
+    why: "a shortcut past JSON.parse for Envoy's text lines: without it a text line fails JSON.parse (caught) or parses to no object with a string level and msg, and is a text line all the same",
+  },
+  {
+    file: 'src/envoy/output.ts',
+    code: '{\n    return undefined;\n  }',
+    why: "the catch of parseJsonLine: an empty block falls through to the function's end, which returns undefined too",
+  },
+  {
+    file: 'src/envoy/active-connections.ts',
+    code: '[]',
+    parent: 'ignoredPorts: readonly number[] = []',
+    why: 'a default list with any non-number in it ignores nothing either: the port > 0 test is false for it',
+  },
+  {
+    file: 'src/envoy/active-connections.ts',
+    code: 'value.trim()',
+    why: 'Number() ignores surrounding whitespace itself',
+  },
+  {
+    file: 'src/envoy/cert-check.ts',
+    code: 'group.key !== undefined',
+    why: 'access(undefined) rejects, which exists() turns into false: the same as skipping it',
+  },
+  {
+    file: 'src/envoy/cert-check.ts',
+    code: '() => false',
+    why: "exists() is only ever a condition: undefined is as false as false",
+  },
 ];
 
 const matches = (path, entry) => {

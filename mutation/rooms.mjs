@@ -42,10 +42,10 @@ export const rooms = {
     mutate: ['src/ca/check-chain.ts', 'src/ca/workload-certificates.ts:182-196'],
     tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
-  // The cert-set checks and the restart gate.
+  // The restart gate (the cert-set checks it reads are the watch room's).
   certs: {
-    mutate: ['src/watch/cert-set.ts', 'src/agent/restart-gate.ts'],
-    tests: ['src/watch/cert-set.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
+    mutate: ['src/agent/restart-gate.ts'],
+    tests: ['src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
   },
   // iptables rules, and what turns flags and env into them: the port lists, the checks on
   // bad input, the capture plan and the policy routes. Left out: render/state/apply/host
@@ -132,5 +132,30 @@ export const rooms = {
   grpcxds: {
     mutate: ['src/grpcxds/bootstrap.ts'],
     tests: ['src/grpcxds/bootstrap.test.ts'],
+  },
+  // Envoy's side: its command line, the start-check plan and the one verdict, LIVE of this epoch only,
+  // how an epoch ended (a forced kill too), its output, leftovers, drain, admin, the cert check.
+  envoy: {
+    mutate: [
+      'src/envoy/args.ts', 'src/envoy/exit.ts', 'src/envoy/output.ts', 'src/envoy/validate.ts', 'src/envoy/start-check.ts', 'src/envoy/live.ts',
+      'src/envoy/leftovers.ts', 'src/envoy/drain.ts', 'src/envoy/admin.ts', 'src/envoy/cert-check.ts', 'src/envoy/active-connections.ts',
+    ],
+    tests: [
+      'src/envoy/args.test.ts', 'src/envoy/exit.test.ts', 'src/envoy/output.test.ts', 'src/envoy/validate.test.ts', 'src/envoy/start-check.test.ts', 'src/envoy/live.test.ts',
+      'src/envoy/leftovers.test.ts', 'src/envoy/drain.test.ts', 'src/envoy/admin.test.ts', 'src/envoy/cert-check.test.ts', 'src/envoy/active-connections.test.ts',
+      'src/envoy/output-edges.test.ts', 'src/envoy/drain-edges.test.ts', 'src/envoy/cert-check-edges.test.ts', 'src/envoy/active-connections-edges.test.ts',
+      'src/envoy/leftovers-edges.test.ts', 'src/envoy/envoy-process.test.ts',
+    ],
+  },
+  // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test
+  // of a room for each of its mutants; alone here, that is one test against the binary.
+  'envoy-components': {
+    mutate: ['src/envoy/components.ts'],
+    tests: ['src/envoy/components.test.ts'],
+  },
+  // The certificate files: which files (cert-files), their consistency check (cert-set), the debounced watch (cert-watch).
+  watch: {
+    mutate: ['src/watch/cert-set.ts', 'src/watch/cert-files.ts', 'src/watch/cert-watch.ts'],
+    tests: ['src/watch/cert-set.test.ts', 'src/watch/cert-files.test.ts', 'src/watch/cert-watch.test.ts'],
   },
 };

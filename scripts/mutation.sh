@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 # The TAP runner spawns `node` from PATH for each test file: it must be ours (>= 22, strips types).
 export PATH="$root/.tools/bin:$PATH"
+# The sandbox leaves .tools out: tests that ask the real Envoy (the envoy room) find it here.
+export ENVOY_BIN="${ENVOY_BIN:-$root/.tools/bin/envoy}"
 # The checker's TypeScript API (mutation/typescript-5.mjs); the hook follows Stryker's worker processes.
 export NODE_OPTIONS="--import=$root/mutation/typescript-5.mjs ${NODE_OPTIONS:-}"
 all=$(node -e 'import("./mutation/rooms.mjs").then((m) => console.log(Object.keys(m.rooms).join(" ")))')

@@ -5,6 +5,8 @@ export interface ProxyExit {
   kind: ExitKind;
   /** Exit code or signal, and the last error lines Envoy printed. */
   detail: string;
+  /** The stop needed SIGKILL: the proxy did not end within its kill delay after SIGTERM. */
+  forced?: boolean;
 }
 
 export interface LiveDetails {

@@ -1,20 +1,20 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import type { LiveDetails, Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
+import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { adminClient, isLive, serverInfo, type AdminClient } from './admin.ts';
+import { adminClient, type AdminClient } from './admin.ts';
 import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
 import { drainEnvoy, drainListeners } from './drain.ts';
-import { classifyExit, configRefusal } from './exit.ts';
-import { forwardOutput, RecentErrors } from './output.ts';
+import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
+import { watchLive } from './live.ts';
 import { stopLeftoverEnvoys } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
-import { bootstrapRejected, bootstrapRejection, rejectionMessage } from './validate.ts';
+import { needsExplaining, planStartChecks, refusedAtStart, verdictExit } from './start-check.ts';
+import { bootstrapVerdict, type Verdict } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
 import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
@@ -36,6 +36,8 @@ export interface EnvoyProxyOptions {
 const baseIdWaitMs = 10_000;
 /** Epoch 0's `--mode validate` beside its Envoy (operator bootstraps): the lowest priority, it is off the path to ready. */
 const validateNiceness = 19;
+/** A check that could not run (it never should: bootstrapVerdict does not reject) does not block a start. */
+const passed: Verdict = { accepted: true };
 
 /** Whether the bootstrap holds what the operator wrote: a custom bootstrap, a template of theirs, or an override merged in. */
 function hasOperatorParts(config: AgentConfig, launch: EnvoyLaunch | undefined): boolean {
@@ -78,36 +80,29 @@ export class EnvoyProxy implements Proxy {
     }
   }
 
+  /** The start checks of start-check.ts around one epoch's process (envoy-process.ts). */
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config } = this.#options;
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#bootstrap, bootstrapExtension(config.customConfigFile));
-    // A hot-restart child that fails its start harms its parent (see
-    // validate.ts): it is validated first. Epoch 0 has no parent to protect,
-    // so Envoy starts at once. A bootstrap with the operator's own parts in
-    // it (a custom bootstrap, template or override) is validated beside it,
-    // niced and off the path to ready, and that verdict decides: validation
-    // is stricter than a start (Envoy 1.40 serves with an unknown enum value
-    // that `--mode validate` refuses). The agent's own rendering of its
-    // built-in template is validated only when Envoy fails before LIVE, to
-    // tell a rejected bootstrap (exit 2) from a start a retry may pass: a
-    // validation beside every pod's start cost ~43 ms of Envoy's CPU, on a
-    // node where pods start together and wait for CPU.
+    const plan = planStartChecks(epoch, hasOperatorParts(config, this.#options.launch));
     const extraArgs = validationArgs(config, this.#options.launch);
-    const besideStart = epoch === 0 && hasOperatorParts(config, this.#options.launch);
-    const validate = besideStart ? () => rejectionMessage(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => undefined) : undefined;
-    const rejection = epoch > 0 ? await bootstrapRejection(config.binaryPath, bootstrapPath, extraArgs) : undefined;
-    if (rejection !== undefined) return { kind: 'rejected', detail: `Envoy rejects the bootstrap of epoch ${epoch}: ${rejection}` };
+    const before = plan.before ? verdictExit('before', epoch, await bootstrapVerdict(config.binaryPath, bootstrapPath, { extraArgs })) : undefined;
+    if (before !== undefined) return before;
     const certs = await groupsToCheck(watchedCertGroups(config.certDir, config.proxyType, config.ingressCertDir), this.#servingCerts);
-    const certRejection = certs.length > 0 ? await this.#checkCertificates(certs) : undefined;
-    if (certRejection !== undefined) return { kind: 'rejected', detail: `Envoy cannot load the certificate files for epoch ${epoch}: ${certRejection}` };
+    const certRefusal = certs.length > 0 ? verdictExit('certs', epoch, await this.#checkCertificates(certs)) : undefined;
+    if (certRefusal !== undefined) return certRefusal;
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     let wentLive = false;
-    const tookOver = (details: LiveDetails) => ((wentLive = true), (this.#servingCerts = certs), onLive(details));
-    const exit = await this.#spawn({ epoch, bootstrapPath, signal, validate, onStarted, onLive: tookOver });
-    // An exit before LIVE, even a clean one (`/bin/true` as --binaryPath), is a start that did not take.
-    const startFailed = (exit.kind === 'failed' || exit.kind === 'normal') && !wentLive;
-    return epoch === 0 && !besideStart && startFailed ? this.#explainFailedStart(exit, bootstrapPath, extraArgs) : exit;
+    const exit = await runEnvoyProcess({
+      binaryPath: config.binaryPath, args: await this.#envoyArgs(epoch, bootstrapPath, signal), signal, ports: config,
+      killAfterMs: this.#options.killAfterMs ?? defaultKillAfterMs, logger: this.#options.logger.child({ epoch }),
+      checkBeside: plan.beside ? () => bootstrapVerdict(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => passed) : undefined,
+      watchLive: (watching, tell) => watchLive({ admin: this.#admin, clock: this.#options.clock, bootstrapPath, signal: watching, onLive: tell }),
+      onLive: (details) => ((wentLive = true), (this.#servingCerts = certs), onLive(details)),
+      onSpawned: (pid) => (pid !== undefined && onStarted?.({ pid }), this.#options.onSpawn?.(epoch)),
+    });
+    return needsExplaining(plan, exit, wentLive) ? this.#explainFailedStart(exit, bootstrapPath, extraArgs) : exit;
   }
 
   /**
@@ -117,53 +112,10 @@ export class EnvoyProxy implements Proxy {
    * other end stands as it is (a failure is retried).
    */
   async #explainFailedStart(exit: ProxyExit, bootstrapPath: string, extraArgs: readonly string[]): Promise<ProxyExit> {
-    const refused = configRefusal(exit.detail);
-    if (refused !== undefined) return { kind: 'rejected', detail: bootstrapRejected(bootstrapPath, refused) };
-    const rejection = await rejectionMessage(this.#options.config.binaryPath, bootstrapPath, { extraArgs }).catch(() => undefined);
-    return rejection === undefined ? exit : { kind: 'rejected', detail: rejection };
-  }
-
-  /**
-   * Runs one epoch's Envoy to its end. `validate` (epoch 0), run once Envoy
-   * is spawned: a rejection stops Envoy and is what the epoch ends with;
-   * LIVE counts only once the bootstrap passed.
-   */
-  async #spawn(options: { epoch: number; bootstrapPath: string; signal: AbortSignal; validate: (() => Promise<string | undefined>) | undefined; onStarted: RunOptions['onStarted']; onLive: (details: LiveDetails) => void }): Promise<ProxyExit> {
-    const { epoch, bootstrapPath, signal } = options;
-    const { config, logger } = this.#options;
-    const rejected = new AbortController();
-    const args = await this.#envoyArgs(epoch, bootstrapPath, signal);
-    const epochLogger = logger.child({ epoch });
-    // Own process group: a terminal's Ctrl-C reaches the agent only, which
-    // then drains Envoy instead of Envoy dying at once.
-    // Envoy is detached, so execa's `cleanup` does not apply: an agent that
-    // dies takes Envoy with it through PR_SET_PDEATHSIG, which Envoy sets.
-    const child = execa(config.binaryPath, args, {
-      reject: false,
-      cancelSignal: AbortSignal.any([signal, rejected.signal]),
-      forceKillAfterDelay: this.#options.killAfterMs ?? 5000,
-      detached: true,
-      stdin: 'ignore',
-      // Nothing is kept: each line goes to the log as it comes (forwardOutput).
-      // stdout and stderr are read apart: execa's `all` (one merged stream)
-      // cost ~3 ms more of the agent's CPU per spawn.
-      buffer: false,
-    });
-    const verdict = options.validate?.();
-    void verdict?.then((reason) => reason !== undefined && rejected.abort());
-    epochLogger.info({ envoyPid: child.pid, args }, 'envoy started');
-    if (child.pid !== undefined) options.onStarted?.({ pid: child.pid });
-    this.#options.onSpawn?.(epoch);
-    const recent = new RecentErrors();
-    const output = Promise.all([forwardOutput(child.iterable({ from: 'stdout' }), epochLogger, recent), forwardOutput(child.iterable({ from: 'stderr' }), epochLogger, recent)]);
-    const stopWatching = new AbortController();
-    const onLive = async (details: LiveDetails) => (await verdict) === undefined && options.onLive(details);
-    void this.#watchLive(bootstrapPath, AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
-    const result = await child;
-    stopWatching.abort();
-    await output;
-    const reason = await verdict;
-    return reason !== undefined ? { kind: 'rejected', detail: reason } : classifyExit(result, recent, signal.aborted, config);
+    const refused = refusedAtStart(exit, bootstrapPath);
+    if (refused !== undefined) return refused;
+    const verdict = await bootstrapVerdict(this.#options.config.binaryPath, bootstrapPath, { extraArgs }).catch(() => passed);
+    return verdictExit('after', 0, verdict) ?? exit;
   }
 
   async #envoyArgs(epoch: number, bootstrapPath: string, signal: AbortSignal): Promise<string[]> {
@@ -186,11 +138,11 @@ export class EnvoyProxy implements Proxy {
     });
   }
 
-  /** Envoy's verdict on the certificate files (see cert-check.ts); undefined when it can load them. */
-  async #checkCertificates(groups: readonly CertGroup[]): Promise<string | undefined> {
+  /** Envoy's verdict on the certificate files (see cert-check.ts). */
+  async #checkCertificates(groups: readonly CertGroup[]): Promise<Verdict> {
     const path = await writeCertCheck(this.#options.config.configPath, groups);
     try {
-      return await bootstrapRejection(this.#options.config.binaryPath, path);
+      return await bootstrapVerdict(this.#options.config.binaryPath, path);
     } finally {
       await rm(path, { force: true });
     }
@@ -229,27 +181,6 @@ export class EnvoyProxy implements Proxy {
       await this.#options.clock.sleep(50, signal);
     }
     throw new Error(`${this.#baseIdPath}: epoch 0 never wrote its base id`);
-  }
-
-  /**
-   * Polls admin until this epoch's own Envoy reports LIVE. Whatever answers
-   * on the admin port must prove it: its config path is this epoch's
-   * bootstrap, which no other agent's Envoy, nor another epoch, runs with.
-   * The poll asks `/ready` (5 bytes) and only once it says LIVE
-   * `/server_info` (~120 KB: ~1.8 ms of Envoy's CPU and ~0.7 ms of the
-   * agent's per call, against ~0.15 and ~0.3 for /ready): a node of pods
-   * starting together is CPU-bound, and this runs every 100 ms until LIVE.
-   */
-  async #watchLive(bootstrapPath: string, signal: AbortSignal, onLive: (details: LiveDetails) => void): Promise<void> {
-    while (!signal.aborted) {
-      const live = await isLive(this.#admin, signal);
-      const info = live ? await serverInfo(this.#admin, signal) : undefined;
-      if (info?.state === 'LIVE' && info.configPath === bootstrapPath) {
-        if (!signal.aborted) onLive({ envoyVersion: info.version });
-        return;
-      }
-      await this.#options.clock.sleep(100, signal).catch(() => undefined);
-    }
   }
 
   async drain(signal: AbortSignal): Promise<void> {

@@ -8,6 +8,8 @@ export interface ChildResult {
   isCanceled: boolean;
   failed: boolean;
   code?: string;
+  /** execa's flag: it sent SIGKILL because SIGTERM went unanswered past `forceKillAfterDelay`. */
+  isForcefullyTerminated?: boolean;
 }
 
 const parentInitializing = 'previous envoy process is still initializing';
@@ -21,14 +23,23 @@ export type PortFlags = Pick<AgentConfig, 'proxyAdminPort' | 'prometheusPort' | 
  * Envoy cannot bind is bad input (`rejected`), named by its flag.
  */
 export function classifyExit(result: ChildResult, recent: RecentErrors, aborted: boolean, ports?: PortFlags): ProxyExit {
-  const how = result.signal ? `signal ${result.signal}` : result.code && result.exitCode === undefined ? result.code : `exit code ${result.exitCode}`;
+  const how = describeEnd(result);
   const detail = recent.toString() ? `${how}: ${recent}` : how;
+  // Only a stop the agent asked for escalates to SIGKILL (execa's forceKillAfterDelay).
+  if (result.isForcefullyTerminated) return { kind: 'aborted', detail, forced: true };
   if (aborted || result.isCanceled) return { kind: 'aborted', detail };
   if (result.exitCode === 0) return { kind: 'normal', detail };
   if (recent.includes(parentInitializing)) return { kind: 'parent-initializing', detail };
   const bind = recent.find(cannotBind);
   if (bind) return { kind: 'rejected', detail: describeBindFailure(bind, ports) };
   return { kind: 'failed', detail };
+}
+
+/** How the process ended, in words: a forced kill says so, apart from any other SIGKILL. */
+function describeEnd(result: ChildResult): string {
+  if (result.isForcefullyTerminated) return `signal ${result.signal ?? 'SIGKILL'} (forced: SIGTERM went unanswered)`;
+  if (result.signal) return `signal ${result.signal}`;
+  return result.code && result.exitCode === undefined ? result.code : `exit code ${result.exitCode}`;
 }
 
 function describeBindFailure(line: string, ports: PortFlags | undefined): string {

@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { envoyBin } from '../../test/support/paths.ts';
-import { validateBootstrap } from './validate.ts';
+import { bootstrapVerdict } from './validate.ts';
 
-describe('validateBootstrap: Envoy\'s verdict, and --binaryPath checked only when the verdict is not its OK', () => {
+describe('bootstrapVerdict: Envoy\'s verdict, and --binaryPath checked only when the verdict is not its OK', () => {
   let dir: string;
   let valid: string;
   let invalid: string;
@@ -21,17 +21,72 @@ describe('validateBootstrap: Envoy\'s verdict, and --binaryPath checked only whe
   after(() => rm(dir, { recursive: true, force: true }));
 
   it('accepts what Envoy accepts', async () => {
-    await validateBootstrap(envoyBin, valid);
+    assert.deepEqual(await bootstrapVerdict(envoyBin, valid), { accepted: true });
   });
 
   it('a bootstrap Envoy rejects is BOOTSTRAP_REJECTED with its reason', async () => {
-    await assert.rejects(validateBootstrap(envoyBin, invalid), { code: 'BOOTSTRAP_REJECTED', message: /Envoy rejects the bootstrap: .*port_value/ });
+    const verdict = await bootstrapVerdict(envoyBin, invalid);
+    assert.ok(!verdict.accepted);
+    assert.equal(verdict.code, 'BOOTSTRAP_REJECTED');
+    assert.equal(verdict.message, `${invalid}: Envoy rejects the bootstrap: ${verdict.reason}`);
+    assert.match(verdict.reason, /port_value/);
   });
 
   // /bin/true exits 0 to anything: a zero exit without Envoy's OK line is no verdict.
   for (const binary of ['/bin/true', '/bin/false']) {
     it(`${binary} is not an Envoy, named as --binaryPath`, async () => {
-      await assert.rejects(validateBootstrap(binary, valid), { code: 'BAD_FLAG', message: new RegExp(`^--binaryPath: ${binary} is not an Envoy`) });
+      const verdict = await bootstrapVerdict(binary, valid);
+      assert.ok(!verdict.accepted);
+      assert.equal(verdict.code, 'BAD_FLAG');
+      assert.match(verdict.message, new RegExp(`^--binaryPath: ${binary} is not an Envoy`));
     });
   }
+});
+
+describe('bootstrapVerdict with a stand-in Envoy: which flag is to blame, and a binary that cannot run', () => {
+  let dir: string;
+  let bootstrap: string;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'validate-stand-in-'));
+    bootstrap = join(dir, 'bootstrap.json');
+    await writeFile(bootstrap, '{}');
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  /** A stand-in that accepts the bootstrap alone and refuses it with any flag past `-l error` (its 7th argument). */
+  async function refusingFlags(): Promise<string> {
+    const path = join(dir, 'envoy');
+    await writeFile(path, `#!/bin/sh
+case "$1" in --version) echo "envoy  version: stand-in/1.40.0/Clean/RELEASE/BoringSSL"; exit 0 ;; esac
+if [ -n "$7" ]; then echo "[2026-11-25 00:00:00.000][1][critical][main] error: unknown component 'nope'"; exit 1; fi
+echo "configuration '$4' OK"
+`, { mode: 0o755 });
+    return path;
+  }
+
+  const cases = [
+    { extraArgs: ['--component-log-level', 'nope:debug'], flag: '--proxyComponentLogLevel' },
+    { extraArgs: ['--concurrency', '999'], flag: '--concurrency' },
+    { extraArgs: ['--component-log-level', 'nope:debug', '--concurrency', '2'], flag: '--proxyComponentLogLevel or --concurrency' },
+  ];
+  for (const { extraArgs, flag } of cases) {
+    it(`flags Envoy refuses where the bootstrap alone passes: BAD_FLAG naming ${flag}`, async () => {
+      const verdict = await bootstrapVerdict(await refusingFlags(), bootstrap, { extraArgs });
+      assert.deepEqual(verdict, { accepted: false, code: 'BAD_FLAG', reason: `${flag}: Envoy rejects it: error: unknown component 'nope'`, message: `${flag}: Envoy rejects it: error: unknown component 'nope'` });
+    });
+  }
+
+  it('the same stand-in with no extra flags accepts', async () => {
+    assert.deepEqual(await bootstrapVerdict(await refusingFlags(), bootstrap, { niceness: 5 }), { accepted: true });
+  });
+
+  it('a missing or non-executable binary: BAD_FLAG --binaryPath with the errno', async () => {
+    const missing = await bootstrapVerdict(join(dir, 'missing'), bootstrap);
+    assert.deepEqual(missing, { accepted: false, code: 'BAD_FLAG', reason: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)`, message: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)` });
+    const plain = join(dir, 'plain');
+    await writeFile(plain, 'not a program', { mode: 0o644 });
+    const verdict = await bootstrapVerdict(plain, bootstrap);
+    assert.ok(!verdict.accepted);
+    assert.equal(verdict.message, `--binaryPath: cannot run ${plain} (EACCES)`);
+  });
 });

@@ -14,53 +14,44 @@ export interface ValidateOptions {
 }
 
 /**
+ * Envoy's verdict on a bootstrap. A refusal carries Envoy's own `reason`
+ * and the one line (`message`) the agent exits 2 with: BOOTSTRAP_REJECTED,
+ * or BAD_FLAG when a flag (or --binaryPath itself) is what is wrong.
+ */
+export type Verdict = { accepted: true } | { accepted: false; code: 'BOOTSTRAP_REJECTED' | 'BAD_FLAG'; reason: string; message: string };
+
+const accepted: Verdict = { accepted: true };
+
+/** The verdict on a bootstrap Envoy refused with `reason` (in validate mode, or in its own start). */
+export function rejected(bootstrapPath: string, reason: string): Extract<Verdict, { accepted: false }> {
+  return { accepted: false, code: 'BOOTSTRAP_REJECTED', reason, message: `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}` };
+}
+
+function badFlagVerdict(error: AgentError): Verdict {
+  return { accepted: false, code: 'BAD_FLAG', reason: error.message, message: error.message };
+}
+
+/**
  * Asks Envoy itself whether a bootstrap is valid (`--mode validate`, ~0.1 s),
  * so a bad bootstrap ends the agent with exit 2 and Envoy's own reason
- * instead of a crash loop.
+ * instead of a crash loop. The files a bootstrap names (certificates) are
+ * read now. Never rejects.
  */
-export async function validateBootstrap(binaryPath: string, bootstrapPath: string, options: ValidateOptions = {}): Promise<void> {
+export async function bootstrapVerdict(binaryPath: string, bootstrapPath: string, options: ValidateOptions = {}): Promise<Verdict> {
   const { extraArgs = [] } = options;
   const result = await runValidate(binaryPath, bootstrapPath, extraArgs, options.niceness);
-  if (result.exitCode === 0 && envoySaidOk(result.all)) return;
-  if (result.code === 'ENOENT' || result.code === 'EACCES') {
-    throw badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`);
-  }
+  if (result.exitCode === 0 && envoySaidOk(result.all)) return accepted;
+  if (result.code === 'ENOENT' || result.code === 'EACCES') return badFlagVerdict(badFlag('--binaryPath', `cannot run ${binaryPath} (${result.code})`));
   // Asked only when the verdict is not Envoy's plain OK, so `--version` stays off the path to ready.
-  await checkIsEnvoy(binaryPath);
-  if (result.exitCode === 0) return;
-  const reason = rejectionReason(result.all);
+  const notEnvoy = await checkIsEnvoy(binaryPath).then(() => undefined, (error: unknown) => error);
+  if (notEnvoy instanceof AgentError) return badFlagVerdict(notEnvoy);
+  if (result.exitCode === 0) return accepted;
+  const reason = envoyReason(result.all || result.code || '');
   // The bootstrap alone is fine: the flags passed along are what Envoy refuses.
-  if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [], options.niceness)).exitCode === 0) throw badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`);
-  throw new AgentError('BOOTSTRAP_REJECTED', bootstrapRejected(bootstrapPath, reason));
-}
-
-/** The one line a bootstrap Envoy refuses ends the agent with. */
-export const bootstrapRejected = (bootstrapPath: string, reason: string) => `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}`;
-
-/**
- * Envoy's verdict as the one line the agent exits 2 with (the message
- * validateBootstrap throws); undefined when Envoy accepts the bootstrap.
- */
-export async function rejectionMessage(binaryPath: string, bootstrapPath: string, options: ValidateOptions = {}): Promise<string | undefined> {
-  try {
-    await validateBootstrap(binaryPath, bootstrapPath, options);
-    return undefined;
-  } catch (error) {
-    if (error instanceof AgentError) return error.message;
-    throw error;
+  if (extraArgs.length > 0 && (await runValidate(binaryPath, bootstrapPath, [], options.niceness)).exitCode === 0) {
+    return badFlagVerdict(badFlag(agentFlags(extraArgs), `Envoy rejects it: ${reason}`));
   }
-}
-
-/**
- * The same check before each hot-restart epoch starts, as a value: the files a bootstrap
- * names (certificates) are read now. A hot-restart child that fails its
- * start has already shut its parent's admin down, and then either ends the
- * parent or leaves the chain's shared memory "initializing" for good (Envoy
- * 1.40, both seen): it must not be started at all. Undefined when valid.
- */
-export async function bootstrapRejection(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[] = []): Promise<string | undefined> {
-  const result = await runValidate(binaryPath, bootstrapPath, extraArgs);
-  return result.exitCode === 0 ? undefined : rejectionReason(result.all || (typeof result.code === 'string' ? result.code : ''));
+  return rejected(bootstrapPath, reason);
 }
 
 /** What Envoy prints when it accepts a bootstrap; `/bin/true` exits 0 without it. */
@@ -88,7 +79,7 @@ function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: reado
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */
-export function rejectionReason(output: string): string {
+export function envoyReason(output: string): string {
   const lines = output.split('\n').map((line) => line.replace(/^\[[^\]]*\]\[\d+\]\[\w+\]\[\w+\] (\[[^\]]*\] )?/, '').trim());
   const reason = lines.find((line) => /error|invalid|unknown|exception|cannot|unable/i.test(line)) ?? lines.find(Boolean);
   return (reason ?? 'no output').slice(0, 500);

@@ -1,0 +1,43 @@
+import type { LiveDetails } from '../agent/proxy.ts';
+import type { Clock } from '../shared/clock.ts';
+import { isLive, serverInfo, type AdminClient, type ServerInfo } from './admin.ts';
+
+/** How often admin is polled until the epoch is LIVE. */
+export const livePollMs = 100;
+
+/**
+ * Whether what answered on admin is this epoch's own Envoy, LIVE. During a
+ * hot restart both epochs share the admin port, and another agent's Envoy
+ * may hold it: only the config path proves whose it is, as no other epoch
+ * nor agent runs this epoch's bootstrap file.
+ */
+export function isThisEpochLive(info: ServerInfo | undefined, bootstrapPath: string): boolean {
+  return info?.state === 'LIVE' && info.configPath === bootstrapPath;
+}
+
+export interface WatchLiveOptions {
+  admin: AdminClient;
+  clock: Clock;
+  bootstrapPath: string;
+  signal: AbortSignal;
+  onLive: (details: LiveDetails) => void;
+}
+
+/**
+ * Polls admin until this epoch's own Envoy reports LIVE, then tells
+ * `onLive` once. The poll asks `/ready` (5 bytes) and only once it says
+ * LIVE `/server_info` (~120 KB: ~1.8 ms of Envoy's CPU and ~0.7 ms of the
+ * agent's per call, against ~0.15 and ~0.3 for /ready): a node of pods
+ * starting together is CPU-bound, and this runs every 100 ms until LIVE.
+ */
+export async function watchLive({ admin, clock, bootstrapPath, signal, onLive }: WatchLiveOptions): Promise<void> {
+  while (!signal.aborted) {
+    const live = await isLive(admin, signal);
+    const info = live ? await serverInfo(admin, signal) : undefined;
+    if (isThisEpochLive(info, bootstrapPath)) {
+      if (!signal.aborted) onLive({ envoyVersion: info!.version });
+      return;
+    }
+    await clock.sleep(livePollMs, signal).catch(() => undefined);
+  }
+}
