@@ -116,3 +116,16 @@ describe('encodeAck and encodeSubscribe: the agent\'s own requests', () => {
     assert.equal(readRequest(Buffer.concat([len(2, cluster), len(1, Buffer.from([0x0a, 0x00]))]), 'delta').node?.length, 2);
   });
 });
+
+describe('readRequest and readResponse defaults and error_detail fields', () => {
+  it('an empty message reads as empty fields', () => {
+    assert.deepEqual(readRequest(Buffer.alloc(0), 'sotw'), { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 });
+    assert.deepEqual(readResponse(Buffer.alloc(0), 'delta'), { typeUrl: '', version: '', nonce: '', resources: 0, removed: 0 });
+  });
+
+  it('error_detail: only google.rpc.Status.message (field 2, length-delimited) is the error; its details and a varint 2 are not', () => {
+    const status = Buffer.concat([varint(1, 13), varint(2, 7), len(3, 'details'), len(2, 'the message')]);
+    assert.equal(readRequest(Buffer.concat([len(4, cluster), len(6, status)]), 'sotw').error, 'the message');
+    assert.equal(readRequest(Buffer.concat([len(4, cluster), len(6, Buffer.concat([len(3, 'details')]))]), 'sotw').error, '');
+  });
+});
