@@ -20,10 +20,10 @@ test('sumActiveConnections: lines that are not a listener gauge, or not a whole 
 test('activeConnections asks admin for the gauges; undefined when admin does not answer 200', async () => {
   const asked: string[] = [];
   const admin = (result: AdminResult): AdminClient => ({ get: async (path) => (asked.push(path), result), post: async () => result });
-  assert.equal(await activeConnections(admin({ ok: true, status: 200, body: 'listener.1.2.3.4_80.downstream_cx_active: 3\n' }), []), 3);
-  assert.equal(await activeConnections(admin({ ok: true, status: 503, body: 'listener.1.2.3.4_80.downstream_cx_active: 3\n' }), []), undefined);
+  assert.equal(await activeConnections(admin({ ok: true, status: 200, body: 'listener.127.0.0.1_80.downstream_cx_active: 3\n' }), []), 3);
+  assert.equal(await activeConnections(admin({ ok: true, status: 503, body: 'listener.127.0.0.1_80.downstream_cx_active: 3\n' }), []), undefined);
   assert.equal(await activeConnections(admin({ ok: false, error: 'ECONNREFUSED' }), []), undefined);
-  assert.equal(await activeConnections(admin({ ok: true, status: 200, body: 'listener.1.2.3.4_80.downstream_cx_active: 3\n' }), [80]), undefined);
+  assert.equal(await activeConnections(admin({ ok: true, status: 200, body: 'listener.127.0.0.1_80.downstream_cx_active: 3\n' }), [80]), undefined);
   assert.deepEqual(new Set(asked), new Set(['/stats?usedonly&filter=downstream_cx_active$']));
   assert.equal(activeConnectionsPath, '/stats?usedonly&filter=downstream_cx_active$');
 });
