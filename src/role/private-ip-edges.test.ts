@@ -15,6 +15,7 @@ test('listPrivateIps: internal, loopback (any 127/8, ::1) and link-local (169.25
     [{ eth0: [nic('::FFFF:198.18.0.5'), nic('198.18.0.5')], eth1: [nic('198.18.0.5'), nic('2001:2::1'), nic('2001:2::1')], none: undefined }, ['198.18.0.5', '2001:2::1']],
     [{ eth0: [nic('::ffff:169.254.0.1'), nic('::ffff:127.0.0.1')] }, []],
     [{ eth0: [nic('x::ffff:198.18.0.5')] }, ['x::ffff:198.18.0.5']],
+    [{ eth0: [nic('::ffff:198.18.10.55'), nic('2001:2::fe80'), nic('::ffff:198.18.0.5:1')] }, ['198.18.10.55', '2001:2::fe80', '::ffff:198.18.0.5:1']],
   ];
   for (const [table, want] of rows) assert.deepEqual(listPrivateIps(table), want, JSON.stringify(table));
 });
