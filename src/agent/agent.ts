@@ -1,6 +1,6 @@
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce } from './reconcile.ts';
 import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';

@@ -2,7 +2,7 @@
  * What a failed epoch takes down, and the retry backoff: the failure rules
  * of the reconcile reducer (listed at the top of `reconcile.ts`), pure like it.
  */
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import type { Action, ExitEvent, LiveEpoch, LogLevel, State, Step } from './reconcile-types.ts';
 
 /** Decides what a failed epoch takes down. */

@@ -1,4 +1,4 @@
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import { afterFailure, log, scheduleRetry, withRetry } from './reconcile-failures.ts';
 import { drainTakeover, exitWhileShuttingDown, onShutdown, stopNewest } from './reconcile-shutdown.ts';
 import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, type RetryPolicy, type State, type Step } from './reconcile-types.ts';

@@ -24,12 +24,13 @@ import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics, registerStateGauges } from '../status/metrics.ts';
 import { startStatus, type StartStatusOptions } from '../status/status.ts';
 import { startWasmLoader } from '../wasm/start.ts';
+import { readCertNotAfter } from '../watch/cert-set.ts';
 import { startCertWatch } from '../watch/start.ts';
 import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
 import { XdsRelay, type XdsRelayOptions } from '../xds/relay/relay.ts';
 import { Agent } from './agent.ts';
 import { shuttingDown } from './reconcile-types.ts';
-import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from './restart-gate.ts';
+import { defaultExpiryMarginMs, RestartGate } from './restart-gate.ts';
 import { startCaWhenNeeded, startDnsWhenOn, withCaDebug, type DnsInputs } from './supervise-parts.ts';
 
 /** The process-level hooks (the CLI's process guard): signals and faults reach the loop only while registered. */
@@ -90,7 +91,7 @@ export async function superviseEnvoy(options: SuperviseOptions): Promise<number>
   const { agent, epochs, envoyProxy } = startAgent(stack, { options, registry, onSpawn: () => (envoySpawned(), predial()) });
   stack.defer(fallBackToSotw({ relay, agent, envoyProxy, xds, render: options.bootstrap.renderSotw, logger }));
   const gate = new RestartGate({
-    xds: relay, clock: systemClock, registry, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
+    xds: relay, clock: systemClock, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
     readNotAfter: () => readCertNotAfter(certFilesIn(config.certDir).chain), expiryMarginMs: defaultExpiryMarginMs,
   });
   gate.start();
