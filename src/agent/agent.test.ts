@@ -46,7 +46,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.deepEqual(proxy.starts.at(-1), { epoch: 0, config: 'A' });
   });
 
-  it('resolves exit code 1 once the budget is spent', async () => {
+  it('resolves RETRY_BUDGET_SPENT (exit 1) once the budget is spent', async () => {
     const { clock, proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     for (const delay of [200, 400]) {
@@ -55,7 +55,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
       clock.advance(delay);
     }
     proxy.exit(0, 'failed', 'exit code 1: boom');
-    assert.deepEqual(await exitOf(agent), { code: 1, reason: 'retry budget spent trying to start Envoy with config A: exit code 1: boom' });
+    assert.deepEqual(await exitOf(agent), { error: 'RETRY_BUDGET_SPENT', reason: 'retry budget spent trying to start Envoy with config A: exit code 1: boom' });
     assert.equal(proxy.starts.length, 3);
     assert.equal(clock.pending, 0, 'no timer left behind');
   });
@@ -81,7 +81,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.equal(proxy.drains, 1);
     assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain is over');
     proxy.finishDrain();
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual(proxy.cleaned.sort(), [0, 1]);
   });
@@ -91,7 +91,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'A' });
     agent.dispatch({ type: 'shutdown' });
     agent.hurry();
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
 
@@ -102,7 +102,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.drainedEarly();
     agent.dispatch({ type: 'shutdown' });
     assert.equal(proxy.drains, 0, 'no second drain');
-    assert.equal((await agent.exited).code, 0);
+    assert.equal((await agent.exited).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
 
@@ -115,7 +115,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     proxy.live(1);
     assert.equal(proxy.listenerDrains, 1);
     proxy.finishDrain();
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
   });
 
   it('takes no event once it has ended: a late certificate change starts no Envoy', async () => {
@@ -123,7 +123,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
     proxy.exit(0, 'normal');
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }]);
     assert.equal(agent.state.desired, 'A');
@@ -135,7 +135,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     proxy.live(0);
     await within(agent[Symbol.asyncDispose](), 5000, 'the disposal to end');
     assert.deepEqual(proxy.running, []);
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     await agent[Symbol.asyncDispose](); // once ended: nothing left to stop
   });
 

@@ -1,13 +1,14 @@
 import type { Clock, Timer } from '../shared/clock.ts';
+import type { ErrorCode } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { shortHash } from '../shared/short-hash.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce } from './reconcile.ts';
 import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';
 
-/** How the loop ended: the process exit code, and for a failure the line that says why. */
+/** How the loop ended: cleanly, or with the error that says why (its code decides the exit number, errors.ts). */
 export interface AgentExit {
-  code: number;
+  error?: ErrorCode;
   reason?: string;
 }
 
@@ -20,13 +21,14 @@ export interface AgentOptions {
 
 /**
  * Runs the reconcile loop: feeds events to `reduce` and carries out the
- * actions. `exited` resolves with the process exit code:
- * - 0 after a shutdown (drain, then every epoch stopped), or when the only
- *   Envoy exited normally on its own;
- * - 1 when the retry budget is spent trying to reach the desired config
- *   and no older epoch still serves;
- * - 2 when Envoy rejects its configuration with no other epoch running.
- * A non-zero code comes with a one-line reason for stderr.
+ * actions. `exited` resolves with how the loop ended:
+ * - cleanly after a shutdown (drain, then every epoch stopped), or when the
+ *   only Envoy exited normally on its own;
+ * - RETRY_BUDGET_SPENT when the retry budget is spent trying to reach the
+ *   desired config and no older epoch still serves (exit 1);
+ * - ENVOY_REJECTED when Envoy rejects its configuration with no other epoch
+ *   running (exit 2).
+ * An error comes with a one-line reason for stderr.
  */
 export class Agent {
   readonly #options: AgentOptions;
@@ -95,7 +97,7 @@ export class Agent {
       case 'log':
         return this.#options.logger[action.level](action.fields, action.message);
       case 'exit':
-        return this.#exit({ code: action.code, reason: action.reason });
+        return this.#exit({ error: action.error, reason: action.reason });
     }
   }
 

@@ -9,7 +9,7 @@ export function onShutdown(state: State): Step {
   if (state.phase !== 'running') return [state, []];
   const next: State = { ...state, phase: 'draining', retryScheduled: false };
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
-  if (state.live.length === 0) return [next, [...cancel, { type: 'exit', code: 0 }]];
+  if (state.live.length === 0) return [next, [...cancel, { type: 'exit' }]];
   return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
 }
 
@@ -20,7 +20,7 @@ export function onShutdown(state: State): Step {
 export function exitWhileShuttingDown(state: State, event: ExitEvent, done: readonly Action[]): Step {
   const failed = event.kind === 'failed' || event.kind === 'rejected';
   const actions = failed ? [log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }), ...done] : [...done];
-  if (state.live.length === 0) return [state, [...actions, { type: 'exit', code: 0 }]];
+  if (state.live.length === 0) return [state, [...actions, { type: 'exit' }]];
   // A parent leaving mid-drain (its --parent-shutdown-time-s) must not cut the child's drain short.
   if (state.phase === 'draining') return [state, actions];
   const [after, more] = stopNewest(state);

@@ -1,3 +1,5 @@
+import type { ErrorCode } from '../shared/errors.ts';
+
 /** The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`, `reconcile-failures.ts` and `reconcile-shutdown.ts`). */
 
 export interface RetryPolicy {
@@ -80,8 +82,8 @@ export type Action =
   /** An epoch took over while the shutdown drain runs: drain its listeners too. */
   | { type: 'drain-listeners'; epoch: number }
   | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
-  /** `reason`: the one line the CLI prints on stderr for a non-zero code. */
-  | { type: 'exit'; code: number; reason?: string };
+  /** `error`: why the run failed (errors.ts maps it to the exit number); `reason`: the one line the CLI prints on stderr. */
+  | { type: 'exit'; error?: ErrorCode; reason?: string };
 
 export type Step = [State, Action[]];
 

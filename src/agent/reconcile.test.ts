@@ -122,7 +122,7 @@ describe('reduce: failures and retries', () => {
     const { actions, logs } = run(events.slice(0, -1));
     const delays = actions.filter((action) => action.type === 'schedule').map((action) => action.delayMs);
     assert.deepEqual(delays, [200, 400, 800]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 1, reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
+    assert.deepEqual(actions.at(-1), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
     assert.ok(logs.includes('retry budget spent trying to reach the desired config; exiting'));
   });
 
@@ -163,7 +163,7 @@ describe('reduce: failures and retries', () => {
 
   it('a lone epoch that exits normally on its own ends the agent with 0', () => {
     const { actions } = run([changed(A), exited(0, 'normal')]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 0 });
+    assert.deepEqual(actions.at(-1), { type: 'exit' });
   });
 
   it('an unexpected abort of the last epoch is treated as a failure to recover from', () => {
@@ -216,7 +216,7 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 
   it('Envoy rejecting its config with no other epoch running is bad input: exit 2 with its reason', () => {
     const { actions, logs } = run([changed(A), exited(0, 'rejected')]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 2, reason: 'detail 0' });
+    assert.deepEqual(actions.at(-1), { type: 'exit', error: 'ENVOY_REJECTED', reason: 'detail 0' });
     assert.ok(logs.includes('Envoy rejects its configuration; exiting'));
   });
 });
@@ -224,12 +224,12 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 describe('reduce: shutdown', () => {
   it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
     const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit' }]);
   });
 
   it('a parent that leaves on its own while its child stops is not aborted', () => {
     const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit' }]);
   });
 
   it('waits for epochs already being aborted before stopping the next', () => {
@@ -239,7 +239,7 @@ describe('reduce: shutdown', () => {
 
   it('exits at once when no epoch runs, cancelling a pending retry', () => {
     const { actions } = run([changed(A), exited(0, 'failed'), { type: 'shutdown' }]);
-    assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, { type: 'exit', code: 0 }]);
+    assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, { type: 'exit' }]);
   });
 
   it('an epoch that takes over during the shutdown drain is drained too, not left serving', () => {
@@ -252,7 +252,7 @@ describe('reduce: shutdown', () => {
   it('a parent that leaves during the drain (parent shutdown time) does not cut the drain short', () => {
     const { state, actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, exited(0, 'normal')]);
     assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, remove(0)], 'epoch 1 keeps draining');
-    assert.deepEqual(run([{ type: 'drained' }, exited(1, 'aborted')], state).actions, [abort(1), remove(1), { type: 'exit', code: 0 }]);
+    assert.deepEqual(run([{ type: 'drained' }, exited(1, 'aborted')], state).actions, [abort(1), remove(1), { type: 'exit' }]);
   });
 
   it('an epoch still starting when the drain is over is stopped first', () => {
@@ -269,7 +269,7 @@ describe('reduce: shutdown', () => {
 
   it('a failure while shutting down schedules no retry', () => {
     const { actions } = run([changed(A), { type: 'shutdown' }, exited(0, 'failed')]);
-    assert.deepEqual(actions.slice(2), [remove(0), { type: 'exit', code: 0 }]);
+    assert.deepEqual(actions.slice(2), [remove(0), { type: 'exit' }]);
   });
 });
 

@@ -138,7 +138,7 @@ function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined
       if (state.reconcileWhenSettled) return reconcile(state);
       if (state.live.length > 0 || state.retryScheduled) return [state, []];
       // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
-      return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
+      return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit' }]];
   }
 }
 

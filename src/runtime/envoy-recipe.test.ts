@@ -99,4 +99,13 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     await assert.rejects(within(run, 5000, 'the recipe to end'), (error: unknown) => error instanceof AgentError && error.code === 'ENVOY_REJECTED' && error.message === 'cannot bind 0.0.0.0:15001');
     assert.equal(await exists(join(dir, 'XDS')), false);
   });
+
+  it('a spent retry budget is RETRY_BUDGET_SPENT, exit 1 by errors.ts', async () => {
+    ctx.config = { ...ctx.config, retryBudget: 0 };
+    const proxy = new FakeProxy();
+    const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    proxy.exit(0, 'failed', 'exit code 1: boom');
+    await assert.rejects(within(run, 5000, 'the recipe to end'), (error: unknown) => error instanceof AgentError && error.code === 'RETRY_BUDGET_SPENT' && error.exitCode === 1 && /exit code 1: boom$/.test(error.message));
+  });
 });

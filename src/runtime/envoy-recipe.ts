@@ -78,9 +78,8 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restart) }));
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.
-  if (exit.code === 2) throw new AgentError('ENVOY_REJECTED', exit.reason ?? 'Envoy rejects its configuration');
-  if (exit.code !== 0) throw new AgentError('ENVOY_FAILED', exit.reason ?? 'Envoy failed');
-  return exit.code;
+  if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
+  return 0;
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {
