@@ -90,7 +90,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     agent.dispatch({ type: 'shutdown' });
-    agent.hurry();
+    agent.dispatch({ type: 'hurry' });
     assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
@@ -99,7 +99,9 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
-    agent.drainedEarly();
+    assert.equal(await agent.requestDrain(), true);
+    assert.deepEqual(proxy.listenerDrainsSkipExit, [true], 'drained for good: Envoy stays up');
+    assert.equal(agent.state.drainedEarly, true);
     agent.dispatch({ type: 'shutdown' });
     assert.equal(proxy.drains, 0, 'no second drain');
     assert.equal((await agent.exited).error, undefined);

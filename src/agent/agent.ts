@@ -38,8 +38,8 @@ export class Agent {
   readonly #timers = new Set<Timer>();
   #retryTimer: Timer | undefined;
   #drainController = new AbortController();
-  /** POST /drain already drained Envoy (native sidecars' preStop): the SIGTERM that follows stops at once. */
-  #drainedEarly = false;
+  /** What the last POST /drain's drain-early action gave (whether Envoy took it). */
+  #earlyDrain: Promise<boolean> | undefined;
   /** Every epoch is gone after the exit: the loop takes no more events. */
   #ended = false;
   #resolveExit!: (result: AgentExit) => void;
@@ -92,6 +92,11 @@ export class Agent {
         return;
       case 'drain':
         return this.#drain();
+      case 'drain-early':
+        this.#earlyDrain = this.#options.proxy.drainListeners(new AbortController().signal, { skipExit: true });
+        return;
+      case 'cut-drain':
+        return this.#drainController.abort();
       case 'drain-listeners':
         return void this.#options.proxy.drainListeners(this.#drainController.signal).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
       case 'log':
@@ -128,10 +133,6 @@ export class Agent {
   }
 
   #drain(): void {
-    if (this.#drainedEarly) {
-      this.#options.logger.info('already drained by /drain; stopping without a second drain');
-      return this.dispatch({ type: 'drained' });
-    }
     void this.#options.proxy
       .drain(this.#drainController.signal)
       .catch((err: unknown) => this.#options.logger.warn({ err }, 'drain failed; stopping anyway'))
@@ -139,21 +140,18 @@ export class Agent {
   }
 
   /**
-   * Envoy was told to drain ahead of the shutdown (POST /drain): the
-   * shutdown that follows skips its drain and the wait, as Istio's agent.
+   * POST /drain: Envoy drains now and for good; the shutdown that follows
+   * skips its drain and the wait, as Istio's agent. Resolves whether Envoy took it.
    */
-  drainedEarly(): void {
-    this.#drainedEarly = true;
+  requestDrain(): Promise<boolean> {
+    this.#earlyDrain = undefined;
+    this.dispatch({ type: 'drain-requested' });
+    return this.#earlyDrain ?? Promise.resolve(false);
   }
 
-  /** Cuts a drain short (a second SIGTERM): stop every epoch now. */
-  hurry(): void {
-    this.#drainController.abort();
-  }
-
-  /** Stops every epoch now, without a drain (a fault, a start that failed part way); a no-op once ended. */
+  /** Stops every epoch now, without a drain (a fault, /quitquitquit, a start that failed part way); a no-op once ended. */
   stopNow(): void {
-    this.hurry();
+    this.dispatch({ type: 'hurry' });
     this.dispatch({ type: 'shutdown' });
   }
 

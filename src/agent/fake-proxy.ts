@@ -76,9 +76,13 @@ export class FakeProxy implements Proxy {
     });
   }
 
-  drainListeners(): Promise<void> {
+  /** The skipExit of every drainListeners call (POST /drain's are true). */
+  readonly listenerDrainsSkipExit: boolean[] = [];
+
+  drainListeners(_signal: AbortSignal, options: { skipExit?: boolean } = {}): Promise<boolean> {
     this.listenerDrains++;
-    return Promise.resolve();
+    this.listenerDrainsSkipExit.push(options.skipExit === true);
+    return Promise.resolve(true);
   }
 
   /** Ends a drain started by the agent (manual mode). */

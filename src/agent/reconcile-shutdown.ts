@@ -10,6 +10,10 @@ export function onShutdown(state: State): Step {
   const next: State = { ...state, phase: 'draining', retryScheduled: false };
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
   if (state.live.length === 0) return [next, [...cancel, { type: 'exit' }]];
+  if (state.drainedEarly) {
+    const [after, stops] = stopNewest({ ...next, phase: 'stopping' });
+    return [after, [...cancel, log('info', 'already drained by /drain; stopping without a second drain', {}), ...stops]];
+  }
   return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
 }
 
@@ -48,4 +52,9 @@ export function stopNewest(state: State): Step {
 export function drainTakeover(state: State, entry: LiveEpoch): Step {
   if (entry.aborting) return [state, []];
   return [state, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch: entry.epoch }), { type: 'drain-listeners', epoch: entry.epoch }]];
+}
+
+/** POST /drain (native sidecars' preStop): drain now and for good, so the SIGTERM that follows stops at once. */
+export function onDrainRequested(state: State): Step {
+  return [{ ...state, drainedEarly: true }, [log('info', 'drain requested: draining listeners; the next SIGTERM stops without draining again', {}), { type: 'drain-early' }]];
 }

@@ -40,6 +40,10 @@ export interface State {
   live: readonly LiveEpoch[];
   budget: number;
   phase: Phase;
+  /** POST /drain drained Envoy for good (native sidecars' preStop): readiness fails, and the shutdown skips its drain. */
+  drainedEarly: boolean;
+  /** The shutdown drain was cut short (a second signal, /quitquitquit, a fault). */
+  hurried: boolean;
   gate: Gate;
   /**
    * Pending work, not phases: a retry timer runs, or a retry came due while
@@ -56,6 +60,9 @@ export interface State {
 /** Draining or stopping: no new epoch starts and no retry is scheduled. */
 export const shuttingDown = (state: Pick<State, 'phase'>): boolean => state.phase !== 'running';
 
+/** Not to be sent traffic: drained by POST /drain, or shutting down (readiness fails). */
+export const stoppedServing = (state: Pick<State, 'phase' | 'drainedEarly'>): boolean => state.drainedEarly || shuttingDown(state);
+
 /** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
 export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
 
@@ -68,6 +75,10 @@ export type Event =
   | { type: 'retry-due' }
   | { type: 'gate-changed'; open: boolean; reason: string }
   | { type: 'shutdown' }
+  /** POST /drain: drain the listeners now and for good (skip_exit). */
+  | { type: 'drain-requested' }
+  /** Cut the shutdown drain short. */
+  | { type: 'hurry' }
   | { type: 'drained' };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -81,6 +92,10 @@ export type Action =
   | { type: 'drain' }
   /** An epoch took over while the shutdown drain runs: drain its listeners too. */
   | { type: 'drain-listeners'; epoch: number }
+  /** POST /drain: the serving epoch drains its listeners and stays up (skip_exit). */
+  | { type: 'drain-early' }
+  /** Abort the drain under way: every epoch stops now. */
+  | { type: 'cut-drain' }
   | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
   /** `error`: why the run failed (errors.ts maps it to the exit number); `reason`: the one line the CLI prints on stderr. */
   | { type: 'exit'; error?: ErrorCode; reason?: string };

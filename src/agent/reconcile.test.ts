@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { initialState, reduce } from './reconcile.ts';
-import type { Action, Event, ExitKind, State } from './reconcile-types.ts';
+import { stoppedServing, type Action, type Event, type ExitKind, type State } from './reconcile-types.ts';
 
 const policy = { initialDelayMs: 200, budget: 3, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
 const A = 'a'.repeat(64);
@@ -222,6 +222,21 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 });
 
 describe('reduce: shutdown', () => {
+  it('POST /drain drains for good and marks the state; the shutdown then stops newest first without a second drain', () => {
+    const { state, actions, logs } = run([changed(A), live(0), changed(B), live(1), { type: 'drain-requested' }]);
+    assert.deepEqual([state.drainedEarly, stoppedServing(state), actions.at(-1)], [true, true, { type: 'drain-early' }]);
+    assert.ok(logs.includes('drain requested: draining listeners; the next SIGTERM stops without draining again'));
+    const after = run([{ type: 'shutdown' }, exited(1, 'aborted')], state);
+    assert.deepEqual([after.state.phase, after.actions], ['stopping', [abort(1), remove(1), abort(0)]]);
+    assert.ok(after.logs.includes('already drained by /drain; stopping without a second drain'));
+  });
+
+  it('hurry cuts the drain once; stoppedServing holds for draining and drained alike', () => {
+    const { state, actions } = run([changed(A), live(0), { type: 'shutdown' }, { type: 'hurry' }, { type: 'hurry' }]);
+    assert.deepEqual([state.hurried, actions.filter((action) => action.type === 'cut-drain').length], [true, 1]);
+    assert.deepEqual([stoppedServing(initialState(policy)), stoppedServing(state)], [false, true]);
+  });
+
   it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
     const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
     assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit' }]);

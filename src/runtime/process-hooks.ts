@@ -19,7 +19,7 @@ export function hookProcess(guard: ProcessHooks, parts: { agent: Agent; stopped:
   const { agent } = parts;
   const undoTerminate = guard.onTerminate((signal) => {
     parts.logger.info({ signal }, 'signal received');
-    if (shuttingDown(agent.state)) agent.hurry();
+    if (shuttingDown(agent.state)) agent.dispatch({ type: 'hurry' });
     agent.dispatch({ type: 'shutdown' });
   });
   const undoFault = guard.whileRunning(async () => {

@@ -17,7 +17,7 @@ function manualProxy() {
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
     drain: async () => undefined,
-    drainListeners: async () => undefined,
+    drainListeners: async () => true,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -66,7 +66,7 @@ describe('EpochTracker', () => {
     const proxy: Proxy = {
       run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
       drain: async () => undefined,
-      drainListeners: async () => undefined,
+      drainListeners: async () => true,
       cleanup: async () => undefined,
     };
     let called = 0;
@@ -107,7 +107,7 @@ describe('countAgentEvents', () => {
     const proxy = tracker.wrap({
       run: (epoch, _config, options) => new Promise((resolve) => runs.set(epoch, { options, end: resolve })),
       drain: async () => undefined,
-      drainListeners: async () => undefined,
+      drainListeners: async () => true,
       cleanup: async () => undefined,
     });
     const signal = new AbortController().signal;

@@ -52,7 +52,7 @@ export class EpochTracker {
     return {
       run: (epoch, config, options) => this.#run(proxy, epoch, config, options),
       drain: (signal) => proxy.drain(signal),
-      drainListeners: (signal) => proxy.drainListeners(signal),
+      drainListeners: (signal, options) => proxy.drainListeners(signal, options),
       cleanup: (epoch) => proxy.cleanup(epoch),
     };
   }

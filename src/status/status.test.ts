@@ -31,8 +31,8 @@ function wiredDeps(adminPort: number) {
   const registry = new Registry();
   new Gauge({ name: 'istio_agent_up', help: 'up', registers: [registry] }).set(1);
   const options = {
-    port: 0, readinessSocketPath: '', adminPort, inboundOnly: true,
-    agent: { state: {}, dispatch: () => undefined, hurry: () => undefined },
+    port: 0, readinessSocketPath: '', adminPort,
+    agent: { state: {}, dispatch: () => undefined, stopNow: () => undefined, requestDrain: async () => true },
     epochs: {}, registry,
     clock: new FakeClock(), logger: silentLogger,
   } as unknown as StartStatusOptions;

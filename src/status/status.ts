@@ -1,7 +1,6 @@
 import type { Registry } from '../metrics/index.ts';
-import { shuttingDown, type Event, type State } from '../agent/reconcile-types.ts';
+import { stoppedServing, type Event, type State } from '../agent/reconcile-types.ts';
 import { adminClient } from '../envoy/admin.ts';
-import { drainListeners } from '../envoy/drain.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
@@ -19,8 +18,10 @@ import { startStatusServer, type StatusServer } from './server.ts';
 export interface StatusAgent {
   readonly state: State;
   dispatch(event: Event): void;
-  hurry(): void;
-  drainedEarly(): void;
+  /** Stops every epoch now, without a drain. */
+  stopNow(): void;
+  /** POST /drain through the reconcile loop; whether Envoy took it. */
+  requestDrain(): Promise<boolean>;
 }
 
 export interface StartStatusOptions {
@@ -28,8 +29,6 @@ export interface StartStatusOptions {
   /** Where Envoy's readiness listener reaches the status server. */
   readinessSocketPath: string;
   adminPort: number;
-  /** Sidecars drain inbound listeners only. */
-  inboundOnly: boolean;
   agent: StatusAgent;
   epochs: EpochTracker;
   registry: Registry;
@@ -57,9 +56,8 @@ export async function startStatus(options: StartStatusOptions): Promise<StatusSe
 export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
   const admin = adminClient(options.adminPort);
-  let drained = false;
   const scrapes = registerScrapeMetrics(registry);
-  const readiness = new ReadinessProbe({ admin, stopping: () => drained || shuttingDown(agent.state), notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
+  const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
   const appTargets = options.app?.metrics ?? [];
   return {
     readiness: recordStartup(readiness, scrapes.startup, logger),
@@ -75,16 +73,10 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     appMetrics: appTargets.length > 0 ? appMetricsPart(appTargets, () => scrapes.failures.inc({ type: 'application' }), logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
-      agent.hurry();
-      agent.dispatch({ type: 'shutdown' });
+      agent.stopNow();
     },
     // Native sidecars' preStop: drain now and for good (skip_exit), so the SIGTERM that follows stops at once.
-    drain: async () => {
-      logger.info('drain requested: draining listeners; the next SIGTERM stops without draining again');
-      drained = true;
-      agent.drainedEarly();
-      return drainListeners({ admin, logger, signal: new AbortController().signal, inboundOnly: options.inboundOnly, skipExit: true });
-    },
+    drain: () => agent.requestDrain(),
   };
 }
 
