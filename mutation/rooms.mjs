@@ -51,4 +51,14 @@ export const rooms = {
     mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts'],
     tests: ['src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts'],
   },
+  // The reconcile reducer (its failure and shutdown rules) and the restart gate.
+  agent: {
+    mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts', 'src/agent/restart-gate.ts'],
+    tests: ['src/agent/reconcile.test.ts', 'src/agent/agent.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
+  },
+  // The composition root: the parts, their order and their undoing.
+  runtime: {
+    mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
+    tests: ['src/runtime/envoy-recipe.test.ts'],
+  },
 };
