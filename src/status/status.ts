@@ -57,7 +57,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
   const admin = adminClient(options.adminPort);
   const scrapes = registerScrapeMetrics(registry);
-  const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
+  const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(agent.state), blocked: options.certificateProblem });
   const appTargets = options.app?.metrics ?? [];
   return {
     readiness: recordStartup(readiness, scrapes.startup, logger),
