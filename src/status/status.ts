@@ -1,6 +1,5 @@
 import type { Registry } from '../metrics/index.ts';
 import { stoppedServing, type Event, type State } from '../agent/reconcile-types.ts';
-import { adminClient } from '../envoy/admin.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
@@ -11,7 +10,7 @@ import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
 import { registerScrapeMetrics } from './metrics.ts';
-import { ReadinessProbe, type Readiness } from './readiness.ts';
+import { ReadinessProbe, type AdminReader, type Readiness } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
 
 /** The agent as the status server sees it. */
@@ -29,6 +28,8 @@ export interface StartStatusOptions {
   /** Where Envoy's readiness listener reaches the status server. */
   readinessSocketPath: string;
   adminPort: number;
+  /** Envoy's admin API on adminPort (made by the runtime: status/ does not import envoy/). */
+  admin: AdminReader;
   agent: StatusAgent;
   epochs: EpochTracker;
   registry: Registry;
@@ -55,7 +56,7 @@ export async function startStatus(options: StartStatusOptions): Promise<StatusSe
 /** Wires the endpoints to the agent, Envoy's admin API and the metrics registry. */
 export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
-  const admin = adminClient(options.adminPort);
+  const { admin } = options;
   const scrapes = registerScrapeMetrics(registry);
   const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(agent.state), blocked: options.certificateProblem });
   const appTargets = options.app?.metrics ?? [];
