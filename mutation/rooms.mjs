@@ -54,7 +54,7 @@ export const rooms = {
   // The reconcile reducer (its failure and shutdown rules) and the restart gate.
   agent: {
     mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts', 'src/agent/restart-gate.ts'],
-    tests: ['src/agent/reconcile.test.ts', 'src/agent/agent.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
+    tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {

@@ -58,3 +58,15 @@ export function drainTakeover(state: State, entry: LiveEpoch): Step {
 export function onDrainRequested(state: State): Step {
   return [{ ...state, drainedEarly: true }, [log('info', 'drain requested: draining listeners; the next SIGTERM stops without draining again', {}), { type: 'drain-early' }]];
 }
+
+/** Cuts the drain short, once. */
+export function onHurry(state: State): Step {
+  return state.hurried ? [state, []] : [{ ...state, hurried: true }, [{ type: 'cut-drain' }]];
+}
+
+/** A fault no caller handled: the agent's own state is in doubt, so every epoch stops now, without a drain. */
+export function onFault(state: State): Step {
+  const [hurried, cut] = onHurry({ ...state, faulted: true });
+  const [after, actions] = onShutdown(hurried);
+  return [after, [...cut, ...actions]];
+}

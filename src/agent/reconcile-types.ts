@@ -44,6 +44,8 @@ export interface State {
   drainedEarly: boolean;
   /** The shutdown drain was cut short (a second signal, /quitquitquit, a fault). */
   hurried: boolean;
+  /** A fault no caller handled stopped the run (the process guard exits 1 once every epoch is gone). */
+  faulted: boolean;
   gate: Gate;
   /**
    * Pending work, not phases: a retry timer runs, or a retry came due while
@@ -79,6 +81,8 @@ export type Event =
   | { type: 'drain-requested' }
   /** Cut the shutdown drain short. */
   | { type: 'hurry' }
+  /** A fault no caller handled: stop every epoch now, without a drain. */
+  | { type: 'fault' }
   | { type: 'drained' };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';

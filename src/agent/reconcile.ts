@@ -1,6 +1,6 @@
 import { shortHash } from '../shared/short-hash.ts';
 import { afterFailure, log, scheduleRetry, withRetry } from './reconcile-failures.ts';
-import { drainTakeover, exitWhileShuttingDown, onDrainRequested, onShutdown, stopNewest } from './reconcile-shutdown.ts';
+import { drainTakeover, exitWhileShuttingDown, onDrainRequested, onFault, onHurry, onShutdown, stopNewest } from './reconcile-shutdown.ts';
 import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, type RetryPolicy, type State, type Step } from './reconcile-types.ts';
 
 /*
@@ -36,7 +36,7 @@ import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, 
  */
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, phase: 'running', drainedEarly: false, hurried: false, gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
+  return { live: [], budget: policy.budget, phase: 'running', drainedEarly: false, hurried: false, faulted: false, gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -58,7 +58,9 @@ export function reduce(state: State, event: Event): Step {
     case 'drain-requested':
       return onDrainRequested(state);
     case 'hurry':
-      return state.hurried ? [state, []] : [{ ...state, hurried: true }, [{ type: 'cut-drain' }]];
+      return onHurry(state);
+    case 'fault':
+      return onFault(state);
     case 'drained':
       return stopNewest({ ...state, phase: 'stopping' });
   }

@@ -23,7 +23,7 @@ export function hookProcess(guard: ProcessHooks, parts: { agent: Agent; stopped:
     agent.dispatch({ type: 'shutdown' });
   });
   const undoFault = guard.whileRunning(async () => {
-    agent.stopNow();
+    agent.dispatch({ type: 'fault' });
     await parts.stopped();
   });
   return { [Symbol.dispose]: () => (undoFault(), undoTerminate()) };
