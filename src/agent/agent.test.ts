@@ -150,4 +150,11 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(seen, ['config-changed:1']);
   });
+
+  it('a spawned epoch\'s pid is in the state (epoch-spawned)', async () => {
+    const { agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    await Promise.resolve();
+    assert.deepEqual(agent.state.live.map((entry) => [entry.epoch, entry.pid]), [[0, 100_000]]);
+  });
 });

@@ -114,7 +114,8 @@ export class Agent {
       this.#options.logger.info({ epoch, ...details }, 'epoch live');
       this.dispatch({ type: 'epoch-live', epoch });
     };
-    const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive }).then((exit) => {
+    const onStarted = ({ pid }: { pid: number }) => this.dispatch({ type: 'epoch-spawned', epoch, pid });
+    const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive, onStarted }).then((exit) => {
       this.#epochs.delete(epoch);
       this.#running.delete(running);
       this.dispatch({ type: 'epoch-exited', epoch, kind: exit.kind, detail: exit.detail });

@@ -40,8 +40,8 @@ export class FakeProxy implements Proxy {
       const entry: FakeEpoch = { epoch, config, options, resolve, done: false };
       this.#epochs.set(epoch, entry);
       options.signal.addEventListener('abort', () => this.exit(epoch, 'aborted', 'signal SIGTERM'), { once: true });
-      // A made-up pid, as Envoy's spawn reports its own.
-      options.onStarted?.({ pid: 100_000 + epoch });
+      // A made-up pid, reported after run() returned, as Envoy's spawn reports its own.
+      queueMicrotask(() => options.onStarted?.({ pid: 100_000 + epoch }));
       if (this.#auto) setImmediate(() => this.live(epoch));
     });
   }

@@ -20,6 +20,8 @@ export interface LiveEpoch {
   aborting: boolean;
   /** Reported LIVE: it has taken over from its parent. */
   tookOver: boolean;
+  /** Its process, once spawned. */
+  pid?: number;
 }
 
 /**
@@ -72,6 +74,7 @@ export type Event =
   /** `replaceStarting`: an epoch not LIVE yet is stopped for this config instead of waited for (it has nothing to hand over: the Delta→SotW fallback). */
   | { type: 'config-changed'; config: string; replaceStarting?: boolean }
   | { type: 'epoch-exited'; epoch: number; kind: ExitKind; detail: string }
+  | { type: 'epoch-spawned'; epoch: number; pid: number }
   | { type: 'epoch-live'; epoch: number }
   | { type: 'epoch-stable'; epoch: number }
   | { type: 'retry-due' }

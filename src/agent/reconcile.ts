@@ -45,6 +45,8 @@ export function reduce(state: State, event: Event): Step {
       return onConfigChanged(state, event.config, event.replaceStarting === true);
     case 'epoch-exited':
       return onEpochExited(state, event);
+    case 'epoch-spawned':
+      return [{ ...state, live: state.live.map((entry) => (entry.epoch === event.epoch ? { ...entry, pid: event.pid } : entry)) }, []];
     case 'epoch-live':
       return onEpochLive(state, event.epoch);
     case 'epoch-stable':

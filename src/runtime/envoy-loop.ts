@@ -30,14 +30,10 @@ export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; x
   const { config, registry, clock, logger } = ctx;
   const metrics = registerAgentMetrics(registry);
   const epochs = new EpochTracker({ clock, metrics });
-  const observed = epochs.wrap(parts.proxy);
-  const proxy: Proxy = {
-    ...observed,
-    run: (epoch, hash, options) => observed.run(epoch, hash, { ...options, onStarted: (info) => (options.onStarted?.(info), ctx.events.envoySpawned.emit({ epoch, pid: info.pid })) }),
-  };
-  const agent = new Agent({ proxy, clock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) });
+  const agent = new Agent({ proxy: epochs.wrap(parts.proxy), clock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) });
   registerStateGauges(registry, () => agent.state);
   agent.onEvent(countAgentEvents(metrics));
+  agent.onEvent((event) => event.type === 'epoch-spawned' && ctx.events.envoySpawned.emit({ epoch: event.epoch, pid: event.pid }));
   const gate = new RestartGate({
     xds: parts.xds, clock, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
     readNotAfter: () => readCertNotAfter(certFilesIn(config.certDir).chain), expiryMarginMs: defaultExpiryMarginMs,

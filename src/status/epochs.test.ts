@@ -40,6 +40,7 @@ describe('EpochTracker', () => {
     const signal = new AbortController().signal;
     const first = wrapped.run(0, 'hash-a', { signal, onLive: () => live++ });
     [state] = reduce(state, { type: 'config-changed', config: 'hash-a' });
+    [state] = reduce(state, { type: 'epoch-spawned', epoch: 0, pid: 1000 });
     assert.deepEqual(tracker.snapshot(state).live, [{ epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false }]);
 
     clock.advance(5000);

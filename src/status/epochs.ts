@@ -86,6 +86,7 @@ export class EpochTracker {
   snapshot(state: State): EpochsDebug {
     const live = state.live.map((entry) => ({
       ...(this.#running.get(entry.epoch) ?? { epoch: entry.epoch, startedAt: '', config: entry.config }),
+      pid: entry.pid,
       live: entry.tookOver,
       aborting: entry.aborting,
     }));
