@@ -93,8 +93,7 @@ export class Agent {
       case 'drain':
         return this.#drain();
       case 'drain-early':
-        this.#earlyDrain = this.#options.proxy.drainListeners(new AbortController().signal, { skipExit: true });
-        return;
+        return this.#drainEarly();
       case 'cut-drain':
         return this.#drainController.abort();
       case 'drain-listeners':
@@ -131,6 +130,13 @@ export class Agent {
     }, delayMs);
     this.#timers.add(timer);
     if (event.type === 'retry-due') this.#retryTimer = timer;
+  }
+
+  /** Not cut by a later hurry: the caller of POST /drain learns whether Envoy took it. */
+  #drainEarly(): void {
+    this.#earlyDrain = this.#options.proxy
+      .drainListeners(new AbortController().signal, { skipExit: true })
+      .catch((err: unknown) => (this.#options.logger.warn({ err }, 'drain failed'), false));
   }
 
   #drain(): void {
