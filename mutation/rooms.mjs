@@ -59,6 +59,6 @@ export const rooms = {
   // The composition root: the parts, their order and their undoing.
   runtime: {
     mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
-    tests: ['src/runtime/envoy-recipe.test.ts'],
+    tests: ['src/runtime/envoy-recipe.test.ts', 'src/runtime/events.test.ts'],
   },
 };

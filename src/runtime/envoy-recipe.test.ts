@@ -79,6 +79,20 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     await within(ctx.events.stopped.first(), 1000, 'stopped told');
   });
 
+  it('a second signal cuts the drain short; the state gauges and event counters are on the registry', async () => {
+    const proxy = new FakeProxy();
+    const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    proxy.live(0);
+    const metrics = await ctx.registry.metrics();
+    assert.match(metrics, /^istio_agent_live_epochs 1$/m);
+    assert.match(metrics, /^istio_agent_epochs_started_total 1$/m);
+    guard.terminate[0]!('SIGTERM');
+    guard.terminate[0]!('SIGTERM');
+    assert.equal(await within(run, 5000, 'the recipe to end without finishDrain'), 0);
+    assert.deepEqual(proxy.running, []);
+  });
+
   it('a fault stops Envoy without a drain and resolves only once every part is stopped', async () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
