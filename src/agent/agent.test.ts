@@ -46,7 +46,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.deepEqual(proxy.starts.at(-1), { epoch: 0, config: 'A' });
   });
 
-  it('resolves exit code 1 once the budget is spent', async () => {
+  it('resolves RETRY_BUDGET_SPENT (exit 1) once the budget is spent', async () => {
     const { clock, proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     for (const delay of [200, 400]) {
@@ -55,7 +55,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
       clock.advance(delay);
     }
     proxy.exit(0, 'failed', 'exit code 1: boom');
-    assert.deepEqual(await exitOf(agent), { code: 1, reason: 'retry budget spent trying to start Envoy with config A: exit code 1: boom' });
+    assert.deepEqual(await exitOf(agent), { error: 'RETRY_BUDGET_SPENT', reason: 'retry budget spent trying to start Envoy with config A: exit code 1: boom' });
     assert.equal(proxy.starts.length, 3);
     assert.equal(clock.pending, 0, 'no timer left behind');
   });
@@ -81,7 +81,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     assert.equal(proxy.drains, 1);
     assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain is over');
     proxy.finishDrain();
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual(proxy.cleaned.sort(), [0, 1]);
   });
@@ -90,8 +90,8 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     agent.dispatch({ type: 'shutdown' });
-    agent.hurry();
-    assert.equal((await exitOf(agent)).code, 0);
+    agent.dispatch({ type: 'hurry' });
+    assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
 
@@ -99,10 +99,12 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     const { proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
-    agent.drainedEarly();
+    assert.equal(await agent.requestDrain(), true);
+    assert.deepEqual(proxy.listenerDrainsSkipExit, [true], 'drained for good: Envoy stays up');
+    assert.equal(agent.state.drainedEarly, true);
     agent.dispatch({ type: 'shutdown' });
     assert.equal(proxy.drains, 0, 'no second drain');
-    assert.equal((await agent.exited).code, 0);
+    assert.equal((await agent.exited).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
 
@@ -115,7 +117,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     proxy.live(1);
     assert.equal(proxy.listenerDrains, 1);
     proxy.finishDrain();
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
   });
 
   it('takes no event once it has ended: a late certificate change starts no Envoy', async () => {
@@ -123,7 +125,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
     proxy.exit(0, 'normal');
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(proxy.starts, [{ epoch: 0, config: 'A' }]);
     assert.equal(agent.state.desired, 'A');
@@ -135,7 +137,7 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     proxy.live(0);
     await within(agent[Symbol.asyncDispose](), 5000, 'the disposal to end');
     assert.deepEqual(proxy.running, []);
-    assert.equal((await exitOf(agent)).code, 0);
+    assert.equal((await exitOf(agent)).error, undefined);
     await agent[Symbol.asyncDispose](); // once ended: nothing left to stop
   });
 
@@ -147,5 +149,12 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     off();
     agent.dispatch({ type: 'config-changed', config: 'B' });
     assert.deepEqual(seen, ['config-changed:1']);
+  });
+
+  it('a spawned epoch\'s pid is in the state (epoch-spawned)', async () => {
+    const { agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    await Promise.resolve();
+    assert.deepEqual(agent.state.live.map((entry) => [entry.epoch, entry.pid]), [[0, 100_000]]);
   });
 });

@@ -1,13 +1,14 @@
 import type { Clock, Timer } from '../shared/clock.ts';
+import type { ErrorCode } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce } from './reconcile.ts';
 import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';
 
-/** How the loop ended: the process exit code, and for a failure the line that says why. */
+/** How the loop ended: cleanly, or with the error that says why (its code decides the exit number, errors.ts). */
 export interface AgentExit {
-  code: number;
+  error?: ErrorCode;
   reason?: string;
 }
 
@@ -20,13 +21,14 @@ export interface AgentOptions {
 
 /**
  * Runs the reconcile loop: feeds events to `reduce` and carries out the
- * actions. `exited` resolves with the process exit code:
- * - 0 after a shutdown (drain, then every epoch stopped), or when the only
- *   Envoy exited normally on its own;
- * - 1 when the retry budget is spent trying to reach the desired config
- *   and no older epoch still serves;
- * - 2 when Envoy rejects its configuration with no other epoch running.
- * A non-zero code comes with a one-line reason for stderr.
+ * actions. `exited` resolves with how the loop ended:
+ * - cleanly after a shutdown (drain, then every epoch stopped), or when the
+ *   only Envoy exited normally on its own;
+ * - RETRY_BUDGET_SPENT when the retry budget is spent trying to reach the
+ *   desired config and no older epoch still serves (exit 1);
+ * - ENVOY_REJECTED when Envoy rejects its configuration with no other epoch
+ *   running (exit 2).
+ * An error comes with a one-line reason for stderr.
  */
 export class Agent {
   readonly #options: AgentOptions;
@@ -36,8 +38,8 @@ export class Agent {
   readonly #timers = new Set<Timer>();
   #retryTimer: Timer | undefined;
   #drainController = new AbortController();
-  /** POST /drain already drained Envoy (native sidecars' preStop): the SIGTERM that follows stops at once. */
-  #drainedEarly = false;
+  /** What the last POST /drain's drain-early action gave (whether Envoy took it). */
+  #earlyDrain: Promise<boolean> | undefined;
   /** Every epoch is gone after the exit: the loop takes no more events. */
   #ended = false;
   #resolveExit!: (result: AgentExit) => void;
@@ -90,12 +92,16 @@ export class Agent {
         return;
       case 'drain':
         return this.#drain();
+      case 'drain-early':
+        return this.#drainEarly();
+      case 'cut-drain':
+        return this.#drainController.abort();
       case 'drain-listeners':
         return void this.#options.proxy.drainListeners(this.#drainController.signal).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
       case 'log':
         return this.#options.logger[action.level](action.fields, action.message);
       case 'exit':
-        return this.#exit({ code: action.code, reason: action.reason });
+        return this.#exit({ error: action.error, reason: action.reason });
     }
   }
 
@@ -107,7 +113,8 @@ export class Agent {
       this.#options.logger.info({ epoch, ...details }, 'epoch live');
       this.dispatch({ type: 'epoch-live', epoch });
     };
-    const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive }).then((exit) => {
+    const onStarted = ({ pid }: { pid: number }) => this.dispatch({ type: 'epoch-spawned', epoch, pid });
+    const running = this.#options.proxy.run(epoch, config, { signal: controller.signal, onLive, onStarted }).then((exit) => {
       this.#epochs.delete(epoch);
       this.#running.delete(running);
       this.dispatch({ type: 'epoch-exited', epoch, kind: exit.kind, detail: exit.detail });
@@ -125,11 +132,14 @@ export class Agent {
     if (event.type === 'retry-due') this.#retryTimer = timer;
   }
 
+  /** Not cut by a later hurry: the caller of POST /drain learns whether Envoy took it. */
+  #drainEarly(): void {
+    this.#earlyDrain = this.#options.proxy
+      .drainListeners(new AbortController().signal, { skipExit: true })
+      .catch((err: unknown) => (this.#options.logger.warn({ err }, 'drain failed'), false));
+  }
+
   #drain(): void {
-    if (this.#drainedEarly) {
-      this.#options.logger.info('already drained by /drain; stopping without a second drain');
-      return this.dispatch({ type: 'drained' });
-    }
     void this.#options.proxy
       .drain(this.#drainController.signal)
       .catch((err: unknown) => this.#options.logger.warn({ err }, 'drain failed; stopping anyway'))
@@ -137,21 +147,18 @@ export class Agent {
   }
 
   /**
-   * Envoy was told to drain ahead of the shutdown (POST /drain): the
-   * shutdown that follows skips its drain and the wait, as Istio's agent.
+   * POST /drain: Envoy drains now and for good; the shutdown that follows
+   * skips its drain and the wait, as Istio's agent. Resolves whether Envoy took it.
    */
-  drainedEarly(): void {
-    this.#drainedEarly = true;
+  requestDrain(): Promise<boolean> {
+    this.#earlyDrain = undefined;
+    this.dispatch({ type: 'drain-requested' });
+    return this.#earlyDrain ?? Promise.resolve(false);
   }
 
-  /** Cuts a drain short (a second SIGTERM): stop every epoch now. */
-  hurry(): void {
-    this.#drainController.abort();
-  }
-
-  /** Stops every epoch now, without a drain (a fault, a start that failed part way); a no-op once ended. */
+  /** Stops every epoch now, without a drain (a fault, /quitquitquit, a start that failed part way); a no-op once ended. */
   stopNow(): void {
-    this.hurry();
+    this.dispatch({ type: 'hurry' });
     this.dispatch({ type: 'shutdown' });
   }
 

@@ -40,6 +40,8 @@ export class FakeProxy implements Proxy {
       const entry: FakeEpoch = { epoch, config, options, resolve, done: false };
       this.#epochs.set(epoch, entry);
       options.signal.addEventListener('abort', () => this.exit(epoch, 'aborted', 'signal SIGTERM'), { once: true });
+      // A made-up pid, reported after run() returned, as Envoy's spawn reports its own.
+      queueMicrotask(() => options.onStarted?.({ pid: 100_000 + epoch }));
       if (this.#auto) setImmediate(() => this.live(epoch));
     });
   }
@@ -74,9 +76,13 @@ export class FakeProxy implements Proxy {
     });
   }
 
-  drainListeners(): Promise<void> {
+  /** The skipExit of every drainListeners call (POST /drain's are true). */
+  readonly listenerDrainsSkipExit: boolean[] = [];
+
+  drainListeners(_signal: AbortSignal, options: { skipExit?: boolean } = {}): Promise<boolean> {
     this.listenerDrains++;
-    return Promise.resolve();
+    this.listenerDrainsSkipExit.push(options.skipExit === true);
+    return Promise.resolve(true);
   }
 
   /** Ends a drain started by the agent (manual mode). */

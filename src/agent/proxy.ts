@@ -28,8 +28,11 @@ export interface Proxy {
   run(epoch: number, config: string, options: RunOptions): Promise<ProxyExit>;
   /** Starts draining the newest epoch's listeners; resolves when draining is over. */
   drain(signal: AbortSignal): Promise<void>;
-  /** Tells the epoch that serves now to drain its listeners, without waiting. */
-  drainListeners(signal: AbortSignal): Promise<void>;
+  /**
+   * Tells the epoch that serves now to drain its listeners, without waiting;
+   * `skipExit`: for good, Envoy does not exit once drained (POST /drain). Whether Envoy took it.
+   */
+  drainListeners(signal: AbortSignal, options?: { skipExit?: boolean }): Promise<boolean>;
   /** Removes what an exited epoch left behind (its bootstrap file). */
   cleanup(epoch: number): Promise<void>;
 }

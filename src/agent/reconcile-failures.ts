@@ -2,7 +2,7 @@
  * What a failed epoch takes down, and the retry backoff: the failure rules
  * of the reconcile reducer (listed at the top of `reconcile.ts`), pure like it.
  */
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import type { Action, ExitEvent, LiveEpoch, LogLevel, State, Step } from './reconcile-types.ts';
 
 /** Decides what a failed epoch takes down. */
@@ -19,7 +19,7 @@ export function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch |
     const [after, retryActions] = scheduleRetry(state, event.epoch);
     return [after, [log('warn', 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried', { ...fields, serving }), ...retryActions]];
   }
-  if (event.kind === 'rejected') return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', code: 2, reason: event.detail }]];
+  if (event.kind === 'rejected') return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', error: 'ENVOY_REJECTED', reason: event.detail }]];
   return scheduleRetry(state, event.epoch, [log('warn', 'epoch terminated with an error', fields)]);
 }
 
@@ -41,7 +41,7 @@ function budgetSpent(state: State, epoch: number, before: Action[]): Step {
     return [state, [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })]];
   }
   const reason = `retry budget spent trying to start Envoy with config ${fields.config}: ${state.lastFailure ?? 'no failure recorded'}`;
-  return [state, [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', code: 1, reason }]];
+  return [state, [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason }]];
 }
 
 export function withRetry(state: State, delayMs: number): Step {

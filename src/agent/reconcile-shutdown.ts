@@ -9,7 +9,11 @@ export function onShutdown(state: State): Step {
   if (state.phase !== 'running') return [state, []];
   const next: State = { ...state, phase: 'draining', retryScheduled: false };
   const cancel: Action[] = state.retryScheduled ? [{ type: 'cancel-retry' }] : [];
-  if (state.live.length === 0) return [next, [...cancel, { type: 'exit', code: 0 }]];
+  if (state.live.length === 0) return [next, [...cancel, { type: 'exit' }]];
+  if (state.drainedEarly) {
+    const [after, stops] = stopNewest({ ...next, phase: 'stopping' });
+    return [after, [...cancel, log('info', 'already drained by /drain; stopping without a second drain', {}), ...stops]];
+  }
   return [next, [...cancel, log('info', 'draining before exit', { epochs: state.live.map((entry) => entry.epoch) }), { type: 'drain' }]];
 }
 
@@ -20,7 +24,7 @@ export function onShutdown(state: State): Step {
 export function exitWhileShuttingDown(state: State, event: ExitEvent, done: readonly Action[]): Step {
   const failed = event.kind === 'failed' || event.kind === 'rejected';
   const actions = failed ? [log('warn', 'epoch terminated with an error while stopping', { epoch: event.epoch, detail: event.detail }), ...done] : [...done];
-  if (state.live.length === 0) return [state, [...actions, { type: 'exit', code: 0 }]];
+  if (state.live.length === 0) return [state, [...actions, { type: 'exit' }]];
   // A parent leaving mid-drain (its --parent-shutdown-time-s) must not cut the child's drain short.
   if (state.phase === 'draining') return [state, actions];
   const [after, more] = stopNewest(state);
@@ -48,4 +52,21 @@ export function stopNewest(state: State): Step {
 export function drainTakeover(state: State, entry: LiveEpoch): Step {
   if (entry.aborting) return [state, []];
   return [state, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch: entry.epoch }), { type: 'drain-listeners', epoch: entry.epoch }]];
+}
+
+/** POST /drain (native sidecars' preStop): drain now and for good, so the SIGTERM that follows stops at once. */
+export function onDrainRequested(state: State): Step {
+  return [{ ...state, drainedEarly: true }, [log('info', 'drain requested: draining listeners; the next SIGTERM stops without draining again', {}), { type: 'drain-early' }]];
+}
+
+/** Cuts the drain short, once. */
+export function onHurry(state: State): Step {
+  return state.hurried ? [state, []] : [{ ...state, hurried: true }, [{ type: 'cut-drain' }]];
+}
+
+/** A fault no caller handled: the agent's own state is in doubt, so every epoch stops now, without a drain. */
+export function onFault(state: State): Step {
+  const [hurried, cut] = onHurry({ ...state, faulted: true });
+  const [after, actions] = onShutdown(hurried);
+  return [after, [...cut, ...actions]];
 }

@@ -1,3 +1,5 @@
+import type { ErrorCode } from '../shared/errors.ts';
+
 /** The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`, `reconcile-failures.ts` and `reconcile-shutdown.ts`). */
 
 export interface RetryPolicy {
@@ -18,6 +20,8 @@ export interface LiveEpoch {
   aborting: boolean;
   /** Reported LIVE: it has taken over from its parent. */
   tookOver: boolean;
+  /** Its process, once spawned. */
+  pid?: number;
 }
 
 /**
@@ -38,6 +42,12 @@ export interface State {
   live: readonly LiveEpoch[];
   budget: number;
   phase: Phase;
+  /** POST /drain drained Envoy for good (native sidecars' preStop): readiness fails, and the shutdown skips its drain. */
+  drainedEarly: boolean;
+  /** The shutdown drain was cut short (a second signal, /quitquitquit, a fault). */
+  hurried: boolean;
+  /** A fault no caller handled stopped the run (the process guard exits 1 once every epoch is gone). */
+  faulted: boolean;
   gate: Gate;
   /**
    * Pending work, not phases: a retry timer runs, or a retry came due while
@@ -54,6 +64,9 @@ export interface State {
 /** Draining or stopping: no new epoch starts and no retry is scheduled. */
 export const shuttingDown = (state: Pick<State, 'phase'>): boolean => state.phase !== 'running';
 
+/** Not to be sent traffic: drained by POST /drain, or shutting down (readiness fails). */
+export const stoppedServing = (state: Pick<State, 'phase' | 'drainedEarly'>): boolean => state.drainedEarly || shuttingDown(state);
+
 /** `rejected`: Envoy refused its input at start (validation, a port it cannot bind). */
 export type ExitKind = 'aborted' | 'normal' | 'failed' | 'rejected' | 'parent-initializing';
 
@@ -61,11 +74,18 @@ export type Event =
   /** `replaceStarting`: an epoch not LIVE yet is stopped for this config instead of waited for (it has nothing to hand over: the Delta→SotW fallback). */
   | { type: 'config-changed'; config: string; replaceStarting?: boolean }
   | { type: 'epoch-exited'; epoch: number; kind: ExitKind; detail: string }
+  | { type: 'epoch-spawned'; epoch: number; pid: number }
   | { type: 'epoch-live'; epoch: number }
   | { type: 'epoch-stable'; epoch: number }
   | { type: 'retry-due' }
   | { type: 'gate-changed'; open: boolean; reason: string }
   | { type: 'shutdown' }
+  /** POST /drain: drain the listeners now and for good (skip_exit). */
+  | { type: 'drain-requested' }
+  /** Cut the shutdown drain short. */
+  | { type: 'hurry' }
+  /** A fault no caller handled: stop every epoch now, without a drain. */
+  | { type: 'fault' }
   | { type: 'drained' };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -79,9 +99,13 @@ export type Action =
   | { type: 'drain' }
   /** An epoch took over while the shutdown drain runs: drain its listeners too. */
   | { type: 'drain-listeners'; epoch: number }
+  /** POST /drain: the serving epoch drains its listeners and stays up (skip_exit). */
+  | { type: 'drain-early' }
+  /** Abort the drain under way: every epoch stops now. */
+  | { type: 'cut-drain' }
   | { type: 'log'; level: LogLevel; message: string; fields: Record<string, unknown> }
-  /** `reason`: the one line the CLI prints on stderr for a non-zero code. */
-  | { type: 'exit'; code: number; reason?: string };
+  /** `error`: why the run failed (errors.ts maps it to the exit number); `reason`: the one line the CLI prints on stderr. */
+  | { type: 'exit'; error?: ErrorCode; reason?: string };
 
 export type Step = [State, Action[]];
 

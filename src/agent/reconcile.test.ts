@@ -1,36 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { policy, A, B, run, changed, exited, live, start, retryIn, remove, abort, stableIn } from '../../test/support/reconcile-run.ts';
 import { initialState, reduce } from './reconcile.ts';
-import type { Action, Event, ExitKind, State } from './reconcile-types.ts';
-
-const policy = { initialDelayMs: 200, budget: 3, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 };
-const A = 'a'.repeat(64);
-const B = 'b'.repeat(64);
-
-/** Folds events through the reducer; returns the last state and every non-log action. */
-function run(events: readonly Event[], from: State = initialState(policy)): { state: State; actions: Action[]; logs: string[] } {
-  let state = from;
-  const actions: Action[] = [];
-  const logs: string[] = [];
-  for (const event of events) {
-    const [next, produced] = reduce(state, event);
-    state = next;
-    for (const action of produced) {
-      if (action.type === 'log') logs.push(action.message);
-      else actions.push(action);
-    }
-  }
-  return { state, actions, logs };
-}
-
-const changed = (config: string): Event => ({ type: 'config-changed', config });
-const exited = (epoch: number, kind: ExitKind): Event => ({ type: 'epoch-exited', epoch, kind, detail: `detail ${epoch}` });
-const live = (epoch: number): Event => ({ type: 'epoch-live', epoch });
-const start = (epoch: number, config: string): Action => ({ type: 'start-epoch', epoch, config });
-const retryIn = (delayMs: number): Action => ({ type: 'schedule', event: { type: 'retry-due' }, delayMs });
-const remove = (epoch: number): Action => ({ type: 'remove-bootstrap', epoch });
-const abort = (epoch: number): Action => ({ type: 'abort-epoch', epoch });
-const stableIn = (epoch: number): Action => ({ type: 'schedule', event: { type: 'epoch-stable', epoch }, delayMs: 60_000 });
+import type { Action, Event } from './reconcile-types.ts';
 
 describe('reduce: desired config', () => {
   it('starts epoch 0 on the first config', () => {
@@ -122,7 +94,7 @@ describe('reduce: failures and retries', () => {
     const { actions, logs } = run(events.slice(0, -1));
     const delays = actions.filter((action) => action.type === 'schedule').map((action) => action.delayMs);
     assert.deepEqual(delays, [200, 400, 800]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 1, reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
+    assert.deepEqual(actions.at(-1), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
     assert.ok(logs.includes('retry budget spent trying to reach the desired config; exiting'));
   });
 
@@ -163,7 +135,7 @@ describe('reduce: failures and retries', () => {
 
   it('a lone epoch that exits normally on its own ends the agent with 0', () => {
     const { actions } = run([changed(A), exited(0, 'normal')]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 0 });
+    assert.deepEqual(actions.at(-1), { type: 'exit' });
   });
 
   it('an unexpected abort of the last epoch is treated as a failure to recover from', () => {
@@ -216,60 +188,8 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 
   it('Envoy rejecting its config with no other epoch running is bad input: exit 2 with its reason', () => {
     const { actions, logs } = run([changed(A), exited(0, 'rejected')]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', code: 2, reason: 'detail 0' });
+    assert.deepEqual(actions.at(-1), { type: 'exit', error: 'ENVOY_REJECTED', reason: 'detail 0' });
     assert.ok(logs.includes('Envoy rejects its configuration; exiting'));
-  });
-});
-
-describe('reduce: shutdown', () => {
-  it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
-    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit', code: 0 }]);
-  });
-
-  it('a parent that leaves on its own while its child stops is not aborted', () => {
-    const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(0, 'normal'), exited(1, 'aborted')]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(0), remove(1), { type: 'exit', code: 0 }]);
-  });
-
-  it('waits for epochs already being aborted before stopping the next', () => {
-    const { actions } = run([changed(A), live(0), changed(B), live(1), exited(1, 'failed'), { type: 'shutdown' }, { type: 'drained' }]);
-    assert.deepEqual(actions.filter((action) => action.type === 'abort-epoch'), [abort(0)], 'the failure aborted epoch 0; the drain adds nothing');
-  });
-
-  it('exits at once when no epoch runs, cancelling a pending retry', () => {
-    const { actions } = run([changed(A), exited(0, 'failed'), { type: 'shutdown' }]);
-    assert.deepEqual(actions.slice(-2), [{ type: 'cancel-retry' }, { type: 'exit', code: 0 }]);
-  });
-
-  it('an epoch that takes over during the shutdown drain is drained too, not left serving', () => {
-    const { state, actions, logs } = run([changed(A), live(0), changed(B), { type: 'shutdown' }, live(1)]);
-    assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, { type: 'drain-listeners', epoch: 1 }]);
-    assert.ok(logs.includes('epoch took over during the shutdown drain; draining it too'));
-    assert.deepEqual(run([{ type: 'drained' }], state).actions, [abort(1)], 'then stopped newest first');
-  });
-
-  it('a parent that leaves during the drain (parent shutdown time) does not cut the drain short', () => {
-    const { state, actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, exited(0, 'normal')]);
-    assert.deepEqual(actions.slice(-2), [{ type: 'drain' }, remove(0)], 'epoch 1 keeps draining');
-    assert.deepEqual(run([{ type: 'drained' }, exited(1, 'aborted')], state).actions, [abort(1), remove(1), { type: 'exit', code: 0 }]);
-  });
-
-  it('an epoch still starting when the drain is over is stopped first', () => {
-    const { actions } = run([changed(A), live(0), changed(B), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted')]);
-    assert.deepEqual(actions.slice(-4), [{ type: 'drain' }, abort(1), remove(1), abort(0)]);
-  });
-
-  it('a second shutdown changes nothing', () => {
-    const first = run([changed(A), { type: 'shutdown' }]);
-    const [state, actions] = reduce(first.state, { type: 'shutdown' });
-    assert.deepEqual(actions, []);
-    assert.equal(state, first.state);
-  });
-
-  it('a failure while shutting down schedules no retry', () => {
-    const { actions } = run([changed(A), { type: 'shutdown' }, exited(0, 'failed')]);
-    assert.deepEqual(actions.slice(2), [remove(0), { type: 'exit', code: 0 }]);
   });
 });
 

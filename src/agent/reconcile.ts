@@ -1,6 +1,6 @@
-import { shortHash } from '../watch/cert-set.ts';
+import { shortHash } from '../shared/short-hash.ts';
 import { afterFailure, log, scheduleRetry, withRetry } from './reconcile-failures.ts';
-import { drainTakeover, exitWhileShuttingDown, onShutdown, stopNewest } from './reconcile-shutdown.ts';
+import { drainTakeover, exitWhileShuttingDown, onDrainRequested, onFault, onHurry, onShutdown, stopNewest } from './reconcile-shutdown.ts';
 import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, type RetryPolicy, type State, type Step } from './reconcile-types.ts';
 
 /*
@@ -36,7 +36,7 @@ import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, 
  */
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, phase: 'running', gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
+  return { live: [], budget: policy.budget, phase: 'running', drainedEarly: false, hurried: false, faulted: false, gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -45,6 +45,8 @@ export function reduce(state: State, event: Event): Step {
       return onConfigChanged(state, event.config, event.replaceStarting === true);
     case 'epoch-exited':
       return onEpochExited(state, event);
+    case 'epoch-spawned':
+      return [{ ...state, live: state.live.map((entry) => (entry.epoch === event.epoch ? { ...entry, pid: event.pid } : entry)) }, []];
     case 'epoch-live':
       return onEpochLive(state, event.epoch);
     case 'epoch-stable':
@@ -55,6 +57,12 @@ export function reduce(state: State, event: Event): Step {
       return onGateChanged(state, event);
     case 'shutdown':
       return onShutdown(state);
+    case 'drain-requested':
+      return onDrainRequested(state);
+    case 'hurry':
+      return onHurry(state);
+    case 'fault':
+      return onFault(state);
     case 'drained':
       return stopNewest({ ...state, phase: 'stopping' });
   }
@@ -138,7 +146,7 @@ function afterExit(state: State, event: ExitEvent, exited: LiveEpoch | undefined
       if (state.reconcileWhenSettled) return reconcile(state);
       if (state.live.length > 0 || state.retryScheduled) return [state, []];
       // The only Envoy left on its own (e.g. admin /quitquitquit): we end too.
-      return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit', code: 0 }]];
+      return [state, [log('info', 'envoy exited on its own; stopping', {}), { type: 'exit' }]];
   }
 }
 

@@ -1,14 +1,8 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { X509Certificate } from 'node:crypto';
-import { makeCa } from '../../test/support/certs.ts';
-import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
 import type { Event, State } from './reconcile-types.ts';
-import { defaultExpiryMarginMs, readCertNotAfter, RestartGate } from './restart-gate.ts';
+import { defaultExpiryMarginMs, RestartGate } from './restart-gate.ts';
 
 /** Edges of restart-gate.test.ts that mutation testing showed untested. */
 const hour = 3_600_000;
@@ -20,13 +14,12 @@ function rig(options: { canConfigure: boolean; notAfter?: () => number | undefin
   const events: Event[] = [];
   const state: Pick<State, 'current' | 'gate'> = { current: options.running ?? 'A', gate: { state: 'open' } };
   let unsubscribed = 0;
-  const registry = new Registry();
   const gate = new RestartGate({
     xds: { canConfigure: () => options.canConfigure, onGateChange: () => () => void unsubscribed++ },
-    clock, registry, dispatch: (event) => events.push(event), state: () => state as State,
+    clock, dispatch: (event) => events.push(event), state: () => state as State,
     readNotAfter: options.notAfter ?? (() => undefined), expiryMarginMs: margin,
   });
-  return { clock, gate, events, state, registry, unsubscribed: () => unsubscribed };
+  return { clock, gate, events, state, unsubscribed: () => unsubscribed };
 }
 
 describe('RestartGate, edges', () => {
@@ -67,7 +60,7 @@ describe('RestartGate, edges', () => {
     const clock = new FakeClock(0);
     const events: Event[] = [];
     const gate = new RestartGate({
-      xds: { canConfigure: () => canConfigure, onGateChange: () => () => undefined }, clock, registry: new Registry(),
+      xds: { canConfigure: () => canConfigure, onGateChange: () => () => undefined }, clock,
       dispatch: (event) => events.push(event), state: () => ({ current: 'A' }) as State, readNotAfter: () => undefined, expiryMarginMs: margin,
     });
     gate.start();
@@ -85,33 +78,5 @@ describe('RestartGate, edges', () => {
     assert.equal(clock.pending, 0);
     assert.equal(unsubscribed(), 1);
     rig({ canConfigure: true }).gate.stop(); // never started: nothing to cancel, no throw
-  });
-
-  it('exports istio_agent_restart_held from the reconcile state', async () => {
-    const { registry, state } = rig({ canConfigure: true });
-    state.gate = { state: 'holding', reason: 'upstream unreachable' };
-    const held = await registry.metrics();
-    assert.match(held, /^# HELP istio_agent_restart_held A hot restart waits: the discovery server cannot be reached/m);
-    assert.match(held, /^istio_agent_restart_held 1$/m);
-    state.gate = { state: 'open' };
-    assert.match(await registry.metrics(), /^istio_agent_restart_held 0$/m);
-  });
-});
-
-describe('readCertNotAfter', () => {
-  it('reads the first certificate\'s notAfter; undefined when the file is missing or not a certificate', async () => {
-    const ca = await makeCa();
-    const dir = await mkdtemp(join(tmpdir(), 'restart-gate-'));
-    try {
-      const pair = await ca.issue('leaf');
-      await writeFile(join(dir, 'chain.pem'), pair.cert + ca.cert);
-      await writeFile(join(dir, 'junk.pem'), 'junk');
-      assert.equal(readCertNotAfter(join(dir, 'chain.pem')), Date.parse(new X509Certificate(pair.cert).validTo));
-      assert.equal(readCertNotAfter(join(dir, 'junk.pem')), undefined);
-      assert.equal(readCertNotAfter(join(dir, 'missing.pem')), undefined);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-      await ca.close();
-    }
   });
 });

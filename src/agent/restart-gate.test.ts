@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
 import type { Event, State } from './reconcile-types.ts';
 import { RestartGate } from './restart-gate.ts';
@@ -14,7 +13,7 @@ function rig(options: { canConfigure: boolean; notAfter?: number }) {
   let listener: (open: boolean) => void = () => undefined;
   const xds = { value: options.canConfigure, canConfigure: () => xds.value, onGateChange: (next: (open: boolean) => void) => ((listener = next), () => undefined) };
   const gate = new RestartGate({
-    xds, clock, registry: new Registry(), dispatch: (event) => events.push(event),
+    xds, clock, dispatch: (event) => events.push(event),
     state: () => ({ current: 'old' }) as State, readNotAfter: () => options.notAfter, expiryMarginMs: 10 * 60_000,
   });
   gate.certsChanged('old');
@@ -30,7 +29,7 @@ describe('RestartGate', () => {
     let current: string | undefined;
     let notAfter = 2 * hour;
     const gate = new RestartGate({
-      xds: { canConfigure: () => false, onGateChange: () => () => undefined }, clock, registry: new Registry(),
+      xds: { canConfigure: () => false, onGateChange: () => () => undefined }, clock,
       dispatch: (event) => events.push(event), state: () => ({ current }) as State, readNotAfter: () => notAfter, expiryMarginMs: 10 * 60_000,
     });
     gate.start();

@@ -1,8 +1,4 @@
-import { X509Certificate } from 'node:crypto';
-import { Gauge, type Registry } from '../metrics/index.ts';
-import { readBoundedFileSync } from '../shared/bounded-file.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
-import { certFileMaxBytes } from '../watch/cert-set.ts';
 import type { Event, State } from './reconcile-types.ts';
 
 /** What the gate asks the xDS relay. */
@@ -15,7 +11,6 @@ export interface XdsReadiness {
 export interface RestartGateOptions {
   xds: XdsReadiness;
   clock: Clock;
-  registry: Registry;
   dispatch(event: Event): void;
   state(): State;
   /** The leaf certificate's notAfter (ms) of the files as they are now; undefined when unknown. */
@@ -47,7 +42,6 @@ export class RestartGate {
 
   constructor(options: RestartGateOptions) {
     this.#options = options;
-    new Gauge({ name: 'istio_agent_restart_held', help: 'A hot restart waits: the discovery server cannot be reached and no last-known-good config covers what Envoy needs', registers: [options.registry], collect() { this.set(options.state().gate.state === 'holding' ? 1 : 0); } });
   }
 
   start(): void {
@@ -93,15 +87,5 @@ export class RestartGate {
   stop(): void {
     this.#expiryTimer?.cancel();
     this.#unsubscribe?.();
-  }
-}
-
-/** notAfter of the first certificate in a PEM chain file; undefined when it cannot be read. */
-export function readCertNotAfter(path: string): number | undefined {
-  try {
-    // Synchronous: a FIFO or device here would otherwise stall the whole agent.
-    return Date.parse(new X509Certificate(readBoundedFileSync(path, { maxBytes: certFileMaxBytes })).validTo);
-  } catch {
-    return undefined;
   }
 }

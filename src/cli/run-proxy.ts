@@ -24,9 +24,10 @@ import { checkBinary, checkXdsUpstream } from './preflight.ts';
 import { xdsUpstream } from './xds-transport.ts';
 import { parseLogLevels } from './log-levels.ts';
 import { nodeMetadata } from './node-metadata.ts';
-import { superviseProxyless } from './run-proxyless.ts';
+import { runProxylessRecipe } from '../runtime/proxyless-recipe.ts';
 import { processGuard } from './process-guard.ts';
-import { superviseEnvoy } from '../agent/supervise.ts';
+import { runtimeContext } from '../runtime/context.ts';
+import { runEnvoyRecipe } from '../runtime/envoy-recipe.ts';
 
 export interface RunProxyOptions {
   context: CommandContext;
@@ -91,15 +92,16 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
     const caSettings = ca && { ...ca, outputShared: true };
-    return superviseProxyless(config, { ...bootstrap, caSettings, upstream, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config) }, logger);
+    const inputs = { ...bootstrap, caSettings, upstream, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), guard: processGuard };
+    return runProxylessRecipe(runtimeContext(config, logger), inputs);
   }
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
   await checkEnvoyPortsFree(config);
   logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-  return superviseEnvoy({
-    config, bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
-    caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.namespace }, wasm, guard: processGuard, logger,
+  return runEnvoyRecipe(runtimeContext(config, logger), {
+    bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
+    caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.namespace }, wasm, guard: processGuard,
   });
 }
 

@@ -195,9 +195,9 @@ export class EnvoyProxy implements Proxy {
     });
   }
 
-  async drainListeners(signal: AbortSignal): Promise<void> {
+  drainListeners(signal: AbortSignal, options: { skipExit?: boolean } = {}): Promise<boolean> {
     const { config, logger } = this.#options;
-    await drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar' });
+    return drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar', skipExit: options.skipExit });
   }
 
   cleanup(epoch: number): Promise<void> {

@@ -17,7 +17,7 @@ function manualProxy() {
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
     drain: async () => undefined,
-    drainListeners: async () => undefined,
+    drainListeners: async () => true,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -40,6 +40,7 @@ describe('EpochTracker', () => {
     const signal = new AbortController().signal;
     const first = wrapped.run(0, 'hash-a', { signal, onLive: () => live++ });
     [state] = reduce(state, { type: 'config-changed', config: 'hash-a' });
+    [state] = reduce(state, { type: 'epoch-spawned', epoch: 0, pid: 1000 });
     assert.deepEqual(tracker.snapshot(state).live, [{ epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false }]);
 
     clock.advance(5000);
@@ -66,16 +67,17 @@ describe('EpochTracker', () => {
     const proxy: Proxy = {
       run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
       drain: async () => undefined,
-      drainListeners: async () => undefined,
+      drainListeners: async () => true,
       cleanup: async () => undefined,
     };
     let called = 0;
     void tracker.wrap(proxy).run(0, 'c', { signal: new AbortController().signal, onLive: () => called++ });
     await tick();
     onLive!();
-    const [state] = reduce(initialState(policy), { type: 'config-changed', config: 'c' });
+    const [started] = reduce(initialState(policy), { type: 'config-changed', config: 'c' });
+    const [state] = reduce(started, { type: 'epoch-live', epoch: 0 });
     assert.equal(called, 1);
-    assert.equal(tracker.snapshot(state).live[0]!.live, true);
+    assert.deepEqual([tracker.snapshot(started).live[0]!.live, tracker.snapshot(state).live[0]!.live], [false, true], '/debug/epochs reads LIVE from the reconcile state');
   });
 });
 
@@ -102,21 +104,25 @@ describe('countAgentEvents', () => {
 
   it('says why no epoch is LIVE: none running, one starting, and how the last one ended', async () => {
     const tracker = new EpochTracker({ clock: new FakeClock(0) });
-    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (no Envoy running)', starting: false });
+    let state = initialState(policy);
+    assert.deepEqual(tracker.whyNotLive(state), { reason: 'no Envoy epoch is LIVE (no Envoy running)', starting: false });
     const runs = new Map<number, { options: RunOptions; end: (exit: ProxyExit) => void }>();
     const proxy = tracker.wrap({
       run: (epoch, _config, options) => new Promise((resolve) => runs.set(epoch, { options, end: resolve })),
       drain: async () => undefined,
-      drainListeners: async () => undefined,
+      drainListeners: async () => true,
       cleanup: async () => undefined,
     });
     const signal = new AbortController().signal;
     const first = proxy.run(0, 'hash-a', { signal, onLive: () => undefined });
-    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (epoch 0 starting)', starting: true });
+    [state] = reduce(state, { type: 'config-changed', config: 'hash-a' });
+    assert.deepEqual(tracker.whyNotLive(state), { reason: 'no Envoy epoch is LIVE (epoch 0 starting)', starting: true });
     runs.get(0)!.options.onLive();
-    assert.equal(tracker.whyNotLive(), undefined);
+    [state] = reduce(state, { type: 'epoch-live', epoch: 0 });
+    assert.equal(tracker.whyNotLive(state), undefined);
     runs.get(0)!.end({ kind: 'failed', detail: 'killed by SIGKILL' });
     await first;
-    assert.deepEqual(tracker.whyNotLive(), { reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)', starting: false });
+    [state] = reduce(state, { type: 'epoch-exited', epoch: 0, kind: 'failed', detail: 'killed by SIGKILL' });
+    assert.deepEqual(tracker.whyNotLive(state), { reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)', starting: false });
   });
 });

@@ -11,7 +11,8 @@ export interface EpochRecord {
   startedAt: string;
   /** SHA-256 of the watched certificate files this epoch runs with. */
   config: string;
-  live: boolean;
+  /** Reported LIVE before it ended (the live epochs' flag is the reconcile state's `tookOver`). */
+  live?: boolean;
 }
 
 export interface ExitRecord extends EpochRecord {
@@ -52,7 +53,7 @@ export class EpochTracker {
     return {
       run: (epoch, config, options) => this.#run(proxy, epoch, config, options),
       drain: (signal) => proxy.drain(signal),
-      drainListeners: (signal) => proxy.drainListeners(signal),
+      drainListeners: (signal, options) => proxy.drainListeners(signal, options),
       cleanup: (epoch) => proxy.cleanup(epoch),
     };
   }
@@ -73,19 +74,20 @@ export class EpochTracker {
     return exit;
   }
 
-  /** Why no epoch is LIVE, with how the last one ended; undefined while one is. */
-  whyNotLive(): NotLive | undefined {
-    const running = [...this.#running.values()];
-    if (running.some((record) => record.live)) return undefined;
-    const now = running.length > 0 ? `epoch ${running.map((record) => record.epoch).join(', ')} starting` : 'no Envoy running';
+  /** Why no epoch is LIVE (the reconcile state says), with how the last one ended; undefined while one is. */
+  whyNotLive(state: Pick<State, 'live'>): NotLive | undefined {
+    if (state.live.some((entry) => entry.tookOver)) return undefined;
+    const now = state.live.length > 0 ? `epoch ${state.live.map((entry) => entry.epoch).join(', ')} starting` : 'no Envoy running';
     const last = this.#exits.at(-1);
-    return { reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`, starting: running.length > 0 };
+    return { reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`, starting: state.live.length > 0 };
   }
 
   /** /debug/epochs: the live epochs (newest last), recent exits (newest last), the retry budget. */
   snapshot(state: State): EpochsDebug {
     const live = state.live.map((entry) => ({
-      ...(this.#running.get(entry.epoch) ?? { epoch: entry.epoch, startedAt: '', config: entry.config, live: false }),
+      ...(this.#running.get(entry.epoch) ?? { epoch: entry.epoch, startedAt: '', config: entry.config }),
+      pid: entry.pid,
+      live: entry.tookOver,
       aborting: entry.aborting,
     }));
     return {

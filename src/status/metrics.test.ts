@@ -24,3 +24,15 @@ test('event-loop lag is measured at scrape, not sampled by a timer', async () =>
   assert.ok(names.includes('istio_agent_nodejs_eventloop_lag_seconds'));
   assert.deepEqual(names.filter((name) => /eventloop_lag_(min|max|mean|stddev|p\d+)_seconds/.test(name)), []);
 });
+
+test('istio_agent_restart_held reads the reconcile state\'s gate when scraped', async () => {
+  const registry = new Registry();
+  const state = initialState({ initialDelayMs: 200, budget: 10, stableAfterMs: 60_000 });
+  registerStateGauges(registry, () => state);
+  state.gate = { state: 'holding', reason: 'upstream unreachable' };
+  const held = await registry.metrics();
+  assert.match(held, /^# HELP istio_agent_restart_held A hot restart waits: the discovery server cannot be reached/m);
+  assert.match(held, /^istio_agent_restart_held 1$/m);
+  state.gate = { state: 'closed', reason: 'upstream unreachable' };
+  assert.match(await registry.metrics(), /^istio_agent_restart_held 0$/m);
+});

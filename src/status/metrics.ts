@@ -30,6 +30,7 @@ export function registerStateGauges(registry: Registry, state: () => State): voi
   const registers = [registry];
   new Gauge({ name: 'istio_agent_retry_budget', help: 'Retries left before the agent gives up on the desired config', registers, collect() { this.set(state().budget); } });
   new Gauge({ name: 'istio_agent_live_epochs', help: 'Envoy epochs currently running', registers, collect() { this.set(state().live.length); } });
+  new Gauge({ name: 'istio_agent_restart_held', help: 'A hot restart waits: the discovery server cannot be reached and no last-known-good config covers what Envoy needs', registers, collect() { this.set(state().gate.state === 'holding' ? 1 : 0); } });
 }
 
 /** Counts what only the reconcile loop's events tell: retries and certificate changes. */

@@ -1,4 +1,7 @@
-import type { AdminClient } from '../envoy/admin.ts';
+/** Envoy's admin API as readiness reads it (envoy/admin.ts's client fits; status/ does not import envoy/). */
+export interface AdminReader {
+  get(path: string, signal?: AbortSignal): Promise<{ ok: true; status: number; body: string } | { ok: false; error: string }>;
+}
 
 /** The Envoy stats readiness is decided from (REFERENCE §7). */
 export interface ReadinessStats {
@@ -70,7 +73,7 @@ export interface NotLive {
 }
 
 export interface ReadinessProbeOptions {
-  admin: AdminClient;
+  admin: AdminReader;
   /** True once the agent is draining or stopping: never ready then. */
   stopping: () => boolean;
   /** Why no Envoy epoch is LIVE and whether one is starting, or undefined while one is LIVE. */

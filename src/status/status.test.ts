@@ -3,6 +3,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { Gauge, Registry } from '../metrics/index.ts';
 import { FakeClock } from '../shared/clock.ts';
+import { adminClient } from '../envoy/admin.ts';
 import { silentLogger } from '../shared/log.ts';
 import { handleStatus } from './handler.ts';
 import { envoyMetricsCapBytes } from './prometheus.ts';
@@ -31,8 +32,8 @@ function wiredDeps(adminPort: number) {
   const registry = new Registry();
   new Gauge({ name: 'istio_agent_up', help: 'up', registers: [registry] }).set(1);
   const options = {
-    port: 0, readinessSocketPath: '', adminPort, inboundOnly: true,
-    agent: { state: {}, dispatch: () => undefined, hurry: () => undefined },
+    port: 0, readinessSocketPath: '', adminPort, admin: adminClient(adminPort),
+    agent: { state: {}, dispatch: () => undefined, stopNow: () => undefined, requestDrain: async () => true },
     epochs: {}, registry,
     clock: new FakeClock(), logger: silentLogger,
   } as unknown as StartStatusOptions;

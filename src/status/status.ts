@@ -1,7 +1,5 @@
 import type { Registry } from '../metrics/index.ts';
-import { shuttingDown, type Event, type State } from '../agent/reconcile-types.ts';
-import { adminClient } from '../envoy/admin.ts';
-import { drainListeners } from '../envoy/drain.ts';
+import { stoppedServing, type Event, type State } from '../agent/reconcile-types.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
@@ -12,15 +10,17 @@ import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
 import { registerScrapeMetrics } from './metrics.ts';
-import { ReadinessProbe, type Readiness } from './readiness.ts';
+import { ReadinessProbe, type AdminReader, type Readiness } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
 
 /** The agent as the status server sees it. */
 export interface StatusAgent {
   readonly state: State;
   dispatch(event: Event): void;
-  hurry(): void;
-  drainedEarly(): void;
+  /** Stops every epoch now, without a drain. */
+  stopNow(): void;
+  /** POST /drain through the reconcile loop; whether Envoy took it. */
+  requestDrain(): Promise<boolean>;
 }
 
 export interface StartStatusOptions {
@@ -28,8 +28,8 @@ export interface StartStatusOptions {
   /** Where Envoy's readiness listener reaches the status server. */
   readinessSocketPath: string;
   adminPort: number;
-  /** Sidecars drain inbound listeners only. */
-  inboundOnly: boolean;
+  /** Envoy's admin API on adminPort (made by the runtime: status/ does not import envoy/). */
+  admin: AdminReader;
   agent: StatusAgent;
   epochs: EpochTracker;
   registry: Registry;
@@ -56,10 +56,9 @@ export async function startStatus(options: StartStatusOptions): Promise<StatusSe
 /** Wires the endpoints to the agent, Envoy's admin API and the metrics registry. */
 export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
-  const admin = adminClient(options.adminPort);
-  let drained = false;
+  const { admin } = options;
   const scrapes = registerScrapeMetrics(registry);
-  const readiness = new ReadinessProbe({ admin, stopping: () => drained || shuttingDown(agent.state), notLive: () => options.epochs.whyNotLive(), blocked: options.certificateProblem });
+  const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(agent.state), blocked: options.certificateProblem });
   const appTargets = options.app?.metrics ?? [];
   return {
     readiness: recordStartup(readiness, scrapes.startup, logger),
@@ -75,16 +74,10 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     appMetrics: appTargets.length > 0 ? appMetricsPart(appTargets, () => scrapes.failures.inc({ type: 'application' }), logger) : undefined,
     quit: () => {
       logger.info('quitquitquit: stopping Envoy and exiting');
-      agent.hurry();
-      agent.dispatch({ type: 'shutdown' });
+      agent.stopNow();
     },
     // Native sidecars' preStop: drain now and for good (skip_exit), so the SIGTERM that follows stops at once.
-    drain: async () => {
-      logger.info('drain requested: draining listeners; the next SIGTERM stops without draining again');
-      drained = true;
-      agent.drainedEarly();
-      return drainListeners({ admin, logger, signal: new AbortController().signal, inboundOnly: options.inboundOnly, skipExit: true });
-    },
+    drain: () => agent.requestDrain(),
   };
 }
 

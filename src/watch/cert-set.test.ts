@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { makeCa, type KeyPair, type TestCa } from '../../test/support/certs.ts';
 import { watchedCertFiles, watchedCertGroups } from './cert-files.ts';
-import { readCertNotAfter } from '../agent/restart-gate.ts';
-import { checkCertFiles, hashCertFiles, readCertFiles, type FileRead } from './cert-set.ts';
+import { X509Certificate } from 'node:crypto';
+import { checkCertFiles, hashCertFiles, readCertFiles, readCertNotAfter, type FileRead } from './cert-set.ts';
 
 const groups = watchedCertGroups('/certs', 'sidecar');
 const read = (files: Record<string, string | Buffer>): FileRead[] =>
@@ -127,6 +127,24 @@ describe('cert set: hash and read', () => {
       assert.equal(readCertNotAfter(join(dir, 'fifo')), undefined, 'the restart gate reads it synchronously: refused, never blocking');
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('readCertNotAfter', () => {
+  it('reads the first certificate\'s notAfter; undefined when the file is missing or not a certificate', async () => {
+    const ca = await makeCa();
+    const dir = await mkdtemp(join(tmpdir(), 'cert-not-after-'));
+    try {
+      const pair = await ca.issue('leaf');
+      await writeFile(join(dir, 'chain.pem'), pair.cert + ca.cert);
+      await writeFile(join(dir, 'junk.pem'), 'junk');
+      assert.equal(readCertNotAfter(join(dir, 'chain.pem')), Date.parse(new X509Certificate(pair.cert).validTo));
+      assert.equal(readCertNotAfter(join(dir, 'junk.pem')), undefined);
+      assert.equal(readCertNotAfter(join(dir, 'missing.pem')), undefined);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await ca.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
+import { FileRefused, readBoundedFile, readBoundedFileSync } from '../shared/bounded-file.ts';
 import { pemBlocksOpened, pemCertificates } from '../shared/pem.ts';
 import { groupPaths, type CertGroup } from './cert-files.ts';
 
@@ -51,8 +51,7 @@ export function hashCertFiles(files: readonly FileRead[]): string {
   return hash.digest('hex');
 }
 
-/** The desired config as log lines and exit reasons name it: its hash's first 12 hex digits. */
-export const shortHash = (hash: string) => hash.slice(0, 12);
+export { shortHash } from '../shared/short-hash.ts';
 
 /**
  * The first reason the files are not a consistent set, or undefined when
@@ -105,5 +104,15 @@ function parseKey(content: Buffer): KeyObject | string {
     return createPrivateKey(content);
   } catch (error) {
     return `not a valid PEM private key (${(error as Error).message})`;
+  }
+}
+
+/** notAfter of the first certificate in a PEM chain file (the restart gate's input); undefined when it cannot be read. */
+export function readCertNotAfter(path: string): number | undefined {
+  try {
+    // Synchronous: a FIFO or device here would otherwise stall the whole agent.
+    return Date.parse(new X509Certificate(readBoundedFileSync(path, { maxBytes: certFileMaxBytes })).validTo);
+  } catch {
+    return undefined;
   }
 }
