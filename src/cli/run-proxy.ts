@@ -58,23 +58,11 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
   const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
   processGuard.useReport((level, fields, message) => logger[level](fields, message));
-  for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
-  for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
-  if (options.unknownArgs?.length) logger.warn({ args: options.unknownArgs }, 'unknown flags or arguments ignored, as Istio\'s agent ignores them');
-  for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
-  const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
-  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
-  if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
+  noteIgnoredInputs(config, options, logger);
   const ca = await resolveCaSettings(config, options.context.env);
   // Every env value was checked (readAgentInputs) before --configPath is made: bad input leaves nothing behind.
   const { env } = options;
-  const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
-  const statusSettings = env.status;
-  const probeTarget = probeNetwork({ podIp: env.pod.ip || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
-  const app = {
-    probes: parseAppProbers(env.app.probers, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
-    metrics: parseAppMetricsTargets(env.app.prometheusAnnotations, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
-  };
+  const app = appSettings(config, env, logger);
   const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.hostIp) : undefined;
   const { proxyless, dns, wasm } = env;
   const bootstrap = await prepareBootstrap(config, options);
@@ -103,6 +91,28 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
     caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.namespace }, wasm, guard: processGuard,
   });
+}
+
+/** One line for each input given but not used: obsolete, unimplemented or unknown flags and ProxyConfig fields. */
+function noteIgnoredInputs(config: AgentConfig, options: RunProxyOptions, logger: Logger): void {
+  for (const flag of options.ignoredFlags) logger.warn({ flag }, 'flag is obsolete and ignored');
+  for (const flag of options.unimplementedFlags ?? []) logger.warn({ flag }, 'flag is accepted for Istio compatibility but not implemented; ignored');
+  if (options.unknownArgs?.length) logger.warn({ args: options.unknownArgs }, 'unknown flags or arguments ignored, as Istio\'s agent ignores them');
+  for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
+  const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
+  for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
+  if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
+}
+
+/** What the status port needs of the app: its probes (rewritten by the injector) and its metrics. */
+function appSettings(config: AgentConfig, env: AgentEnv, logger: Logger) {
+  const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
+  const statusSettings = env.status;
+  const probeTarget = probeNetwork({ podIp: env.pod.ip || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
+  return {
+    probes: parseAppProbers(env.app.probers, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
+    metrics: parseAppMetricsTargets(env.app.prometheusAnnotations, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
+  };
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
