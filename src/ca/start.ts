@@ -125,7 +125,7 @@ function publish(store: SecretStore, certificate: IssuedCertificate, settings: C
   const chain = Buffer.from(certificate.chain.join(''));
   store.put(workloadSecretName, pemSecret({ kind: 'tls-certificate', chain, key: Buffer.from(certificate.key) }, []));
   store.put(rootSecretName, pemSecret({ kind: 'validation-context', trustedCa: Buffer.from(certificate.root) }, []));
-  if (settings.outputDir) void writeOutput(settings.outputDir, certificate, settings.outputShared).catch((error: Error) => logger.warn({ dir: settings.outputDir, error: error.message }, 'cannot write OUTPUT_CERTS'));
+  if (settings.outputDir) void writeOutput(settings.outputDir, certificate, settings.outputShared).catch((error: Error) => logger.warn({ dir: settings.outputDir, err: error }, 'cannot write OUTPUT_CERTS'));
 }
 
 /** OUTPUT_CERTS: key, chain and root swapped in together (output-certs.ts). */

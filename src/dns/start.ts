@@ -75,7 +75,7 @@ async function loadLastKnownGood(store: TableStore, lastKnownGood: LastKnownGood
     await store.load(found.table, found.version, 'kept');
     logger.info({ file: lastKnownGood.path, version: found.version }, 'DNS answers from the kept name table until the discovery server sends one');
   } catch (error) {
-    logger.warn({ file: lastKnownGood.path, error: (error as Error).message }, 'the kept name table does not parse; ignored');
+    logger.warn({ file: lastKnownGood.path, err: error }, 'the kept name table does not parse; ignored');
   }
 }
 
@@ -88,7 +88,7 @@ async function acceptTable(input: { store: TableStore; lastKnownGood: LastKnownG
   }
   const loaded = store.debug(false);
   logger.info({ version, entries: loaded.entries, names: loaded.names }, 'DNS name table loaded');
-  lastKnownGood.write(version, table).catch((error: Error) => logger.warn({ file: lastKnownGood.path, error: error.message }, 'cannot keep the name table on disk'));
+  lastKnownGood.write(version, table).catch((error: Error) => logger.warn({ file: lastKnownGood.path, err: error }, 'cannot keep the name table on disk'));
   return undefined;
 }
 

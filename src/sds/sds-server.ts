@@ -81,7 +81,7 @@ export class SdsServer {
     }).catch((error: unknown) => {
       throw new AgentError('BAD_FLAG', `--sdsSocket: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
     });
-    listener.on('error', (error) => logger.warn({ error: error.message }, 'SDS socket error'));
+    listener.on('error', (error) => logger.warn({ err: error }, 'SDS socket error'));
     await chmod(socketPath, 0o600);
     this.#listener = listener;
     this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
@@ -90,7 +90,7 @@ export class SdsServer {
 
   #grpcInjector(): Promise<Grpc.ConnectionInjector | undefined> {
     this.#injector ??= this.#startGrpc().catch((error: unknown) => {
-      this.#options.logger.error({ error: (error as Error).message }, 'cannot start the SDS gRPC server; Envoy gets no secrets');
+      this.#options.logger.error({ err: error }, 'cannot start the SDS gRPC server; Envoy gets no secrets');
       for (const socket of this.#sockets) socket.destroy();
       return undefined;
     });
@@ -168,7 +168,7 @@ export class SdsServer {
 
   #connectionFailed(error: Error): void {
     this.#options.metrics.errors.inc({ reason: 'connection' });
-    this.#options.logger.warn({ error: error.message }, 'SDS connection failed');
+    this.#options.logger.warn({ err: error }, 'SDS connection failed');
   }
 
   #serve(call: Call, codes: typeof Grpc.status): void {
@@ -204,7 +204,7 @@ export class SdsServer {
 
   #bad(error: Error, finish: (status: Status) => void, codes: typeof Grpc.status): void {
     this.#options.metrics.errors.inc({ reason: error instanceof TooManyNames ? 'name_limit' : 'bad_request' });
-    this.#options.logger.warn({ error: error.message }, 'malformed SDS request; ending the stream');
+    this.#options.logger.warn({ err: error }, 'malformed SDS request; ending the stream');
     finish({ code: statusFor(error, codes), details: `malformed SDS request: ${error.message}` });
   }
 

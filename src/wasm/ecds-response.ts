@@ -97,7 +97,7 @@ async function convertExtension(bytes: Buffer, { cache, logger, metrics }: EcdsC
   } catch (error) {
     counted(conversionResult.fetchFailure);
     const fallback = parsed.failOpen ? 'allow-all' : 'deny-all';
-    logger.error({ filter: parsed.name, url: parsed.url, error: (error as Error).message, fallback }, `Wasm module not fetched; Envoy gets a ${fallback} RBAC filter instead`);
+    logger.error({ filter: parsed.name, url: parsed.url, err: error, fallback }, `Wasm module not fetched; Envoy gets a ${fallback} RBAC filter instead`);
     return fallbackFilter(parsed.name, parsed.kind, parsed.failOpen);
   }
 }

@@ -73,7 +73,7 @@ export class ModuleCache {
   start(): void {
     const tick = () => {
       this.#timer = this.#options.clock.setTimeout(() => {
-        this.lastPurge = this.purge().catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'Wasm cache purge failed')).finally(tick);
+        this.lastPurge = this.purge().catch((error: Error) => this.#options.logger.warn({ err: error }, 'Wasm cache purge failed')).finally(tick);
       }, this.#options.purgeIntervalMs);
     };
     tick();

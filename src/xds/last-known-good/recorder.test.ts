@@ -13,7 +13,7 @@ const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestField
 const fields = (typeUrl: string, nonce: string): ResponseFields => ({ typeUrl, version: `v-${nonce}`, nonce, resources: 1, removed: 0 });
 
 function rig(mode: XdsMode, pendingBytes: number) {
-  const lines: { level: number; msg: string; type?: string; limitBytes?: number; error?: string }[] = [];
+  const lines: { level: number; msg: string; type?: string; limitBytes?: number; err?: unknown }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const lastKnownGood = new LastKnownGoodConfig();
   const recorder = new LastKnownGoodRecorder({ mode, lastKnownGood, clock: new FakeClock(42), logger, pendingBytes });
@@ -35,7 +35,7 @@ describe('LastKnownGoodRecorder on hostile or unkeepable responses', () => {
     recorder.request(ask(eds, { nonce: 'n1' }));
     assert.equal(lastKnownGood.get('delta', eds), undefined);
     assert.deepEqual(lines.map((line) => [line.level, line.msg, line.type]), [[40, 'cannot read an ACKed Delta response; its type is not kept', eds]]);
-    assert.ok(lines[0]!.error);
+    assert.ok(lines[0]!.err);
   });
 
   it('a budget of 0 keeps nothing and holds nothing, and says nothing', () => {

@@ -81,7 +81,7 @@ export class LastKnownGoodRecorder {
     try {
       lastKnownGood.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
     } catch (error) {
-      this.#options.logger.warn({ type: answered.typeUrl, error: (error as Error).message }, 'cannot read an ACKed Delta response; its type is not kept');
+      this.#options.logger.warn({ type: answered.typeUrl, err: error }, 'cannot read an ACKed Delta response; its type is not kept');
       lastKnownGood.forget(mode, answered.typeUrl);
     }
   }
