@@ -7,6 +7,8 @@ import { FakeClock } from '../../shared/clock.ts';
 import { createLogger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
+import { Http2AdsStream } from './http2-ads-stream.ts';
+import type { RelayContext } from './relay-context.ts';
 import { RelayStream } from './relay-stream.ts';
 import { XdsStats } from './stats.ts';
 
@@ -26,7 +28,7 @@ async function h2Server(onStream: (stream: ServerHttp2Stream) => void): Promise<
  * HTTP/2 server) and an in-process discovery server that answers the call's
  * headers and then never ends it.
  */
-describe('RelayStream: when Envoy goes away, the upstream call goes too', () => {
+describe('RelayStream over HTTP/2 (Http2AdsStream): when Envoy goes away, the upstream call goes too', () => {
   const sessions: ClientHttp2Session[] = [];
   const servers: Http2Server[] = [];
   let upstreamStreams: ServerHttp2Stream[] = [];
@@ -53,8 +55,9 @@ describe('RelayStream: when Envoy goes away, the upstream call goes too', () => 
 
   function relayStreamFor(downstream: ServerHttp2Stream): RelayStream {
     const clock = new FakeClock();
-    return new RelayStream({
-      id: 1, mode: 'sotw', downstream, clock,
+    const logger = createLogger({ level: 'fatal' });
+    const context: RelayContext = {
+      clock,
       dial: async () => {
         const session = connect(upstreamUrl);
         sessions.push(session);
@@ -63,15 +66,16 @@ describe('RelayStream: when Envoy goes away, the upstream call goes too', () => 
         return { stream, credential: 'none', held: 'none', close: () => (stream.close(), session.close()) } as unknown as UpstreamStream;
       },
       stats: new XdsStats(new Registry(), clock),
-      logger: createLogger({ level: 'fatal' }),
       node: { get: () => undefined, set: () => undefined },
       limits: { requestBytes: 1 << 20, responseBytes: 1 << 20, pendingBytes: 1 << 20 },
       lastKnownGood: new LastKnownGoodConfig(),
       backoff: { initialMs: 100, multiplier: 2, jitter: 0, maxMs: 1000 },
-      keepForNextStream: () => undefined,
-      reachable: () => undefined,
+      keepSpare: () => undefined,
+      dialed: () => undefined,
       lastDialFailed: () => false,
-    });
+      deltaUnimplemented: () => undefined,
+    };
+    return new RelayStream({ id: 1, mode: 'sotw', ads: new Http2AdsStream(downstream), context, logger });
   }
 
   /** Opens Envoy's call through the relay and waits until the discovery server has its stream. */

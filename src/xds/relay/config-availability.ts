@@ -3,21 +3,22 @@ import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
 /**
  * Whether a new Envoy would get config now: the discovery server was
  * reachable at the last dial (or not tried yet), or something is kept
- * for every type Envoy asked for. The restart gate reads it.
+ * for every type Envoy asked for. The agent's restart gate reads it.
  */
-export class ConfigGate {
+export class ConfigAvailability {
   readonly #lastKnownGood: LastKnownGoodConfig;
-  readonly #listeners = new Set<(open: boolean) => void>();
+  readonly #listeners = new Set<(available: boolean) => void>();
   /** The last dial's outcome; unknown (undefined) until the first. */
   #reachable: boolean | undefined;
-  #open = true;
+  #available = true;
 
   constructor(lastKnownGood: LastKnownGoodConfig) {
     this.#lastKnownGood = lastKnownGood;
     lastKnownGood.onChange(() => this.#mayChange());
   }
 
-  get open(): boolean {
+  /** True when a new Envoy would get config. */
+  get available(): boolean {
     return this.#reachable !== false || this.#lastKnownGood.covers('sotw') || this.#lastKnownGood.covers('delta');
   }
 
@@ -32,16 +33,16 @@ export class ConfigGate {
     this.#mayChange();
   }
 
-  /** Calls `listener` whenever `open` changes. */
-  onChange(listener: (open: boolean) => void): () => void {
+  /** Calls `listener` whenever `available` changes. */
+  onChange(listener: (available: boolean) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
   #mayChange(): void {
-    const open = this.open;
-    if (open === this.#open) return;
-    this.#open = open;
-    for (const listener of this.#listeners) listener(open);
+    const available = this.available;
+    if (available === this.#available) return;
+    this.#available = available;
+    for (const listener of this.#listeners) listener(available);
   }
 }
