@@ -83,14 +83,17 @@ describe('XdsRelay: the core over in-memory streams and a scripted upstream', ()
     assert.deepEqual(readRequest(two.messages()[0]!, 'sotw').node, lenField(1, 'sidecar~a'));
   });
 
-  it('a dial that fails with nothing kept ends the stream and makes config unavailable; one that works makes it available again', async () => {
-    const { xds, open, script } = relay([new Error('refused')]);
+  it('a dial that fails with nothing kept ends the stream; after the server was reached it makes config unavailable, until a dial works', async () => {
+    const { xds, open, script } = relay([new Error('refused'), new FakeUpstream(), new Error('refused')]);
     const told: boolean[] = [];
     xds.onGateChange((available) => told.push(available));
     assert.equal(xds.canConfigure(), true, 'before any dial');
     const { ads, stream } = await open();
     assert.equal(await stream.done, 'dial_failed');
     assert.equal(ads.finished?.status, 14);
+    assert.equal(xds.canConfigure(), true, 'never reached: no Envoy got config through the relay');
+    await open();
+    assert.equal(await (await open()).stream.done, 'dial_failed');
     assert.equal(xds.canConfigure(), false);
     script.push(new FakeUpstream());
     await open();
