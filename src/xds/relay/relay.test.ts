@@ -130,11 +130,45 @@ describe('XdsRelay: the core over in-memory streams and a scripted upstream', ()
     assert.equal(redial.closes, 0);
   });
 
+  it('/debug/xds: the socket, the upstream, each stream with its state and credential, and since when the kept config is served', async () => {
+    const { xds, open, clock } = await keptThenLost([new Error('refused')]);
+    clock.advance(5_000);
+    const served = await open();
+    const debug = xds.debug();
+    assert.equal(debug.socket, '/nonexistent/XDS');
+    assert.equal(debug.upstream, '198.18.0.1:15012');
+    assert.equal(debug.servingLastKnownGoodSince, new Date(5_000).toISOString());
+    assert.equal(xds.servingLastKnownGoodSince(), 5_000);
+    assert.deepEqual(debug.streams, [{ id: served.stream.id, mode: 'sotw', since: served.stream.since.toISOString(), upstream: 'last-known-good', credential: undefined, lastKnownGoodSince: new Date(5_000).toISOString() }]);
+    assert.deepEqual(Object.keys(debug.kept as object), ['sotw', 'delta']);
+    served.ads.reset();
+    await served.stream.done;
+    await settle();
+    assert.equal(xds.debug().servingLastKnownGoodSince, undefined);
+  });
+
+  it('keepLastKnownGood false: an ACKed response is not kept', async () => {
+    const upstream = new FakeUpstream();
+    const xds = new XdsRelay({
+      socketPath: '/nonexistent/XDS', upstream: { address: { host: '198.18.0.1', port: 15012 } } as UpstreamOptions, registry: new Registry(), clock: new FakeClock(), logger: silentLogger,
+      keepLastKnownGood: false, dialUpstream: () => Promise.resolve(upstream),
+    });
+    const ads = new FakeAdsStream();
+    xds.serve('sotw', ads);
+    await settle();
+    upstream.answer();
+    ads.request(subscribe('sidecar~a'));
+    upstream.respond(response('v1', 'n1'));
+    ads.request(ack('v1', 'n1'));
+    assert.equal(xds.lastKnownGood.has('sotw'), false);
+  });
+
   it('tells Delta-unimplemented listeners when the server has no Delta', async () => {
     const upstream = new FakeUpstream();
     const { xds, open } = relay([upstream]);
     let told = 0;
     xds.onDeltaUnimplemented(() => told++);
+    xds.onDeltaUnimplemented(() => assert.fail('unsubscribed'))();
     const { stream } = await open('delta');
     upstream.answer({ ':status': 200, 'grpc-status': '12' });
     upstream.closeCall();
@@ -215,5 +249,39 @@ describe('XdsRelay: predial', () => {
     connect(predialed);
     await settle();
     assert.equal(predialed.closes, 1);
+  });
+
+  it('a failed predial is forgotten: the stream dials its own', async () => {
+    const own = new FakeUpstream();
+    const refused = Promise.reject(new Error('refused'));
+    refused.catch(() => undefined);
+    const { xds, dials } = await listening([refused, own]);
+    try {
+      xds.predial('sotw');
+      const ads = new FakeAdsStream();
+      const stream = xds.serve('sotw', ads);
+      await settle();
+      own.answer();
+      assert.equal(stream.upstreamState, 'open');
+      assert.deepEqual(dials, ['sotw', 'sotw']);
+    } finally {
+      await xds.stop();
+    }
+  });
+
+  it("a stream of the other mode does not take the predial's connection", async () => {
+    const [predialed, own] = [new FakeUpstream(), new FakeUpstream()];
+    const { xds, dials } = await listening([new Promise<FakeUpstream>(() => undefined), own]);
+    try {
+      xds.predial('sotw');
+      const stream = xds.serve('delta', new FakeAdsStream());
+      await settle();
+      own.answer();
+      assert.equal(stream.upstreamState, 'open');
+      assert.deepEqual(dials, ['sotw', 'delta']);
+      assert.equal(predialed.closes, 0);
+    } finally {
+      await xds.stop();
+    }
   });
 });
