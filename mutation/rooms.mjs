@@ -60,7 +60,7 @@ export const rooms = {
     ],
     tests: [
       'src/xds/relay/relay-stream.test.ts', 'src/xds/relay/relay-stream-stages.test.ts', 'src/xds/relay/relay.test.ts', 'src/xds/relay/config-availability.test.ts', 'src/xds/relay/spare-upstreams.test.ts',
-      'src/xds/relay/stats.test.ts', 'src/xds/relay/http2-ads-stream.test.ts',
+      'src/xds/relay/ending.test.ts', 'src/xds/relay/stats.test.ts', 'src/xds/relay/http2-ads-stream.test.ts',
     ],
   },
 };
