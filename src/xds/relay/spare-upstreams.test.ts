@@ -92,11 +92,15 @@ describe('SpareUpstreams', () => {
     assert.equal(kept.take('delta'), undefined);
   });
 
-  it('a taken spare no longer expires: its timer is cancelled', async () => {
+  it('a taken or dropped spare leaves no expiry timer behind', async () => {
     const { clock, spares: kept } = spares();
     const upstream = fakeUpstream();
     kept.keep('sotw', upstream);
     await kept.take('sotw');
+    assert.equal(clock.pending, 0);
+    kept.keep('delta', fakeUpstream());
+    kept.drop('delta');
+    assert.equal(clock.pending, 0);
     clock.advance(20_000);
     assert.equal(upstream.closes, 0);
   });
