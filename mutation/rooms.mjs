@@ -168,4 +168,16 @@ export const rooms = {
     mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
     tests: ['src/runtime/envoy-recipe.test.ts', 'src/runtime/events.test.ts'],
   },
+  // The xDS relay's core: each stream's phases, legs and endings, the relay's streams, predial and
+  // spares, and whether a new Envoy would get config; run over an in-memory AdsStream and a scripted upstream.
+  'xds-relay': {
+    mutate: [
+      'src/xds/relay/relay-stream.ts', 'src/xds/relay/relay.ts', 'src/xds/relay/config-availability.ts', 'src/xds/relay/spare-upstreams.ts',
+      'src/xds/relay/ending.ts', 'src/xds/relay/request-leg.ts', 'src/xds/relay/response-leg.ts', 'src/xds/relay/stream-flow.ts', 'src/xds/relay/response-tap.ts',
+    ],
+    tests: [
+      'src/xds/relay/relay-stream.test.ts', 'src/xds/relay/relay-stream-stages.test.ts', 'src/xds/relay/relay.test.ts', 'src/xds/relay/config-availability.test.ts', 'src/xds/relay/spare-upstreams.test.ts',
+      'src/xds/relay/ending.test.ts', 'src/xds/relay/stats.test.ts', 'src/xds/relay/http2-ads-stream.test.ts',
+    ],
+  },
 };

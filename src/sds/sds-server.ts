@@ -1,8 +1,8 @@
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import type * as Grpc from '@grpc/grpc-js';
 import { loadGrpc, type GrpcModule } from '../grpc/load.ts';
-import { AgentError } from '../shared/errors.ts';
+import { listenOnUnixSocket } from '../shared/unix-socket.ts';
 import type { Logger } from '../shared/log.ts';
 import { WireError } from '../grpc/field-scanner.ts';
 import type { SdsMetrics } from './metrics.ts';
@@ -75,14 +75,8 @@ export class SdsServer {
     const listener = createServer((socket) => this.#accept(socket));
     listener.maxConnections = maxSdsConnections;
     listener.on('drop', () => this.#dropped());
-    await new Promise<void>((resolve, reject) => {
-      listener.once('error', reject);
-      listener.listen(socketPath, () => (listener.off('error', reject), resolve()));
-    }).catch((error: unknown) => {
-      throw new AgentError('BAD_FLAG', `--sdsSocket: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
-    });
+    await listenOnUnixSocket(listener, { path: socketPath, mode: 0o600, flag: '--sdsSocket' });
     listener.on('error', (error) => logger.warn({ err: error }, 'SDS socket error'));
-    await chmod(socketPath, 0o600);
     this.#listener = listener;
     this.#unsubscribe = this.#options.store.onChange((name) => this.#changed(name));
     logger.info({ socket: socketPath }, 'SDS server listening');

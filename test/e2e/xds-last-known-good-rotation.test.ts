@@ -6,6 +6,7 @@ import { makeCa, sidecarFiles, writeSecretVolume } from '../support/certs.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
+import { startScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startUpstream } from '../support/upstream.ts';
 import { envoyStarted } from './lkg-support.ts';
 import { epochLive, httpsService, readServedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
@@ -45,7 +46,7 @@ for (const mode of ['sotw', 'delta'] as const) {
       }
     });
 
-    it('nothing kept and the peer unreachable: the rotation waits, the old epoch keeps serving, and goes ahead once the peer is back', async () => {
+    it('reached once, nothing kept, the peer gone: the rotation waits, the old epoch keeps serving, and goes ahead once the peer is back', async () => {
       await using cleanup = new AsyncDisposableStack();
       const ca = await makeCa();
       cleanup.defer(() => ca.close());
@@ -58,11 +59,20 @@ for (const mode of ['sotw', 'delta'] as const) {
       cleanup.defer(async () => {
         await peer?.stop();
       });
+      // A server that takes the call and sends nothing: reached, so Envoy could have had config, and nothing is kept.
+      const silent = await startScriptedUpstream((stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc' }), Number(peerAddress.split(':')[1]));
+      cleanup.defer(() => silent.close());
       await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
       const agent = await startAgent({ discoveryAddress: peerAddress, args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...modeArgs] });
       deferStop(cleanup, agent);
       await envoyStarted(agent, 0);
+      // Envoy's stream takes the predial's call as it opens (a stream that opened after the call closed would not have reached the server).
+      await agent.log.waitFor((entry) => entry.msg === 'Envoy opened an xDS stream', 30_000, "Envoy's stream");
+      await agent.log.waitFor((entry) => entry.msg === 'connected to the discovery server', 30_000, 'the call reaching the server');
+      await silent.close();
       await agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && entry.reason === 'dial_failed', 30_000, 'a failed dial');
+      // A stream that reached the server ends Envoy's init by its fetch timeouts only: a restart is held once epoch 0 is LIVE.
+      await epochLive(agent, 0, 90_000);
       const next = await ca.issue('localhost');
       await writeSecretVolume(certDir, sidecarFiles(ca, next));
       const held = await agent.log.waitFor((entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config', 20_000, 'the held restart');

@@ -7,7 +7,7 @@ import { adsMethods } from '../../src/xds/relay/relay.ts';
  * what no real control plane can be made to do (garbage, a huge frame, a
  * message sent in halves).
  */
-export async function startScriptedUpstream(script: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void) {
+export async function startScriptedUpstream(script: (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => void, port = 0) {
   const server = createServer();
   const sessions = new Set<Http2Session>();
   server.on('session', (session) => (sessions.add(session), session.on('error', () => undefined)));
@@ -15,10 +15,9 @@ export async function startScriptedUpstream(script: (stream: ServerHttp2Stream, 
     stream.on('error', () => undefined);
     script(stream, headers);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return {
-    port,
+    port: (server.address() as { port: number }).port,
     // An http2 server waits for its sessions to end; a test must not.
     close: () => new Promise<void>((resolve) => (server.close(() => resolve()), sessions.forEach((session) => session.destroy()))),
   };

@@ -1,25 +1,25 @@
-import { chmod, lstat, rm } from 'node:fs/promises';
-import { createServer, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Registry } from '../../metrics/index.ts';
 import type { BackoffPolicy, RandomSource } from '../../shared/backoff.ts';
-import { boundedTimer, type Clock } from '../../shared/clock.ts';
-import { ConnectionCap, shedLog } from '../../shared/connection-cap.ts';
-import { AgentError } from '../../shared/errors.ts';
+import type { Clock } from '../../shared/clock.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
-import { routeGrpcCall } from '../../grpc/server-call.ts';
-import { keepAlive, keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
+import { keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import type { NameTableSink } from './nds-subscription.ts';
 import type { EcdsConverter } from './ecds-interceptor.ts';
-import { RelayStream, type RelayLimits } from './relay-stream.ts';
+import type { AdsStream } from './ads-stream.ts';
+import { RelayStream } from './relay-stream.ts';
+import type { RelayContext, RelayLimits } from './relay-context.ts';
+import { adsMethods, RelayListener } from './relay-listener.ts';
 import { SpareUpstreams } from './spare-upstreams.ts';
-import { ConfigGate } from './config-gate.ts';
+import { ConfigAvailability } from './config-availability.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from '../upstream/material.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
 import type { XdsMode } from '../wire.ts';
+
+export { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from './relay-listener.ts';
 
 export interface XdsRelayOptions {
   /** The Unix socket Envoy connects to (`<configPath>/XDS`). */
@@ -45,13 +45,9 @@ export interface XdsRelayOptions {
   nameTables?: NameTableSink;
   /** With Wasm remote load conversion on: rewrites ECDS responses before Envoy sees them. */
   ecds?: EcdsConverter;
+  /** Opens an upstream call (default: the discovery server at `upstream`, with its credentials); unit tests script it. */
+  dialUpstream?: (mode: XdsMode, logger: Logger) => Promise<UpstreamStream>;
 }
-
-const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
-export const adsMethods: Record<XdsMode, string> = {
-  sotw: `/${service}/StreamAggregatedResources`,
-  delta: `/${service}/DeltaAggregatedResources`,
-};
 
 const mib = 1024 * 1024;
 /** Requests carry a node and names: 16 MiB is ~200k names. Responses: a 50 MB push, with room. */
@@ -63,24 +59,6 @@ const limits: RelayLimits = { requestBytes: 16 * mib, responseBytes: 256 * mib, 
  * the same moment, so a 2.5 s cap spreads redials over 1.5–3.5 s.
  */
 export const reconnectBackoff: BackoffPolicy = { initialMs: 1_000, multiplier: 1.6, jitter: 0.4, maxMs: 2_500 };
-/**
- * Streams one Envoy connection may hold open at once. Envoy runs one ADS
- * stream (two briefly while it replaces one); every stream dials the
- * discovery server, so an unbounded count would let one client open
- * upstream streams without limit.
- */
-export const maxStreamsPerConnection = 16;
-/**
- * Connections to the socket at once. Envoy holds one (two across a hot
- * restart); the socket is 0600 in a 0700 dir, so anything else is our own
- * uid. A connection with no stream open for a minute (it sent no preface,
- * or Envoy backs off) is closed, and an idle one makes room for a new one
- * before the new one is refused: Envoy's ADS connection always has its stream.
- */
-export const xdsConnectionLimits = { max: 16, reservedForTrusted: 0, idleMs: 60_000 } as const;
-/** How long a stopping relay waits for Envoy's connections to take their last frames. */
-const closeGraceMs = 1_000;
-
 /**
  * Serves ADS to Envoy on a Unix socket and relays every stream to the
  * discovery server. It speaks gRPC's framing on node:http2 itself, rather
@@ -96,19 +74,17 @@ export class XdsRelay {
   readonly #keepalive: KeepaliveOptions;
   readonly #stats: XdsStats;
   readonly #streams = new Set<RelayStream>();
-  readonly #sessions = new Set<Http2Session>();
   readonly #refused = new RefusedCertificate();
   readonly #spares: SpareUpstreams;
   /** A dial made ahead of Envoy's first stream (predial), while it is under way. */
   #predialing: { mode: XdsMode; dialing: Promise<UpstreamStream | undefined> } | undefined;
-  #server: Http2Server | undefined;
+  #listener: RelayListener | undefined;
   #nextId = 1;
-  #node: Buffer | undefined;
   readonly lastKnownGood: LastKnownGoodConfig;
-  readonly #gate: ConfigGate;
+  readonly #availability: ConfigAvailability;
   readonly #deltaListeners = new Set<() => void>();
-  /** ADS calls are relayed; anything else gets the status a gRPC server would give. */
-  readonly #methods = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, (stream: ServerHttp2Stream) => this.#serve(mode as XdsMode, stream)]));
+  /** What every stream shares. */
+  readonly #context: RelayContext;
 
   constructor(options: XdsRelayOptions) {
     this.#options = options;
@@ -116,66 +92,39 @@ export class XdsRelay {
     this.#spares = new SpareUpstreams(options.clock, options.logger);
     this.lastKnownGood = options.lastKnownGood ?? new LastKnownGoodConfig();
     this.#stats = new XdsStats(options.registry, options.clock, () => this.servingLastKnownGoodSince());
-    this.#gate = new ConfigGate(this.lastKnownGood);
+    this.#availability = new ConfigAvailability(this.lastKnownGood);
+    this.#context = this.#makeContext();
   }
 
-  /** Listens on the socket (owner-only); rejects when it cannot. */
+  #makeContext(): RelayContext {
+    const { clock, backoff, random, nameTables, ecds, keepLastKnownGood } = this.#options;
+    let node: Buffer | undefined;
+    return {
+      stats: this.#stats, clock, lastKnownGood: this.lastKnownGood, random, nameTables, ecds,
+      limits: keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
+      backoff: backoff ?? reconnectBackoff,
+      dial: (mode, logger) => this.#takePredial(mode, logger) ?? this.#spares.take(mode) ?? this.#dial(mode, logger),
+      keepSpare: (mode, upstream) => this.#spares.keep(mode, upstream),
+      dialed: (ok) => this.#availability.dialed(ok),
+      lastDialFailed: () => this.#availability.lastDialFailed,
+      node: { get: () => node, set: (next) => (node = next) },
+      deltaUnimplemented: () => this.#deltaListeners.forEach((listener) => listener()),
+    };
+  }
+
+  /** Listens on the socket (owner-only unless `socketMode` says otherwise); rejects when it cannot. */
   async start(): Promise<void> {
-    const { socketPath, logger } = this.#options;
-    await removeStaleSocket(socketPath);
-    // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
-    const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
-    const cap = new ConnectionCap<Http2Session>({ ...xdsConnectionLimits, trusted: () => false, onShed: shedLog((fields, message) => logger.warn(fields, message), 'xds socket') });
-    cap.attach(server, false);
-    server.on('session', (session) => cap.admit(session) && this.#track(session));
-    server.on('stream', (stream, headers) => {
-      const session = stream.session!;
-      cap.busy(session);
-      stream.once('close', () => cap.idle(session));
-      routeGrpcCall(stream, headers, this.#methods);
-    });
-    server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(socketPath, () => (server.off('error', reject), resolve()));
-    }).catch((error: unknown) => {
-      throw new AgentError('BAD_FLAG', `--configPath: cannot listen on ${socketPath} (${(error as Error).message})`, { cause: error });
-    });
-    await chmod(socketPath, this.#options.socketMode ?? 0o600);
-    this.#server = server;
+    const { socketPath, socketMode, logger } = this.#options;
+    const listener = new RelayListener({ socketPath, socketMode: socketMode ?? 0o600, keepalive: this.#keepalive, logger, serve: (mode, ads) => this.serve(mode, ads) });
+    await listener.listen();
+    this.#listener = listener;
     logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
   }
 
-  #track(session: Http2Session): void {
-    this.#sessions.add(session);
-    session.on('close', () => this.#sessions.delete(session));
-    session.on('error', () => undefined); // its streams close too, and report it
-    keepAlive(session, this.#keepalive);
-  }
-
-  #serve(mode: XdsMode, downstream: ServerHttp2Stream): void {
+  /** Relays one ADS call from Envoy (the listener's, or a unit test's in-memory one). */
+  serve(mode: XdsMode, ads: AdsStream): RelayStream {
     const id = this.#nextId++;
-    const logger = this.#options.logger.child({ stream: id });
-    const stream = new RelayStream({
-      id,
-      mode,
-      downstream,
-      dial: () => this.#takePredial(mode, logger) ?? this.#spares.take(mode) ?? this.#dial(mode, logger),
-      stats: this.#stats,
-      logger,
-      node: { get: () => this.#node, set: (node) => (this.#node = node) },
-      limits: this.#options.keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
-      lastKnownGood: this.lastKnownGood,
-      clock: this.#options.clock,
-      backoff: this.#options.backoff ?? reconnectBackoff,
-      random: this.#options.random,
-      keepForNextStream: (spare) => this.#spares.keep(mode, spare),
-      reachable: (ok) => this.#gate.dialed(ok),
-      lastDialFailed: () => this.#gate.lastDialFailed,
-      nameTables: this.#options.nameTables,
-      ecds: this.#options.ecds,
-      deltaUnimplemented: () => this.#deltaUnimplemented(),
-    });
+    const stream = new RelayStream({ id, mode, ads, context: this.#context, logger: this.#options.logger.child({ stream: id }) });
     this.#streams.add(stream);
     this.#stats.streamOpened();
     this.#options.logger.info({ stream: id, mode }, 'Envoy opened an xDS stream');
@@ -183,6 +132,7 @@ export class XdsRelay {
       this.#streams.delete(stream);
       this.#stats.streamEnded(reason);
     });
+    return stream;
   }
 
   /**
@@ -194,7 +144,7 @@ export class XdsRelay {
    * forgotten; the stream dials as usual.
    */
   predial(mode: XdsMode): void {
-    if (this.#streams.size > 0 || this.#predialing || !this.#server) return;
+    if (this.#streams.size > 0 || this.#predialing || !this.#listener) return;
     const dialing = this.#dial(mode, this.#options.logger).catch(() => undefined);
     this.#predialing = { mode, dialing };
     void dialing.then((upstream) => {
@@ -213,7 +163,8 @@ export class XdsRelay {
   }
 
   #dial(mode: XdsMode, logger: Logger): Promise<UpstreamStream> {
-    const { upstream, clock } = this.#options;
+    const { upstream, clock, dialUpstream } = this.#options;
+    if (dialUpstream) return dialUpstream(mode, logger);
     return dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger });
   }
 
@@ -225,36 +176,25 @@ export class XdsRelay {
     this.#spares.dropAll();
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
-    const server = this.#server;
-    this.#server = undefined;
-    if (server) {
-      const closed = new Promise((resolve) => server.close(resolve));
-      for (const session of this.#sessions) session.close();
-      const grace = boundedTimer(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
-      await closed;
-      grace.cancel();
-    }
-    await rm(this.#options.socketPath, { force: true });
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await listener?.close();
   }
 
-  /** Whether a new Envoy would get config now (see ConfigGate); the restart gate reads it. */
+  /** Whether a new Envoy would get config now (see ConfigAvailability); the agent's restart gate reads it. */
   canConfigure(): boolean {
-    return this.#gate.open;
+    return this.#availability.available;
   }
 
   /** Calls `listener` whenever canConfigure() changes. */
-  onGateChange(listener: (open: boolean) => void): () => void {
-    return this.#gate.onChange(listener);
+  onGateChange(listener: (available: boolean) => void): () => void {
+    return this.#availability.onChange(listener);
   }
 
   /** Calls `listener` each time the server answers a Delta call UNIMPLEMENTED (no Delta xDS there). */
   onDeltaUnimplemented(listener: () => void): () => void {
     this.#deltaListeners.add(listener);
     return () => this.#deltaListeners.delete(listener);
-  }
-
-  #deltaUnimplemented(): void {
-    for (const listener of this.#deltaListeners) listener();
   }
 
   /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */
@@ -275,12 +215,4 @@ export class XdsRelay {
       kept: this.lastKnownGood.summary(),
     };
   }
-}
-
-/** A socket left by an earlier run is removed; anything else at that path is the operator's, and bad input. */
-async function removeStaleSocket(socketPath: string): Promise<void> {
-  const info = await lstat(socketPath).catch(() => undefined);
-  if (!info) return;
-  if (!info.isSocket()) throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
-  await rm(socketPath, { force: true });
 }

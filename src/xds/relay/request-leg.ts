@@ -1,10 +1,10 @@
-import type { ServerHttp2Stream } from 'node:http2';
 import { FrameTooLarge, GrpcFrameReader } from '../../grpc/grpc-frame.ts';
 import { GrpcStatus } from '../../grpc/grpc-status.ts';
+import type { AdsStream } from './ads-stream.ts';
 import type { Ending } from './ending.ts';
 
 export interface RequestLegOptions {
-  downstream: ServerHttp2Stream;
+  ads: AdsStream;
   /** Largest request from Envoy. */
   maxBytes: number;
   /** True once the stream is ending: later bytes are dropped. */
@@ -23,21 +23,23 @@ export interface RequestLegOptions {
  * oversized one ends the stream.
  */
 export function readRequests(options: RequestLegOptions): void {
-  const { downstream, end } = options;
+  const { ads, end } = options;
   const requests = requestReader(options);
-  downstream.on('data', (chunk: Buffer) => {
-    if (options.ending()) return;
-    try {
-      requests.push(chunk);
-    } catch (error) {
-      const status = error instanceof FrameTooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INVALID_ARGUMENT;
-      end({ reason: 'bad_envoy_frame', status, details: `malformed request from Envoy: ${(error as Error).message}` });
-    }
-  });
-  downstream.on('end', () => {
-    if (options.ending()) return;
-    if (!requests.atBoundary) return end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
-    options.finished();
+  ads.receive({
+    data: (chunk) => {
+      if (options.ending()) return;
+      try {
+        requests.push(chunk);
+      } catch (error) {
+        const status = error instanceof FrameTooLarge ? GrpcStatus.RESOURCE_EXHAUSTED : GrpcStatus.INVALID_ARGUMENT;
+        end({ reason: 'bad_envoy_frame', status, details: `malformed request from Envoy: ${(error as Error).message}` });
+      }
+    },
+    ended: () => {
+      if (options.ending()) return;
+      if (!requests.atBoundary) return end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
+      options.finished();
+    },
   });
 }
 

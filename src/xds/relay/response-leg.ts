@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import type { IncomingHttpHeaders } from 'node:http2';
 import type { Logger } from '../../shared/log.ts';
 import { frame, type GrpcFrameReader } from '../../grpc/grpc-frame.ts';
 import { GrpcStatus, statusFromHeaders, statusName } from '../../grpc/grpc-status.ts';
@@ -6,16 +6,18 @@ import type { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
 import { EcdsInterceptor, type EcdsConverter } from './ecds-interceptor.ts';
+import type { AdsStream } from './ads-stream.ts';
 import type { Ending } from './ending.ts';
 import { NdsSubscription, type NameTableSink } from './nds-subscription.ts';
 import { tapResponses } from './response-tap.ts';
 import type { XdsStats } from './stats.ts';
-import { corkUntilNextTick, pauseUntilDrained } from './stream-flow.ts';
+import { pauseUntilDrained } from './stream-flow.ts';
 
 export interface ResponseLegOptions {
   mode: XdsMode;
   upstream: UpstreamStream['stream'];
-  downstream: ServerHttp2Stream;
+  /** Envoy's call. */
+  ads: AdsStream;
   /** Largest response from the discovery server. */
   maxBytes: number;
   recorder: LastKnownGoodRecorder;
@@ -102,10 +104,9 @@ export class ResponseLeg {
 
   /** Envoy's response bytes: read on the way (throws WireError when malformed), then written. */
   #passOn(bytes: Buffer): void {
-    const { downstream, upstream } = this.#options;
+    const { ads, upstream } = this.#options;
     this.#responses.push(bytes);
-    corkUntilNextTick(downstream);
-    if (!downstream.write(bytes)) pauseUntilDrained(upstream, downstream);
+    if (!ads.send(bytes)) pauseUntilDrained(upstream, (then) => ads.drained(then));
   }
 
   #onResponse(fields: ResponseFields, bytes: number): void {

@@ -65,13 +65,44 @@ describe('SpareUpstreams', () => {
     });
   }
 
-  it('a spare whose connection closed unseen is not handed out', () => {
+  for (const [what, gone] of [
+    ['its connection closed', (up: ReturnType<typeof fakeUpstream>) => (up.stream.session.closed = true)],
+    ['its connection was destroyed', (up: ReturnType<typeof fakeUpstream>) => (up.stream.session.destroyed = true)],
+    ['its stream closed', (up: ReturnType<typeof fakeUpstream>) => (up.stream.closed = true)],
+    ['its stream was destroyed', (up: ReturnType<typeof fakeUpstream>) => (up.stream.destroyed = true)],
+  ] as const) {
+    it(`a spare whose ${what.slice(4)} unseen is not handed out: ${what}`, () => {
+      const { spares: kept } = spares();
+      const upstream = fakeUpstream();
+      kept.keep('sotw', upstream);
+      gone(upstream);
+      assert.equal(kept.take('sotw'), undefined);
+      assert.equal(upstream.closes, 1);
+    });
+  }
+
+  it('dropAll closes every mode\'s spare; a dropped mode is not handed out', () => {
     const { spares: kept } = spares();
+    const [sotw, delta] = [fakeUpstream(), fakeUpstream()];
+    kept.keep('sotw', sotw);
+    kept.keep('delta', delta);
+    kept.dropAll();
+    assert.deepEqual([sotw.closes, delta.closes], [1, 1]);
+    assert.equal(kept.take('sotw'), undefined);
+    assert.equal(kept.take('delta'), undefined);
+  });
+
+  it('a taken or dropped spare leaves no expiry timer behind', async () => {
+    const { clock, spares: kept } = spares();
     const upstream = fakeUpstream();
     kept.keep('sotw', upstream);
-    upstream.stream.session.closed = true;
-    assert.equal(kept.take('sotw'), undefined);
-    assert.equal(upstream.closes, 1);
+    await kept.take('sotw');
+    assert.equal(clock.pending, 0);
+    kept.keep('delta', fakeUpstream());
+    kept.drop('delta');
+    assert.equal(clock.pending, 0);
+    clock.advance(20_000);
+    assert.equal(upstream.closes, 0);
   });
 
   it("a stream that took the spare is not closed by the spare's later events", async () => {

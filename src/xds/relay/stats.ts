@@ -3,27 +3,7 @@ import type { Clock } from '../../shared/clock.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
 import { typeKey } from '../type-urls.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
-
-/** Why a relayed stream ended; one label value of the terminations counter. */
-export type TerminationReason =
-  | 'envoy_closed'
-  | 'upstream_closed'
-  | 'upstream_error'
-  | 'dial_failed'
-  | 'bad_envoy_frame'
-  | 'bad_upstream_frame'
-  | 'relay_stopped'
-  | 'handed_over'
-  | 'delta_unsupported';
-
-/** How Istio's istiod_/envoy_connection_terminations count a stream's end; the agent's own ends are neither. */
-const istioTermination: Partial<Record<TerminationReason, { side: 'istiod' | 'envoy'; type: 'cancelled' | 'error' }>> = {
-  upstream_closed: { side: 'istiod', type: 'cancelled' },
-  upstream_error: { side: 'istiod', type: 'error' },
-  bad_upstream_frame: { side: 'istiod', type: 'error' },
-  envoy_closed: { side: 'envoy', type: 'cancelled' },
-  bad_envoy_frame: { side: 'envoy', type: 'error' },
-};
+import { endings, type TerminationReason } from './ending.ts';
 
 /** What the agent knows of one resource type, for the status server's JSON. */
 export interface TypeDebug {
@@ -194,7 +174,7 @@ export class XdsStats {
   streamEnded(reason: TerminationReason): void {
     this.#terminations[reason] = (this.#terminations[reason] ?? 0) + 1;
     this.#metrics.terminations.inc({ reason });
-    const istio = istioTermination[reason];
+    const istio = endings[reason].istio;
     if (istio) this.#metrics[istio.side === 'istiod' ? 'istiodTerminations' : 'envoyTerminations'].inc({ type: istio.type });
     this.#metrics.streams.dec();
   }

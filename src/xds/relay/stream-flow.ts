@@ -1,14 +1,11 @@
-import type { ServerHttp2Stream } from 'node:http2';
-
-/** One socket read brings several DATA frames; they leave in one write, not one each. */
-export function corkUntilNextTick(stream: ServerHttp2Stream): void {
-  if (stream.writableCorked) return;
-  stream.cork();
-  process.nextTick(() => stream.uncork());
+/** What can stop and restart reading: Envoy's ADS stream, or the upstream call. */
+export interface Pausable {
+  pause(): void;
+  resume(): void;
 }
 
-/** Stops reading `from` until `to` has flushed what it holds. */
-export function pauseUntilDrained(from: NodeJS.ReadableStream, to: NodeJS.EventEmitter): void {
+/** Stops reading `from` until the other side has flushed what it holds (`drained` calls back once). */
+export function pauseUntilDrained(from: Pausable, drained: (then: () => void) => void): void {
   from.pause();
-  to.once('drain', () => from.resume());
+  drained(() => from.resume());
 }
