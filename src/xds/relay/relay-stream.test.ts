@@ -55,6 +55,25 @@ describe('RelayStream: relaying', () => {
     assert.deepEqual(ads.messages(), [response('v1', 'n1')]);
   });
 
+  it('requests go upstream one by one, whole, also when Envoy sends them a byte at a time', async () => {
+    const { ads, upstream } = await relay();
+    const [one, two] = [request('sotw', { node: 'sidecar~a' }), request('sotw', { nonce: 'n1' })];
+    ads.request(one);
+    for (const byte of frame(two)) ads.bytes(Buffer.from([byte]));
+    assert.deepEqual(upstream!.messages(), [one, two]);
+  });
+
+  it('once the stream ended, what Envoy still sends goes nowhere', async () => {
+    const { ads, upstream, stream, done } = await relay();
+    upstream!.answer();
+    stream.stop();
+    await done;
+    ads.request(request('sotw'));
+    ads.end();
+    assert.deepEqual(upstream!.call.written, []);
+    assert.equal(upstream!.call.ended, false);
+  });
+
   for (const mode of ['sotw', 'delta'] as const) {
     it(`${mode}: a first request without a node gets the last stream's node; one with a node leaves it as it is`, async () => {
       const first = await relay({ mode });
@@ -110,6 +129,7 @@ const endingRows: { name: string; mode?: XdsMode; act(s: Awaited<ReturnType<type
   { name: 'the server ends the call with an error', details: /^discovery server ended the stream: PERMISSION_DENIED no$/, act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.PERMISSION_DENIED, 'no')), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'PERMISSION_DENIED' },
   { name: 'the server resets the call', details: /^discovery server ended the stream: reset \(HTTP\/2 code 2, boom\)$/, act: (s) => (s.upstream!.answer(), s.upstream!.closeCall(2, new Error('boom'))), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'RESET' },
   { name: 'the server stops inside a response', details: /^discovery server ended the stream: it stopped inside a response$/, act: (s) => (s.upstream!.answer(), s.upstream!.bytes(frame(response('v1', 'n1')).subarray(0, 8)), s.upstream!.trailers(GrpcStatus.OK)), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'TRUNCATED' },
+  { name: 'the server sends a response cut inside a field', details: /^malformed response from the discovery server: ./, act: (s) => (s.upstream!.answer(), s.upstream!.respond(Buffer.from([0x22]))), reason: 'bad_upstream_frame', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'BAD_FRAME' },
   { name: 'the server sends a response over the size limit', details: /^malformed response from the discovery server: ./, act: (s) => (s.upstream!.answer(), s.upstream!.bytes(Buffer.from([0, 0, 0, 0x20, 0]))), reason: 'bad_upstream_frame', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'BAD_FRAME' },
   { name: 'a Delta server without Delta (Trailers-Only UNIMPLEMENTED)', details: /^the discovery server does not implement Delta xDS$/, mode: 'delta', act: (s) => (s.upstream!.answer({ ':status': 200, 'grpc-status': String(GrpcStatus.UNIMPLEMENTED) }), s.upstream!.closeCall()), reason: 'delta_unsupported', level: 'info', status: GrpcStatus.UNAVAILABLE, failure: 'UNIMPLEMENTED' },
   { name: 'a SotW call answered UNIMPLEMENTED is an error, not a fallback', details: /^discovery server ended the stream: UNIMPLEMENTED $/, act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.UNIMPLEMENTED)), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'UNIMPLEMENTED' },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { describe, it } from 'node:test';
+import pino from 'pino';
 import { FakeClock } from '../../shared/clock.ts';
 import { createLogger } from '../../shared/log.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
@@ -80,6 +81,40 @@ describe('SpareUpstreams', () => {
       assert.equal(upstream.closes, 1);
     });
   }
+
+  it("the first spare's late events do not drop the second one kept for its mode", () => {
+    const { spares: kept } = spares();
+    const [first, second] = [fakeUpstream(), fakeUpstream()];
+    kept.keep('sotw', first);
+    kept.keep('sotw', second);
+    first.stream.emit('close');
+    assert.equal(second.closes, 0);
+  });
+
+  it('a spare whose call the server answered with headers only (no status) stays', async () => {
+    const { spares: kept } = spares();
+    const upstream = fakeUpstream();
+    kept.keep('sotw', upstream);
+    upstream.stream.emit('response', { ':status': 200 });
+    assert.equal(await kept.take('sotw'), upstream);
+  });
+
+  it('a spare whose stream is already destroyed (no session left) is kept without fault and not handed out', () => {
+    const { spares: kept } = spares();
+    const upstream = fakeUpstream();
+    Object.assign(upstream.stream, { session: undefined, destroyed: true });
+    kept.keep('sotw', upstream);
+    assert.equal(kept.take('sotw'), undefined);
+    assert.equal(upstream.closes, 1);
+  });
+
+  it('says at debug level which mode took a spare', async () => {
+    const lines: { mode?: string; msg?: string }[] = [];
+    const kept = new SpareUpstreams(new FakeClock(), pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) }));
+    kept.keep('delta', fakeUpstream());
+    await kept.take('delta');
+    assert.deepEqual(lines.map(({ mode, msg }) => ({ mode, msg })), [{ mode: 'delta', msg: 'a new stream takes the connection the redial opened' }]);
+  });
 
   it('dropAll closes every mode\'s spare; a dropped mode is not handed out', () => {
     const { spares: kept } = spares();

@@ -175,7 +175,7 @@ export class XdsStats {
     this.#terminations[reason] = (this.#terminations[reason] ?? 0) + 1;
     this.#metrics.terminations.inc({ reason });
     const istio = endings[reason].istio;
-    if (istio) this.#metrics[istio.side === 'istiod' ? 'istiodTerminations' : 'envoyTerminations'].inc({ type: istio.type });
+    if (istio) this.#metrics[`${istio.side}Terminations`].inc({ type: istio.type });
     this.#metrics.streams.dec();
   }
 
