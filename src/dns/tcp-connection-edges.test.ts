@@ -1,36 +1,13 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
+import { FakeTcpSocket } from './fake-tcp-socket.ts';
 import { framed, serveTcpConnection, type TcpConnectionLimits } from './tcp-connection.ts';
-
-/** The part of a socket serveTcpConnection uses; written bytes count as unread until `read()`. */
-class FakeSocket extends EventEmitter {
-  paused = false;
-  destroyed = false;
-  writable = true;
-  writableLength = 0;
-  written: Buffer[] = [];
-  pause() {
-    this.paused = true;
-  }
-  resume() {
-    this.paused = false;
-  }
-  write(data: Buffer) {
-    this.written.push(data);
-    this.writableLength += data.length;
-    return true;
-  }
-  destroy() {
-    this.destroyed = true;
-  }
-}
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 function serve(handle: (message: Buffer) => Buffer | Promise<Buffer | undefined> | undefined, limits: TcpConnectionLimits = { maxInFlight: 4, maxPendingWriteBytes: 1_000 }) {
-  const socket = new FakeSocket();
+  const socket = new FakeTcpSocket(true);
   const handled: Buffer[] = [];
   const events: string[] = [];
   serveTcpConnection(socket as unknown as Socket, {
@@ -103,7 +80,7 @@ describe('serveTcpConnection: framing and flow', () => {
   });
 
   it('writes nothing to a connection closed or no longer writable while its query was answered', async () => {
-    for (const close of [(socket: FakeSocket) => (socket.destroyed = true), (socket: FakeSocket) => (socket.writable = false)]) {
+    for (const close of [(socket: FakeTcpSocket) => (socket.destroyed = true), (socket: FakeTcpSocket) => (socket.writable = false)]) {
       let answer: (value: Buffer) => void = () => undefined;
       const { socket } = serve(() => new Promise<Buffer>((resolve) => (answer = resolve)));
       socket.emit('data', framed(Buffer.from('a')));

@@ -1,37 +1,14 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { describe, it } from 'node:test';
+import { FakeTcpSocket } from './fake-tcp-socket.ts';
 import { framed, serveTcpConnection } from './tcp-connection.ts';
-
-/** The part of a socket serveTcpConnection uses, recording what it was told. */
-class FakeSocket extends EventEmitter {
-  paused = false;
-  destroyed = false;
-  writable = true;
-  writableLength = 0;
-  written: Buffer[] = [];
-  pause() {
-    this.paused = true;
-  }
-  resume() {
-    this.paused = false;
-  }
-  write(data: Buffer) {
-    this.written.push(data);
-    this.writableLength += data.length; // the client never reads
-    return false;
-  }
-  destroy() {
-    this.destroyed = true;
-  }
-}
 
 const limits = { maxInFlight: 4, maxPendingWriteBytes: 100 };
 const messages = (count: number, size = 20) => Buffer.concat(Array.from({ length: count }, (_, at) => framed(Buffer.alloc(size, at))));
 
 function serve(handle: (message: Buffer) => Buffer | Promise<Buffer | undefined> | undefined) {
-  const socket = new FakeSocket();
+  const socket = new FakeTcpSocket(false);
   const handled: Buffer[] = [];
   const faults: unknown[] = [];
   serveTcpConnection(socket as unknown as Socket, { limits, handle: (message) => (handled.push(message), handle(message)), busy: () => undefined, idle: () => undefined, failed: (error) => faults.push(error) });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { readSourceFiles } from '../../test/support/source-files.ts';
 
 /**
  * Every env var is declared once, in src/settings/, and read there
@@ -23,22 +22,11 @@ const patterns: [RegExp, string][] = [
   [/\benv\?\.\[?[A-Z_]/, 'env?.NAME'],
 ];
 
-function productFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'fixtures' ? [] : productFiles(path);
-    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
-  });
-}
-
-const root = join(import.meta.dirname, '..', '..');
-
 test('no env var is read outside src/settings/ and the CLI entry', () => {
   const found: string[] = [];
-  for (const path of productFiles(join(root, 'src'))) {
-    const name = relative(root, path);
+  for (const { path: name, text } of readSourceFiles()) {
     if (name.startsWith('src/settings/') || name in allowed) continue;
-    readFileSync(path, 'utf8').split('\n').forEach((line, index) => {
+    text.split('\n').forEach((line, index) => {
       if (/^\s*(\/\/|\*|\/\*)/.test(line)) return;
       for (const [pattern, what] of patterns) if (pattern.test(line)) found.push(`${name}:${index + 1}: ${what}: ${line.trim()}`);
     });

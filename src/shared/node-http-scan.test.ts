@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { readSourceFiles } from '../../test/support/source-files.ts';
 
 /**
  * An ES import of node:http or node:https (a value, not a type) reads every
@@ -11,20 +10,10 @@ import { test } from 'node:test';
  */
 const valueImport = /^\s*import\s+(?!type\b)[^;]*?from\s+['"](node:)?https?['"]/m;
 
-function productFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return productFiles(path);
-    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
-  });
-}
-
-const root = join(import.meta.dirname, '..', '..');
-
 test('no product file imports node:http or node:https as an ES module (src/shared/node-http.ts does, by require)', () => {
-  const found = productFiles(join(root, 'src'))
-    .filter((path) => valueImport.test(readFileSync(path, 'utf8')))
-    .map((path) => relative(root, path));
+  const found = readSourceFiles()
+    .filter((file) => valueImport.test(file.text))
+    .map((file) => file.path);
   assert.deepEqual(found, []);
 });
 
@@ -42,8 +31,8 @@ test('the scan sees a value import and lets a type import pass', () => {
  * never reads holds its connection for good (issue 35).
  */
 test('every file that makes an HTTP server bounds its responses\' send time with boundSend', () => {
-  const servers = productFiles(join(root, 'src')).filter((path) => /\bhttps?\.createServer\(|\bcreateServer\(/.test(readFileSync(path, 'utf8')) && /node-http\.ts|node:https?['"]/.test(readFileSync(path, 'utf8')));
+  const servers = readSourceFiles().filter((file) => /\bhttps?\.createServer\(|\bcreateServer\(/.test(file.text) && /node-http\.ts|node:https?['"]/.test(file.text));
   assert.ok(servers.length > 0, 'the scan finds the status server at least');
-  const unbounded = servers.filter((path) => !/\bboundSend\(/.test(readFileSync(path, 'utf8'))).map((path) => relative(root, path));
+  const unbounded = servers.filter((file) => !/\bboundSend\(/.test(file.text)).map((file) => file.path);
   assert.deepEqual(unbounded, []);
 });

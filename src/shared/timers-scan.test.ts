@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { readSourceFiles } from '../../test/support/source-files.ts';
 
 /**
  * Every timer of the product goes through src/shared/clock.ts, which bounds
@@ -26,22 +25,11 @@ const patterns: [RegExp, string][] = [
 /** node:timers for setImmediate only (one turn of the loop, no delay). */
 const harmless = /import\s*\{\s*setImmediate(\s+as\s+\w+)?\s*\}\s*from\s+['"]node:timers\/promises['"]/;
 
-function productFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === 'fixtures' ? [] : productFiles(path);
-    return /\.ts$/.test(entry.name) && !/\.test\.ts$/.test(entry.name) ? [path] : [];
-  });
-}
-
-const root = join(import.meta.dirname, '..', '..');
-
 test('no timer in src/ bypasses the bounded clock (src/shared/clock.ts)', () => {
   const found: string[] = [];
-  for (const path of productFiles(join(root, 'src'))) {
-    const name = relative(root, path);
+  for (const { path: name, text } of readSourceFiles()) {
     if (name in allowed) continue;
-    readFileSync(path, 'utf8').split('\n').forEach((line, index) => {
+    text.split('\n').forEach((line, index) => {
       if (harmless.test(line) || /^\s*(\/\/|\*|\/\*)/.test(line)) return;
       for (const [pattern, what] of patterns) if (pattern.test(line)) found.push(`${name}:${index + 1}: ${what}: ${line.trim()}`);
     });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import ts from 'typescript-5';
-import { readSourceFiles, type SourceFile } from './source-files.ts';
+import { readSourceFiles, type SourceFile } from '../support/source-files.ts';
 
 const maxFileLines = 250;
 const maxFunctionLines = 40;

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { repoRoot } from '../support/paths.ts';
+import { repoRoot } from './paths.ts';
 
 export interface SourceFile {
   /** Path from the repository root, e.g. `src/agent/reconcile.ts`. */
