@@ -22,7 +22,7 @@ import { execa } from 'execa';
 import { encodeNameTable, type NameInfo } from '../src/dns/name-table-wire.ts';
 import { LastKnownGoodTable } from '../src/dns/last-known-good-table.ts';
 import { defaultSliceMs, TableStore } from '../src/dns/table-store.ts';
-import { nameTableType } from '../src/xds/type-urls.ts';
+import { nameTableType } from '../src/discovery/type-urls.ts';
 import { readNdsResponse } from '../src/xds/relay/nds-wire.ts';
 import { lenField } from '../src/grpc/proto-wire.ts';
 import { startAgent } from '../test/support/agent.ts';

@@ -6,7 +6,7 @@ import { Server, ServerCredentials, type ServerDuplexStream } from '@grpc/grpc-j
 import { getEachMessage, sendMessage } from 'execa';
 import { FieldScanner } from '../src/grpc/field-scanner.ts';
 import { adsMethods } from '../src/xds/relay/relay.ts';
-import { readRequest } from '../src/xds/wire.ts';
+import { readRequest } from '../src/discovery/wire.ts';
 import { resourceBlock, responseBytes, type PlaneCommand } from './xds-plane.ts';
 
 type Stream = ServerDuplexStream<Buffer, Buffer>;

@@ -63,11 +63,11 @@ export const rooms = {
   },
   // gRPC on the wire: the frame and size limits, the field scanner, varints (proto-wire), the
   // status codes, calls served on node:http2 (server-call), the probe's source address resolver
-  // and the discovery messages (xds/wire.ts). Excluded: load.ts, keepalive.ts and unary.ts
+  // and the discovery messages (discovery/wire.ts). Excluded: load.ts, keepalive.ts and unary.ts
   // (grpc-js loading and options, no outside input of their own).
   grpc: {
-    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts', 'src/grpc/proto-wire.ts', 'src/grpc/grpc-status.ts', 'src/grpc/server-call.ts', 'src/grpc/source-address.ts', 'src/xds/wire.ts'],
-    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts', 'src/grpc/proto-wire.test.ts', 'src/grpc/proto-wire-read.test.ts', 'src/grpc/grpc-status.test.ts', 'src/grpc/server-call.test.ts', 'src/grpc/source-address.test.ts', 'src/xds/wire.test.ts', 'src/xds/wire-schema.test.ts'],
+    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts', 'src/grpc/proto-wire.ts', 'src/grpc/grpc-status.ts', 'src/grpc/server-call.ts', 'src/grpc/source-address.ts', 'src/discovery/wire.ts'],
+    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts', 'src/grpc/proto-wire.test.ts', 'src/grpc/proto-wire-read.test.ts', 'src/grpc/grpc-status.test.ts', 'src/grpc/server-call.test.ts', 'src/grpc/source-address.test.ts', 'src/discovery/wire.test.ts', 'src/discovery/wire-schema.test.ts'],
   },
   // The dial to the discovery server: address and TLS choice (dial), call credentials (the
   // token file) and the TLS material files. Excluded: session.ts (the HTTP/2 session and its

@@ -4,7 +4,7 @@ import type { Clock } from '../shared/clock.ts';
 import { badEnv } from '../shared/errors.ts';
 import type { HostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
-import type { NameTableSink } from '../xds/relay/nds-subscription.ts';
+import type { NameTableSink } from '../discovery/consumers.ts';
 import { Forwarder } from './forwarder.ts';
 import { LastKnownGoodTable } from './last-known-good-table.ts';
 import { registerDnsMetrics } from './metrics.ts';

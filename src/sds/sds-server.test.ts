@@ -12,7 +12,7 @@ import { Registry } from '../metrics/index.ts';
 import { registerSdsMetrics } from './metrics.ts';
 import { maxSdsConnections, maxSdsStreamsPerConnection, SdsServer } from './sds-server.ts';
 import { maxNamesPerStream } from './sds-stream.ts';
-import { secretType } from '../xds/type-urls.ts';
+import { secretType } from '../discovery/type-urls.ts';
 import { SecretStore } from './secret-store.ts';
 
 const service = '/envoy.service.secret.v3.SecretDiscoveryService';

@@ -3,9 +3,9 @@ import { test } from 'node:test';
 import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
 import { encodeVarint } from '../grpc/proto-wire.ts';
-import { readResponse } from '../xds/wire.ts';
+import { readResponse } from '../discovery/wire.ts';
 import { registerSdsMetrics } from './metrics.ts';
-import { secretType } from '../xds/type-urls.ts';
+import { secretType } from '../discovery/type-urls.ts';
 import { maxNamesPerStream, SdsStream } from './sds-stream.ts';
 import { SecretStore, type StoredSecret } from './secret-store.ts';
 

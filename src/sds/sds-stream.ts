@@ -1,7 +1,7 @@
 import type { Logger } from '../shared/log.ts';
-import { readRequest } from '../xds/wire.ts';
+import { readRequest } from '../discovery/wire.ts';
 import { encodeSecretResponse } from './secret-proto.ts';
-import { secretType } from '../xds/type-urls.ts';
+import { secretType } from '../discovery/type-urls.ts';
 import type { SecretStore } from './secret-store.ts';
 import type { SdsMetrics } from './metrics.ts';
 

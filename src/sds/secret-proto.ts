@@ -1,5 +1,5 @@
 import { lenField } from '../grpc/proto-wire.ts';
-import { secretType } from '../xds/type-urls.ts';
+import { secretType } from '../discovery/type-urls.ts';
 import type { SecretMaterial } from './secret-store.ts';
 
 /**

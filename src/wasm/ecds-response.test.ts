@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
 import { registerWasmMetrics } from './metrics.ts';
-import { extensionConfigType } from '../xds/type-urls.ts';
+import { extensionConfigType } from '../discovery/type-urls.ts';
 import { convertEcdsResponse } from './ecds-response.ts';
 import type { ModuleRequest } from './module-cache.ts';
 import { bytesOf, decodeMessage, encodeMessage, lenField, stringOf, varintField, type ProtoField } from './proto.ts';

@@ -1,8 +1,8 @@
 import type { Logger } from '../shared/log.ts';
 import { conversionResult, type WasmMetrics } from './metrics.ts';
-import type { EcdsOutcome } from '../xds/relay/ecds-interceptor.ts';
-import type { XdsMode } from '../xds/wire.ts';
-import { extensionConfigType } from '../xds/type-urls.ts';
+import type { EcdsOutcome } from '../discovery/consumers.ts';
+import type { XdsMode } from '../discovery/wire.ts';
+import { extensionConfigType } from '../discovery/type-urls.ts';
 import { ConvertError, fallbackFilter, parseRemoteWasm, withLocalCode } from './convert.ts';
 import type { ModuleCache } from './module-cache.ts';
 import { bytesOf, decodeMessage, encodeMessage, lenField, ProtoError, stringOf, withField, type ProtoField } from './proto.ts';

@@ -2,7 +2,7 @@ import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { EnvValues } from '../settings/env-settings.ts';
 import type { wasmEnv } from '../settings/wasm-env.ts';
-import type { EcdsConverter } from '../xds/relay/ecds-interceptor.ts';
+import type { EcdsConverter } from '../discovery/consumers.ts';
 import { convertEcdsResponse } from './ecds-response.ts';
 import { moduleFetcher } from './fetch-module.ts';
 import { registerWasmMetrics } from './metrics.ts';

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import ts from 'typescript-5';
-import { readSourceFiles, type SourceFile } from '../support/source-files.ts';
+import { readSourceFiles, roomOf, type SourceFile } from '../support/source-files.ts';
 
 const maxFileLines = 250;
 const maxFunctionLines = 40;
@@ -22,6 +22,20 @@ it(`no production file is over ${maxFileLines} lines`, () => {
 
 it(`no production function is over ${maxFunctionLines} lines`, () => {
   assert.deepEqual(files.flatMap(longFunctions), []);
+});
+
+/**
+ * The relay's insides are its own: other rooms use the discovery wire format and the consumer
+ * contracts in src/discovery/. Besides xds/ itself, only the runtime that starts the relay, and
+ * the CLI's check of the upstream's TLS files before anything starts (bad files are exit 2 with
+ * nothing made), import xds/.
+ */
+const xdsImportersAllowed = new Set(['src/cli/preflight.ts', 'src/cli/xds-transport.ts']);
+
+it('only xds/ itself, runtime/ and the CLI\'s upstream check import xds/', () => {
+  const reaching = files.filter((file) => !['xds', 'runtime'].includes(roomOf(file.path)) && !xdsImportersAllowed.has(file.path));
+  const found = reaching.flatMap((file) => file.imports.filter((path) => roomOf(path) === 'xds').map((path) => `${file.path} → ${path}`));
+  assert.deepEqual(found, []);
 });
 
 function lineCount(text: string): number {

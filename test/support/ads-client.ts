@@ -1,7 +1,7 @@
 import { Client, credentials, type ChannelCredentials, type ClientDuplexStream, type ServiceError } from '@grpc/grpc-js';
 import { adsMethods } from '../../src/xds/relay/relay.ts';
 import { encodeVarint } from '../../src/grpc/proto-wire.ts';
-import { readResponse, type ResponseFields } from '../../src/xds/wire.ts';
+import { readResponse, type ResponseFields } from '../../src/discovery/wire.ts';
 
 const len = (field: number, value: Buffer | string) => {
   const bytes = Buffer.from(value);

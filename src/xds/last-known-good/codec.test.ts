@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { decodeLastKnownGood, encodeLastKnownGood } from './codec.ts';
 import { LastKnownGoodConfig } from './config.ts';
-import { secretType } from '../type-urls.ts';
+import { secretType } from '../../discovery/type-urls.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';

@@ -1,6 +1,6 @@
-import { secretType } from '../type-urls.ts';
+import { secretType } from '../../discovery/type-urls.ts';
 import { type LastKnownGoodConfig, type LastKnownGoodType } from './config.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 
 /**
  * The last-known-good config as a file: JSON with the protobuf bytes in base64. What

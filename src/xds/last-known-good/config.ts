@@ -1,5 +1,5 @@
 import type { LastKnownGoodResource } from './wire.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 
 /** What Envoy last accepted for one type on one kind of stream. */
 export interface LastKnownGoodType {

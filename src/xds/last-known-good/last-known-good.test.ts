@@ -7,7 +7,7 @@ import { LastKnownGoodRecorder } from './recorder.ts';
 import { LastKnownGoodAnswers } from './serve.ts';
 import { deltaResponse, readDeltaChanges } from './wire.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
-import { readResponse, type RequestFields, type XdsMode } from '../wire.ts';
+import { readResponse, type RequestFields, type XdsMode } from '../../discovery/wire.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import { lenField } from '../../grpc/proto-wire.ts';
 import { FakeClock } from '../../shared/clock.ts';
-import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 import { LastKnownGoodConfig } from './config.ts';
 import { LastKnownGoodRecorder } from './recorder.ts';
 

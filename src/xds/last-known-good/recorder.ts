@@ -3,7 +3,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { LastKnownGoodConfig } from './config.ts';
 import { readDeltaChanges } from './wire.ts';
 import { PendingResponses } from './pending-responses.ts';
-import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 
 export interface LastKnownGoodRecorderOptions {
   mode: XdsMode;

@@ -1,6 +1,6 @@
 import type { LastKnownGoodConfig, LastKnownGoodType } from './config.ts';
 import { deltaResponse, withNonce } from './wire.ts';
-import { responseReader, type RequestFields, type XdsMode } from '../wire.ts';
+import { responseReader, type RequestFields, type XdsMode } from '../../discovery/wire.ts';
 
 function countResources(chunks: readonly Buffer[]): number {
   const { scanner, fields } = responseReader(chunks.reduce((sum, chunk) => sum + chunk.length, 0), 'sotw');

@@ -8,7 +8,7 @@ import { LastKnownGoodConfig } from './config.ts';
 import { LastKnownGoodSession } from './session.ts';
 import { XdsStats } from '../relay/stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import { readResponse, type RequestFields } from '../wire.ts';
+import { readResponse, type RequestFields } from '../../discovery/wire.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
 
 const settle = () => new Promise((resolve) => setImmediate(resolve));

@@ -5,7 +5,7 @@ import type { LastKnownGoodConfig } from './config.ts';
 import { LastKnownGoodAnswers, type LastKnownGoodOutcome } from './serve.ts';
 import type { XdsStats } from '../relay/stats.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import type { RequestFields, XdsMode } from '../wire.ts';
+import type { RequestFields, XdsMode } from '../../discovery/wire.ts';
 
 export interface LastKnownGoodSessionOptions {
   id: number;

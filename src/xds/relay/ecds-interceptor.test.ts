@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { silentLogger } from '../../shared/log.ts';
-import { EcdsInterceptor, type EcdsOutcome } from './ecds-interceptor.ts';
-import { extensionConfigType } from '../type-urls.ts';
+import { EcdsInterceptor } from './ecds-interceptor.ts';
+import type { EcdsOutcome } from '../../discovery/consumers.ts';
+import { extensionConfigType } from '../../discovery/type-urls.ts';
 import { frame } from '../../grpc/grpc-frame.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
-import { readRequest, type RequestFields } from '../wire.ts';
+import { readRequest, type RequestFields } from '../../discovery/wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const response = (type: string, nonce: string, payload = 'x') => Buffer.concat([lenField(2, Buffer.concat([lenField(1, type), lenField(2, payload)])), lenField(4, type), lenField(5, nonce)]);

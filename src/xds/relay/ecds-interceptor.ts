@@ -1,15 +1,9 @@
 import type { Logger } from '../../shared/log.ts';
 import { GrpcFrameReader, frame } from '../../grpc/grpc-frame.ts';
 import { HeldResponse, typePaths, type Path } from './held-response.ts';
-import { extensionConfigType } from '../type-urls.ts';
-import { encodeAck, type RequestFields, type XdsMode } from '../wire.ts';
-
-
-/** What the agent makes of a whole ECDS response: a replacement, the original (undefined), or a NACK reason. */
-export type EcdsOutcome = { message: Buffer | undefined } | { nack: string; nonce: string };
-
-/** The agent's side: one whole ECDS response in, what Envoy gets out; never rejects. */
-export type EcdsConverter = (message: Buffer, mode: XdsMode) => Promise<EcdsOutcome>;
+import { extensionConfigType } from '../../discovery/type-urls.ts';
+import { encodeAck, type RequestFields, type XdsMode } from '../../discovery/wire.ts';
+import type { EcdsConverter, EcdsOutcome } from '../../discovery/consumers.ts';
 
 export interface EcdsInterceptorOptions {
   mode: XdsMode;

@@ -4,7 +4,7 @@ import { FakeClock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 import { FakeUpstream } from './fake-upstream.ts';
 import type { RelayContext } from './relay-context.ts';
 import { XdsStats } from './stats.ts';

@@ -1,7 +1,7 @@
 import { advanced } from '../../grpc/field-scanner.ts';
 import { decodeVarint } from '../../grpc/proto-wire.ts';
 import { prefixBytes } from '../../grpc/grpc-frame.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 
 /**
  * Where a response's type URL can be read first: its own type_url (4), or

@@ -4,10 +4,10 @@ import { it } from '../../../test/support/sync-deadline.ts';
 import { encodeNameTable } from '../../dns/name-table-wire.ts';
 import { frame } from '../../grpc/grpc-frame.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { nameTableType } from '../type-urls.ts';
+import { nameTableType } from '../../discovery/type-urls.ts';
 import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
-import { readRequest, type XdsMode } from '../wire.ts';
+import { readRequest, type XdsMode } from '../../discovery/wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const any = (typeUrl: string, value: Buffer) => Buffer.concat([lenField(1, typeUrl), lenField(2, value)]);

@@ -1,6 +1,6 @@
 import { GrpcFrameReader } from '../../grpc/grpc-frame.ts';
-import { nameTableType } from '../type-urls.ts';
-import type { XdsMode } from '../wire.ts';
+import { nameTableType } from '../../discovery/type-urls.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 import { HeldResponse, typePaths, type Path } from './held-response.ts';
 
 export interface NdsSplitterOptions {

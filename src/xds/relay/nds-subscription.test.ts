@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import { createLogger } from '../../shared/log.ts';
 import { frame } from '../../grpc/grpc-frame.ts';
 import { NdsSubscription } from './nds-subscription.ts';
-import { nameTableType } from '../type-urls.ts';
+import { nameTableType } from '../../discovery/type-urls.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
-import { readRequest } from '../wire.ts';
+import { readRequest } from '../../discovery/wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const ndsResponse = (table: Buffer, nonce: string) => frame(Buffer.concat([lenField(1, 'v9'), lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, table)])), lenField(4, nameTableType), lenField(5, nonce)]));

@@ -1,14 +1,9 @@
 import type { Logger } from '../../shared/log.ts';
 import { NdsSplitter } from './nds-splitter.ts';
-import { listenerType, nameTableType } from '../type-urls.ts';
+import { listenerType, nameTableType } from '../../discovery/type-urls.ts';
 import { ndsAck, ndsSubscribe, readNdsResponse } from './nds-wire.ts';
-import type { XdsMode } from '../wire.ts';
-
-
-/** Where the name tables go: resolves undefined when the table is taken, or why not (a NACK). */
-export interface NameTableSink {
-  accept(table: Buffer, version: string): Promise<string | undefined>;
-}
+import type { XdsMode } from '../../discovery/wire.ts';
+import type { NameTableSink } from '../../discovery/consumers.ts';
 
 export interface NdsSubscriptionOptions {
   mode: XdsMode;

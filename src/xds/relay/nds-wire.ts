@@ -1,6 +1,6 @@
 import { FieldScanner, WireError, wireLen } from '../../grpc/field-scanner.ts';
-import { nameTableType } from '../type-urls.ts';
-import { encodeAck, encodeSubscribe, type XdsMode } from '../wire.ts';
+import { nameTableType } from '../../discovery/type-urls.ts';
+import { encodeAck, encodeSubscribe, type XdsMode } from '../../discovery/wire.ts';
 
 /** Istio's name table type (NDS): the agent asks for it on Envoy's stream and keeps its responses. */
 

@@ -3,9 +3,8 @@ import type { Clock } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import type { XdsMode } from '../wire.ts';
-import type { EcdsConverter } from './ecds-interceptor.ts';
-import type { NameTableSink } from './nds-subscription.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
+import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
 import type { XdsStats } from './stats.ts';
 
 export interface RelayLimits {

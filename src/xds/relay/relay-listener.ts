@@ -7,7 +7,7 @@ import type { Logger } from '../../shared/log.ts';
 import { listenOnUnixSocket } from '../../shared/unix-socket.ts';
 import { routeGrpcCall } from '../../grpc/server-call.ts';
 import { keepAlive, type KeepaliveOptions } from '../../grpc/keepalive.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 import { Http2AdsStream } from './http2-ads-stream.ts';
 import type { AdsStream } from './ads-stream.ts';
 

@@ -4,7 +4,7 @@ import { Registry } from '../../metrics/index.ts';
 import { frame } from '../../grpc/grpc-frame.ts';
 import { GrpcStatus } from '../../grpc/grpc-status.ts';
 import { lenField } from '../../grpc/proto-wire.ts';
-import { readRequest, type XdsMode } from '../wire.ts';
+import { readRequest, type XdsMode } from '../../discovery/wire.ts';
 import type { TerminationReason } from './ending.ts';
 import { FakeAdsStream } from './fake-ads-stream.ts';
 import { fakeRelayContext, recordingLogger } from './fake-relay-context.ts';

@@ -11,7 +11,7 @@ import type { RelayContext } from './relay-context.ts';
 import { ResponseLeg } from './response-leg.ts';
 import { pauseUntilDrained } from './stream-flow.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import { readRequest, withNode, type XdsMode } from '../wire.ts';
+import { readRequest, withNode, type XdsMode } from '../../discovery/wire.ts';
 
 export interface RelayStreamOptions {
   id: number;

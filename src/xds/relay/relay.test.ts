@@ -9,7 +9,7 @@ import { FakeClock } from '../../shared/clock.ts';
 import { silentLogger } from '../../shared/log.ts';
 import type { UpstreamOptions } from '../upstream/material.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import { readRequest, type XdsMode } from '../wire.ts';
+import { readRequest, type XdsMode } from '../../discovery/wire.ts';
 import { FakeAdsStream } from './fake-ads-stream.ts';
 import { FakeUpstream } from './fake-upstream.ts';
 import { XdsRelay } from './relay.ts';

@@ -5,8 +5,7 @@ import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
-import type { NameTableSink } from './nds-subscription.ts';
-import type { EcdsConverter } from './ecds-interceptor.ts';
+import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
 import type { AdsStream } from './ads-stream.ts';
 import { RelayStream } from './relay-stream.ts';
 import type { RelayContext, RelayLimits } from './relay-context.ts';
@@ -17,7 +16,7 @@ import { XdsStats, type RelayDebug } from './stats.ts';
 import type { UpstreamOptions } from '../upstream/material.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 
 export { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from './relay-listener.ts';
 

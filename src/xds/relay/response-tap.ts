@@ -1,6 +1,6 @@
 import { GrpcFrameReader } from '../../grpc/grpc-frame.ts';
 import type { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
-import { responseReader, type ResponseFields, type XdsMode } from '../wire.ts';
+import { responseReader, type ResponseFields, type XdsMode } from '../../discovery/wire.ts';
 
 /**
  * Reads each response as it streams past: the scanner reads its fields, the

@@ -1,7 +1,7 @@
 import type { Clock, Timer } from '../../shared/clock.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
-import type { XdsMode } from '../wire.ts';
+import type { XdsMode } from '../../discovery/wire.ts';
 
 /**
  * How long a redial that reached the server waits for the Envoy stream it

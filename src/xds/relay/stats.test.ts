@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { Registry } from '../../metrics/index.ts';
 import { FakeClock } from '../../shared/clock.ts';
 import { XdsStats } from './stats.ts';
-import type { RequestFields } from '../wire.ts';
+import type { RequestFields } from '../../discovery/wire.ts';
 
 const request = (typeUrl: string): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 });
 const cluster = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';

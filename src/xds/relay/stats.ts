@@ -1,8 +1,8 @@
 import { Counter, Gauge, type Registry } from '../../metrics/index.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
-import { typeKey } from '../type-urls.ts';
-import type { RequestFields, ResponseFields, XdsMode } from '../wire.ts';
+import { typeKey } from '../../discovery/type-urls.ts';
+import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 import { endings, type TerminationReason } from './ending.ts';
 
 /** What the agent knows of one resource type, for the status server's JSON. */
