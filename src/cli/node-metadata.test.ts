@@ -8,10 +8,17 @@ import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import { nodeMetadata } from './node-metadata.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
 
-function settle(args: string[], proxyConfig: Record<string, unknown>): AgentConfig {
+function settle(args: string[], proxyConfig: Record<string, unknown>, env: Record<string, string> = {}): AgentConfig {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
-  command.parse(['--podInfoDir', '/nonexistent/pod', ...args], { from: 'user' });
+  // commander reads the flags' env vars from process.env: only the row's, never the machine's (ENVOY_BIN).
+  const saved = process.env;
+  process.env = { ...env };
+  try {
+    command.parse(['--podInfoDir', '/nonexistent/pod', ...args], { from: 'user' });
+  } finally {
+    process.env = saved;
+  }
   const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
   return resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([{ name: 'env PROXY_CONFIG', value: proxyConfig }]) }).config;
 }
@@ -51,15 +58,9 @@ test('node metadata from settings and sources, row by row', async () => {
     ['a set statNameLength wins over Istio\'s 189', [], {}, { statNameLength: 100 }, 'PROXY_CONFIG.statNameLength', 100],
   ];
   for (const [name, args, env, merged, key, want] of rows) {
-    const saved = process.env;
-    process.env = { ...saved, ...env };
-    try {
-      const metadata = await nodeMetadata(settle(args, {}), role, readNodeEnv({ ...podEnv, ...env }), merged);
-      const [outer, inner] = key.split('.') as [string, string | undefined];
-      const value = inner === undefined ? metadata[outer] : (metadata[outer] as Record<string, unknown>)[inner];
-      assert.deepEqual(value, want, name);
-    } finally {
-      process.env = saved;
-    }
+    const metadata = await nodeMetadata(settle(args, {}, env), role, readNodeEnv({ ...podEnv, ...env }), merged);
+    const [outer, inner] = key.split('.') as [string, string | undefined];
+    const value = inner === undefined ? metadata[outer] : (metadata[outer] as Record<string, unknown>)[inner];
+    assert.deepEqual(value, want, name);
   }
 });

@@ -11,7 +11,14 @@ import { resolveAgentConfig } from './resolve-agent-config.ts';
 function settle(args: string[], proxyConfig: Record<string, unknown> = {}): AgentConfig {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
-  command.parse(args, { from: 'user' });
+  // commander reads the flags' env vars from process.env: none of the machine's (ENVOY_BIN) may reach a default.
+  const saved = process.env;
+  process.env = {};
+  try {
+    command.parse(args, { from: 'user' });
+  } finally {
+    process.env = saved;
+  }
   const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
   return resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([{ name: 'env PROXY_CONFIG', value: proxyConfig }]) }).config;
 }

@@ -20,7 +20,8 @@ function settle(inputs: Inputs): AgentConfig | string {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   const saved = process.env;
-  process.env = { ...saved, ...inputs.env };
+  // Only the row's env: a variable set where the tests run (ENVOY_BIN, which the README offers) must not change a row.
+  process.env = { ...inputs.env };
   try {
     command.parse(inputs.args ?? [], { from: 'user' });
     const commandLine = { values: command.opts(), sourceOf: (name: string) => command.getOptionValueSource(name) };
