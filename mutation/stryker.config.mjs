@@ -34,6 +34,9 @@ export default {
   plugins: ['@stryker-mutator/tap-runner', '@stryker-mutator/typescript-checker', './mutation/equivalent.mjs'],
   // Only what the unit tests read goes into the sandbox (no Envoy, no bundle, no e2e; the wasm room's OCI registry peer is TypeScript the tests import).
   ignorePatterns: ['/.tools', '/dist', '/bench', '/docs', '/test/e2e', '/test/docker', '/test/peers', '!/test/peers/oci-registry', '/reports', '*.log'],
+  // A re-run after new tests only runs the mutants whose code or covering tests changed.
+  incremental: process.env.MUTATION_INCREMENTAL !== '0',
+  incrementalFile: `reports/mutation/${chosen.join('+')}.incremental.json`,
   tempDirName: '.stryker-tmp',
   cleanTempDir: 'always',
   reporters: ['clear-text', 'progress-append-only', 'html', 'json'],

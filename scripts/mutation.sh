@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the rooms that guard the pod (mutation/rooms.mjs) with
 # Stryker: `npm run mutation` runs every room in turn, `npm run mutation --
-# sds iptables` only those. Not part of CI. One test process at a time:
+# sds iptables` only those; a re-run is incremental (MUTATION_INCREMENTAL=0 for a fresh one). Not part of CI. One test process at a time:
 # the whole run takes about 20 minutes on 2 cores. Reports land in
 # reports/mutation/<room>.html and .json; each room's score prints at the end.
 set -euo pipefail
