@@ -77,7 +77,9 @@ async function idleUsage() {
   bare.kill();
   await bare.catch(() => undefined);
   const names = Object.keys(pids);
-  const usage = Object.fromEntries(names.map((name, i) => [name, { rssMiB: +(rss[i]! / 1024).toFixed(1), cpuPercent: +((after[i]! - before[i]!) / 10).toFixed(2) }]));
+  const usage = Object.fromEntries(
+    names.map((name, i) => [name, { rssMiB: +(rss[i]! / 1024).toFixed(1), cpuPercent: +((after[i]! - before[i]!) / 10).toFixed(2) }]),
+  );
   return { ...usage, agentRssVsBareNode: +(rss[0]! / rss[2]!).toFixed(2) };
 }
 

@@ -24,7 +24,15 @@ import { buildRef, currentBuild, variantBuild, type Build } from './cost-build.t
 import { activity, idleRates, memory, sumMemory, type Memory } from './cost-proc.ts';
 import { findEnvoys } from '../test/support/processes.ts';
 
-const { values: flags } = parseArgs({ options: { window: { type: 'string', default: '60' }, runs: { type: 'string', default: '3' }, baseline: { type: 'string', multiple: true, default: ['main'] }, variant: { type: 'string', multiple: true, default: [] }, quick: { type: 'boolean' } } });
+const { values: flags } = parseArgs({
+  options: {
+    window: { type: 'string', default: '60' },
+    runs: { type: 'string', default: '3' },
+    baseline: { type: 'string', multiple: true, default: ['main'] },
+    variant: { type: 'string', multiple: true, default: [] },
+    quick: { type: 'boolean' },
+  },
+});
 const windowS = flags.quick ? 10 : Number(flags.window);
 const runs = flags.quick ? 1 : Number(flags.runs);
 
@@ -46,7 +54,14 @@ async function agent(build: Build, discoveryAddress: string): Promise<Subject> {
   const statusPort = await freePort();
   const start = performance.now();
   const { bin, viaShebang, nodeArgs, env } = build;
-  const running = await startAgent({ discoveryAddress, bin, viaShebang, nodeArgs, env, args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())] });
+  const running = await startAgent({
+    discoveryAddress,
+    bin,
+    viaShebang,
+    nodeArgs,
+    env,
+    args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+  });
   let exit: string | undefined;
   // `exited` rejects once the agent has run 60 s (test/support's exit deadline): here that only means still running.
   void running.exited.then((result) => (exit = `${build.label}: the agent exited (${JSON.stringify(result)}): ${running.stderr()}`), () => undefined);
@@ -78,7 +93,13 @@ async function oneRun(subjects: (() => Promise<Subject>)[]): Promise<Sample[]> {
     const before = started.map((s) => activity(s.pid));
     await sleep(windowS * 1000);
     const after = started.map((s) => activity(s.pid));
-    return started.map((s, i) => ({ readyMs: s.readyMs, cpuMsToReady: s.cpuMsToReady, ...memory(s.pid), ...podMemory(s), ...idleRates(before[i]!, after[i]!, windowS) }));
+    return started.map((s, i) => ({
+      readyMs: s.readyMs,
+      cpuMsToReady: s.cpuMsToReady,
+      ...memory(s.pid),
+      ...podMemory(s),
+      ...idleRates(before[i]!, after[i]!, windowS),
+    }));
   } finally {
     for (const s of started) await s.stop();
   }
@@ -108,7 +129,21 @@ try {
   for (const build of builds) await build.remove();
 }
 
-const keys = ['rssMb', 'rssAnonMb', 'pssMb', 'ussMb', 'pageTablesMb', 'threads', 'podPssMb', 'podUssMb', 'podRssMb', 'idleMcpu', 'wakeupsPerS', 'readyMs', 'cpuMsToReady'] as const;
+const keys = [
+  'rssMb',
+  'rssAnonMb',
+  'pssMb',
+  'ussMb',
+  'pageTablesMb',
+  'threads',
+  'podPssMb',
+  'podUssMb',
+  'podRssMb',
+  'idleMcpu',
+  'wakeupsPerS',
+  'readyMs',
+  'cpuMsToReady',
+] as const;
 const base = labels[1]!;
 const table = Object.fromEntries(keys.map((key) => {
   const medians = samples.map((s) => median(s.map((x) => x[key])));

@@ -64,12 +64,19 @@ socket.bind(0, () => { start = performance.now(); for (let i = 0; i < Number(par
 interface Load { qps: number; p50: number; p99: number; answered: number }
 
 async function load(netns: string, target: { host: string; port: number }, name: string): Promise<Load> {
-  const result = await execa('ip', ['netns', 'exec', netns, nodeBin, '-e', loadScript, target.host, String(target.port), name, String(queries), String(concurrency)], { reject: false, timeout: 150_000 });
+  const result = await execa(
+    'ip',
+    ['netns', 'exec', netns, nodeBin, '-e', loadScript, target.host, String(target.port), name, String(queries), String(concurrency)],
+    { reject: false, timeout: 150_000 },
+  );
   if (result.exitCode !== 0) throw new Error(`load against ${target.host}:${target.port} ${name} failed: ${result.stdout} ${result.stderr}`);
   return JSON.parse(result.stdout) as Load;
 }
 
-const table = (count: number): NameTableJson => Object.fromEntries(Array.from({ length: count }, (_, at) => [`svc-${at}.bench.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`], registry: 'External' }]));
+const table = (count: number): NameTableJson =>
+  Object.fromEntries(
+    Array.from({ length: count }, (_, at) => [`svc-${at}.bench.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`], registry: 'External' }]),
+  );
 const rssKiB = (pid: number) => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const settle = () => new Promise((resolve) => setTimeout(resolve, 2000));
 const fmt = (load: Load) => `${Math.round(load.qps)} q/s, p50 ${load.p50.toFixed(3)} ms, p99 ${load.p99.toFixed(3)} ms`;
@@ -86,7 +93,12 @@ async function agentFigures(): Promise<void> {
     undo.push(() => peer.stop());
     const resolver = await startClusterDns(netns.name);
     undo.push(() => resolver.stop());
-    const agent = await startAgent({ discoveryAddress: `${netns.hostIp}:${peer.port}`, wrap: ['ip', 'netns', 'exec', netns.name], args: ['--statusPort', '15020'], env: { ISTIO_META_ENABLE_DNS_SERVER: 'true' } });
+    const agent = await startAgent({
+      discoveryAddress: `${netns.hostIp}:${peer.port}`,
+      wrap: ['ip', 'netns', 'exec', netns.name],
+      args: ['--statusPort', '15020'],
+      env: { ISTIO_META_ENABLE_DNS_SERVER: 'true' },
+    });
     undo.push(() => agent.stop());
     await agent.log.waitFor((entry) => entry.msg === 'subscribed to the DNS name table', 30_000);
     await settle();
@@ -101,9 +113,15 @@ async function agentFigures(): Promise<void> {
     const forwarded = await load(netns.name, agentAt, 'external.test');
     console.log(`UDP, ${queries} queries, ${concurrency} in flight:`);
     console.log(`  straight to the test resolver (baseline): ${fmt(direct)}`);
-    console.log(`  known name, answered by the agent:        ${fmt(known)}  → ${(known.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(known.p50 / direct.p50).toFixed(2)}×, p99 ${(known.p99 / direct.p99).toFixed(2)}×`);
-    console.log(`  forwarded name, through the agent:         ${fmt(forwarded)}  → ${(forwarded.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(forwarded.p50 / direct.p50).toFixed(2)}×, p99 ${(forwarded.p99 / direct.p99).toFixed(2)}×`);
-    console.log(`agent RSS: ${(before / 1024).toFixed(1)} MiB before the first table, ${(after / 1024).toFixed(1)} MiB with 10,000 names → ${(after / before).toFixed(3)}× (+${((after - before) / 1024).toFixed(1)} MiB)`);
+    console.log(
+      `  known name, answered by the agent:        ${fmt(known)}  → ${(known.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(known.p50 / direct.p50).toFixed(2)}×, p99 ${(known.p99 / direct.p99).toFixed(2)}×`,
+    );
+    console.log(
+      `  forwarded name, through the agent:         ${fmt(forwarded)}  → ${(forwarded.qps / direct.qps).toFixed(2)}× the baseline's q/s, p50 ${(forwarded.p50 / direct.p50).toFixed(2)}×, p99 ${(forwarded.p99 / direct.p99).toFixed(2)}×`,
+    );
+    console.log(
+      `agent RSS: ${(before / 1024).toFixed(1)} MiB before the first table, ${(after / 1024).toFixed(1)} MiB with 10,000 names → ${(after / before).toFixed(3)}× (+${((after - before) / 1024).toFixed(1)} MiB)`,
+    );
   } finally {
     for (const step of undo.reverse()) await step().catch((error: Error) => console.error(`cleanup: ${error.message}`));
   }
@@ -132,7 +150,15 @@ async function stallFigures(): Promise<void> {
   const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'] };
   const runs = quick ? 3 : 7;
   let names = 0;
-  const figures = { oneGo: [] as number[], sliced: [] as number[], idle: [] as number[], oneGoMs: [] as number[], slicedMs: [] as number[], steps: [] as number[], slices: [] as number[] };
+  const figures = {
+    oneGo: [] as number[],
+    sliced: [] as number[],
+    idle: [] as number[],
+    oneGoMs: [] as number[],
+    slicedMs: [] as number[],
+    steps: [] as number[],
+    slices: [] as number[],
+  };
   // Interleaved, so both see the same machine; each store is dropped after its run, as a swapped-out table is.
   for (let run = 0; run < runs; run++) {
     for (const sliceMs of [Infinity, undefined]) {
@@ -150,8 +176,12 @@ async function stallFigures(): Promise<void> {
   }
   const [oneGo, sliced, idle] = [median(figures.oneGo), median(figures.sliced), median(figures.idle)];
   console.log(`100,000-entry table (${(bytes.length / 2 ** 20).toFixed(1)} MiB, ${names} names), medians of ${runs} interleaved runs:`);
-  console.log(`  max event-loop delay while it loads: built in one go ${oneGo.toFixed(1)} ms; in slices of ${defaultSliceMs} ms ${sliced.toFixed(1)} ms → ${(sliced / oneGo).toFixed(3)}× the one-go delay (${(sliced / idle).toFixed(1)}× an idle loop's ${idle.toFixed(1)} ms over the same time; all runs: ${figures.sliced.map((ms) => ms.toFixed(1)).join(', ')})`);
-  console.log(`  the build's own longest step ${median(figures.steps).toFixed(2)} ms in ${median(figures.slices)} slices (wall clock: a GC pause, or the process waiting for a CPU on a busy machine, inside a step counts); build time sliced ${median(figures.slicedMs).toFixed(0)} ms vs one go ${median(figures.oneGoMs).toFixed(0)} ms → ${(median(figures.slicedMs) / median(figures.oneGoMs)).toFixed(2)}×`);
+  console.log(
+    `  max event-loop delay while it loads: built in one go ${oneGo.toFixed(1)} ms; in slices of ${defaultSliceMs} ms ${sliced.toFixed(1)} ms → ${(sliced / oneGo).toFixed(3)}× the one-go delay (${(sliced / idle).toFixed(1)}× an idle loop's ${idle.toFixed(1)} ms over the same time; all runs: ${figures.sliced.map((ms) => ms.toFixed(1)).join(', ')})`,
+  );
+  console.log(
+    `  the build's own longest step ${median(figures.steps).toFixed(2)} ms in ${median(figures.slices)} slices (wall clock: a GC pause, or the process waiting for a CPU on a busy machine, inside a step counts); build time sliced ${median(figures.slicedMs).toFixed(0)} ms vs one go ${median(figures.oneGoMs).toFixed(0)} ms → ${(median(figures.slicedMs) / median(figures.oneGoMs)).toFixed(2)}×`,
+  );
 
   const dir = await mkdtemp(join(tmpdir(), 'bench-dns-kept-'));
   try {
@@ -159,14 +189,23 @@ async function stallFigures(): Promise<void> {
     const lastKnownGoodSliced: number[] = [];
     const lastKnownGoodOneGo: number[] = [];
     for (let run = 0; run < runs; run++) {
-      lastKnownGoodOneGo.push(await maxLoopDelay(async () => void JSON.stringify({ node: 'bench', at: Date.now(), version: 'v1', table: bytes.toString('base64') })));
+      lastKnownGoodOneGo.push(
+        await maxLoopDelay(async () => void JSON.stringify({ node: 'bench', at: Date.now(), version: 'v1', table: bytes.toString('base64') })),
+      );
       lastKnownGoodSliced.push(await maxLoopDelay(() => kept.write('v1', bytes)));
     }
-    console.log(`  keeping it on disk: max event-loop delay ${median(lastKnownGoodSliced).toFixed(1)} ms, base64 in slices → ${(median(lastKnownGoodSliced) / median(lastKnownGoodOneGo)).toFixed(2)}× the ${median(lastKnownGoodOneGo).toFixed(1)} ms of one JSON.stringify of it`);
+    console.log(
+      `  keeping it on disk: max event-loop delay ${median(lastKnownGoodSliced).toFixed(1)} ms, base64 in slices → ${(median(lastKnownGoodSliced) / median(lastKnownGoodOneGo)).toFixed(2)}× the ${median(lastKnownGoodOneGo).toFixed(1)} ms of one JSON.stringify of it`,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  const response = Buffer.concat([lenField(1, 'v1'), lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, bytes)])), lenField(4, nameTableType), lenField(5, 'n1')]);
+  const response = Buffer.concat([
+    lenField(1, 'v1'),
+    lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, bytes)])),
+    lenField(4, nameTableType),
+    lenField(5, 'n1'),
+  ]);
   const readStarted = performance.now();
   readNdsResponse(response, 'sotw');
   console.log(`  reading the NDS response that carries it (one step, in the relay): ${(performance.now() - readStarted).toFixed(1)} ms`);
@@ -196,7 +235,9 @@ async function retainedHeap(): Promise<void> {
   for (let copy = 0; copy < 5; copy++) stores.push(await build());
   const kept = (collect() - before) / stores.length;
   const names = stores[0]!.table!.size;
-  console.log(`10,000-name table: ${(kept / 2 ** 20).toFixed(2)} MiB of heap kept (${Math.round(kept / names)} bytes a name, besides the NameTable's own ${(bytes.length / 2 ** 20).toFixed(2)} MiB off the heap; mean of ${stores.length} side by side) with ${names} names`);
+  console.log(
+    `10,000-name table: ${(kept / 2 ** 20).toFixed(2)} MiB of heap kept (${Math.round(kept / names)} bytes a name, besides the NameTable's own ${(bytes.length / 2 ** 20).toFixed(2)} MiB off the heap; mean of ${stores.length} side by side) with ${names} names`,
+  );
 }
 
 await retainedHeap();

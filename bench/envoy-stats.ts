@@ -67,10 +67,20 @@ const summary = (list: Awaited<ReturnType<typeof once>>[]) => ({
   firstRequestMs: Math.round(median(list.map((r) => r.firstRequestMs))),
 });
 const [istio, every] = [summary(results.istioList), summary(results.everyStat)];
-console.log(JSON.stringify({
-  services,
-  runs,
-  istioInclusionList: istio,
-  everyStatBaseline: every,
-  ratios: { stats: +(istio.stats / every.stats).toFixed(4), envoyRss: +(istio.envoyRssMiB / every.envoyRssMiB).toFixed(2), firstRequest: +(istio.firstRequestMs / every.firstRequestMs).toFixed(2) },
-}, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      services,
+      runs,
+      istioInclusionList: istio,
+      everyStatBaseline: every,
+      ratios: {
+        stats: +(istio.stats / every.stats).toFixed(4),
+        envoyRss: +(istio.envoyRssMiB / every.envoyRssMiB).toFixed(2),
+        firstRequest: +(istio.firstRequestMs / every.firstRequestMs).toFixed(2),
+      },
+    },
+    null,
+    2,
+  ),
+);

@@ -16,13 +16,33 @@
 import { Agent as HttpsAgent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { makePodNamespace, podSkipReason, requestThroughCapture, startMesh, startPodAgent, untilPodReady, type Mesh, type Pod, type PodLogEntry } from '../test/support/pods.ts';
+import {
+  makePodNamespace,
+  podSkipReason,
+  requestThroughCapture,
+  startMesh,
+  startPodAgent,
+  untilPodReady,
+  type Mesh,
+  type Pod,
+  type PodLogEntry,
+} from '../test/support/pods.ts';
 import { buildRef, currentBuild, variantBuild } from './cost-build.ts';
 import { activity, memory, sumMemory } from './cost-proc.ts';
 import { median, percentile, ratio, round } from './figures.ts';
 import { istioBuild, istioConnected, logTimeMs, type Contender } from './istio-agent.ts';
 
-const { values: flags } = parseArgs({ options: { pods: { type: 'string', default: '10' }, outages: { type: 'string', default: '10,60' }, baseline: { type: 'string', multiple: true, default: ['main'] }, variant: { type: 'string', multiple: true, default: [] }, rounds: { type: 'string', default: '1' }, quick: { type: 'boolean' }, 'istio-agent': { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '10' },
+    outages: { type: 'string', default: '10,60' },
+    baseline: { type: 'string', multiple: true, default: ['main'] },
+    variant: { type: 'string', multiple: true, default: [] },
+    rounds: { type: 'string', default: '1' },
+    quick: { type: 'boolean' },
+    'istio-agent': { type: 'string' },
+  },
+});
 const podCount = flags.quick ? 4 : Number(flags.pods);
 const outagesS = (flags.quick ? '5' : flags.outages).split(',').filter((text) => text !== '' && text !== 'none').map(Number);
 const rounds = Number(flags.rounds);
@@ -34,7 +54,17 @@ interface Steady {
   /** Means over the N pods, as a node pays them: the file-backed pages of one image are shared (PSS). */
   agentPssMb: number; agentUssMb: number; agentPageTablesMb: number; agentThreads: number; podPssMb: number; podUssMb: number; podPageTablesMb: number;
 }
-interface Storm { outageS: number; requests: number; failed: number; notReadyPolls: number; reconnectP50Ms: number; reconnectMaxMs: number; dialsPerAgent: number; handshakesPerAgent: number; most100msWindowShare: number }
+interface Storm {
+  outageS: number;
+  requests: number;
+  failed: number;
+  notReadyPolls: number;
+  reconnectP50Ms: number;
+  reconnectMaxMs: number;
+  dialsPerAgent: number;
+  handshakesPerAgent: number;
+  most100msWindowShare: number;
+}
 
 const cpuS = (pid: number) => activity(pid).cpuNs / 1e9;
 
@@ -175,11 +205,21 @@ try {
   for (const build of builds) await build.remove();
 }
 /** Each figure's median over the rounds (storms: the first round's). */
-const medianOf = <T extends object>(list: T[]): T => Object.fromEntries(Object.keys(list[0]!).map((key) => [key, median(list.map((item) => (item as Record<string, number>)[key]!))])) as T;
-const results = perBuild.map((list) => ({ rollout: medianOf(list.map((r) => r.rollout)), steady: medianOf(list.map((r) => r.steady)), storms: list[0]!.storms }));
+const medianOf = <T extends object>(list: T[]): T =>
+  Object.fromEntries(Object.keys(list[0]!).map((key) => [key, median(list.map((item) => (item as Record<string, number>)[key]!))])) as T;
+const results = perBuild.map((list) => ({
+  rollout: medianOf(list.map((r) => r.rollout)),
+  steady: medianOf(list.map((r) => r.steady)),
+  storms: list[0]!.storms,
+}));
 const [now, ...before] = results;
 const rounded = (figures: object) => Object.fromEntries(Object.entries(figures).map(([key, value]) => [key, typeof value === 'number' ? round(value) : value]));
-const ratios = (a: object, b: object) => Object.fromEntries(Object.entries(a).filter(([key]) => key !== 'outageS').map(([key, value]) => [key, ratio(value as number, (b as Record<string, number>)[key]!)]));
+const ratios = (a: object, b: object) =>
+  Object.fromEntries(
+    Object.entries(a)
+      .filter(([key]) => key !== 'outageS')
+      .map(([key, value]) => [key, ratio(value as number, (b as Record<string, number>)[key]!)]),
+  );
 const shown = (result: Result) => ({ rollout: rounded(result.rollout), steady: rounded(result.steady), storms: result.storms.map(rounded) });
 console.log(JSON.stringify({
   pods: podCount,

@@ -16,7 +16,14 @@ import { startUpstream } from '../test/support/upstream.ts';
 import { buildRef, currentBuild, type Build } from './cost-build.ts';
 import { memory } from './cost-proc.ts';
 
-const { values: flags } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, rate: { type: 'string', default: '10' }, runs: { type: 'string', default: '2' }, baseline: { type: 'string', default: 'main' } } });
+const { values: flags } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '30' },
+    rate: { type: 'string', default: '10' },
+    runs: { type: 'string', default: '2' },
+    baseline: { type: 'string', default: 'main' },
+  },
+});
 const seconds = Number(flags.seconds);
 const rate = Number(flags.rate);
 
@@ -25,7 +32,12 @@ interface Sample { medianMs: number; p99Ms: number; failed: number; rssMb: numbe
 async function probeOne(build: Build, discoveryAddress: string, appPort: number): Promise<Sample> {
   const statusPort = await freePort();
   const probers = { '/app-health/app/livez': { grpc: { port: appPort, service: 'api' }, timeoutSeconds: 1 } };
-  const agent = await startAgent({ discoveryAddress, bin: build.bin, args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())], env: { ISTIO_KUBE_APP_PROBERS: JSON.stringify(probers) } });
+  const agent = await startAgent({
+    discoveryAddress,
+    bin: build.bin,
+    args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],
+    env: { ISTIO_KUBE_APP_PROBERS: JSON.stringify(probers) },
+  });
   try {
     await agent.log.waitFor((entry) => entry.msg === 'epoch live', 30_000, 'epoch live');
     const latencies: number[] = [];
@@ -66,6 +78,13 @@ try {
 const keys = ['medianMs', 'p99Ms', 'failed', 'rssMb', 'rssAnonMb'] as const;
 const table = Object.fromEntries(keys.map((key) => {
   const [current, previous] = samples.map((s) => median(s.map((x) => x[key])));
-  return [key, { [builds[0]!.label]: Number(current!.toFixed(2)), [builds[1]!.label]: Number(previous!.toFixed(2)), vsPrevious: previous ? Number((current! / previous).toFixed(2)) : null }];
+  return [
+    key,
+    {
+      [builds[0]!.label]: Number(current!.toFixed(2)),
+      [builds[1]!.label]: Number(previous!.toFixed(2)),
+      vsPrevious: previous ? Number((current! / previous).toFixed(2)) : null,
+    },
+  ];
 }));
 console.log(JSON.stringify({ runs: Number(flags.runs), probes: seconds * rate, table }, null, 2));

@@ -41,7 +41,8 @@ export function istioAgent(path: string): ForeignAgent {
   const bin = resolve(path); // it runs with the pod's dir as its cwd
   const template = join(dirname(bin), 'envoy_bootstrap.json');
   if (!existsSync(bin)) throw new Error(`--istio-agent: ${bin} does not exist (build it as bench/istio-agent.ts says)`);
-  if (!existsSync(template)) throw new Error(`Istio's bootstrap template ${template} does not exist (copy tools/packaging/common/envoy_bootstrap.json beside the binary)`);
+  if (!existsSync(template))
+    throw new Error(`Istio's bootstrap template ${template} does not exist (copy tools/packaging/common/envoy_bootstrap.json beside the binary)`);
   return async ({ dir, env, mesh }) => {
     for (const path of writable) {
       await mkdir(join(dir, path), { recursive: true });

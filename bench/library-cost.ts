@@ -19,13 +19,22 @@ console.log(JSON.stringify({ ms: performance.now() - t0, rssMb: kb('VmRSS') / 10
 
 const protobufjs = `${repoRoot}/node_modules/@grpc/proto-loader/node_modules/protobufjs/index.js`;
 /** The DiscoveryResponse with one Secret the SDS server sends, described to protobufjs the way proto-loader would. */
-const secretSchema = JSON.stringify({ nested: {
-  Secret: { fields: { name: { type: 'string', id: 1 }, validationContext: { type: 'Ctx', id: 4 } } },
-  Ctx: { fields: { trustedCa: { type: 'Src', id: 1 } } },
-  Src: { fields: { inlineBytes: { type: 'bytes', id: 2 } } },
-  Any: { fields: { typeUrl: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
-  DiscoveryResponse: { fields: { versionInfo: { type: 'string', id: 1 }, resources: { rule: 'repeated', type: 'Any', id: 2 }, typeUrl: { type: 'string', id: 4 }, nonce: { type: 'string', id: 5 } } },
-} });
+const secretSchema = JSON.stringify({
+  nested: {
+    Secret: { fields: { name: { type: 'string', id: 1 }, validationContext: { type: 'Ctx', id: 4 } } },
+    Ctx: { fields: { trustedCa: { type: 'Src', id: 1 } } },
+    Src: { fields: { inlineBytes: { type: 'bytes', id: 2 } } },
+    Any: { fields: { typeUrl: { type: 'string', id: 1 }, value: { type: 'bytes', id: 2 } } },
+    DiscoveryResponse: {
+      fields: {
+        versionInfo: { type: 'string', id: 1 },
+        resources: { rule: 'repeated', type: 'Any', id: 2 },
+        typeUrl: { type: 'string', id: 4 },
+        nonce: { type: 'string', id: 5 },
+      },
+    },
+  },
+});
 
 const cases: Record<string, string> = {
   'bare node': `const t0 = performance.now();`,
@@ -54,7 +63,17 @@ buildCsr({ key: await generateWorkloadKey('RSA'), uri: 'spiffe://cluster.local/n
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const rows: Record<string, { ms: number; rssMb: number; anonMb: number }> = {};
 for (const [name, body] of Object.entries(cases)) {
-  const samples = Array.from({ length: runs }, () => JSON.parse(execFileSync(nodeBin, ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);\n${body}\n${report}`], { encoding: 'utf8' })) as { ms: number; rssMb: number; anonMb: number });
+  const samples = Array.from(
+    { length: runs },
+    () =>
+      JSON.parse(
+        execFileSync(
+          nodeBin,
+          ['--input-type=module', '-e', `import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);\n${body}\n${report}`],
+          { encoding: 'utf8' },
+        ),
+      ) as { ms: number; rssMb: number; anonMb: number },
+  );
   rows[name] = { ms: median(samples.map((s) => s.ms)), rssMb: median(samples.map((s) => s.rssMb)), anonMb: median(samples.map((s) => s.anonMb)) };
 }
 const bare = rows['bare node']!;

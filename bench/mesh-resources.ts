@@ -15,14 +15,20 @@ function cluster(i: number): unknown {
     type: 'EDS',
     eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: clusterName(i) },
     connect_timeout: '10s',
-    circuit_breakers: { thresholds: [{ max_connections: 4294967295, max_pending_requests: 4294967295, max_requests: 4294967295, max_retries: 4294967295, track_remaining: true }] },
+    circuit_breakers: {
+      thresholds: [{ max_connections: 4294967295, max_pending_requests: 4294967295, max_requests: 4294967295, max_retries: 4294967295, track_remaining: true }],
+    },
     outlier_detection: { consecutive_5xx: 5, interval: '10s', base_ejection_time: '30s', max_ejection_percent: 100 },
     metadata: { filter_metadata: { istio: { services: [{ host: `svc-${i}.ns-${i % 50}.svc.cluster.local`, name: `svc-${i}`, namespace: `ns-${i % 50}` }] } } },
   };
 }
 
 function endpoints(i: number, port: number): unknown {
-  const endpoint = { endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } }, load_balancing_weight: 1, metadata: { filter_metadata: { istio: { workload: `svc-${i}-v1;ns-${i % 50};svc-${i};v1;Kubernetes` } } } };
+  const endpoint = {
+    endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: port } } },
+    load_balancing_weight: 1,
+    metadata: { filter_metadata: { istio: { workload: `svc-${i}-v1;ns-${i % 50};svc-${i};v1;Kubernetes` } } },
+  };
   return {
     '@type': t('envoy.config.endpoint.v3.ClusterLoadAssignment'),
     cluster_name: clusterName(i),
@@ -33,7 +39,21 @@ function endpoints(i: number, port: number): unknown {
 function virtualHost(i: number): unknown {
   const host = `svc-${i}.ns-${i % 50}.svc.cluster.local`;
   const domains = i === 0 ? ['*'] : [host, `${host}:9080`, `svc-${i}`, `svc-${i}.ns-${i % 50}`];
-  return { name: `${host}:9080`, domains, routes: [{ name: 'default', match: { prefix: '/' }, route: { cluster: clusterName(i), timeout: '0s', retry_policy: { retry_on: 'connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes', num_retries: 2 } } }] };
+  return {
+    name: `${host}:9080`,
+    domains,
+    routes: [
+      {
+        name: 'default',
+        match: { prefix: '/' },
+        route: {
+          cluster: clusterName(i),
+          timeout: '0s',
+          retry_policy: { retry_on: 'connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes', num_retries: 2 },
+        },
+      },
+    ],
+  };
 }
 
 export function meshResources(options: { services: number; listenerPort: number; upstreamPort: number }): unknown[] {

@@ -25,7 +25,16 @@ import { activity, memory, sumMemory, type Memory } from './cost-proc.ts';
 import { istioBuild, istioPhaseTimes, type Contender } from './istio-agent.ts';
 import { median, ratio, round } from './figures.ts';
 
-const { values: flags } = parseArgs({ options: { runs: { type: 'string', default: '5' }, baseline: { type: 'string', multiple: true, default: ['main'] }, variant: { type: 'string', multiple: true, default: [] }, quick: { type: 'boolean' }, env: { type: 'string', multiple: true, default: [] }, 'istio-agent': { type: 'string' } } });
+const { values: flags } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '5' },
+    baseline: { type: 'string', multiple: true, default: ['main'] },
+    variant: { type: 'string', multiple: true, default: [] },
+    quick: { type: 'boolean' },
+    env: { type: 'string', multiple: true, default: [] },
+    'istio-agent': { type: 'string' },
+  },
+});
 const runs = flags.quick ? 1 : Number(flags.runs);
 /** --env NAME=VALUE (repeatable): over the template's env in both builds' pods, e.g. ECC_SIGNATURE_ALGORITHM=ECDSA. */
 const podEnv = Object.fromEntries(flags.env.map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]));
@@ -51,10 +60,26 @@ export function phaseTimes(pod: Pod): Record<string, number | undefined> {
   }));
 }
 
-interface Sample { readyMs: number; agentCpuMsToReady: number; firstRequestMs: number; requestTries: number; agentRssMb: number; envoyRssMb: number; agent: Memory; pod: Memory; phases: Record<string, number | undefined> }
+interface Sample {
+  readyMs: number;
+  agentCpuMsToReady: number;
+  firstRequestMs: number;
+  requestTries: number;
+  agentRssMb: number;
+  envoyRssMb: number;
+  agent: Memory;
+  pod: Memory;
+  phases: Record<string, number | undefined>;
+}
 
 async function onePod(build: Contender, mesh: Awaited<ReturnType<typeof startMesh>>, netns: { name: string; ip: string }): Promise<Sample> {
-  const pod = await startPodAgent(mesh, netns, 0, { bin: build.bin, env: { ...podEnv, ...build.env }, foreign: build.foreign, viaShebang: build.viaShebang, nodeArgs: build.nodeArgs });
+  const pod = await startPodAgent(mesh, netns, 0, {
+    bin: build.bin,
+    env: { ...podEnv, ...build.env },
+    foreign: build.foreign,
+    viaShebang: build.viaShebang,
+    nodeArgs: build.nodeArgs,
+  });
   try {
     const readyMs = await untilPodReady(pod, 30_000, 5);
     const agentCpuMsToReady = activity(pod.agentPid).cpuNs / 1e6;

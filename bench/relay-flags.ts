@@ -13,7 +13,9 @@ import { variantBuild } from './cost-build.ts';
 import { median, percentile, ratio, round } from './figures.ts';
 import { Plane, startRelay } from './xds-plane-client.ts';
 
-const { values: flags } = parseArgs({ options: { variant: { type: 'string', multiple: true, default: [] }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean' } } });
+const { values: flags } = parseArgs({
+  options: { variant: { type: 'string', multiple: true, default: [] }, rounds: { type: 'string', default: '3' }, quick: { type: 'boolean' } },
+});
 const scale = flags.quick ? 0.2 : 1;
 const sizes = [
   { label: '100 KB', bytes: 100_000, samples: 200 },
@@ -48,6 +50,15 @@ try {
 const figures = Object.fromEntries(sizes.map((size, s) => [size.label, Object.fromEntries(contenders.flatMap((c, i) => {
   const [p50, p99] = [median(times[i]![s]!), percentile(times[i]![s]!, 99)];
   const [b50, b99] = [median(times[0]![s]!), percentile(times[0]![s]!, 99)];
-  return [[`${c.label} p50 ms`, round(p50)], [`${c.label} p99 ms`, round(p99)], ...(i === 0 ? [] : [[`${c.label} vs plain p50`, ratio(p50, b50)], [`${c.label} vs plain p99`, ratio(p99, b99)]])];
+  return [
+    [`${c.label} p50 ms`, round(p50)],
+    [`${c.label} p99 ms`, round(p99)],
+    ...(i === 0
+      ? []
+      : [
+          [`${c.label} vs plain p50`, ratio(p50, b50)],
+          [`${c.label} vs plain p99`, ratio(p99, b99)],
+        ]),
+  ];
 }))]));
 console.log(JSON.stringify({ loadAverage: loadavg().map((l) => Number(l.toFixed(2))), rounds: Number(flags.rounds), figures }, null, 2));

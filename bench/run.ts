@@ -3,7 +3,18 @@
 // --quick) are passed to each.
 import { execaNode } from 'execa';
 
-const benchmarks = ['startup.ts', 'cert-rotation.ts', 'sds-rotation.ts', 'envoy-stats.ts', 'xds-relay.ts', 'xds-last-known-good.ts', 'wasm-remote-load.ts', 'status-metrics.ts', 'dns.ts', 'cost.ts'];
+const benchmarks = [
+  'startup.ts',
+  'cert-rotation.ts',
+  'sds-rotation.ts',
+  'envoy-stats.ts',
+  'xds-relay.ts',
+  'xds-last-known-good.ts',
+  'wasm-remote-load.ts',
+  'status-metrics.ts',
+  'dns.ts',
+  'cost.ts',
+];
 const args = process.argv.slice(2);
 
 for (const name of benchmarks) {

@@ -20,7 +20,9 @@ const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: ups
 /** Polls admin until Envoy is LIVE and has a dynamic listener; returns the elapsed ms. */
 async function untilLiveWithListener(adminPort: number, start: number): Promise<number> {
   for (;;) {
-    const info = await fetch(`http://127.0.0.1:${adminPort}/listeners?format=json`).then((r) => r.json()).catch(() => undefined) as { listener_statuses?: { name: string }[] } | undefined;
+    const info = (await fetch(`http://127.0.0.1:${adminPort}/listeners?format=json`)
+      .then((r) => r.json())
+      .catch(() => undefined)) as { listener_statuses?: { name: string }[] } | undefined;
     if (info?.listener_statuses?.some((listener) => listener.name === 'listener_0')) {
       const state = await fetch(`http://127.0.0.1:${adminPort}/ready`).then((r) => r.status).catch(() => 0);
       if (state === 200) return performance.now() - start;
@@ -42,7 +44,24 @@ async function viaAgent(): Promise<{ spawned: number; live: number }> {
 async function direct(): Promise<number> {
   const dir = await mkdtemp(join(tmpdir(), 'bench-direct-'));
   const adminPort = await freePort();
-  const printed = await execa(process.execPath, ['bin/pilot-agent.js', 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--discoveryAddress', peer.address, '--proxyAdminPort', String(adminPort), '--prometheusPort', '0', '--configPath', dir, '--print-bootstrap']);
+  const printed = await execa(process.execPath, [
+    'bin/pilot-agent.js',
+    'proxy',
+    'sidecar',
+    '--serviceregistry',
+    'Other',
+    '--ip',
+    '127.0.0.1',
+    '--discoveryAddress',
+    peer.address,
+    '--proxyAdminPort',
+    String(adminPort),
+    '--prometheusPort',
+    '0',
+    '--configPath',
+    dir,
+    '--print-bootstrap',
+  ]);
   const file = join(dir, 'bootstrap.json');
   await writeFile(file, printed.stdout);
   const start = performance.now();
@@ -67,4 +86,17 @@ await upstream.close();
 const spawned = median(agentRuns.map((run) => run.spawned));
 const live = median(agentRuns.map((run) => run.live));
 const baseline = median(directRuns);
-console.log(JSON.stringify({ runs, agentExecToEnvoySpawnedMs: Math.round(spawned), agentExecToLiveWithListenerMs: Math.round(live), directEnvoyToLiveWithListenerMs: Math.round(baseline), ratioAgentVsDirect: Number((live / baseline).toFixed(2)), addedByAgentMs: Math.round(live - baseline) }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      runs,
+      agentExecToEnvoySpawnedMs: Math.round(spawned),
+      agentExecToLiveWithListenerMs: Math.round(live),
+      directEnvoyToLiveWithListenerMs: Math.round(baseline),
+      ratioAgentVsDirect: Number((live / baseline).toFixed(2)),
+      addedByAgentMs: Math.round(live - baseline),
+    },
+    null,
+    2,
+  ),
+);

@@ -19,12 +19,14 @@ function envoyText(): string {
   for (let family = 0; family < families; family++) {
     const name = `envoy_cluster_upstream_rq_family_${family}`;
     parts.push(`# TYPE ${name} counter\n`);
-    for (let cluster = 0; cluster < 5; cluster++) parts.push(`${name}{envoy_cluster_name="outbound|8080||svc-${cluster}.default.svc.cluster.local"} ${family * cluster}\n`);
+    for (let cluster = 0; cluster < 5; cluster++)
+      parts.push(`${name}{envoy_cluster_name="outbound|8080||svc-${cluster}.default.svc.cluster.local"} ${family * cluster}\n`);
   }
   return parts.join('');
 }
 
-const agentText = '# HELP istio_agent_epochs_started_total Envoy epochs started\n# TYPE istio_agent_epochs_started_total counter\nistio_agent_epochs_started_total 1\n';
+const agentText =
+  '# HELP istio_agent_epochs_started_total Envoy epochs started\n# TYPE istio_agent_epochs_started_total counter\nistio_agent_epochs_started_total 1\n';
 
 /** Median milliseconds of `rounds` runs after one warm-up. */
 async function median(run: () => unknown): Promise<number> {
@@ -55,7 +57,9 @@ async function main(): Promise<void> {
   server.closeAllConnections();
   server.close();
   console.log(`Envoy part: ${mib.toFixed(1)} MiB, ${families} families; medians of ${rounds} rounds (sink ${sink > 0})`);
-  console.log(`merge (dedupe HELP/TYPE)   ${merge.toFixed(1)} ms  = ${(merge / encode).toFixed(1)}x encoding to bytes (${encode.toFixed(1)} ms), ${(mib / (merge / 1000)).toFixed(0)} MiB/s`);
+  console.log(
+    `merge (dedupe HELP/TYPE)   ${merge.toFixed(1)} ms  = ${(merge / encode).toFixed(1)}x encoding to bytes (${encode.toFixed(1)} ms), ${(mib / (merge / 1000)).toFixed(0)} MiB/s`,
+  );
   console.log(`capped read over loopback  ${capped.toFixed(1)} ms  = ${(capped / plain).toFixed(2)}x uncapped fetch().text() (${plain.toFixed(1)} ms)`);
 }
 

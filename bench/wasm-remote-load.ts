@@ -31,15 +31,37 @@ const variant = (module: Buffer, value: string) => {
 const headerOf = (n: number) => `v${n}`.padEnd(6, '-');
 
 function listener(port: number, body: string, withFilter: boolean): unknown {
-  const wasmSlot = { name: filterName, config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm')] } };
+  const wasmSlot = {
+    name: filterName,
+    config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm')] },
+  };
   return {
-    '@type': t('envoy.config.listener.v3.Listener'), name: 'listener_0',
+    '@type': t('envoy.config.listener.v3.Listener'),
+    name: 'listener_0',
     address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-      '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'), stat_prefix: 'in',
-      route_config: { name: 'local', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: body } } }] }] },
-      http_filters: [...(withFilter ? [wasmSlot] : []), { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
-    } }] }],
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
+              stat_prefix: 'in',
+              route_config: {
+                name: 'local',
+                virtual_hosts: [
+                  { name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: body } } }] },
+                ],
+              },
+              http_filters: [
+                ...(withFilter ? [wasmSlot] : []),
+                { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } },
+              ],
+            },
+          },
+        ],
+      },
+    ],
   };
 }
 
@@ -57,7 +79,10 @@ function plugin(uri: string, sha256: string, version: number): unknown {
 /** ms until the listener answers with `body` and the plugin's header `header`. */
 async function until(port: number, body: string, header: string, since: number): Promise<number> {
   for (;;) {
-    const answer = await fetch(`http://127.0.0.1:${port}/`).then(async (response) => ({ text: await response.text(), header: response.headers.get('x-wasm-plugin') }), () => undefined);
+    const answer = await fetch(`http://127.0.0.1:${port}/`).then(
+      async (response) => ({ text: await response.text(), header: response.headers.get('x-wasm-plugin') }),
+      () => undefined,
+    );
     if (answer && answer.text === body && answer.header === header) return performance.now() - since;
     if (performance.now() - since > 30_000) throw new Error(`no ${body} with header ${header} within 30 s`);
     await sleep(2);
@@ -88,7 +113,9 @@ try {
   }
   const ready = agent.log.entries.filter((entry) => entry.msg.startsWith('Wasm module ready'));
   const [b, c, w] = [median(figures.baseline), median(figures.cold), median(figures.cached)];
-  console.log(`push to serving, median of ${runs} (ms): a route change (no ECDS) ${b.toFixed(0)}; an ECDS push of a new OCI image ${c.toFixed(0)} (${(c / b).toFixed(2)}× the baseline); of a cached image ${w.toFixed(0)} (${(w / b).toFixed(2)}×)`);
+  console.log(
+    `push to serving, median of ${runs} (ms): a route change (no ECDS) ${b.toFixed(0)}; an ECDS push of a new OCI image ${c.toFixed(0)} (${(c / b).toFixed(2)}× the baseline); of a cached image ${w.toFixed(0)} (${(w / b).toFixed(2)}×)`,
+  );
   // The peer's snapshot moves as a whole, so every push re-sends ECDS too: most conversions are cache hits.
   const ms = ready.map((entry) => Number(entry.ms));
   console.log(`the agent's part, from its log: ${ready.length} ECDS conversions; module ready in at most ${Math.max(...ms)} ms, median ${median(ms)} ms`);

@@ -29,7 +29,9 @@ const resources = (services: number) => meshResources({ services, listenerPort, 
 
 /** ms from the agent's "envoy started" line (the nth) to the first 200 through the dynamic listener. */
 async function toFirstRequest(agent: RunningAgent, nth: number): Promise<number> {
-  const started = await agent.log.waitFor(() => agent.envoyPids().length > nth, 30_000, `Envoy start #${nth + 1}`).then(() => agent.log.entries.filter((entry) => entry.msg === 'envoy started')[nth]!);
+  const started = await agent.log
+    .waitFor(() => agent.envoyPids().length > nth, 30_000, `Envoy start #${nth + 1}`)
+    .then(() => agent.log.entries.filter((entry) => entry.msg === 'envoy started')[nth]!);
   for (;;) {
     const ok = await fetch(`http://127.0.0.1:${listenerPort}/`).then((response) => response.status === 200, () => false);
     if (ok) return Date.now() - Number(started.time);
@@ -114,8 +116,12 @@ async function lastKnownGoodAtScale(services: number, mode: Mode): Promise<void>
     const plain = await timedAsync(() => writeFile(join(dir, 'bench', 'plain'), text));
     const summary = lastKnownGood.summary()[JSON.parse(text).types[0].mode as 'sotw' | 'delta'];
     const protobuf = Object.values(summary).reduce((sum, type) => sum + type.bytes, 0);
-    console.log(`${mode}: kept config at ${services} services: file ${(text.length / 1e6).toFixed(1)} MB (${(protobuf / 1e6).toFixed(1)} MB of protobuf, base64 in JSON), ${((await stat(path)).size / services / 1000).toFixed(2)} kB per service`);
-    console.log(`${mode}: write cost: encode ${encode.toFixed(1)} ms + whole write (encode, write, fsync, rename) ${write.toFixed(1)} ms; baseline plain writeFile of the same bytes ${plain.toFixed(1)} ms (${(write / plain).toFixed(1)}×); written a second after a change, at most every 10 s`);
+    console.log(
+      `${mode}: kept config at ${services} services: file ${(text.length / 1e6).toFixed(1)} MB (${(protobuf / 1e6).toFixed(1)} MB of protobuf, base64 in JSON), ${((await stat(path)).size / services / 1000).toFixed(2)} kB per service`,
+    );
+    console.log(
+      `${mode}: write cost: encode ${encode.toFixed(1)} ms + whole write (encode, write, fsync, rename) ${write.toFixed(1)} ms; baseline plain writeFile of the same bytes ${plain.toFixed(1)} ms (${(write / plain).toFixed(1)}×); written a second after a change, at most every 10 s`,
+    );
   } finally {
     await agent.stop();
     await peer.stop();
@@ -154,7 +160,9 @@ async function waitForFile(path: string, services: number): Promise<void> {
 
 const show = (label: string, result: { outage: number[]; baseline: number[] }) => {
   const [outage, baseline] = [median(result.outage), median(result.baseline)];
-  console.log(`${label}: Envoy started → first 200 on the dynamic listener, median of ${runs}: outage (last-known-good) ${outage} ms, discovery server up ${baseline} ms (${(outage / baseline).toFixed(2)}×)`);
+  console.log(
+    `${label}: Envoy started → first 200 on the dynamic listener, median of ${runs}: outage (last-known-good) ${outage} ms, discovery server up ${baseline} ms (${(outage / baseline).toFixed(2)}×)`,
+  );
 };
 
 try {

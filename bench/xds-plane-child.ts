@@ -33,7 +33,10 @@ function serve(stream: Stream): void {
 /** Node.id is field 1 of the Node message. */
 function readNodeId(node: Buffer | undefined): string {
   let id = '';
-  const scanner = new FieldScanner({ field: (field, wireType) => field === 1 && wireType === 2, value: (_field, bytes) => (id = bytes.toString()) }, node?.length ?? 0);
+  const scanner = new FieldScanner(
+    { field: (field, wireType) => field === 1 && wireType === 2, value: (_field, bytes) => (id = bytes.toString()) },
+    node?.length ?? 0,
+  );
   if (node) scanner.push(node);
   return id;
 }
@@ -51,9 +54,19 @@ function push(client: string, bytes: number, waitForAck: boolean): Promise<numbe
 
 const server = new Server({ 'grpc.max_send_message_length': -1, 'grpc.max_receive_message_length': -1 });
 const identity = (message: Buffer) => message;
-const method = { path: adsMethods.sotw, requestStream: true, responseStream: true, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity };
+const method = {
+  path: adsMethods.sotw,
+  requestStream: true,
+  responseStream: true,
+  requestSerialize: identity,
+  requestDeserialize: identity,
+  responseSerialize: identity,
+  responseDeserialize: identity,
+};
 server.addService({ StreamAggregatedResources: method }, { StreamAggregatedResources: serve });
-const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${process.argv[2] ?? '127.0.0.1'}:0`, ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+const port = await new Promise<number>((resolve, reject) =>
+  server.bindAsync(`${process.argv[2] ?? '127.0.0.1'}:0`, ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+);
 await sendMessage({ port });
 for await (const message of getEachMessage()) {
   const command = message as PlaneCommand;

@@ -14,7 +14,12 @@ export class Plane {
   /** `exec` runs it elsewhere (a network namespace), listening on `host`. */
   constructor(host = '127.0.0.1', exec: string[] = []) {
     const script = new URL('./xds-plane-child.ts', import.meta.url).pathname;
-    this.#child = execa(exec[0] ?? process.execPath, [...exec.slice(1), ...(exec.length ? [process.execPath] : []), script, host], { ipc: true, stdout: 'inherit', stderr: 'inherit', reject: false });
+    this.#child = execa(exec[0] ?? process.execPath, [...exec.slice(1), ...(exec.length ? [process.execPath] : []), script, host], {
+      ipc: true,
+      stdout: 'inherit',
+      stderr: 'inherit',
+      reject: false,
+    });
   }
 
   async port(): Promise<number> {
@@ -46,9 +51,20 @@ export class Plane {
 }
 
 /** The relay alone in a fresh process, as in the agent, so its memory figures are its own. */
-export async function startRelay(socket: string, host: string, port: number, keep: 'keep' | 'nokeep' | 'wasm', node: { args?: string[]; env?: Record<string, string> } = {}) {
+export async function startRelay(
+  socket: string,
+  host: string,
+  port: number,
+  keep: 'keep' | 'nokeep' | 'wasm',
+  node: { args?: string[]; env?: Record<string, string> } = {},
+) {
   const script = new URL('./xds-relay-child.ts', import.meta.url).pathname;
-  const child = execaNode(script, [socket, String(port), host, keep], { buffer: false, reject: false, nodeOptions: [...process.execArgv, ...(node.args ?? [])], env: node.env });
+  const child = execaNode(script, [socket, String(port), host, keep], {
+    buffer: false,
+    reject: false,
+    nodeOptions: [...process.execArgv, ...(node.args ?? [])],
+    env: node.env,
+  });
   await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
   return { pid: child.pid!, stop: async () => (child.kill('SIGTERM'), await child) };
 }

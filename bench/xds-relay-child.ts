@@ -9,7 +9,10 @@ import { wasmEnv } from '../src/settings/wasm-env.ts';
 import { startWasmLoader } from '../src/wasm/start.ts';
 
 const [socketPath, port, host = '127.0.0.1', keep = 'keep'] = process.argv.slice(2);
-const wasm = keep === 'wasm' ? startWasmLoader(readEnvSettings({ WASM_CACHE_DIR: `${socketPath}.wasm-cache` }, wasmEnv), { clock: systemClock, logger: silentLogger }) : undefined;
+const wasm =
+  keep === 'wasm'
+    ? startWasmLoader(readEnvSettings({ WASM_CACHE_DIR: `${socketPath}.wasm-cache` }, wasmEnv), { clock: systemClock, logger: silentLogger })
+    : undefined;
 const relay = new XdsRelay({
   socketPath: socketPath!,
   upstream: { address: { host, port: Number(port) }, policy: 'NONE', certDir: '/nonexistent' },

@@ -37,15 +37,34 @@ const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc
 /** Push-to-ACK per size: direct, through the relay without keeping (baseline), with it, and with Wasm conversion armed. */
 async function latencies(plane: Plane, direct: string, plain: string, keeping: string, wasm: string): Promise<void> {
   const names = ['direct', 'nokeep', 'keep', 'wasm', 'idle'] as const;
-  const clients = [await plane.connect(direct, 'direct'), await plane.connect(plain, 'nokeep'), await plane.connect(keeping, 'keep'), await plane.connect(wasm, 'wasm', true, true), await plane.connect(wasm, 'idle')];
-  console.log('size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | wasm p50 | wasm p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99 | wasm/keep p50 | wasm/keep p99 | idle/keep p50 | idle/keep p99');
+  const clients = [
+    await plane.connect(direct, 'direct'),
+    await plane.connect(plain, 'nokeep'),
+    await plane.connect(keeping, 'keep'),
+    await plane.connect(wasm, 'wasm', true, true),
+    await plane.connect(wasm, 'idle'),
+  ];
+  console.log(
+    'size    | direct p50 | direct p99 | relay p50 | relay p99 | keep p50 | keep p99 | wasm p50 | wasm p99 | relay/direct p50 | keep/direct p50 | keep/relay p50 | keep/relay p99 | wasm/keep p50 | wasm/keep p99 | idle/keep p50 | idle/keep p99',
+  );
   for (const size of sizes) {
     for (const name of names) await plane.push(name, size.bytes); // warm-up, not counted
     const times = { direct: [] as number[], nokeep: [] as number[], keep: [] as number[], wasm: [] as number[], idle: [] as number[] };
     for (let i = 0; i < size.samples; i++) {
       for (const name of names) times[name].push(await plane.push(name, size.bytes));
     }
-    const [d50, d99, r50, r99, k50, k99, w50, w99, i50, i99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [number, number, number, number, number, number, number, number, number, number];
+    const [d50, d99, r50, r99, k50, k99, w50, w99, i50, i99] = names.flatMap((name) => [percentile(times[name], 50), percentile(times[name], 99)]) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     const cells = [d50, d99, r50, r99, k50, k99, w50, w99].map((value) => value.toFixed(2).padStart(9));
     const ratios = [r50 / d50, k50 / d50, k50 / r50, k99 / r99, w50 / k50, w99 / k99, i50 / k50, i99 / k99].map((value) => `${value.toFixed(2).padStart(14)}×`);
     console.log(`${size.label.padEnd(7)} | ${cells.join(' | ')} | ${ratios.join(' | ')}`);
@@ -73,9 +92,16 @@ async function scenario(title: string, dir: string, plane: Plane, host: string, 
   console.log(`\n${title}`);
   const port = await plane.port();
   const sockets = { nokeep: join(dir, 'XDS-nokeep'), keep: join(dir, 'XDS-keep'), wasm: join(dir, 'XDS-wasm') };
-  const relays = { nokeep: await startRelay(sockets.nokeep, host, port, 'nokeep'), keep: await startRelay(sockets.keep, host, port, 'keep'), wasm: await startRelay(sockets.wasm, host, port, 'wasm') };
+  const relays = {
+    nokeep: await startRelay(sockets.nokeep, host, port, 'nokeep'),
+    keep: await startRelay(sockets.keep, host, port, 'keep'),
+    wasm: await startRelay(sockets.wasm, host, port, 'wasm'),
+  };
   await latencies(plane, `${host}:${port}`, `unix://${sockets.nokeep}`, `unix://${sockets.keep}`, `unix://${sockets.wasm}`);
-  if (options.memory) console.log(`relay RSS after the pushes (last ACKed: one 50 MB response): ${rssMiB(relays.nokeep.pid).toFixed(0)} MiB without keeping, ${rssMiB(relays.keep.pid).toFixed(0)} MiB keeping it, ${rssMiB(relays.wasm.pid).toFixed(0)} MiB keeping it with Wasm conversion armed`);
+  if (options.memory)
+    console.log(
+      `relay RSS after the pushes (last ACKed: one 50 MB response): ${rssMiB(relays.nokeep.pid).toFixed(0)} MiB without keeping, ${rssMiB(relays.keep.pid).toFixed(0)} MiB keeping it, ${rssMiB(relays.wasm.pid).toFixed(0)} MiB keeping it with Wasm conversion armed`,
+    );
   await Promise.all([relays.nokeep.stop(), relays.keep.stop(), relays.wasm.stop()]);
   if (!options.memory) return;
   for (const keep of ['nokeep', 'keep', 'wasm'] as const) {
@@ -83,7 +109,9 @@ async function scenario(title: string, dir: string, plane: Plane, host: string, 
     const memory = await stalledMemory(plane, `unix://${sockets[keep]}`, fresh.pid, `stalled-${keep}`);
     await fresh.stop();
     const grown = memory.peak - memory.before;
-    console.log(`relay RSS with a stalled client, 3 × 50 MB pushed (${keep === 'keep' ? 'keeping' : keep === 'wasm' ? 'keeping, Wasm conversion armed' : 'baseline, no keeping'}): ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`);
+    console.log(
+      `relay RSS with a stalled client, 3 × 50 MB pushed (${keep === 'keep' ? 'keeping' : keep === 'wasm' ? 'keeping, Wasm conversion armed' : 'baseline, no keeping'}): ${memory.before.toFixed(0)} MiB before, ${memory.peak.toFixed(0)} MiB peak (+${grown.toFixed(0)} MiB = ${(grown / 47.7).toFixed(2)} × one response)`,
+    );
   }
 }
 
@@ -95,7 +123,9 @@ try {
   const link = await shapedLink('1gbit');
   if (link) {
     const remote = new Plane(link.host, link.exec);
-    await scenario('control plane behind a 1 Gbit/s link (veth to a network namespace, tbf)', dir, remote, link.host, { memory: false }).finally(async () => (await remote.stop(), await link.close()));
+    await scenario('control plane behind a 1 Gbit/s link (veth to a network namespace, tbf)', dir, remote, link.host, { memory: false }).finally(
+      async () => (await remote.stop(), await link.close()),
+    );
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

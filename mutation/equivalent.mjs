@@ -54,13 +54,7 @@ export const equivalent = [
   {
     file: 'src/ca/check-chain.ts',
     code: "'an unreadable date'",
-    why: "a date Date.parse cannot read: node:crypto prints every validFrom/validTo X.509 can hold (UTCTime from 1950 to GeneralizedTime 9999, checked) in a form Date.parse reads, so no certificate reaches it",
-  },
-  {
-    file: 'src/agent/restart-gate.ts',
-    code: '{\n    return undefined;\n  }',
-    parent: 'catch {\n    return undefined;\n  }',
-    why: 'readCertNotAfter: an empty catch falls off the end of the function, which returns undefined just the same',
+    why: 'a date Date.parse cannot read: node:crypto prints every validFrom/validTo X.509 can hold (UTCTime from 1950 to GeneralizedTime 9999, checked) in a form Date.parse reads, so no certificate reaches it',
   },
   {
     file: 'src/bootstrap/template.ts',
@@ -109,7 +103,7 @@ export const equivalent = [
   {
     file: 'src/grpcxds/bootstrap.ts',
     code: '{ force: true }',
-    why: "rm of the temporary after a failure: without force a missing file throws, which the .catch beside it swallows just the same; a present file is removed either way",
+    why: 'rm of the temporary after a failure: without force a missing file throws, which the .catch beside it swallows just the same; a present file is removed either way',
   },
   {
     file: 'src/xds/last-known-good/session.ts',
@@ -158,7 +152,7 @@ export const equivalent = [
   {
     file: 'src/envoy/cert-check.ts',
     code: '() => false',
-    why: "exists() is only ever a condition: undefined is as false as false",
+    why: 'exists() is only ever a condition: undefined is as false as false',
   },
 ];
 

@@ -1,3 +1,15 @@
+import { readFileSync } from 'node:fs';
+
+// One function of a file, as Stryker's `file:from-to` line range: found by name, so edits above it do not move the range.
+function only(file, name) {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const from = lines.findIndex((line) => new RegExp(`^(export )?(async )?function ${name}\\(`).test(line));
+  const to = lines.findIndex((line, index) => index > from && line === '}');
+  if (from < 0 || to < 0) throw new Error(`mutation/rooms.mjs: no function ${name} in ${file}`);
+  const doc = lines[from - 1]?.startsWith('/**') ? 1 : 0;
+  return `${file}:${from + 1 - doc}-${to + 1}`;
+}
+
 /**
  * The rooms that guard the pod, as mutation testing sees them: the files
  * Stryker mutates and the unit tests that must catch the mutants. A room
@@ -7,19 +19,35 @@
 export const rooms = {
   // The status port: access (who may reach what), readiness, content negotiation, the epochs it reports,
   // the Prometheus merge and its capped fetch, the app probes' parsing, target and redirects, and the
-  // server's slot release and gzip choice (server.ts lines 86-93 and 144-149). Left out: the rest of
+  // server's slot release and gzip choice (server.ts's tracked and encode). Left out: the rest of
   // server.ts (listening and wiring: the e2e tests run it), handler.ts routing (its tests run in the room),
   // the probes' HTTP and gRPC clients (sockets, e2e status-app-probes) and app-metrics.ts.
   status: {
     mutate: [
-      'src/status/access.ts', 'src/status/readiness.ts', 'src/status/negotiate.ts', 'src/status/epochs.ts', 'src/status/prometheus.ts',
-      'src/status/app-probes/config.ts', 'src/status/app-probes/probe-target.ts', 'src/status/app-probes/redirects.ts',
-      'src/status/server.ts:86-93', 'src/status/server.ts:144-149',
+      'src/status/access.ts',
+      'src/status/readiness.ts',
+      'src/status/negotiate.ts',
+      'src/status/epochs.ts',
+      'src/status/prometheus.ts',
+      'src/status/app-probes/config.ts',
+      'src/status/app-probes/probe-target.ts',
+      'src/status/app-probes/redirects.ts',
+      only('src/status/server.ts', 'tracked'),
+      only('src/status/server.ts', 'encode'),
     ],
     tests: [
-      'src/status/access.test.ts', 'src/status/readiness.test.ts', 'src/status/readiness-edges.test.ts', 'src/status/handler.test.ts', 'src/status/status.test.ts',
-      'src/status/negotiate.test.ts', 'src/status/epochs.test.ts', 'src/status/prometheus.test.ts', 'src/status/server.test.ts',
-      'src/status/app-probes/config.test.ts', 'src/status/app-probes/probe-target.test.ts', 'src/status/app-probes/redirects.test.ts',
+      'src/status/access.test.ts',
+      'src/status/readiness.test.ts',
+      'src/status/readiness-edges.test.ts',
+      'src/status/handler.test.ts',
+      'src/status/status.test.ts',
+      'src/status/negotiate.test.ts',
+      'src/status/epochs.test.ts',
+      'src/status/prometheus.test.ts',
+      'src/status/server.test.ts',
+      'src/status/app-probes/config.test.ts',
+      'src/status/app-probes/probe-target.test.ts',
+      'src/status/app-probes/redirects.test.ts',
     ],
   },
   // The metrics' text: the Prometheus exposition and its OpenMetrics rewrite (what every scrape reads).
@@ -33,13 +61,29 @@ export const rooms = {
   // Excluded: sds-server.ts and start.ts (grpc-js wiring, in test/e2e/sds-*), secret-proto.ts,
   // pem-secret.ts and metrics.ts (encoders of our own data, no outside input).
   sds: {
-    mutate: ['src/sds/resource-names.ts', 'src/sds/secret-store.ts', 'src/sds/sds-stream.ts', 'src/sds/socket.ts', 'src/sds/cert-dir-feed.ts', 'src/sds/file-sources.ts', 'src/sds/log-budget.ts'],
-    tests: ['src/sds/resource-names.test.ts', 'src/sds/secret-store.test.ts', 'src/sds/sds-stream.test.ts', 'src/sds/socket.test.ts', 'src/sds/cert-dir-feed.test.ts', 'src/sds/file-sources.test.ts', 'src/sds/log-budget.test.ts'],
+    mutate: [
+      'src/sds/resource-names.ts',
+      'src/sds/secret-store.ts',
+      'src/sds/sds-stream.ts',
+      'src/sds/socket.ts',
+      'src/sds/cert-dir-feed.ts',
+      'src/sds/file-sources.ts',
+      'src/sds/log-budget.ts',
+    ],
+    tests: [
+      'src/sds/resource-names.test.ts',
+      'src/sds/secret-store.test.ts',
+      'src/sds/sds-stream.test.ts',
+      'src/sds/socket.test.ts',
+      'src/sds/cert-dir-feed.test.ts',
+      'src/sds/file-sources.test.ts',
+      'src/sds/log-budget.test.ts',
+    ],
   },
   // The checks on what the CA sends: check-chain.ts, and checkIssued, which turns a checked
   // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
   ca: {
-    mutate: ['src/ca/check-chain.ts', 'src/ca/workload-certificates.ts:182-196'],
+    mutate: ['src/ca/check-chain.ts', only('src/ca/workload-certificates.ts', 'checkIssued')],
     tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
   // The restart gate (the cert-set checks it reads are the watch room's).
@@ -54,79 +98,224 @@ export const rooms = {
   // flags.ts (the flag rows).
   iptables: {
     mutate: ['src/iptables/rules.ts', 'src/iptables/config.ts', 'src/iptables/routes.ts', 'src/iptables/plan.ts', 'src/iptables/ports.ts'],
-    tests: ['src/iptables/rules.test.ts', 'src/iptables/config.test.ts', 'src/iptables/config-edges.test.ts', 'src/iptables/config-flags.test.ts', 'src/iptables/apply.test.ts', 'src/iptables/routes.test.ts', 'src/iptables/hostile-lists.test.ts'],
+    tests: [
+      'src/iptables/rules.test.ts',
+      'src/iptables/config.test.ts',
+      'src/iptables/config-edges.test.ts',
+      'src/iptables/config-flags.test.ts',
+      'src/iptables/apply.test.ts',
+      'src/iptables/routes.test.ts',
+      'src/iptables/hostile-lists.test.ts',
+    ],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
   bootstrap: {
     mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
-    tests: ['src/bootstrap/exact-path-listener.test.ts', 'src/bootstrap/exposure.test.ts', 'src/bootstrap/template.test.ts', 'src/bootstrap/template-edges.test.ts'],
+    tests: [
+      'src/bootstrap/exact-path-listener.test.ts',
+      'src/bootstrap/exposure.test.ts',
+      'src/bootstrap/template.test.ts',
+      'src/bootstrap/template-edges.test.ts',
+    ],
   },
   // gRPC on the wire: the frame and size limits, the field scanner, varints (proto-wire), the
   // status codes, calls served on node:http2 (server-call), the probe's source address resolver
   // and the discovery messages (discovery/wire.ts). Excluded: load.ts, keepalive.ts and unary.ts
   // (grpc-js loading and options, no outside input of their own).
   grpc: {
-    mutate: ['src/grpc/grpc-frame.ts', 'src/grpc/field-scanner.ts', 'src/grpc/proto-wire.ts', 'src/grpc/grpc-status.ts', 'src/grpc/server-call.ts', 'src/grpc/source-address.ts', 'src/discovery/wire.ts'],
-    tests: ['src/grpc/grpc-frame.test.ts', 'src/grpc/grpc-frame-edges.test.ts', 'src/grpc/field-scanner.test.ts', 'src/grpc/field-scanner-edges.test.ts', 'src/grpc/proto-wire.test.ts', 'src/grpc/proto-wire-read.test.ts', 'src/grpc/grpc-status.test.ts', 'src/grpc/server-call.test.ts', 'src/grpc/source-address.test.ts', 'src/discovery/wire.test.ts', 'src/discovery/wire-schema.test.ts'],
+    mutate: [
+      'src/grpc/grpc-frame.ts',
+      'src/grpc/field-scanner.ts',
+      'src/grpc/proto-wire.ts',
+      'src/grpc/grpc-status.ts',
+      'src/grpc/server-call.ts',
+      'src/grpc/source-address.ts',
+      'src/discovery/wire.ts',
+    ],
+    tests: [
+      'src/grpc/grpc-frame.test.ts',
+      'src/grpc/grpc-frame-edges.test.ts',
+      'src/grpc/field-scanner.test.ts',
+      'src/grpc/field-scanner-edges.test.ts',
+      'src/grpc/proto-wire.test.ts',
+      'src/grpc/proto-wire-read.test.ts',
+      'src/grpc/grpc-status.test.ts',
+      'src/grpc/server-call.test.ts',
+      'src/grpc/source-address.test.ts',
+      'src/discovery/wire.test.ts',
+      'src/discovery/wire-schema.test.ts',
+    ],
   },
   // The dial to the discovery server: address and TLS choice (dial), call credentials (the
   // token file) and the TLS material files. Excluded: session.ts (the HTTP/2 session and its
   // windows, driven by the relay's e2e tests).
   'xds-upstream': {
     mutate: ['src/xds/upstream/dial.ts', 'src/xds/upstream/credentials.ts', 'src/xds/upstream/material.ts'],
-    tests: ['src/xds/upstream/dial.test.ts', 'src/xds/upstream/credentials.test.ts', 'src/xds/upstream/material.test.ts', 'src/xds/upstream/material-files.test.ts'],
+    tests: [
+      'src/xds/upstream/dial.test.ts',
+      'src/xds/upstream/credentials.test.ts',
+      'src/xds/upstream/material.test.ts',
+      'src/xds/upstream/material-files.test.ts',
+    ],
   },
   // Last-known-good config: its file codec, the file (read bounded and no-follow), its settings,
   // what a stream records and what is pending an ACK. Excluded: serve.ts and wire.ts (answering
   // Envoy from what was recorded, in test/e2e/xds-last-known-good*).
   'xds-lkg': {
-    mutate: ['src/xds/last-known-good/codec.ts', 'src/xds/last-known-good/file.ts', 'src/xds/last-known-good/config.ts', 'src/xds/last-known-good/session.ts', 'src/xds/last-known-good/pending-responses.ts', 'src/xds/last-known-good/recorder.ts'],
-    tests: ['src/xds/last-known-good/codec.test.ts', 'src/xds/last-known-good/file.test.ts', 'src/xds/last-known-good/pending-responses.test.ts', 'src/xds/last-known-good/config.test.ts', 'src/xds/last-known-good/recorder.test.ts', 'src/xds/last-known-good/session.test.ts', 'src/xds/last-known-good/last-known-good.test.ts'],
+    mutate: [
+      'src/xds/last-known-good/codec.ts',
+      'src/xds/last-known-good/file.ts',
+      'src/xds/last-known-good/config.ts',
+      'src/xds/last-known-good/session.ts',
+      'src/xds/last-known-good/pending-responses.ts',
+      'src/xds/last-known-good/recorder.ts',
+    ],
+    tests: [
+      'src/xds/last-known-good/codec.test.ts',
+      'src/xds/last-known-good/file.test.ts',
+      'src/xds/last-known-good/pending-responses.test.ts',
+      'src/xds/last-known-good/config.test.ts',
+      'src/xds/last-known-good/recorder.test.ts',
+      'src/xds/last-known-good/session.test.ts',
+      'src/xds/last-known-good/last-known-good.test.ts',
+    ],
   },
   // The role and node id checks.
   role: {
-    mutate: ['src/role/role.ts', 'src/role/downward-api.ts', 'src/role/locality.ts', 'src/role/metadata.ts', 'src/role/private-ip.ts', 'src/role/service-cluster.ts', 'src/role/bounded-json.ts'],
-    tests: ['src/role/role.test.ts', 'src/role/downward-api.test.ts', 'src/role/locality.test.ts', 'src/role/metadata.test.ts', 'src/role/private-ip.test.ts', 'src/role/service-cluster.test.ts', 'src/role/bounded-json.test.ts',
-      'src/role/private-ip-edges.test.ts', 'src/role/downward-api-edges.test.ts', 'src/role/metadata-edges.test.ts'],
+    mutate: [
+      'src/role/role.ts',
+      'src/role/downward-api.ts',
+      'src/role/locality.ts',
+      'src/role/metadata.ts',
+      'src/role/private-ip.ts',
+      'src/role/service-cluster.ts',
+      'src/role/bounded-json.ts',
+    ],
+    tests: [
+      'src/role/role.test.ts',
+      'src/role/downward-api.test.ts',
+      'src/role/locality.test.ts',
+      'src/role/metadata.test.ts',
+      'src/role/private-ip.test.ts',
+      'src/role/service-cluster.test.ts',
+      'src/role/bounded-json.test.ts',
+      'src/role/private-ip-edges.test.ts',
+      'src/role/downward-api-edges.test.ts',
+      'src/role/metadata-edges.test.ts',
+    ],
   },
   // Settings parsing: durations and the value parsers of the setting rows.
   settings: {
-    mutate: ['src/shared/duration.ts', 'src/settings/parse-values.ts', 'src/settings/settle-values.ts', 'src/settings/env-settings.ts', 'src/settings/pod-env.ts', 'src/settings/xds-env.ts', 'src/settings/agent-inputs.ts'],
+    mutate: [
+      'src/shared/duration.ts',
+      'src/settings/parse-values.ts',
+      'src/settings/settle-values.ts',
+      'src/settings/env-settings.ts',
+      'src/settings/pod-env.ts',
+      'src/settings/xds-env.ts',
+      'src/settings/agent-inputs.ts',
+    ],
     tests: [
-      'src/shared/duration.test.ts', 'src/cli/proxy-config.test.ts', 'src/settings/settings-precedence.test.ts', 'src/settings/parse-values.test.ts', 'src/settings/settle-values.test.ts',
-      'src/settings/go-bool.test.ts', 'src/settings/agent-inputs.test.ts', 'src/settings/xds-env.test.ts', 'src/settings/env-settings.test.ts', 'src/ca/ca-settings.test.ts',
+      'src/shared/duration.test.ts',
+      'src/settings/proxy-config-sources.test.ts',
+      'src/settings/settings-precedence.test.ts',
+      'src/settings/parse-values.test.ts',
+      'src/settings/settle-values.test.ts',
+      'src/settings/go-bool.test.ts',
+      'src/settings/agent-inputs.test.ts',
+      'src/settings/xds-env.test.ts',
+      'src/settings/env-settings.test.ts',
+      'src/ca/ca-settings.test.ts',
     ],
   },
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
   cli: {
     mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/xds-transport.ts'],
-    tests: ['src/cli/flag-checks.test.ts', 'src/cli/log-levels.test.ts', 'src/cli/node-metadata.test.ts', 'src/cli/node-metadata-edges.test.ts', 'src/cli/preflight.test.ts', 'src/cli/preflight-edges.test.ts', 'src/settings/settings-precedence.test.ts'],
+    tests: [
+      'src/cli/flag-checks.test.ts',
+      'src/cli/log-levels.test.ts',
+      'src/cli/node-metadata.test.ts',
+      'src/cli/node-metadata-edges.test.ts',
+      'src/cli/preflight.test.ts',
+      'src/cli/preflight-edges.test.ts',
+      'src/settings/settings-precedence.test.ts',
+    ],
   },
   // The DNS proxy: what handles a query, a forwarder's answer, an NDS table or the last-known-good
   // table file. Left out: start.ts (wiring, run by the e2e tests) and metrics.ts (counter declarations).
   dns: {
     mutate: [
-      'src/dns/answer.ts', 'src/dns/answer-match.ts', 'src/dns/forwarder.ts', 'src/dns/last-known-good-table.ts',
-      'src/dns/lookup-table.ts', 'src/dns/name-table-wire.ts', 'src/dns/query-header.ts', 'src/dns/resolv-conf.ts',
-      'src/dns/server.ts', 'src/dns/table-store.ts', 'src/dns/tcp-connection.ts',
+      'src/dns/answer.ts',
+      'src/dns/answer-match.ts',
+      'src/dns/forwarder.ts',
+      'src/dns/last-known-good-table.ts',
+      'src/dns/lookup-table.ts',
+      'src/dns/name-table-wire.ts',
+      'src/dns/query-header.ts',
+      'src/dns/resolv-conf.ts',
+      'src/dns/server.ts',
+      'src/dns/table-store.ts',
+      'src/dns/tcp-connection.ts',
     ],
     tests: [
-      'src/dns/query-header.test.ts', 'src/dns/answer-match.test.ts', 'src/dns/name-table-wire.test.ts', 'src/dns/answer.test.ts', 'src/dns/answer-edges.test.ts', 'src/dns/answer-hostile.test.ts', 'src/dns/forwarder.test.ts', 'src/dns/forwarder-spoof.test.ts', 'src/dns/forwarder-edges.test.ts',
-      'src/dns/last-known-good-table.test.ts', 'src/dns/last-known-good-table-edges.test.ts', 'src/dns/lookup-table.test.ts', 'src/dns/resolv-conf.test.ts', 'src/dns/server.test.ts',
-      'src/dns/server-hostile.test.ts', 'src/dns/table-store.test.ts', 'src/dns/tcp-connection.test.ts', 'src/dns/tcp-connection-edges.test.ts',
+      'src/dns/query-header.test.ts',
+      'src/dns/answer-match.test.ts',
+      'src/dns/name-table-wire.test.ts',
+      'src/dns/answer.test.ts',
+      'src/dns/answer-edges.test.ts',
+      'src/dns/answer-hostile.test.ts',
+      'src/dns/forwarder.test.ts',
+      'src/dns/forwarder-spoof.test.ts',
+      'src/dns/forwarder-edges.test.ts',
+      'src/dns/last-known-good-table.test.ts',
+      'src/dns/last-known-good-table-edges.test.ts',
+      'src/dns/lookup-table.test.ts',
+      'src/dns/resolv-conf.test.ts',
+      'src/dns/server.test.ts',
+      'src/dns/server-hostile.test.ts',
+      'src/dns/table-store.test.ts',
+      'src/dns/tcp-connection.test.ts',
+      'src/dns/tcp-connection-edges.test.ts',
     ],
   },
   // Wasm fetching: what a registry, a redirect or an ECDS answer can send. Left out: start.ts
   // and fetch-module.ts (wiring), metrics.ts (counters), proto.ts (the Any encoder of what we send).
   wasm: {
-    mutate: ['src/wasm/ssrf.ts', 'src/wasm/http-get.ts', 'src/wasm/oci-fetch.ts', 'src/wasm/unbox.ts', 'src/wasm/convert.ts', 'src/wasm/module-cache.ts', 'src/wasm/ecds-response.ts', 'src/wasm/retry.ts'],
-    tests: ['src/wasm/ssrf.test.ts', 'src/wasm/http-get.test.ts', 'src/wasm/oci-fetch.test.ts', 'src/wasm/oci-fetch-edges.test.ts', 'src/wasm/unbox.test.ts', 'src/wasm/convert.test.ts', 'src/wasm/module-cache.test.ts', 'src/wasm/module-cache-shared.test.ts', 'src/wasm/ecds-response.test.ts', 'src/wasm/retry.test.ts'],
+    mutate: [
+      'src/wasm/ssrf.ts',
+      'src/wasm/http-get.ts',
+      'src/wasm/oci-fetch.ts',
+      'src/wasm/unbox.ts',
+      'src/wasm/convert.ts',
+      'src/wasm/module-cache.ts',
+      'src/wasm/ecds-response.ts',
+      'src/wasm/retry.ts',
+    ],
+    tests: [
+      'src/wasm/ssrf.test.ts',
+      'src/wasm/http-get.test.ts',
+      'src/wasm/oci-fetch.test.ts',
+      'src/wasm/oci-fetch-edges.test.ts',
+      'src/wasm/unbox.test.ts',
+      'src/wasm/convert.test.ts',
+      'src/wasm/module-cache.test.ts',
+      'src/wasm/module-cache-shared.test.ts',
+      'src/wasm/ecds-response.test.ts',
+      'src/wasm/retry.test.ts',
+    ],
   },
   // pilot-agent inject: what a pod manifest and its annotations turn into. Left out: load.ts,
   // yaml.ts, manifest.ts (reading and walking documents), template.ts and pod.ts (rendering Istio's template).
   inject: {
     mutate: ['src/inject/vars.ts', 'src/inject/values.ts', 'src/inject/sidecar.ts', 'src/inject/app-probes.ts', 'src/inject/prometheus-merge.ts'],
-    tests: ['src/inject/manifest.test.ts', 'src/inject/golden.test.ts', 'src/inject/template.test.ts', 'src/inject/values.test.ts', 'src/inject/app-probes.test.ts', 'src/inject/prometheus-merge.test.ts'],
+    tests: [
+      'src/inject/manifest.test.ts',
+      'src/inject/golden.test.ts',
+      'src/inject/template.test.ts',
+      'src/inject/values.test.ts',
+      'src/inject/app-probes.test.ts',
+      'src/inject/prometheus-merge.test.ts',
+    ],
   },
   // The proxyless gRPC bootstrap file.
   grpcxds: {
@@ -137,14 +326,36 @@ export const rooms = {
   // how an epoch ended (a forced kill too), its output, leftovers, drain, admin, the cert check.
   envoy: {
     mutate: [
-      'src/envoy/args.ts', 'src/envoy/exit.ts', 'src/envoy/output.ts', 'src/envoy/validate.ts', 'src/envoy/start-check.ts', 'src/envoy/live.ts',
-      'src/envoy/leftovers.ts', 'src/envoy/drain.ts', 'src/envoy/admin.ts', 'src/envoy/cert-check.ts', 'src/envoy/active-connections.ts',
+      'src/envoy/args.ts',
+      'src/envoy/exit.ts',
+      'src/envoy/output.ts',
+      'src/envoy/validate.ts',
+      'src/envoy/start-check.ts',
+      'src/envoy/live.ts',
+      'src/envoy/leftovers.ts',
+      'src/envoy/drain.ts',
+      'src/envoy/admin.ts',
+      'src/envoy/cert-check.ts',
+      'src/envoy/active-connections.ts',
     ],
     tests: [
-      'src/envoy/args.test.ts', 'src/envoy/exit.test.ts', 'src/envoy/output.test.ts', 'src/envoy/validate.test.ts', 'src/envoy/start-check.test.ts', 'src/envoy/live.test.ts',
-      'src/envoy/leftovers.test.ts', 'src/envoy/drain.test.ts', 'src/envoy/admin.test.ts', 'src/envoy/cert-check.test.ts', 'src/envoy/active-connections.test.ts',
-      'src/envoy/output-edges.test.ts', 'src/envoy/drain-edges.test.ts', 'src/envoy/cert-check-edges.test.ts', 'src/envoy/active-connections-edges.test.ts',
-      'src/envoy/leftovers-edges.test.ts', 'src/envoy/envoy-process.test.ts',
+      'src/envoy/args.test.ts',
+      'src/envoy/exit.test.ts',
+      'src/envoy/output.test.ts',
+      'src/envoy/validate.test.ts',
+      'src/envoy/start-check.test.ts',
+      'src/envoy/live.test.ts',
+      'src/envoy/leftovers.test.ts',
+      'src/envoy/drain.test.ts',
+      'src/envoy/admin.test.ts',
+      'src/envoy/cert-check.test.ts',
+      'src/envoy/active-connections.test.ts',
+      'src/envoy/output-edges.test.ts',
+      'src/envoy/drain-edges.test.ts',
+      'src/envoy/cert-check-edges.test.ts',
+      'src/envoy/active-connections-edges.test.ts',
+      'src/envoy/leftovers-edges.test.ts',
+      'src/envoy/envoy-process.test.ts',
     ],
   },
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test
@@ -173,12 +384,25 @@ export const rooms = {
   // spares, and whether a new Envoy would get config; run over an in-memory AdsStream and a scripted upstream.
   'xds-relay': {
     mutate: [
-      'src/xds/relay/relay-stream.ts', 'src/xds/relay/relay.ts', 'src/xds/relay/config-availability.ts', 'src/xds/relay/spare-upstreams.ts',
-      'src/xds/relay/ending.ts', 'src/xds/relay/request-leg.ts', 'src/xds/relay/response-leg.ts', 'src/xds/relay/stream-flow.ts', 'src/xds/relay/response-tap.ts',
+      'src/xds/relay/relay-stream.ts',
+      'src/xds/relay/relay.ts',
+      'src/xds/relay/config-availability.ts',
+      'src/xds/relay/spare-upstreams.ts',
+      'src/xds/relay/ending.ts',
+      'src/xds/relay/request-leg.ts',
+      'src/xds/relay/response-leg.ts',
+      'src/xds/relay/stream-flow.ts',
+      'src/xds/relay/response-tap.ts',
     ],
     tests: [
-      'src/xds/relay/relay-stream.test.ts', 'src/xds/relay/relay-stream-stages.test.ts', 'src/xds/relay/relay.test.ts', 'src/xds/relay/config-availability.test.ts', 'src/xds/relay/spare-upstreams.test.ts',
-      'src/xds/relay/ending.test.ts', 'src/xds/relay/stats.test.ts', 'src/xds/relay/http2-ads-stream.test.ts',
+      'src/xds/relay/relay-stream.test.ts',
+      'src/xds/relay/relay-stream-stages.test.ts',
+      'src/xds/relay/relay.test.ts',
+      'src/xds/relay/config-availability.test.ts',
+      'src/xds/relay/spare-upstreams.test.ts',
+      'src/xds/relay/ending.test.ts',
+      'src/xds/relay/stats.test.ts',
+      'src/xds/relay/http2-ads-stream.test.ts',
     ],
   },
 };

@@ -13,7 +13,10 @@ const pick = (key) => [...new Set(chosen.flatMap((name) => rooms[name][key]))];
 // a smaller program checks each mutant several times faster.
 const roomTsconfig = 'mutation/tsconfig.room.json';
 const strip = (file) => file.replace(/:\d+-\d+$/, '');
-writeFileSync(roomTsconfig, `${JSON.stringify({ extends: './tsconfig.json', include: ['../test/support/*.d.ts'], files: [...pick('mutate'), ...pick('tests').filter((file) => existsSync(file))].map((file) => `../${strip(file)}`) }, null, 2)}\n`);
+writeFileSync(
+  roomTsconfig,
+  `${JSON.stringify({ extends: './tsconfig.json', include: ['../test/support/*.d.ts'], files: [...pick('mutate'), ...pick('tests').filter((file) => existsSync(file))].map((file) => `../${strip(file)}`) }, null, 2)}\n`,
+);
 
 export default {
   $schema: '../node_modules/@stryker-mutator/core/schema/stryker-schema.json',

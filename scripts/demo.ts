@@ -31,10 +31,33 @@ const upstream = await startUpstream('Hello from the upstream, through Envoy sta
 const listenerPort = await freePort();
 const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }));
 const ports = await pickPorts();
-const args = ['proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1',
-  '--discoveryAddress', peer.address, '--configPath', join(dir, 'proxy'), '--certDir', join(dir, 'certs'), '--binaryPath', envoyBin,
-  '--proxyAdminPort', String(ports.admin), '--statusPort', String(ports.status), '--readinessPort', String(ports.readiness), '--prometheusPort', String(ports.prometheus),
-  '--terminationDrainDuration', '5s', ...(process.argv.includes('--sotw') ? ['--deltaXds=false'] : [])];
+const args = [
+  'proxy',
+  'sidecar',
+  '--serviceregistry',
+  'Other',
+  '--ip',
+  '127.0.0.1',
+  '--discoveryAddress',
+  peer.address,
+  '--configPath',
+  join(dir, 'proxy'),
+  '--certDir',
+  join(dir, 'certs'),
+  '--binaryPath',
+  envoyBin,
+  '--proxyAdminPort',
+  String(ports.admin),
+  '--statusPort',
+  String(ports.status),
+  '--readinessPort',
+  String(ports.readiness),
+  '--prometheusPort',
+  String(ports.prometheus),
+  '--terminationDrainDuration',
+  '5s',
+  ...(process.argv.includes('--sotw') ? ['--deltaXds=false'] : []),
+];
 const logPath = join(dir, 'agent.log');
 // execa's default SIGKILL 5 s after SIGTERM would cut the agent's drain short.
 const agent = execa(nodeBin, [agentBin, ...args], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', forceKillAfterDelay: 30_000 });
@@ -81,15 +104,43 @@ async function waitUntilReady(): Promise<void> {
 function demoRequests(): Try[] {
   const { status, readiness, prometheus } = ports;
   return [
-    { what: 'Through Envoy, as the app\'s traffic goes', method: 'GET', port: listenerPort, path: '/', expect: 200 },
-    { what: 'Readiness as the kubelet probes it, through Envoy\'s readiness listener', method: 'GET', port: readiness, path: '/healthz/ready', expect: 200, flags: '-i' },
-    { what: 'Readiness on the status port (503 with the reason when not ready)', method: 'GET', port: status, path: '/healthz/ready', expect: 200, flags: '-i' },
-    { what: 'Metrics: the agent\'s (istio_agent_*) then Envoy\'s, merged', method: 'GET', port: status, path: '/stats/prometheus', expect: 200, flags: '-s' },
-    { what: 'Envoy\'s metrics on its Prometheus listener', method: 'GET', port: prometheus, path: '/stats/prometheus', expect: 200, flags: '-s' },
+    { what: "Through Envoy, as the app's traffic goes", method: 'GET', port: listenerPort, path: '/', expect: 200 },
+    {
+      what: "Readiness as the kubelet probes it, through Envoy's readiness listener",
+      method: 'GET',
+      port: readiness,
+      path: '/healthz/ready',
+      expect: 200,
+      flags: '-i',
+    },
+    {
+      what: 'Readiness on the status port (503 with the reason when not ready)',
+      method: 'GET',
+      port: status,
+      path: '/healthz/ready',
+      expect: 200,
+      flags: '-i',
+    },
+    { what: "Metrics: the agent's (istio_agent_*) then Envoy's, merged", method: 'GET', port: status, path: '/stats/prometheus', expect: 200, flags: '-s' },
+    { what: "Envoy's metrics on its Prometheus listener", method: 'GET', port: prometheus, path: '/stats/prometheus', expect: 200, flags: '-s' },
     { what: 'Debug (loopback only): Envoy epochs, pids, recent exits', method: 'GET', port: status, path: '/debug/epochs', expect: 200, flags: '-s' },
     { what: 'Debug (loopback only): the xDS relay per type', method: 'GET', port: status, path: '/debug/xds', expect: 200, flags: '-s' },
-    { what: 'Refused: Envoy\'s admin is not reachable through 15090', method: 'GET', port: prometheus, path: '/stats/prometheus/../../config_dump', expect: 404, flags: '-i --path-as-is' },
-    { what: 'Refused: nor the agent\'s quit through 15021', method: 'POST', port: readiness, path: '/healthz/ready/../../quitquitquit', expect: 404, flags: '-i --path-as-is' },
+    {
+      what: "Refused: Envoy's admin is not reachable through 15090",
+      method: 'GET',
+      port: prometheus,
+      path: '/stats/prometheus/../../config_dump',
+      expect: 404,
+      flags: '-i --path-as-is',
+    },
+    {
+      what: "Refused: nor the agent's quit through 15021",
+      method: 'POST',
+      port: readiness,
+      path: '/healthz/ready/../../quitquitquit',
+      expect: 404,
+      flags: '-i --path-as-is',
+    },
   ];
 }
 
@@ -99,7 +150,9 @@ function printCurls(list: Try[]): void {
     const method = item.method === 'GET' ? '' : `-X ${item.method} `;
     print(`\n  # ${item.what}\n  curl ${item.flags ? `${item.flags} ` : ''}${method}http://127.0.0.1:${item.port}${item.path}`);
   }
-  print(`\n  # Drain, or stop the agent and Envoy (loopback only)\n  curl -X POST http://127.0.0.1:${ports.status}/drain\n  curl -X POST http://127.0.0.1:${ports.status}/quitquitquit`);
+  print(
+    `\n  # Drain, or stop the agent and Envoy (loopback only)\n  curl -X POST http://127.0.0.1:${ports.status}/drain\n  curl -X POST http://127.0.0.1:${ports.status}/quitquitquit`,
+  );
 }
 
 /** Sends one request with the path as written (node:http does not resolve `..`); 0 when it fails. */
@@ -136,6 +189,8 @@ async function shutdown(code: number): Promise<void> {
   await peer.stop();
   await upstream.close();
   await rm(dir, { recursive: true, force: true });
-  print(`agent exited with ${result.signal ? `signal ${result.signal}` : `code ${result.exitCode}`}; Envoy pid(s) ${pids.join(', ')} ${left ? `NOT gone: ${left}` : 'gone'}; ${upstream.requests} request(s) reached the upstream.`);
+  print(
+    `agent exited with ${result.signal ? `signal ${result.signal}` : `code ${result.exitCode}`}; Envoy pid(s) ${pids.join(', ')} ${left ? `NOT gone: ${left}` : 'gone'}; ${upstream.requests} request(s) reached the upstream.`,
+  );
   process.exit(left || result.exitCode !== 0 ? 1 : code);
 }

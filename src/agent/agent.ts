@@ -83,7 +83,9 @@ export class Agent {
       case 'abort-epoch':
         return this.#epochs.get(action.epoch)?.abort();
       case 'remove-bootstrap':
-        return void this.#options.proxy.cleanup(action.epoch).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'cannot remove bootstrap'));
+        return void this.#options.proxy
+          .cleanup(action.epoch)
+          .catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'cannot remove bootstrap'));
       case 'schedule':
         return this.#schedule(action.event, action.delayMs);
       case 'cancel-retry':
@@ -97,7 +99,9 @@ export class Agent {
       case 'cut-drain':
         return this.#drainController.abort();
       case 'drain-listeners':
-        return void this.#options.proxy.drainListeners(this.#drainController.signal).catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
+        return void this.#options.proxy
+          .drainListeners(this.#drainController.signal)
+          .catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
       case 'log':
         return this.#options.logger[action.level](action.fields, action.message);
       case 'exit':

@@ -17,9 +17,16 @@ export function afterFailure(state: State, event: ExitEvent, exited: LiveEpoch |
   if (exited?.tookOver) return [state, [log('warn', 'a superseded epoch failed while draining; the newer epoch keeps serving', fields)]];
   if (serving.length > 0) {
     const [after, retryActions] = scheduleRetry(state, event.epoch);
-    return [after, [log('warn', 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried', { ...fields, serving }), ...retryActions]];
+    return [
+      after,
+      [
+        log('warn', 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried', { ...fields, serving }),
+        ...retryActions,
+      ],
+    ];
   }
-  if (event.kind === 'rejected') return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', error: 'ENVOY_REJECTED', reason: event.detail }]];
+  if (event.kind === 'rejected')
+    return [state, [log('error', 'Envoy rejects its configuration; exiting', fields), { type: 'exit', error: 'ENVOY_REJECTED', reason: event.detail }]];
   return scheduleRetry(state, event.epoch, [log('warn', 'epoch terminated with an error', fields)]);
 }
 
@@ -38,10 +45,16 @@ function budgetSpent(state: State, epoch: number, before: Action[]): Step {
   const fields = { epoch, config: state.desired ? shortHash(state.desired) : undefined, lastFailure: state.lastFailure };
   const serving = state.live.filter((entry) => !entry.aborting).map((entry) => entry.epoch);
   if (serving.length > 0) {
-    return [state, [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })]];
+    return [
+      state,
+      [...before, log('error', 'retry budget spent on the new config; the serving epochs keep the old one until the config changes', { ...fields, serving })],
+    ];
   }
   const reason = `retry budget spent trying to start Envoy with config ${fields.config}: ${state.lastFailure ?? 'no failure recorded'}`;
-  return [state, [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason }]];
+  return [
+    state,
+    [...before, log('error', 'retry budget spent trying to reach the desired config; exiting', fields), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason }],
+  ];
 }
 
 export function withRetry(state: State, delayMs: number): Step {

@@ -29,7 +29,14 @@ describe('reduce: shutdown', () => {
 
   it('drains, then stops the epochs newest first, one at a time, then exits 0', () => {
     const { actions } = run([changed(A), live(0), changed(B), live(1), { type: 'shutdown' }, { type: 'drained' }, exited(1, 'aborted'), exited(0, 'aborted')]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [{ type: 'drain' }, abort(1), remove(1), abort(0), remove(0), { type: 'exit' }]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule').slice(2), [
+      { type: 'drain' },
+      abort(1),
+      remove(1),
+      abort(0),
+      remove(0),
+      { type: 'exit' },
+    ]);
   });
 
   it('a parent that leaves on its own while its child stops is not aborted', () => {

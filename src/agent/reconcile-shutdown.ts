@@ -51,12 +51,18 @@ export function stopNewest(state: State): Step {
  */
 export function drainTakeover(state: State, entry: LiveEpoch): Step {
   if (entry.aborting) return [state, []];
-  return [state, [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch: entry.epoch }), { type: 'drain-listeners', epoch: entry.epoch }]];
+  return [
+    state,
+    [log('info', 'epoch took over during the shutdown drain; draining it too', { epoch: entry.epoch }), { type: 'drain-listeners', epoch: entry.epoch }],
+  ];
 }
 
 /** POST /drain (native sidecars' preStop): drain now and for good, so the SIGTERM that follows stops at once. */
 export function onDrainRequested(state: State): Step {
-  return [{ ...state, drainedEarly: true }, [log('info', 'drain requested: draining listeners; the next SIGTERM stops without draining again', {}), { type: 'drain-early' }]];
+  return [
+    { ...state, drainedEarly: true },
+    [log('info', 'drain requested: draining listeners; the next SIGTERM stops without draining again', {}), { type: 'drain-early' }],
+  ];
 }
 
 /** Cuts the drain short, once. */

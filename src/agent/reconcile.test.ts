@@ -83,9 +83,23 @@ describe('reduce: failures and retries', () => {
 
   it('restarts the same config when the retry comes due while an aborted epoch of that config is exiting', () => {
     // Epochs 0 and 2 run A, epoch 1 runs B, took over and fails: nothing of A may be taken as running.
-    const { actions } = run([changed(A), live(0), changed(B), live(1), changed(A), exited(1, 'failed'), { type: 'retry-due' }, exited(0, 'aborted'), exited(2, 'aborted')]);
+    const { actions } = run([
+      changed(A),
+      live(0),
+      changed(B),
+      live(1),
+      changed(A),
+      exited(1, 'failed'),
+      { type: 'retry-due' },
+      exited(0, 'aborted'),
+      exited(2, 'aborted'),
+    ]);
     assert.deepEqual(actions.at(-1), start(0, A));
-    assert.equal(actions.filter((action) => action.type === 'schedule' && action.event.type === 'retry-due').length, 1, 'one retry, no second one for the aborted exits');
+    assert.equal(
+      actions.filter((action) => action.type === 'schedule' && action.event.type === 'retry-due').length,
+      1,
+      'one retry, no second one for the aborted exits',
+    );
   });
 
   it('backs off 200 ms × 2^n and exits 1 with the failing config once the budget is spent', () => {
@@ -94,7 +108,11 @@ describe('reduce: failures and retries', () => {
     const { actions, logs } = run(events.slice(0, -1));
     const delays = actions.filter((action) => action.type === 'schedule').map((action) => action.delayMs);
     assert.deepEqual(delays, [200, 400, 800]);
-    assert.deepEqual(actions.at(-1), { type: 'exit', error: 'RETRY_BUDGET_SPENT', reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0` });
+    assert.deepEqual(actions.at(-1), {
+      type: 'exit',
+      error: 'RETRY_BUDGET_SPENT',
+      reason: `retry budget spent trying to start Envoy with config ${A.slice(0, 12)}: detail 0`,
+    });
     assert.ok(logs.includes('retry budget spent trying to reach the desired config; exiting'));
   });
 
@@ -129,7 +147,11 @@ describe('reduce: failures and retries', () => {
 
   it('"parent still initializing" retries the same epoch without spending budget', () => {
     const { state, actions } = run([changed(A), live(0), changed(B), exited(1, 'parent-initializing'), { type: 'retry-due' }]);
-    assert.deepEqual(actions.filter((action) => action.type !== 'schedule' || action.event.type === 'retry-due').slice(2), [remove(1), retryIn(1000), start(1, B)]);
+    assert.deepEqual(actions.filter((action) => action.type !== 'schedule' || action.event.type === 'retry-due').slice(2), [
+      remove(1),
+      retryIn(1000),
+      start(1, B),
+    ]);
     assert.equal(state.budget, policy.budget);
   });
 
@@ -196,13 +218,46 @@ describe('reduce: a new epoch that fails keeps the serving epochs', () => {
 describe('reduce: the restart gate', () => {
   const gate = (open: boolean, reason = open ? 'upstream reachable' : 'upstream unreachable, nothing kept'): Event => ({ type: 'gate-changed', open, reason });
   const table: { name: string; events: Event[]; actions: Action[]; held: boolean; logs?: string[] }[] = [
-    { name: 'a rotation behind a closed gate is held; the running epoch keeps serving', events: [changed(A), live(0), gate(false), changed(B)], actions: [start(0, A), stableIn(0)], held: true, logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'] },
-    { name: 'the gate opening releases the held restart', events: [changed(A), live(0), gate(false), changed(B), gate(true)], actions: [start(0, A), stableIn(0), start(1, B)], held: false, logs: ['hot restart released'] },
+    {
+      name: 'a rotation behind a closed gate is held; the running epoch keeps serving',
+      events: [changed(A), live(0), gate(false), changed(B)],
+      actions: [start(0, A), stableIn(0)],
+      held: true,
+      logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'],
+    },
+    {
+      name: 'the gate opening releases the held restart',
+      events: [changed(A), live(0), gate(false), changed(B), gate(true)],
+      actions: [start(0, A), stableIn(0), start(1, B)],
+      held: false,
+      logs: ['hot restart released'],
+    },
     { name: 'a first start is never held: nothing serves yet', events: [gate(false), changed(A)], actions: [start(0, A)], held: false },
-    { name: 'a retry after every epoch failed is never held', events: [changed(A), gate(false), exited(0, 'failed'), { type: 'retry-due' }], actions: [start(0, A), remove(0), retryIn(200), start(0, A)], held: false },
-    { name: 'a held restart stays held when the gate closes again for another reason', events: [changed(A), live(0), gate(false), changed(B), gate(false, 'certificate expiring'), changed(A + B)], actions: [start(0, A), stableIn(0)], held: true, logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'] },
-    { name: 'an open gate changes nothing', events: [changed(A), live(0), gate(true), changed(B)], actions: [start(0, A), stableIn(0), start(1, B)], held: false },
-    { name: 'held once: a second change while held is not logged again and the newest config starts', events: [changed(A), live(0), gate(false), changed(B), changed(A + B), gate(true)], actions: [start(0, A), stableIn(0), start(1, A + B)], held: false },
+    {
+      name: 'a retry after every epoch failed is never held',
+      events: [changed(A), gate(false), exited(0, 'failed'), { type: 'retry-due' }],
+      actions: [start(0, A), remove(0), retryIn(200), start(0, A)],
+      held: false,
+    },
+    {
+      name: 'a held restart stays held when the gate closes again for another reason',
+      events: [changed(A), live(0), gate(false), changed(B), gate(false, 'certificate expiring'), changed(A + B)],
+      actions: [start(0, A), stableIn(0)],
+      held: true,
+      logs: ['hot restart held: the running epoch keeps serving until the new one can get its config'],
+    },
+    {
+      name: 'an open gate changes nothing',
+      events: [changed(A), live(0), gate(true), changed(B)],
+      actions: [start(0, A), stableIn(0), start(1, B)],
+      held: false,
+    },
+    {
+      name: 'held once: a second change while held is not logged again and the newest config starts',
+      events: [changed(A), live(0), gate(false), changed(B), changed(A + B), gate(true)],
+      actions: [start(0, A), stableIn(0), start(1, A + B)],
+      held: false,
+    },
   ];
   for (const row of table) {
     it(row.name, () => {

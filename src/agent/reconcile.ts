@@ -36,7 +36,18 @@ import { shuttingDown, type Action, type Event, type ExitEvent, type LiveEpoch, 
  */
 
 export function initialState(policy: RetryPolicy): State {
-  return { live: [], budget: policy.budget, phase: 'running', drainedEarly: false, hurried: false, faulted: false, gate: { state: 'open' }, retryScheduled: false, reconcileWhenSettled: false, policy };
+  return {
+    live: [],
+    budget: policy.budget,
+    phase: 'running',
+    drainedEarly: false,
+    hurried: false,
+    faulted: false,
+    gate: { state: 'open' },
+    retryScheduled: false,
+    reconcileWhenSettled: false,
+    policy,
+  };
 }
 
 export function reduce(state: State, event: Event): Step {
@@ -107,7 +118,10 @@ function reconcile(state: State): Step {
 function holdRestart(state: State): Step {
   if (state.gate.state !== 'closed') return [state, []];
   const fields = { config: shortHash(state.desired!), reason: state.gate.reason, serving: state.live.map((entry) => entry.epoch) };
-  return [{ ...state, gate: { state: 'holding', reason: state.gate.reason } }, [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)]];
+  return [
+    { ...state, gate: { state: 'holding', reason: state.gate.reason } },
+    [log('warn', 'hot restart held: the running epoch keeps serving until the new one can get its config', fields)],
+  ];
 }
 
 function onGateChanged(state: State, event: Extract<Event, { type: 'gate-changed' }>): Step {

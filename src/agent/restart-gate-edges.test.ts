@@ -30,7 +30,9 @@ describe('RestartGate, edges', () => {
   it('start() looks at once: a gate that cannot configure closes without waiting for a change, and says why', () => {
     const { gate, events } = rig({ canConfigure: false });
     gate.start();
-    assert.deepEqual(events, [{ type: 'gate-changed', open: false, reason: 'the discovery server cannot be reached and no last-known-good config covers what Envoy needs' }]);
+    assert.deepEqual(events, [
+      { type: 'gate-changed', open: false, reason: 'the discovery server cannot be reached and no last-known-good config covers what Envoy needs' },
+    ]);
   });
 
   it('opens at the margin counted on the clock\'s own time, saying which certificate expires', () => {
@@ -41,7 +43,11 @@ describe('RestartGate, edges', () => {
     clock.advance(2 * hour - margin - 1);
     assert.equal(events.length, 1);
     clock.advance(1);
-    assert.deepEqual(events.at(-1), { type: 'gate-changed', open: true, reason: `the running certificate expires at ${new Date(start + 2 * hour).toISOString()}: a restart without xDS config is no worse` });
+    assert.deepEqual(events.at(-1), {
+      type: 'gate-changed',
+      open: true,
+      reason: `the running certificate expires at ${new Date(start + 2 * hour).toISOString()}: a restart without xDS config is no worse`,
+    });
   });
 
   it('a re-read of the same files that cannot tell their expiry keeps the expiry it knew', () => {
@@ -66,7 +72,11 @@ describe('RestartGate, edges', () => {
     gate.start();
     canConfigure = true;
     gate.evaluate();
-    assert.deepEqual(events.at(-1), { type: 'gate-changed', open: true, reason: 'a new Envoy gets config: the discovery server is reachable or last-known-good config covers it' });
+    assert.deepEqual(events.at(-1), {
+      type: 'gate-changed',
+      open: true,
+      reason: 'a new Envoy gets config: the discovery server is reachable or last-known-good config covers it',
+    });
   });
 
   it('stop() cancels the expiry wake-up and unsubscribes from the relay', () => {

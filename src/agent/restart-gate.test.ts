@@ -11,7 +11,11 @@ function rig(options: { canConfigure: boolean; notAfter?: number }) {
   const clock = new FakeClock(0);
   const events: Event[] = [];
   let listener: (open: boolean) => void = () => undefined;
-  const xds = { value: options.canConfigure, canConfigure: () => xds.value, onGateChange: (next: (open: boolean) => void) => ((listener = next), () => undefined) };
+  const xds = {
+    value: options.canConfigure,
+    canConfigure: () => xds.value,
+    onGateChange: (next: (open: boolean) => void) => ((listener = next), () => undefined),
+  };
   const gate = new RestartGate({
     xds, clock, dispatch: (event) => events.push(event),
     state: () => ({ current: 'old' }) as State, readNotAfter: () => options.notAfter, expiryMarginMs: 10 * 60_000,

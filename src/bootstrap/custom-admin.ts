@@ -26,9 +26,16 @@ export async function customAdminPort(input: CustomAdminInput): Promise<number |
   const where = `--customConfigFile ${input.path}`;
   // No admin on a TCP port: nothing to take; Envoy's own verdict on the file comes at validation.
   if (address === undefined) return undefined;
-  if (!reachableHosts.has(address.host)) throw badFlag('--customConfigFile', `${input.path} puts admin on ${address.host}:${address.port}: the agent reaches admin on 127.0.0.1 only (use 127.0.0.1)`);
+  if (!reachableHosts.has(address.host))
+    throw badFlag(
+      '--customConfigFile',
+      `${input.path} puts admin on ${address.host}:${address.port}: the agent reaches admin on 127.0.0.1 only (use 127.0.0.1)`,
+    );
   if (input.flagGiven && address.port !== input.flagPort) {
-    throw badFlag('--proxyAdminPort', `${input.flagPort} disagrees with ${where}, whose admin listens on port ${address.port}: leave --proxyAdminPort out, or give the same port`);
+    throw badFlag(
+      '--proxyAdminPort',
+      `${input.flagPort} disagrees with ${where}, whose admin listens on port ${address.port}: leave --proxyAdminPort out, or give the same port`,
+    );
   }
   return address.port;
 }
@@ -41,7 +48,11 @@ async function adminAddress(path: string, text: string): Promise<{ host: string;
     // YAML is a superset of JSON: one parser reads both.
     parsed = (await loadYaml()).parse(text, { maxAliasCount: 100 });
   } catch (error) {
-    throw badFlag('--customConfigFile', `${path} does not parse as ${/^\.ya?ml$/i.test(extname(path)) ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0]}`, error);
+    throw badFlag(
+      '--customConfigFile',
+      `${path} does not parse as ${/^\.ya?ml$/i.test(extname(path)) ? 'YAML' : 'JSON'}: ${(error as Error).message.split('\n')[0]}`,
+      error,
+    );
   }
   const socket = dig(parsed, ['admin', 'address', 'socket_address']) ?? dig(parsed, ['admin', 'address', 'socketAddress']);
   const port = Number(dig(socket, ['port_value']) ?? dig(socket, ['portValue']));

@@ -15,12 +15,22 @@ const connectionManager = (listener: unknown) => (listener as Listener).filter_c
 test('the template\'s Prometheus listener is the exact-path listener, written out', () => {
   const template = JSON.parse(readFileSync(defaultTemplatePath, 'utf8')) as { static_resources: { listeners: unknown[] } };
   const prometheus = template.static_resources.listeners.find((listener) => (listener as Listener).name === 'prometheus_stats');
-  const expected = exactPathListener({ name: 'prometheus_stats', port: '{{ prometheus_port }}', statPrefix: 'stats', path: '/stats/prometheus', cluster: 'prometheus_stats', filtersBeforeRouter: ['{{ ...stats_compression_filters }}'] });
+  const expected = exactPathListener({
+    name: 'prometheus_stats',
+    port: '{{ prometheus_port }}',
+    statPrefix: 'stats',
+    path: '/stats/prometheus',
+    cluster: 'prometheus_stats',
+    filtersBeforeRouter: ['{{ ...stats_compression_filters }}'],
+  });
   assert.deepEqual(prometheus, expected);
 });
 
 test('both 0.0.0.0 listeners normalise paths and pass one exact GET path, answering the rest themselves', () => {
-  for (const [listener, path] of [[exactPathListener({ name: 'p', port: 1, statPrefix: 's', path: '/stats/prometheus', cluster: 'c' }), '/stats/prometheus'], [readinessListener(15021), '/healthz/ready']] as const) {
+  for (const [listener, path] of [
+    [exactPathListener({ name: 'p', port: 1, statPrefix: 's', path: '/stats/prometheus', cluster: 'c' }), '/stats/prometheus'],
+    [readinessListener(15021), '/healthz/ready'],
+  ] as const) {
     const manager = connectionManager(listener);
     assert.equal(manager.normalize_path, true);
     assert.equal(manager.merge_slashes, true);

@@ -26,7 +26,8 @@ interface Bootstrap {
 }
 
 /** The one cluster a listener passes requests to. */
-const upstreamOf = (listener: Listener) => listener.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts[0]!.routes.flatMap((route) => (route.route ? [route.route.cluster] : []));
+const upstreamOf = (listener: Listener) =>
+  listener.filter_chains[0]!.filters[0]!.typed_config.route_config.virtual_hosts[0]!.routes.flatMap((route) => (route.route ? [route.route.cluster] : []));
 
 const loopback = new Set(['127.0.0.1', '::1']);
 
@@ -48,7 +49,10 @@ test('Envoy\'s admin listens on loopback only, on --proxyAdminPort', async () =>
 test('the only listeners off loopback are the Prometheus and readiness exact-path listeners', async () => {
   const listeners = (await renderedDefault()).static_resources.listeners;
   const exposed = listeners.filter((listener) => !loopback.has(listener.address.socket_address.address));
-  assert.deepEqual(exposed.map((listener) => [listener.name, listener.address.socket_address.port_value]).sort(), [['agent_readiness', 15021], ['prometheus_stats', 15090]]);
+  assert.deepEqual(exposed.map((listener) => [listener.name, listener.address.socket_address.port_value]).sort(), [
+    ['agent_readiness', 15021],
+    ['prometheus_stats', 15090],
+  ]);
 });
 
 test('what the 0.0.0.0 listeners pass to: admin on loopback for Prometheus, the agent\'s own socket for readiness', async () => {
@@ -58,8 +62,12 @@ test('what the 0.0.0.0 listeners pass to: admin on loopback for Prometheus, the 
   assert.deepEqual(upstreamOf(listener('prometheus_stats')), ['prometheus_stats']);
   assert.deepEqual(upstreamOf(listener('agent_readiness')), ['agent']);
   assert.equal(listener('agent_readiness').filter_chains[0]!.filters[0]!.typed_config.stat_prefix, 'agent');
-  const endpoint = (name: string) => (cluster(name) as unknown as { load_assignment: { cluster_name: string; endpoints: { lb_endpoints: { endpoint: { address: unknown } }[] }[] } }).load_assignment;
-  assert.deepEqual(endpoint('prometheus_stats').endpoints, [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 15000 } } } }] }]);
+  const endpoint = (name: string) =>
+    (cluster(name) as unknown as { load_assignment: { cluster_name: string; endpoints: { lb_endpoints: { endpoint: { address: unknown } }[] }[] } })
+      .load_assignment;
+  assert.deepEqual(endpoint('prometheus_stats').endpoints, [
+    { lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 15000 } } } }] },
+  ]);
   assert.deepEqual(cluster('agent'), {
     name: 'agent', alt_stat_name: 'agent;', type: 'STATIC', connect_timeout: '0.250s', lb_policy: 'ROUND_ROBIN',
     load_assignment: { cluster_name: 'agent', endpoints: [{ lb_endpoints: [{ endpoint: { address: { pipe: { path: '/x/ready' } } } }] }] },

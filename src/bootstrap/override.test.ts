@@ -22,12 +22,19 @@ describe('ISTIO_BOOTSTRAP_OVERRIDE', () => {
     try {
       const good = join(dir, 'custom_bootstrap.yaml');
       await writeFile(good, 'tracing:\n  http:\n    name: dd\n    address: $(HOST_IP):8126\nstats_flush_interval: 7s\n');
-      assert.deepEqual(JSON.parse(await readBootstrapOverride(good, '10.0.0.9')), { tracing: { http: { name: 'dd', address: '10.0.0.9:8126' } }, stats_flush_interval: '7s' });
+      assert.deepEqual(JSON.parse(await readBootstrapOverride(good, '10.0.0.9')), {
+        tracing: { http: { name: 'dd', address: '10.0.0.9:8126' } },
+        stats_flush_interval: '7s',
+      });
       const list = join(dir, 'list.yaml');
       await writeFile(list, '- a\n- b\n');
       const broken = join(dir, 'broken.yaml');
       await writeFile(broken, 'a: [1, 2\n');
-      for (const [path, reason] of [[list, /must be a bootstrap object/], [broken, /is not YAML or JSON/], [join(dir, 'absent.yaml'), /cannot read \(ENOENT\)/]] as const) {
+      for (const [path, reason] of [
+        [list, /must be a bootstrap object/],
+        [broken, /is not YAML or JSON/],
+        [join(dir, 'absent.yaml'), /cannot read \(ENOENT\)/],
+      ] as const) {
         await assert.rejects(readBootstrapOverride(path, undefined), (error: Error & { exitCode: number }) => {
           assert.match(error.message, new RegExp(`^--bootstrapOverride \\(env ISTIO_BOOTSTRAP_OVERRIDE\\) ${path.replace(/[.]/g, '\\.')}: `));
           assert.match(error.message, reason);

@@ -10,7 +10,8 @@ import { AgentError } from '../shared/errors.ts';
  * Returns the fragment as one line of JSON.
  */
 export async function readBootstrapOverride(path: string, hostIp: string | undefined): Promise<string> {
-  const bad = (reason: string, cause?: unknown) => new AgentError('BAD_FILE', `--bootstrapOverride (env ISTIO_BOOTSTRAP_OVERRIDE) ${path}: ${reason}`, { cause });
+  const bad = (reason: string, cause?: unknown) =>
+    new AgentError('BAD_FILE', `--bootstrapOverride (env ISTIO_BOOTSTRAP_OVERRIDE) ${path}: ${reason}`, { cause });
   let text: string;
   try {
     text = await readFile(path, 'utf8');

@@ -25,7 +25,8 @@ export async function renderBootstrap(config: AgentConfig, context: BootstrapCon
 
 /** Used as is, in Envoy's text formats: JSON, YAML (by extension) or text proto. */
 async function readCustomBootstrap(path: string): Promise<string> {
-  if (/\.pb$/i.test(path)) throw badFlag('--customConfigFile', `${path}: binary proto bootstraps are not supported; use JSON, YAML (.yaml/.yml) or text proto (.pb_text)`);
+  if (/\.pb$/i.test(path))
+    throw badFlag('--customConfigFile', `${path}: binary proto bootstraps are not supported; use JSON, YAML (.yaml/.yml) or text proto (.pb_text)`);
   return readTemplateFile(path);
 }
 

@@ -9,7 +9,13 @@ async function rendered(proxyConfig: Record<string, unknown> = {}, options: { lo
   const commandLine = { values: {}, sourceOf: () => 'default' };
   const merged = mergeProxyConfigs([{ name: 'env PROXY_CONFIG', value: proxyConfig }]);
   const { config } = resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: merged, env: options.env ?? {} });
-  const context = { nodeId: 'sidecar~10.1.2.3~pod.ns~ns.svc.cluster.local', metadata: {}, xdsSocketPath: '/x/XDS', readinessSocketPath: '/x/ready', logAsJson: options.logAsJson };
+  const context = {
+    nodeId: 'sidecar~10.1.2.3~pod.ns~ns.svc.cluster.local',
+    metadata: {},
+    xdsSocketPath: '/x/XDS',
+    readinessSocketPath: '/x/ready',
+    logAsJson: options.logAsJson,
+  };
   return JSON.parse(await renderBootstrap(config, context));
 }
 
@@ -18,7 +24,11 @@ const staticLayer = (bootstrap: any) => bootstrap.layered_runtime.layers[0].stat
 test('layered_runtime: Istio\'s static layer, then an admin layer; runtimeValues laid over the defaults as Istio lays them', async () => {
   const cases: { name: string; runtimeValues?: Record<string, string>; expect: Record<string, unknown> }[] = [
     { name: 'defaults', expect: { 're2.max_program_size.error_level': '32768', 'envoy.reloadable_features.http_reject_path_with_fragment': false } },
-    { name: 'a string stays a string', runtimeValues: { 're2.max_program_size.error_level': '65536', 'x.y': '5' }, expect: { 're2.max_program_size.error_level': '65536', 'x.y': '5' } },
+    {
+      name: 'a string stays a string',
+      runtimeValues: { 're2.max_program_size.error_level': '65536', 'x.y': '5' },
+      expect: { 're2.max_program_size.error_level': '65536', 'x.y': '5' },
+    },
     { name: 'true/false become booleans', runtimeValues: { 'feature.a': 'true', 'feature.b': 'false' }, expect: { 'feature.a': true, 'feature.b': false } },
     { name: '"" removes a default', runtimeValues: { 're2.max_program_size.error_level': '' }, expect: { 're2.max_program_size.error_level': undefined } },
   ];
@@ -37,7 +47,10 @@ test('application_log_config: Istio\'s JSON format with --log_as_json, none with
 });
 
 test('the Prometheus listener compresses (brotli, zstd, gzip before the router) unless statsCompression is false, and bypasses the overload manager', async () => {
-  const filtersOf = (bootstrap: any) => bootstrap.static_resources.listeners.find((listener: any) => listener.name === 'prometheus_stats').filter_chains[0].filters[0].typed_config.http_filters.map((filter: any) => filter.name);
+  const filtersOf = (bootstrap: any) =>
+    bootstrap.static_resources.listeners
+      .find((listener: any) => listener.name === 'prometheus_stats')
+      .filter_chains[0].filters[0].typed_config.http_filters.map((filter: any) => filter.name);
   const compressors = ['envoy.filters.http.compressor.brotli', 'envoy.filters.http.compressor.zstd', 'envoy.filters.http.compressor.gzip'];
   assert.deepEqual(filtersOf(await rendered()), [...compressors, 'envoy.filters.http.router']);
   assert.deepEqual(filtersOf(await rendered({ statsCompression: true })), [...compressors, 'envoy.filters.http.router']);
@@ -52,7 +65,11 @@ test('the global downstream connection limit: connectionSettings, then proxyMeta
   const cases: { name: string; proxyConfig: Record<string, unknown>; env?: Record<string, string>; limit: number }[] = [
     { name: 'nothing set', proxyConfig: {}, limit: 2147483647 },
     { name: 'connectionSettings', proxyConfig: { connectionSettings: { globalDownstreamConnectionLimit: 100 }, proxyMetadata: { [key]: '7' } }, limit: 100 },
-    { name: 'connectionSettings 0 is unset (Istio)', proxyConfig: { connectionSettings: { globalDownstreamConnectionLimit: 0 }, proxyMetadata: { [key]: '7' } }, limit: 7 },
+    {
+      name: 'connectionSettings 0 is unset (Istio)',
+      proxyConfig: { connectionSettings: { globalDownstreamConnectionLimit: 0 }, proxyMetadata: { [key]: '7' } },
+      limit: 7,
+    },
     { name: 'proxyMetadata over env', proxyConfig: { proxyMetadata: { [key]: '7' } }, env: { [key]: '9' }, limit: 7 },
     { name: 'env', proxyConfig: {}, env: { [key]: '9' }, limit: 9 },
     { name: 'deprecated runtime key', proxyConfig: { runtimeValues: { 'overload.global_downstream_max_connections': '11' } }, limit: 11 },
@@ -66,8 +83,16 @@ test('the global downstream connection limit: connectionSettings, then proxyMeta
 
 test('bad values name the setting', async () => {
   const cases: [Record<string, unknown>, Record<string, string>, RegExp][] = [
-    [{ connectionSettings: { globalDownstreamConnectionLimit: -5 } }, {}, /env PROXY_CONFIG: field connectionSettings\.globalDownstreamConnectionLimit: -5 is not a connection limit/],
-    [{ proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: 'many' } }, {}, /field proxyMetadata\.ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: "many"/],
+    [
+      { connectionSettings: { globalDownstreamConnectionLimit: -5 } },
+      {},
+      /env PROXY_CONFIG: field connectionSettings\.globalDownstreamConnectionLimit: -5 is not a connection limit/,
+    ],
+    [
+      { proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: 'many' } },
+      {},
+      /field proxyMetadata\.ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: "many"/,
+    ],
     [{}, { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '0' }, /^env ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: "0"/],
     [{ runtimeValues: { a: 1 } }, {}, /env PROXY_CONFIG: field runtimeValues must be an object of strings/],
   ];

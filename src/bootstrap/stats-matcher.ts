@@ -43,7 +43,10 @@ type Pattern = { prefix: string } | { suffix: string } | { safe_regex: { regex: 
 /** The stats_matcher block of the bootstrap. */
 export function statsMatcher(input: StatsMatcherInput): { inclusion_list: { patterns: Pattern[] } } {
   const pick = (kind: 'Prefixes' | 'Suffixes' | 'Regexps', key: keyof StatsInclusion, required: readonly string[]) =>
-    substitute([...(input.flags[key] ?? fromAnnotation(input.annotations, annotation(kind)) ?? input.proxyConfig?.[key] ?? []), ...required], input.instanceIps);
+    substitute(
+      [...(input.flags[key] ?? fromAnnotation(input.annotations, annotation(kind)) ?? input.proxyConfig?.[key] ?? []), ...required],
+      input.instanceIps,
+    );
   const suffixes = input.exitOnZeroActiveConnections ? [...rbacSuffixes, 'downstream_cx_active'] : rbacSuffixes;
   const patterns: Pattern[] = [
     { prefix: standardMetricsPrefix },

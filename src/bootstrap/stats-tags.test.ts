@@ -26,8 +26,18 @@ describe('the bootstrap\'s stats tags', () => {
   });
 
   it('refuse an extra tag that is no label name or is one of Istio\'s, naming where it comes from', () => {
-    for (const [input, reason] of [[{ proxyConfig: ['a.b'] }, /"a\.b" is not a label name/], [{ annotation: 'x|y' }, /"x\|y" is not a label name/], [{ proxyConfig: ['cluster_name'] }, /one of Istio's own tags/]] as const) {
-      assert.throws(() => statsTags(input), (error: Error & { exitCode: number }) => /^extraStatTags \(ProxyConfig or annotation sidecar\.istio\.io\/extraStatTags\)/.test(error.message) && reason.test(error.message) && error.exitCode === 2);
+    for (const [input, reason] of [
+      [{ proxyConfig: ['a.b'] }, /"a\.b" is not a label name/],
+      [{ annotation: 'x|y' }, /"x\|y" is not a label name/],
+      [{ proxyConfig: ['cluster_name'] }, /one of Istio's own tags/],
+    ] as const) {
+      assert.throws(
+        () => statsTags(input),
+        (error: Error & { exitCode: number }) =>
+          /^extraStatTags \(ProxyConfig or annotation sidecar\.istio\.io\/extraStatTags\)/.test(error.message) &&
+          reason.test(error.message) &&
+          error.exitCode === 2,
+      );
     }
   });
 });

@@ -69,8 +69,13 @@ export function statsTags(input: ExtraStatTagsInput): StatsTag[] {
   const fromAnnotation = (input.annotation ?? '').split(',').map((tag) => tag.trim());
   const extra = [...new Set([...(input.proxyConfig ?? []), ...fromAnnotation].filter((tag) => tag !== ''))];
   for (const tag of extra) {
-    if (!labelName.test(tag)) throw new AgentError('BAD_ENV', `extraStatTags (ProxyConfig or annotation ${extraStatTagsAnnotation}): "${tag}" is not a label name ([A-Za-z_][A-Za-z0-9_]*)`);
-    if ([...leadingTags, ...trailingTags].some((known) => known.tag_name === tag)) throw new AgentError('BAD_ENV', `extraStatTags (ProxyConfig or annotation ${extraStatTagsAnnotation}): "${tag}" is one of Istio's own tags`);
+    if (!labelName.test(tag))
+      throw new AgentError(
+        'BAD_ENV',
+        `extraStatTags (ProxyConfig or annotation ${extraStatTagsAnnotation}): "${tag}" is not a label name ([A-Za-z_][A-Za-z0-9_]*)`,
+      );
+    if ([...leadingTags, ...trailingTags].some((known) => known.tag_name === tag))
+      throw new AgentError('BAD_ENV', `extraStatTags (ProxyConfig or annotation ${extraStatTagsAnnotation}): "${tag}" is one of Istio's own tags`);
   }
   return [...leadingTags, ...extra.map(extraTag), ...trailingTags];
 }

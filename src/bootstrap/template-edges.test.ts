@@ -4,7 +4,11 @@ import { renderTemplate, TemplateError } from './template.ts';
 
 /** Edges of template.test.ts that mutation testing showed untested. */
 const fails = (text: string, variables: Record<string, unknown>, message: RegExp) =>
-  assert.throws(() => renderTemplate(text, variables), (error: unknown) => error instanceof TemplateError && error.name === 'TemplateError' && message.test(error.message), text);
+  assert.throws(
+    () => renderTemplate(text, variables),
+    (error: unknown) => error instanceof TemplateError && error.name === 'TemplateError' && message.test(error.message),
+    text,
+  );
 
 test('a spread is a whole array element only, with or without spaces; inside a longer string or a nested array it is not', () => {
   const more = { more: [2, 3] };

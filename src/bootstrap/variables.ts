@@ -79,7 +79,8 @@ export function instanceIps(context: Pick<BootstrapContext, 'nodeId' | 'metadata
 /** The readiness hop needs both ends: the status server and Envoy's listener. */
 const readinessEnabled = (config: AgentConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
 const readinessListeners = (config: AgentConfig) => (readinessEnabled(config) ? [readinessListener(config.readinessPort)] : []);
-const readinessClusters = (config: AgentConfig, context: BootstrapContext) => (readinessEnabled(config) ? [agentStatusCluster(context.readinessSocketPath)] : []);
+const readinessClusters = (config: AgentConfig, context: BootstrapContext) =>
+  readinessEnabled(config) ? [agentStatusCluster(context.readinessSocketPath)] : [];
 
 function socketAddress({ host, port }: HostPort, protocol?: 'UDP'): unknown {
   return { socket_address: { address: host, port_value: port, ...(protocol ? { protocol } : {}) } };

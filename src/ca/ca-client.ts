@@ -81,8 +81,10 @@ export function caFailure(status: typeof Grpc.status, error: Grpc.ServiceError |
   if (!('code' in error) || typeof error.code !== 'number') return { ok: false, code: 'PROTOCOL', message: error.message };
   const details = error.details || error.message;
   const { timeoutMs } = call;
-  if (error.code === status.DEADLINE_EXCEEDED || (error.code === status.CANCELLED && call.late)) return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms (${details})` };
-  if (error.code === status.RESOURCE_EXHAUSTED && /larger than max/i.test(details)) return { ok: false, code: 'PROTOCOL', message: `the answer is over ${maxAnswerBytes} bytes (${details})` };
+  if (error.code === status.DEADLINE_EXCEEDED || (error.code === status.CANCELLED && call.late))
+    return { ok: false, code: 'DEADLINE_EXCEEDED', message: `no answer within ${timeoutMs} ms (${details})` };
+  if (error.code === status.RESOURCE_EXHAUSTED && /larger than max/i.test(details))
+    return { ok: false, code: 'PROTOCOL', message: `the answer is over ${maxAnswerBytes} bytes (${details})` };
   // grpc-js reports a connection that never came up as UNAVAILABLE; a TLS
   // failure (wrong root, wrong name) reads differently in a log than a CA that is down.
   if (error.code === status.UNAVAILABLE && /No connection established|Failed to connect|ECONNREFUSED|ENOTFOUND|EAI_AGAIN/.test(details)) {

@@ -5,7 +5,12 @@ import { caSettingsFromEnv } from './ca-settings.ts';
 const base = { CA_ADDR: 'istiod.istio-system.svc:15012', POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' };
 const discoveryAddress = 'istiod.istio-system.svc:15012';
 const settings = (env: NodeJS.ProcessEnv, extra: { tokenFile?: string; certFilesMounted?: boolean; discoveryAddress?: string } = {}) =>
-  caSettingsFromEnv({ env, tokenFile: extra.tokenFile, certFilesMounted: extra.certFilesMounted ?? false, discoveryAddress: 'discoveryAddress' in extra ? extra.discoveryAddress : discoveryAddress });
+  caSettingsFromEnv({
+    env,
+    tokenFile: extra.tokenFile,
+    certFilesMounted: extra.certFilesMounted ?? false,
+    discoveryAddress: 'discoveryAddress' in extra ? extra.discoveryAddress : discoveryAddress,
+  });
 
 test('when the agent asks a CA', () => {
   assert.equal(settings({}), undefined, 'no CA_ADDR and no identity: no CA');
@@ -24,16 +29,51 @@ test('Istio\'s defaults and names', () => {
     key: { algorithm: 'RSA', rsaBits: 2048 }, pkcs8Key: false, certSigner: undefined, headers: {}, plaintext: false, rootsExplicit: false,
     ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
   });
-  const custom = settings({ ...base, CA_ADDR: 'istiod.corp:15012', TRUST_DOMAIN: 'corp.example', ISTIOD_SAN: 'istiod.corp', CA_ROOT_CA: '/r.pem', SECRET_TTL: '12h', SECRET_GRACE_PERIOD_RATIO: '0.25', ECC_SIGNATURE_ALGORITHM: 'ECDSA', OUTPUT_CERTS: '/out', ISTIO_META_CLUSTER_ID: 'c1' }, { tokenFile: '/t' })!;
+  const custom = settings(
+    {
+      ...base,
+      CA_ADDR: 'istiod.corp:15012',
+      TRUST_DOMAIN: 'corp.example',
+      ISTIOD_SAN: 'istiod.corp',
+      CA_ROOT_CA: '/r.pem',
+      SECRET_TTL: '12h',
+      SECRET_GRACE_PERIOD_RATIO: '0.25',
+      ECC_SIGNATURE_ALGORITHM: 'ECDSA',
+      OUTPUT_CERTS: '/out',
+      ISTIO_META_CLUSTER_ID: 'c1',
+    },
+    { tokenFile: '/t' },
+  )!;
   assert.equal(custom.identity, 'spiffe://corp.example/ns/shop/sa/cart');
-  assert.deepEqual([custom.serverName, custom.rootsPath, custom.rootsExplicit, custom.tokenPath, custom.ttlSeconds, custom.graceRatio, custom.key, custom.outputDir, custom.clusterId], ['istiod.corp', '/r.pem', true, '/t', 43_200, 0.25, { algorithm: 'ECDSA', curve: 'P256' }, '/out', 'c1']);
+  assert.deepEqual(
+    [
+      custom.serverName,
+      custom.rootsPath,
+      custom.rootsExplicit,
+      custom.tokenPath,
+      custom.ttlSeconds,
+      custom.graceRatio,
+      custom.key,
+      custom.outputDir,
+      custom.clusterId,
+    ],
+    ['istiod.corp', '/r.pem', true, '/t', 43_200, 0.25, { algorithm: 'ECDSA', curve: 'P256' }, '/out', 'c1'],
+  );
 });
 
 test('the name the CA\'s certificate must carry, as Istio: ISTIOD_SAN only for a CA that is the discovery server', () => {
   const cases: { name: string; env: NodeJS.ProcessEnv; want: string }[] = [
     { name: 'CA_ADDR unset, ISTIOD_SAN set', env: { POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart', ISTIOD_SAN: 'istiod.corp' }, want: 'istiod.corp' },
-    { name: 'CA_ADDR unset, no ISTIOD_SAN: the discovery address\'s host', env: { POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' }, want: 'istiod.istio-system.svc' },
-    { name: 'CA_ADDR of its own: its host, whatever ISTIOD_SAN says', env: { ...base, CA_ADDR: 'cert-manager-istio-csr.cert-manager.svc:443', ISTIOD_SAN: 'istiod.istio-system.svc' }, want: 'cert-manager-istio-csr.cert-manager.svc' },
+    {
+      name: "CA_ADDR unset, no ISTIOD_SAN: the discovery address's host",
+      env: { POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart' },
+      want: 'istiod.istio-system.svc',
+    },
+    {
+      name: 'CA_ADDR of its own: its host, whatever ISTIOD_SAN says',
+      env: { ...base, CA_ADDR: 'cert-manager-istio-csr.cert-manager.svc:443', ISTIOD_SAN: 'istiod.istio-system.svc' },
+      want: 'cert-manager-istio-csr.cert-manager.svc',
+    },
     { name: 'CA_ADDR by IP: the IP', env: { ...base, CA_ADDR: '10.0.0.7:15012', ISTIOD_SAN: 'istiod.istio-system.svc' }, want: '10.0.0.7' },
   ];
   for (const { name, env, want } of cases) assert.equal(settings(env)?.serverName, want, name);
@@ -80,7 +120,12 @@ test('wrong values are bad input naming the variable', () => {
     [{ ...base, CA_HEADER_X: 'a\nb' }, /^env CA_HEADER_X: a header value cannot hold a line break/],
     [{ POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'cart', WORKLOAD_RSA_KEY_SIZE: '1' }, /^env WORKLOAD_RSA_KEY_SIZE: /],
   ];
-  for (const [env, message] of cases) assert.throws(() => settings(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
+  for (const [env, message] of cases)
+    assert.throws(
+      () => settings(env),
+      (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2,
+      JSON.stringify(env),
+    );
 });
 
 test('the other CA variables are read only when the agent asks a CA', () => {
@@ -90,8 +135,20 @@ test('the other CA variables are read only when the agent asks a CA', () => {
 });
 
 test('empty is unset, and the cluster ID has two names', () => {
-  const empty = settings({ ...base, TRUST_DOMAIN: '', WORKLOAD_KEY_ALGORITHM: '', SECRET_TTL: '', CA_ROOT_CA: '', ISTIOD_SAN: '', ECC_SIGNATURE_ALGORITHM: '', FILE_MOUNTED_CERTS: '' })!;
-  assert.deepEqual([empty.trustDomain, empty.key, empty.ttlSeconds, empty.rootsPath, empty.serverName], ['cluster.local', { algorithm: 'RSA', rsaBits: 2048 }, 86_400, './var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc']);
+  const empty = settings({
+    ...base,
+    TRUST_DOMAIN: '',
+    WORKLOAD_KEY_ALGORITHM: '',
+    SECRET_TTL: '',
+    CA_ROOT_CA: '',
+    ISTIOD_SAN: '',
+    ECC_SIGNATURE_ALGORITHM: '',
+    FILE_MOUNTED_CERTS: '',
+  })!;
+  assert.deepEqual(
+    [empty.trustDomain, empty.key, empty.ttlSeconds, empty.rootsPath, empty.serverName],
+    ['cluster.local', { algorithm: 'RSA', rsaBits: 2048 }, 86_400, './var/run/secrets/istio/root-cert.pem', 'istiod.istio-system.svc'],
+  );
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2' })!.clusterId, 'c2');
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2', ISTIO_META_CLUSTER_ID: 'c1' })!.clusterId, 'c1');
 });

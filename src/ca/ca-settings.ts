@@ -8,7 +8,10 @@ import type { WorkloadKeyOptions } from './csr.ts';
  * The CA client's settings: its env rows as read (CA_ADDR, CA_ROOT_CA,
  * OUTPUT_CERTS…), plus what is made of several of them or of the flags.
  */
-export type CaSettings = Omit<EnvValues<typeof caEnv>, 'address' | 'namespace' | 'serviceAccount' | 'eccSignatureAlgorithm' | 'eccCurve' | 'rsaKeySize' | 'keyAlgorithmOverride' | 'fileMountedCerts'> & {
+export type CaSettings = Omit<
+  EnvValues<typeof caEnv>,
+  'address' | 'namespace' | 'serviceAccount' | 'eccSignatureAlgorithm' | 'eccCurve' | 'rsaKeySize' | 'keyAlgorithmOverride' | 'fileMountedCerts'
+> & {
   /** CA_ADDR, else the discovery address. */
   address: string;
   /** Istio speaks plaintext to a CA on 15010 (istiod's plaintext port, on a network secure by itself). */
@@ -51,7 +54,8 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
   if (input.certFilesMounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
   const explicit = isEnvSet(env, caEnv.address);
   if (!explicit && !(input.discoveryAddress && isEnvSet(env, caEnv.namespace) && isEnvSet(env, caEnv.serviceAccount))) return undefined;
-  const { namespace, serviceAccount, eccSignatureAlgorithm, eccCurve, rsaKeySize, keyAlgorithmOverride, fileMountedCerts, address, ...values } = readEnvSettings(env, caEnv);
+  const { namespace, serviceAccount, eccSignatureAlgorithm, eccCurve, rsaKeySize, keyAlgorithmOverride, fileMountedCerts, address, ...values } =
+    readEnvSettings(env, caEnv);
   const caAddress = address ?? input.discoveryAddress!;
   const algorithm = keyAlgorithmOverride ?? (eccSignatureAlgorithm === 'ECDSA' ? 'ECDSA' : 'RSA');
   return {

@@ -14,7 +14,8 @@ const intermediate = buildCert({ subject: 'istiod-intermediate', key: ecKey(), i
 const otherRoot = buildCert({ subject: 'other-root', key: ecKey(), notBefore: now - day, notAfter: now + day, ca: true });
 const workloadKey = ecKey();
 const leaf = (notBefore: number, issuer = root) => buildCert({ subject: '', key: workloadKey, issuer, notBefore, notAfter: now + day, uri: identity }).pem;
-const check = (chain: string[], extra: Partial<ChainCheckInput> = {}) => checkChain({ chain, key: workloadKey, identity, now, trustedRoots: root.pem, ...extra });
+const check = (chain: string[], extra: Partial<ChainCheckInput> = {}) =>
+  checkChain({ chain, key: workloadKey, identity, now, trustedRoots: root.pem, ...extra });
 
 test('a CA clock up to five minutes ahead is taken, to the second; past that the leaf is refused', () => {
   assert.equal(typeof check([leaf(now + 5 * minute), root.pem]), 'object', 'exactly five minutes ahead');
@@ -42,7 +43,11 @@ test('a trusted certificate below the top does not anchor the chain: the untrust
 test('only CERTIFICATE blocks of the trusted bundle count: the same DER under another label is not trusted', () => {
   const relabelled = root.pem.replaceAll('CERTIFICATE-----', 'X509 CERTIFICATE-----');
   assert.match(check([leaf(now - minute), root.pem], { trustedRoots: relabelled }) as string, /is not a root this agent trusts$/);
-  assert.equal(typeof check([leaf(now - minute), root.pem], { trustedRoots: relabelled + root.pem }), 'object', 'a real CERTIFICATE block beside it still counts');
+  assert.equal(
+    typeof check([leaf(now - minute), root.pem], { trustedRoots: relabelled + root.pem }),
+    'object',
+    'a real CERTIFICATE block beside it still counts',
+  );
 });
 
 test('node:crypto throwing inside a check is a refusal with its reason, never an exception', () => {

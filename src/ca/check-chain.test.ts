@@ -13,9 +13,18 @@ const intermediate = buildCert({ subject: 'istiod-intermediate', key: ecKey(), i
 const otherRoot = buildCert({ subject: 'mesh-root', key: ecKey(), notBefore: now - day, notAfter: now + 365 * day, ca: true });
 const workloadKey = ecKey();
 const leaf = (overrides: { issuer?: BuiltCert; notBefore?: number; notAfter?: number; uri?: string; ca?: boolean; key?: BuiltCert['key'] } = {}) =>
-  buildCert({ subject: '', key: overrides.key ?? workloadKey, issuer: overrides.issuer ?? root, notBefore: overrides.notBefore ?? now - 60_000, notAfter: overrides.notAfter ?? now + day, uri: overrides.uri ?? identity, ca: overrides.ca });
+  buildCert({
+    subject: '',
+    key: overrides.key ?? workloadKey,
+    issuer: overrides.issuer ?? root,
+    notBefore: overrides.notBefore ?? now - 60_000,
+    notAfter: overrides.notAfter ?? now + day,
+    uri: overrides.uri ?? identity,
+    ca: overrides.ca,
+  });
 const good = leaf();
-const check = (chain: string[], extra: Partial<ChainCheckInput> = {}) => checkChain({ chain, key: workloadKey, identity, now, trustedRoots: root.pem, ...extra });
+const check = (chain: string[], extra: Partial<ChainCheckInput> = {}) =>
+  checkChain({ chain, key: workloadKey, identity, now, trustedRoots: root.pem, ...extra });
 
 test('a leaf for our key and identity, signed by the trusted root, is taken and re-encoded', () => {
   const checked = check([good.pem, root.pem]);
@@ -28,7 +37,11 @@ test('a leaf for our key and identity, signed by the trusted root, is taken and 
   assert.ok(typeof bundled !== 'string', `an element may hold several certificates: ${String(bundled)}`);
   assert.equal(typeof check([good.pem, root.pem], { trustedRoots: undefined }), 'object', 'no root configured: no anchor check');
   assert.equal(typeof check([good.pem, root.pem], { trustedRoots: otherRoot.pem + root.pem }), 'object', 'a bundle of roots, as during a root rotation');
-  assert.equal(typeof check([leaf({ issuer: intermediate }).pem, intermediate.pem], { trustedRoots: root.pem }), 'object', 'a chain ending below the trusted root, signed by it');
+  assert.equal(
+    typeof check([leaf({ issuer: intermediate }).pem, intermediate.pem], { trustedRoots: root.pem }),
+    'object',
+    'a chain ending below the trusted root, signed by it',
+  );
   assert.equal(typeof check([leaf({ notBefore: now + clockSkewMs - 1000 }).pem, root.pem]), 'object', 'a CA clock a little ahead');
 });
 
@@ -41,19 +54,39 @@ test('every refusal, with its reason', () => {
     ['a private key block in the chain', [good.pem, privateKeyPem], /chain element 1 holds a PRIVATE KEY block, not a certificate/],
     ['a key block beside the root', [good.pem, root.pem + privateKeyPem], /chain element 1 holds a PRIVATE KEY block/],
     ['text around a block', [good.pem, `hello\n${root.pem}`], /chain element 1 holds text outside its PEM blocks/],
-    ['a CERTIFICATE block that is not DER', [good.pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'], /chain element 1 holds a certificate that does not parse/],
+    [
+      'a CERTIFICATE block that is not DER',
+      [good.pem, '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'],
+      /chain element 1 holds a certificate that does not parse/,
+    ],
     ['an empty leaf element', ['', root.pem], /chain element 0 holds no PEM certificate/],
     ['a leaf for another key', [leaf({ key: ecKey() }).pem, root.pem], /not for the key the CSR carried/],
-    ['a leaf for another identity', [leaf({ uri: 'spiffe://cluster.local/ns/default/sa/other' }).pem, root.pem], /names spiffe:\/\/cluster\.local\/ns\/default\/sa\/other, not/],
+    [
+      'a leaf for another identity',
+      [leaf({ uri: 'spiffe://cluster.local/ns/default/sa/other' }).pem, root.pem],
+      /names spiffe:\/\/cluster\.local\/ns\/default\/sa\/other, not/,
+    ],
     ['an expired leaf', [leaf({ notBefore: now - 2 * day, notAfter: now - hour }).pem, root.pem], /the leaf expired at 2026-11-25T07:00:00\.000Z/],
     ['a leaf expiring this very moment', [leaf({ notAfter: now }).pem, root.pem], /the leaf expired at/],
     ['a leaf not yet valid', [leaf({ notBefore: now + hour }).pem, root.pem], /the leaf is not valid before 2026-11-25T09:00:00\.000Z/],
     ['a leaf that is a CA', [leaf({ ca: true }).pem, root.pem], /the leaf is a CA certificate/],
-    ['a leaf not signed by the root sent with it', [leaf({ issuer: otherRoot }).pem, root.pem], /chain certificate 0 \(no subject\) is not signed by the next one \(CN=mesh-root\)/],
+    [
+      'a leaf not signed by the root sent with it',
+      [leaf({ issuer: otherRoot }).pem, root.pem],
+      /chain certificate 0 \(no subject\) is not signed by the next one \(CN=mesh-root\)/,
+    ],
     ['the leaf as its own root', [good.pem, good.pem], /names the leaf itself as its root/],
     ['the leaf as an intermediate', [good.pem, good.pem, root.pem], /names the leaf itself as its issuer/],
-    ['an intermediate that is not a CA', [leaf({ issuer: leaf({ uri: 'spiffe://x/y' }) }).pem, leaf({ uri: 'spiffe://x/y' }).pem, root.pem], /chain certificate 1 \(no subject\) is not a CA/],
-    ['a root other than the trusted one', [leaf({ issuer: otherRoot }).pem, otherRoot.pem], /the chain's root \(CN=mesh-root, SHA-256 .*\) is not a root this agent trusts/],
+    [
+      'an intermediate that is not a CA',
+      [leaf({ issuer: leaf({ uri: 'spiffe://x/y' }) }).pem, leaf({ uri: 'spiffe://x/y' }).pem, root.pem],
+      /chain certificate 1 \(no subject\) is not a CA/,
+    ],
+    [
+      'a root other than the trusted one',
+      [leaf({ issuer: otherRoot }).pem, otherRoot.pem],
+      /the chain's root \(CN=mesh-root, SHA-256 .*\) is not a root this agent trusts/,
+    ],
     ['a trusted root file with no certificate in it', [good.pem, root.pem], /is not a root this agent trusts/, { trustedRoots: 'garbage' }],
   ];
   for (const [name, chain, reason, extra] of cases) {

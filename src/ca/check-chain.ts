@@ -90,7 +90,8 @@ function checkSignatures(certificates: X509Certificate[]): string | undefined {
     const [child, parent] = [certificates[at - 1]!, certificates[at]!];
     if (parent.fingerprint256 === leaf.fingerprint256) return `the chain names the leaf itself as its ${at === certificates.length - 1 ? 'root' : 'issuer'}`;
     if (!parent.ca) return `chain certificate ${at} (${oneLine(parent.subject)}) is not a CA`;
-    if (!child.checkIssued(parent) || !child.verify(parent.publicKey)) return `chain certificate ${at - 1} (${oneLine(child.subject)}) is not signed by the next one (${oneLine(parent.subject)})`;
+    if (!child.checkIssued(parent) || !child.verify(parent.publicKey))
+      return `chain certificate ${at - 1} (${oneLine(child.subject)}) is not signed by the next one (${oneLine(parent.subject)})`;
   }
   return undefined;
 }
@@ -106,7 +107,9 @@ function checkSignatures(certificates: X509Certificate[]): string | undefined {
 function checkAnchor(certificates: X509Certificate[], trustedRoots: string | undefined): string | undefined {
   if (trustedRoots === undefined) return undefined;
   const top = certificates.at(-1)!;
-  const anchored = parseTrusted(trustedRoots).some((root) => root.fingerprint256 === top.fingerprint256 || (top.checkIssued(root) && top.verify(root.publicKey)));
+  const anchored = parseTrusted(trustedRoots).some(
+    (root) => root.fingerprint256 === top.fingerprint256 || (top.checkIssued(root) && top.verify(root.publicKey)),
+  );
   return anchored ? undefined : `the chain's root (${oneLine(top.subject)}, SHA-256 ${top.fingerprint256.slice(0, 23)}…) is not a root this agent trusts`;
 }
 

@@ -14,7 +14,8 @@ before(async () => (signer = await makeCsrSigner()));
 after(() => signer.close());
 
 /** The options the agent passes: now is the real clock (the test CA signs with it), the test root is trusted. */
-const check = (chain: string[], key: KeyObject, pkcs8Key = false) => checkIssued({ chain, key, identity, now: Date.now(), trustedRoots: signer.root, pkcs8Key });
+const check = (chain: string[], key: KeyObject, pkcs8Key = false) =>
+  checkIssued({ chain, key, identity, now: Date.now(), trustedRoots: signer.root, pkcs8Key });
 
 /** Our key and a leaf the test CA signed for it; `san` is openssl's subjectAltName value after `URI:`. */
 async function issued(san = identity) {
@@ -73,7 +74,11 @@ test('what the CA sent wrong is named', async () => {
     [[], key, /^the CA sent 0 chain element\(s\); a leaf and a root are needed$/],
     [[leaf], key, /^the CA sent 1 chain element\(s\); a leaf and a root are needed$/],
     [['not a certificate', signer.root], key, /^chain element 0 holds no PEM certificate$/],
-    [[others.leaf, signer.root], others.key, /^the leaf names spiffe:\/\/cluster\.local\/ns\/a\/sa\/one, spiffe:\/\/cluster\.local\/ns\/b\/sa\/two, not spiffe:/],
+    [
+      [others.leaf, signer.root],
+      others.key,
+      /^the leaf names spiffe:\/\/cluster\.local\/ns\/a\/sa\/one, spiffe:\/\/cluster\.local\/ns\/b\/sa\/two, not spiffe:/,
+    ],
     [[await readFile(dnsOnly.cert, 'utf8'), signer.root], dnsKey, /^the leaf names no URI, not spiffe:\/\/cluster\.local\/ns\/default\/sa\/reviews$/],
   ];
   for (const [chain, caseKey, message] of cases) {

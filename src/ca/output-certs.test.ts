@@ -40,7 +40,9 @@ test('OUTPUT_CERTS: a reader never sees the key of one version with the chain or
   try {
     await writeOutputCerts(dir, version(0));
     reader = new Worker(readerSource, { eval: true, workerData: { dir, stop } });
-    const result = new Promise<{ reads: number; mixed: string[]; mixedCount: number; failed: string[] }>((resolve, reject) => reader!.once('message', resolve).once('error', reject));
+    const result = new Promise<{ reads: number; mixed: string[]; mixedCount: number; failed: string[] }>((resolve, reject) =>
+      reader!.once('message', resolve).once('error', reject),
+    );
     for (let n = 1; n <= 300; n++) await writeOutputCerts(dir, version(n));
     Atomics.store(new Int32Array(stop), 0, 1);
     const { reads, mixed, mixedCount, failed } = await within(result, 10_000, 'the reader thread to report');
@@ -71,7 +73,11 @@ test('OUTPUT_CERTS layout: the three names are links through ..data to a private
     const versions = (await readdir(dir)).filter((entry) => entry.startsWith('..version-'));
     assert.equal(versions.length, 2, `the current version and the one before (${versions.join(', ')})`);
     assert.equal((await stat(join(dir, await readlink(join(dir, '..data'))))).mode & 0o777, 0o700);
-    assert.deepEqual((await readdir(dir)).filter((entry) => entry.includes('.tmp')), [], 'no temporary left');
+    assert.deepEqual(
+      (await readdir(dir)).filter((entry) => entry.includes('.tmp')),
+      [],
+      'no temporary left',
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

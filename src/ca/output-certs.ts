@@ -45,7 +45,8 @@ async function writeVersion(dir: string, certificate: OutputCertificate, shared:
   const previous = await readlink(join(dir, dataLink)).catch(() => undefined);
   const version = await mkdtemp(join(dir, versionPrefix));
   if (shared) await Promise.all([chmod(dir, dirMode), chmod(version, dirMode)]);
-  for (const [field, name] of Object.entries(certFileNames) as [keyof OutputCertificate, string][]) await writeSyncedFile(join(version, name), certificate[field], 'wx', fileMode);
+  for (const [field, name] of Object.entries(certFileNames) as [keyof OutputCertificate, string][])
+    await writeSyncedFile(join(version, name), certificate[field], 'wx', fileMode);
   await swapLink(join(dir, dataLink), basename(version));
   // Once: the top-level names become links through ..data (a file an older agent wrote is replaced whole).
   for (const name of Object.values(certFileNames)) {

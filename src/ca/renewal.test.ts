@@ -20,7 +20,11 @@ test('renewal is due half-way through the lifetime, moved by the jitter', () => 
 });
 
 test('the grace ratio is clamped to [0, 1]', () => {
-  assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 1, jitterRatio: 0.5, random: 1 }), 1000, 'a ratio of 1 is the floor, not a loop');
+  assert.equal(
+    renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 1, jitterRatio: 0.5, random: 1 }),
+    1000,
+    'a ratio of 1 is the floor, not a loop',
+  );
   assert.equal(renewalDelayMs({ issuedAt: 0, expiresAt: day, now: 0, graceRatio: 0, jitterRatio: 0.5, random: 0 }), day);
 });
 

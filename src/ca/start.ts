@@ -49,7 +49,9 @@ const firstCallWaitMs = 1000;
 export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   const { settings, store, logger } = options;
   const metrics = registerCaMetrics(options.registry);
-  const firstCall = options.firstCallAfter ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined) : Promise.resolve();
+  const firstCall = options.firstCallAfter
+    ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined)
+    : Promise.resolve();
   const certificates = new WorkloadCertificates({
     clock: options.clock, logger, identity: settings.identity, key: settings.key, pkcs8Key: settings.pkcs8Key,
     graceRatio: settings.graceRatio, jitterRatio: settings.jitterRatio,
@@ -66,7 +68,17 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
       if (!result.ok) metrics.failedOutgoing.inc({ request_type: 'csr' });
     },
   });
-  logger.info({ ca: settings.address, plaintext: settings.plaintext || undefined, identity: settings.identity, key: settings.key, certSigner: settings.certSigner, caHeaders: Object.keys(settings.headers) }, 'asking the CA for the workload certificate');
+  logger.info(
+    {
+      ca: settings.address,
+      plaintext: settings.plaintext || undefined,
+      identity: settings.identity,
+      key: settings.key,
+      certSigner: settings.certSigner,
+      caHeaders: Object.keys(settings.headers),
+    },
+    'asking the CA for the workload certificate',
+  );
   void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.
   return {
     problem: () => certificates.problem(),
@@ -99,7 +111,12 @@ async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () 
   }
   logger.debug({ ca: settings.address }, 'CreateCertificate');
   return createCertificate({
-    endpoint: { address: settings.address, tls: settings.plaintext ? undefined : { roots: roots!, serverName: settings.serverName }, clusterId: settings.clusterId, headers: settings.headers },
+    endpoint: {
+      address: settings.address,
+      tls: settings.plaintext ? undefined : { roots: roots!, serverName: settings.serverName },
+      clusterId: settings.clusterId,
+      headers: settings.headers,
+    },
     request: { csr, validitySeconds: settings.ttlSeconds, certSigner: settings.certSigner },
     token,
     timeoutMs: callTimeoutMs,
@@ -125,7 +142,10 @@ function publish(store: SecretStore, certificate: IssuedCertificate, settings: C
   const chain = Buffer.from(certificate.chain.join(''));
   store.put(workloadSecretName, pemSecret({ kind: 'tls-certificate', chain, key: Buffer.from(certificate.key) }, []));
   store.put(rootSecretName, pemSecret({ kind: 'validation-context', trustedCa: Buffer.from(certificate.root) }, []));
-  if (settings.outputDir) void writeOutput(settings.outputDir, certificate, settings.outputShared).catch((error: Error) => logger.warn({ dir: settings.outputDir, err: error }, 'cannot write OUTPUT_CERTS'));
+  if (settings.outputDir)
+    void writeOutput(settings.outputDir, certificate, settings.outputShared).catch((error: Error) =>
+      logger.warn({ dir: settings.outputDir, err: error }, 'cannot write OUTPUT_CERTS'),
+    );
 }
 
 /** OUTPUT_CERTS: key, chain and root swapped in together (output-certs.ts). */
@@ -135,11 +155,30 @@ const writeOutput = (dir: string, certificate: IssuedCertificate, shared = false
 function registerCaMetrics(registry: Registry) {
   const registers = [registry];
   return {
-    requests: new Counter({ name: 'istio_agent_ca_requests_total', help: 'CreateCertificate calls to the CA, by result: ok, or the failure (gRPC status name, CONNECT, TLS, TOKEN, BAD_CERTIFICATE)', labelNames: ['result'], registers }),
-    tokenFailures: new Counter({ name: 'istio_agent_ca_token_read_failures_total', help: 'Times the service-account token file could not be read for a CA call', registers }),
+    requests: new Counter({
+      name: 'istio_agent_ca_requests_total',
+      help: 'CreateCertificate calls to the CA, by result: ok, or the failure (gRPC status name, CONNECT, TLS, TOKEN, BAD_CERTIFICATE)',
+      labelNames: ['result'],
+      registers,
+    }),
+    tokenFailures: new Counter({
+      name: 'istio_agent_ca_token_read_failures_total',
+      help: 'Times the service-account token file could not be read for a CA call',
+      registers,
+    }),
     // Istio's names for the same calls, which its dashboards query.
-    outgoing: new Counter({ name: 'istio_agent_num_outgoing_requests', help: 'Requests to the CA, by request_type (csr)', labelNames: ['request_type'], registers }),
-    failedOutgoing: new Counter({ name: 'istio_agent_num_failed_outgoing_requests', help: 'Requests to the CA that failed, by request_type (csr)', labelNames: ['request_type'], registers }),
+    outgoing: new Counter({
+      name: 'istio_agent_num_outgoing_requests',
+      help: 'Requests to the CA, by request_type (csr)',
+      labelNames: ['request_type'],
+      registers,
+    }),
+    failedOutgoing: new Counter({
+      name: 'istio_agent_num_failed_outgoing_requests',
+      help: 'Requests to the CA that failed, by request_type (csr)',
+      labelNames: ['request_type'],
+      registers,
+    }),
   };
 }
 
@@ -148,7 +187,13 @@ function caDebug(settings: CaSettings, current: IssuedCertificate | undefined, p
   return {
     address: settings.address,
     identity: settings.identity,
-    certificate: current && { serial: current.serial, issuer: current.issuer, san: current.san, issuedAt: new Date(current.issuedAt).toISOString(), expiresAt: new Date(current.expiresAt).toISOString() },
+    certificate: current && {
+      serial: current.serial,
+      issuer: current.issuer,
+      san: current.san,
+      issuedAt: new Date(current.issuedAt).toISOString(),
+      expiresAt: new Date(current.expiresAt).toISOString(),
+    },
     problem,
   };
 }

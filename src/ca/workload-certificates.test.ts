@@ -29,14 +29,25 @@ function scriptedCa(answers: ((csr: string) => Promise<CaResult>)[]) {
 const issues = (uri?: string) => async (csr: string): Promise<CaResult> => ({ ok: true, chain: [await signer.sign(csr, { uri }), signer.root] });
 const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, code, message: 'scripted refusal' });
 
-function rig(ca: ReturnType<typeof scriptedCa>, startOffsetMs = 0, extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number } = {}) {
+function rig(
+  ca: ReturnType<typeof scriptedCa>,
+  startOffsetMs = 0,
+  extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number } = {},
+) {
   const clock = new FakeClock(Date.now() + startOffsetMs);
   const published: IssuedCertificate[] = [];
   const problems: (string | undefined)[] = [];
   let settle: () => void = () => undefined;
   const certs = new WorkloadCertificates({
-    clock, logger: pino({ level: 'silent' }), identity, key: { algorithm: 'ECDSA' },
-    sign: ca.sign, graceRatio: 0.5, jitterRatio: 0, random: extra.random ?? (() => 0.5), trustedRoots: extra.trustedRoots ?? (async () => signer.root),
+    clock,
+    logger: pino({ level: 'silent' }),
+    identity,
+    key: { algorithm: 'ECDSA' },
+    sign: ca.sign,
+    graceRatio: 0.5,
+    jitterRatio: 0,
+    random: extra.random ?? (() => 0.5),
+    trustedRoots: extra.trustedRoots ?? (async () => signer.root),
     publish: (certificate) => (extra.publish?.(certificate), published.push(certificate)),
     reportProblem: (reason) => problems.push(reason),
     onResult: () => settle(),
@@ -47,7 +58,10 @@ function rig(ca: ReturnType<typeof scriptedCa>, startOffsetMs = 0, extra: { publ
     clock.advance(ms);
     // A bound, not a sleep: a move that starts no request fails here instead of at the runner's timeout.
     const guard = AbortSignal.timeout(10_000);
-    await Promise.race([done, new Promise((_, reject) => guard.addEventListener('abort', () => reject(new Error(`no CA request finished after advancing ${ms} ms`))))]);
+    await Promise.race([
+      done,
+      new Promise((_, reject) => guard.addEventListener('abort', () => reject(new Error(`no CA request finished after advancing ${ms} ms`)))),
+    ]);
   };
   /** One second on; when that fired the retry timer, waits for the request it started. */
   const tick = async () => {
@@ -147,10 +161,29 @@ test('the lifetime counts from receipt, not from a backdated notBefore: no renew
 });
 
 const hostile: [string, (csr: string) => Promise<CaResult>, RegExp, number?][] = [
-  ['a valid leaf followed by an element that is not a certificate', async (csr) => ({ ok: true, chain: [await signer.sign(csr), 'not a certificate'] }), /chain element 1 holds no PEM certificate/],
-  ['a key block in the chain', async (csr) => ({ ok: true, chain: [await signer.sign(csr), `${signer.root}-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n`] }), /PRIVATE KEY block/],
-  ['the leaf as its own root', async (csr) => { const leaf = await signer.sign(csr); return { ok: true, chain: [leaf, leaf] }; }, /names the leaf itself as its root/],
-  ['a root other than the trusted one', async (csr) => ({ ok: true, chain: [await signer.sign(csr), otherRoot] }), /is not signed by the next one|is not a root this agent trusts/],
+  [
+    'a valid leaf followed by an element that is not a certificate',
+    async (csr) => ({ ok: true, chain: [await signer.sign(csr), 'not a certificate'] }),
+    /chain element 1 holds no PEM certificate/,
+  ],
+  [
+    'a key block in the chain',
+    async (csr) => ({ ok: true, chain: [await signer.sign(csr), `${signer.root}-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n`] }),
+    /PRIVATE KEY block/,
+  ],
+  [
+    'the leaf as its own root',
+    async (csr) => {
+      const leaf = await signer.sign(csr);
+      return { ok: true, chain: [leaf, leaf] };
+    },
+    /names the leaf itself as its root/,
+  ],
+  [
+    'a root other than the trusted one',
+    async (csr) => ({ ok: true, chain: [await signer.sign(csr), otherRoot] }),
+    /is not signed by the next one|is not a root this agent trusts/,
+  ],
   ['an expired leaf (our clock two days on)', issues(), /the leaf expired at/, 2 * 24 * hour],
   ['a leaf not yet valid (our clock an hour behind)', issues(), /the leaf is not valid before/, -hour],
 ];

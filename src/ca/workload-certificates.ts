@@ -132,7 +132,10 @@ export class WorkloadCertificates {
     // for a short-lived certificate would put the grace point in the past and renew in a loop.
     const now = clock.now();
     const delay = renewalDelayMs({ issuedAt: now, expiresAt: certificate.expiresAt, now, graceRatio, jitterRatio, random: this.#random() });
-    logger.info({ serial: certificate.serial, expiresAt: new Date(certificate.expiresAt).toISOString(), renewInMs: delay }, 'workload certificate issued by the CA');
+    logger.info(
+      { serial: certificate.serial, expiresAt: new Date(certificate.expiresAt).toISOString(), renewInMs: delay },
+      'workload certificate issued by the CA',
+    );
     this.#schedule(delay);
   }
 
@@ -144,7 +147,10 @@ export class WorkloadCertificates {
     const what = code === 'BAD_CERTIFICATE' ? 'refused the CA\'s answer' : 'CA request failed';
     const reason = `${what} (${code}: ${message})`;
     this.#lastFailure = reason;
-    logger.warn({ code, reason: message, retryInMs: delay, currentCertificate: valid ? this.#current!.serial : 'none' }, valid ? 'certificate renewal failed; the current certificate keeps serving' : 'no workload certificate: the CA request failed');
+    logger.warn(
+      { code, reason: message, retryInMs: delay, currentCertificate: valid ? this.#current!.serial : 'none' },
+      valid ? 'certificate renewal failed; the current certificate keeps serving' : 'no workload certificate: the CA request failed',
+    );
     if (!valid) {
       this.#problem = reason;
       this.#options.reportProblem(reason);

@@ -4,7 +4,14 @@ import { AgentError } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
 
-const defaults = { proxyAdminPort: 15000, statusPort: 15020, readinessPort: 15021, prometheusPort: 15090, drainDurationMs: 45_000, parentShutdownDurationMs: 60_000 };
+const defaults = {
+  proxyAdminPort: 15000,
+  statusPort: 15020,
+  readinessPort: 15021,
+  prometheusPort: 15090,
+  drainDurationMs: 45_000,
+  parentShutdownDurationMs: 60_000,
+};
 const check = (fields: Partial<typeof defaults>) => () => checkFlagCombinations({ ...defaults, ...fields } as AgentConfig);
 
 test('distinct ports, 0 anywhere, and a parent shutdown not before the drain (in whole seconds, rounded as Envoy is given them) pass', () => {
@@ -26,7 +33,10 @@ test('two listeners on one port, or the parent shut down mid-drain, is exit 2 na
     [{ prometheusPort: 15021 }, '--prometheusPort: 15021 is also --readinessPort; each listener needs its own port'],
     [{ statusPort: 0, prometheusPort: 15021 }, '--prometheusPort: 15021 is also --readinessPort; each listener needs its own port'],
     [{ parentShutdownDurationMs: 44_000 }, '--parentShutdownDuration: 44s is shorter than --drainDuration (45s): Envoy would kill the parent mid-drain'],
-    [{ drainDurationMs: 46_000, parentShutdownDurationMs: 45_400 }, '--parentShutdownDuration: 45s is shorter than --drainDuration (46s): Envoy would kill the parent mid-drain'],
+    [
+      { drainDurationMs: 46_000, parentShutdownDurationMs: 45_400 },
+      '--parentShutdownDuration: 45s is shorter than --drainDuration (46s): Envoy would kill the parent mid-drain',
+    ],
   ];
   for (const [fields, message] of rows) {
     assert.throws(check(fields), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === message, message);

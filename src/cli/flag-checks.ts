@@ -40,5 +40,6 @@ function checkPortsDistinct(config: AgentConfig): void {
 function checkShutdownAfterDrain(config: AgentConfig): void {
   const drain = toWholeSeconds(config.drainDurationMs);
   const parent = toWholeSeconds(config.parentShutdownDurationMs);
-  if (parent < drain) throw badFlag('--parentShutdownDuration', `${parent}s is shorter than --drainDuration (${drain}s): Envoy would kill the parent mid-drain`);
+  if (parent < drain)
+    throw badFlag('--parentShutdownDuration', `${parent}s is shorter than --drainDuration (${drain}s): Envoy would kill the parent mid-drain`);
 }

@@ -18,7 +18,13 @@ test('--log_output_level: a level, or component:level parts as Istio spells them
 });
 
 test('--log_output_level: an unknown level is exit 2 naming the flag and the level', () => {
-  const rows: [text: string, level: string][] = [['loud', 'loud'], ['xds:verbose', 'verbose'], ['info,default:warnings', 'warnings'], ['WARN', 'WARN'], ['xds:', '']];
+  const rows: [text: string, level: string][] = [
+    ['loud', 'loud'],
+    ['xds:verbose', 'verbose'],
+    ['info,default:warnings', 'warnings'],
+    ['WARN', 'WARN'],
+    ['xds:', ''],
+  ];
   for (const [text, level] of rows) {
     const named = (error: unknown) => error instanceof AgentError && error.exitCode === 2
       && error.message === `--log_output_level: unknown level "${level}" (use trace, debug, info, warn, error, fatal)`;

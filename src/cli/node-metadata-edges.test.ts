@@ -31,8 +31,35 @@ test('the ProxyConfig fields the agent decides: IPv6 discovery host bracketed, c
   assert.equal(agentProxyConfig(settle(['--concurrency', '2'])).concurrency, 2);
   assert.equal('concurrency' in agentProxyConfig(settle([])), false);
   assert.equal('controlPlaneAuthPolicy' in agentProxyConfig(settle(['--discoveryAddress', 'istiod:15010'])), false);
-  const config = agentProxyConfig(settle(['--configPath', '/cfg', '--binaryPath', '/envoy', '--serviceCluster', 'c', '--drainDuration', '2s', '--terminationDrainDuration', '3s', '--proxyAdminPort', '15001', '--statusPort', '15022']));
-  assert.deepEqual(config, { configPath: '/cfg', binaryPath: '/envoy', serviceCluster: 'c', drainDuration: '2s', terminationDrainDuration: '3s', discoveryAddress: 'istiod.istio-system.svc:15012', proxyAdminPort: 15001, statusPort: 15022, controlPlaneAuthPolicy: 'MUTUAL_TLS' });
+  const config = agentProxyConfig(
+    settle([
+      '--configPath',
+      '/cfg',
+      '--binaryPath',
+      '/envoy',
+      '--serviceCluster',
+      'c',
+      '--drainDuration',
+      '2s',
+      '--terminationDrainDuration',
+      '3s',
+      '--proxyAdminPort',
+      '15001',
+      '--statusPort',
+      '15022',
+    ]),
+  );
+  assert.deepEqual(config, {
+    configPath: '/cfg',
+    binaryPath: '/envoy',
+    serviceCluster: 'c',
+    drainDuration: '2s',
+    terminationDrainDuration: '3s',
+    discoveryAddress: 'istiod.istio-system.svc:15012',
+    proxyAdminPort: 15001,
+    statusPort: 15022,
+    controlPlaneAuthPolicy: 'MUTUAL_TLS',
+  });
 });
 
 test('the node\'s ports and IPs: no status server, no readiness listener; the role\'s IP first; exitOnZeroActiveConnections', async () => {
@@ -59,7 +86,10 @@ test('pod info: both files read, a missing one is "not mounted", a bad one is ex
   await assert.rejects(readPodInfo(bad), named(`${join(bad, 'labels')}: is not a regular file (a directory)`));
   await mkdir(join(dir, 'bad2'));
   await writeFile(join(dir, 'bad2', 'annotations'), 'x\nk=v\n');
-  await assert.rejects(readPodInfo(join(dir, 'bad2')), named(`${join(dir, 'bad2', 'annotations')}: line 2: value is not a double-quoted string (Kubernetes downward-API format, key="value")`));
+  await assert.rejects(
+    readPodInfo(join(dir, 'bad2')),
+    named(`${join(dir, 'bad2', 'annotations')}: line 2: value is not a double-quoted string (Kubernetes downward-API format, key="value")`),
+  );
   await writeFile(join(dir, 'file'), '');
   await assert.rejects(readPodInfo(join(dir, 'file')), named(`${join(dir, 'file', 'labels')}: cannot read pod info (ENOTDIR)`));
 });
@@ -67,6 +97,14 @@ test('pod info: both files read, a missing one is "not mounted", a bad one is ex
 test('xdsUpstream: the discovery address, policy, root, certificates, server name and call metadata as settled', () => {
   const config = settle(['--discoveryAddress', 'xds.mesh:15012', '--certDir', '/certs', '--xdsServerName', 'istiod.mesh', '--xdsRootCa', '/root.pem']);
   const upstream = xdsUpstream(config, { clusterid: 'c1' });
-  assert.deepEqual(upstream, { address: { host: 'xds.mesh', port: 15012 }, policy: 'TLS', rootCaFile: '/root.pem', certDir: '/certs', serverName: 'istiod.mesh', tokenFile: './var/run/secrets/tokens/istio-token', metadata: { clusterid: 'c1' } });
+  assert.deepEqual(upstream, {
+    address: { host: 'xds.mesh', port: 15012 },
+    policy: 'TLS',
+    rootCaFile: '/root.pem',
+    certDir: '/certs',
+    serverName: 'istiod.mesh',
+    tokenFile: './var/run/secrets/tokens/istio-token',
+    metadata: { clusterid: 'c1' },
+  });
   assert.deepEqual(xdsUpstream(config).metadata, { clusterid: '' });
 });

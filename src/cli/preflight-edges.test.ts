@@ -26,8 +26,21 @@ test('--binaryPath: an executable file passes; missing, a directory or not execu
 });
 
 test('admin on port 0 is exit 2; a resolved config that passes comes back as it is', () => {
-  const config = { proxyAdminPort: 15000, statusPort: 15020, readinessPort: 15021, prometheusPort: 15090, drainDurationMs: 45_000, parentShutdownDurationMs: 60_000 } as AgentConfig;
+  const config = {
+    proxyAdminPort: 15000,
+    statusPort: 15020,
+    readinessPort: 15021,
+    prometheusPort: 15090,
+    drainDurationMs: 45_000,
+    parentShutdownDurationMs: 60_000,
+  } as AgentConfig;
   assert.equal(checkResolvedConfig(config), config);
-  assert.throws(() => checkResolvedConfig({ ...config, proxyAdminPort: 0 }), named('--proxyAdminPort: must not be 0: the agent needs to know where admin listens'));
-  assert.throws(() => checkResolvedConfig({ ...config, statusPort: 15000 }), named('--statusPort: 15000 is also --proxyAdminPort; each listener needs its own port'));
+  assert.throws(
+    () => checkResolvedConfig({ ...config, proxyAdminPort: 0 }),
+    named('--proxyAdminPort: must not be 0: the agent needs to know where admin listens'),
+  );
+  assert.throws(
+    () => checkResolvedConfig({ ...config, statusPort: 15000 }),
+    named('--statusPort: 15000 is also --proxyAdminPort; each listener needs its own port'),
+  );
 });

@@ -95,6 +95,10 @@ test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a
   for (const [args, mountedExists, root] of rows) {
     const config = parse(['--discoveryAddress', 'istiod:15012', ...args]);
     assert.ok(typeof config !== 'string', String(config));
-    assert.equal(xdsRootCaFile(config, (path) => mountedExists && path === mounted), root, `${args.join(' ')} (mounted root ${mountedExists ? 'present' : 'absent'})`);
+    assert.equal(
+      xdsRootCaFile(config, (path) => mountedExists && path === mounted),
+      root,
+      `${args.join(' ')} (mounted root ${mountedExists ? 'present' : 'absent'})`,
+    );
   }
 });

@@ -20,7 +20,10 @@ function rig() {
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 test('an unhandled rejection or uncaught exception: one error line, the running proxy stopped, then exit 1', async () => {
-  for (const [event, value] of [['unhandledRejection', new Error('chain element is not a certificate\nsecond line')], ['uncaughtException', new TypeError('boom')]] as const) {
+  for (const [event, value] of [
+    ['unhandledRejection', new Error('chain element is not a certificate\nsecond line')],
+    ['uncaughtException', new TypeError('boom')],
+  ] as const) {
     const { target, guard, lines, exits } = rig();
     let stopped = false;
     let finish!: () => void;
@@ -71,13 +74,22 @@ test('SIGUSR1 and SIGUSR2 are ignored with a line each (listened to, so Node nei
   target.emit('SIGUSR2', 'SIGUSR2');
   assert.deepEqual(exits, []);
   assert.deepEqual(lines.map((line) => line.fields.signal), ['SIGUSR1', 'SIGUSR2']);
-  for (const signal of ['SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGINT', 'SIGHUP', 'unhandledRejection', 'uncaughtException']) assert.equal(target.listenerCount(signal), 1, signal);
+  for (const signal of ['SIGUSR1', 'SIGUSR2', 'SIGTERM', 'SIGINT', 'SIGHUP', 'unhandledRejection', 'uncaughtException'])
+    assert.equal(target.listenerCount(signal), 1, signal);
 });
 
 test('a fault whose line cannot be written (stdout gone) still stops the proxy and exits 1', async () => {
   const target = new EventEmitter();
   const exits: number[] = [];
-  const guard = new ProcessGuard({ target, report: () => { throw new Error('EPIPE'); }, exit: (code) => void exits.push(code), stopWithinMs: 15_000, timer: () => ({ cancel: () => undefined }) });
+  const guard = new ProcessGuard({
+    target,
+    report: () => {
+      throw new Error('EPIPE');
+    },
+    exit: (code) => void exits.push(code),
+    stopWithinMs: 15_000,
+    timer: () => ({ cancel: () => undefined }),
+  });
   guard.install();
   let stopped = false;
   guard.whileRunning(async () => void (stopped = true));

@@ -63,7 +63,10 @@ export class ProcessGuard {
       ['unhandledRejection', (reason: unknown) => void this.#fault('unhandled promise rejection', reason)],
       ['uncaughtException', (error: unknown) => void this.#fault('uncaught exception', error)],
       ...terminatingSignals.map((signal): [string, () => void] => [signal, () => this.#onTerminate(signal)]),
-      ...ignoredSignals.map((signal): [string, () => void] => [signal, () => this.#line('warn', { signal }, 'signal ignored: it has no meaning to the agent (the inspector stays closed)')]),
+      ...ignoredSignals.map((signal): [string, () => void] => [
+        signal,
+        () => this.#line('warn', { signal }, 'signal ignored: it has no meaning to the agent (the inspector stays closed)'),
+      ]),
     ];
     for (const [event, listener] of listeners) target.on(event, listener);
     this.#uninstall = () => listeners.forEach(([event, listener]) => target.off(event, listener));

@@ -38,15 +38,21 @@ describe('README and docs/settings.md say what the settings\' rows say', () => {
     const envTable = section('docs/settings.md', '## Environment variables', '\n## ').filter((line) => line.startsWith('|'));
     const rowOf = (name: string) => envTable.find((line) => line.includes(`\`${name}\``));
     for (const spec of visible.filter((flag) => flag.env)) {
-      assert.match(rowOf(spec.env!) ?? '', new RegExp(`\`--${spec.flag}\``), `${spec.env} missing from docs/settings.md's env table, or not next to --${spec.flag}`);
+      assert.match(
+        rowOf(spec.env!) ?? '',
+        new RegExp(`\`--${spec.flag}\``),
+        `${spec.env} missing from docs/settings.md's env table, or not next to --${spec.flag}`,
+      );
     }
     for (const setting of envRows) {
-      for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined)) assert.ok(rowOf(name), `${name} missing from docs/settings.md's env table`);
+      for (const name of [setting.env, setting.alsoEnv].filter((entry) => entry !== undefined))
+        assert.ok(rowOf(name), `${name} missing from docs/settings.md's env table`);
     }
   });
 
   it('the ProxyConfig section names every field a flag takes from ProxyConfig', () => {
     const text = section('docs/settings.md', '## ProxyConfig fields', '\n## ').join('\n');
-    for (const spec of proxyFlags.filter((flag) => flag.proxyConfig)) assert.match(text, new RegExp(`\`${spec.proxyConfig!.replace(/\./g, '\\.')}\``), `ProxyConfig field ${spec.proxyConfig} missing from docs/settings.md`);
+    for (const spec of proxyFlags.filter((flag) => flag.proxyConfig))
+      assert.match(text, new RegExp(`\`${spec.proxyConfig!.replace(/\./g, '\\.')}\``), `ProxyConfig field ${spec.proxyConfig} missing from docs/settings.md`);
   });
 });

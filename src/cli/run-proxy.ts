@@ -56,7 +56,12 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   let config = resolved;
   const levels = parseLogLevels(options.logLevel);
   // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
-  const logger = createLogger({ level: levels.default, components: levels.components, pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY, fd: options.printBootstrap ? 2 : 1 });
+  const logger = createLogger({
+    level: levels.default,
+    components: levels.components,
+    pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY,
+    fd: options.printBootstrap ? 2 : 1,
+  });
   processGuard.useReport((level, fields, message) => logger[level](fields, message));
   noteIgnoredInputs(config, options, logger);
   const ca = await resolveCaSettings(config, options.context.env);
@@ -80,7 +85,15 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     await checkXdsUpstream(upstream);
     logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
     const caSettings = ca && { ...ca, outputShared: true };
-    const inputs = { ...bootstrap, caSettings, upstream, bootstrapPath: grpcBootstrapPath!, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), guard: processGuard };
+    const inputs = {
+      ...bootstrap,
+      caSettings,
+      upstream,
+      bootstrapPath: grpcBootstrapPath!,
+      xdsSocketPath: xdsSocketPath(config),
+      readinessSocketPath: readinessSocketPath(config),
+      guard: processGuard,
+    };
     return runProxylessRecipe(runtimeContext(config, logger), inputs);
   }
   await checkBinary(config.binaryPath);
@@ -108,7 +121,12 @@ function noteIgnoredInputs(config: AgentConfig, options: RunProxyOptions, logger
 function appSettings(config: AgentConfig, env: AgentEnv, logger: Logger) {
   const warnProbe = (message: string) => logger.warn({ env: 'ISTIO_KUBE_APP_PROBERS' }, message);
   const statusSettings = env.status;
-  const probeTarget = probeNetwork({ podIp: env.pod.ip || config.ip, legacyLocalhost: statusSettings.legacyLocalhostProbes, http2: statusSettings.http2Probing, keepAlive: statusSettings.probeKeepAlive });
+  const probeTarget = probeNetwork({
+    podIp: env.pod.ip || config.ip,
+    legacyLocalhost: statusSettings.legacyLocalhostProbes,
+    http2: statusSettings.http2Probing,
+    keepAlive: statusSettings.probeKeepAlive,
+  });
   return {
     probes: parseAppProbers(env.app.probers, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
     metrics: parseAppMetricsTargets(env.app.prometheusAnnotations, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
@@ -119,10 +137,14 @@ function appSettings(config: AgentConfig, env: AgentEnv, logger: Logger) {
 async function adoptCustomAdmin(config: AgentConfig, path: string, text: string, logger: Logger): Promise<AgentConfig> {
   const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
   if (port === undefined) {
-    logger.warn({ customConfigFile: path, adminPort: config.proxyAdminPort }, 'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there');
+    logger.warn(
+      { customConfigFile: path, adminPort: config.proxyAdminPort },
+      'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there',
+    );
     return config;
   }
-  if (port !== config.proxyAdminPort) logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  if (port !== config.proxyAdminPort)
+    logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
   return { ...config, proxyAdminPort: port };
 }
 

@@ -27,13 +27,24 @@ const encodeResponse = (mode: XdsMode, message: Message) => methods[mode].respon
 const cluster = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const nodeField = { sotw: 2, delta: 1 };
 /** The Node bytes the reader returned, decoded through a request that carries only them. */
-const nodeId = (mode: XdsMode, node: Buffer | undefined) => (decodeRequest(mode, lenField(nodeField[mode], node ?? Buffer.alloc(0))).node as Message | undefined)?.id;
+const nodeId = (mode: XdsMode, node: Buffer | undefined) =>
+  (decodeRequest(mode, lenField(nodeField[mode], node ?? Buffer.alloc(0))).node as Message | undefined)?.id;
 
 describe('wire.ts against discovery.proto (proto-loader)', () => {
   it('reads every field of an SotW DiscoveryRequest protobufjs encoded', () => {
-    const bytes = encodeRequest('sotw', { version_info: 'v7', node: { id: 'sidecar~1.2.3.4~a~b', cluster: 'c' }, resource_names: ['a', 'b'], type_url: cluster, response_nonce: 'n3', error_detail: { code: 3, message: 'bad cluster' } });
+    const bytes = encodeRequest('sotw', {
+      version_info: 'v7',
+      node: { id: 'sidecar~1.2.3.4~a~b', cluster: 'c' },
+      resource_names: ['a', 'b'],
+      type_url: cluster,
+      response_nonce: 'n3',
+      error_detail: { code: 3, message: 'bad cluster' },
+    });
     const fields = readRequest(bytes, 'sotw');
-    assert.deepEqual({ ...fields, node: nodeId('sotw', fields.node) }, { typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: 'bad cluster', names: ['a', 'b'], node: 'sidecar~1.2.3.4~a~b', initialVersions: 0 });
+    assert.deepEqual(
+      { ...fields, node: nodeId('sotw', fields.node) },
+      { typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: 'bad cluster', names: ['a', 'b'], node: 'sidecar~1.2.3.4~a~b', initialVersions: 0 },
+    );
   });
 
   it('reads every field of a DeltaDiscoveryRequest protobufjs encoded', () => {
@@ -42,7 +53,10 @@ describe('wire.ts against discovery.proto (proto-loader)', () => {
       initial_resource_versions: { a: 'v1', b: 'v2', c: 'v3' }, response_nonce: 'n9', error_detail: { code: 13, message: 'no endpoints' },
     });
     const fields = readRequest(bytes, 'delta');
-    assert.deepEqual({ ...fields, node: nodeId('delta', fields.node) }, { typeUrl: cluster, versionInfo: '', nonce: 'n9', error: 'no endpoints', names: ['x', 'y'], node: 'router~5.6.7.8~r~d', initialVersions: 3 });
+    assert.deepEqual(
+      { ...fields, node: nodeId('delta', fields.node) },
+      { typeUrl: cluster, versionInfo: '', nonce: 'n9', error: 'no endpoints', names: ['x', 'y'], node: 'router~5.6.7.8~r~d', initialVersions: 3 },
+    );
   });
 
   it('reads a DiscoveryResponse and a DeltaDiscoveryResponse protobufjs encoded', () => {
@@ -50,7 +64,13 @@ describe('wire.ts against discovery.proto (proto-loader)', () => {
     const sotw = encodeResponse('sotw', { version_info: 'v1', resources: [any, any, any], type_url: cluster, nonce: 'n1', canary: true });
     assert.deepEqual(readResponse(sotw, 'sotw'), { typeUrl: cluster, version: 'v1', nonce: 'n1', resources: 3, removed: 0 });
     const resource = { name: 'c1', version: 'r1', resource: any };
-    const delta = encodeResponse('delta', { system_version_info: 'v2', resources: [resource, resource], type_url: cluster, removed_resources: ['c2', 'c3', 'c4'], nonce: 'n2' });
+    const delta = encodeResponse('delta', {
+      system_version_info: 'v2',
+      resources: [resource, resource],
+      type_url: cluster,
+      removed_resources: ['c2', 'c3', 'c4'],
+      nonce: 'n2',
+    });
     assert.deepEqual(readResponse(delta, 'delta'), { typeUrl: cluster, version: 'v2', nonce: 'n2', resources: 2, removed: 3 });
   });
 
@@ -64,6 +84,13 @@ describe('wire.ts against discovery.proto (proto-loader)', () => {
 
   it("the tests' own SotW encoder (test/support/ads-client.ts) writes what discovery.proto reads", () => {
     const bytes = sotwRequest({ typeUrl: cluster, nodeId: 'n1', version: 'v3', nonce: 'x', names: ['a'], error: 'rejected' });
-    assert.deepEqual(decodeRequest('sotw', bytes), { version_info: 'v3', node: { id: 'n1' }, resource_names: ['a'], type_url: cluster, response_nonce: 'x', error_detail: { code: 3, message: 'rejected' } });
+    assert.deepEqual(decodeRequest('sotw', bytes), {
+      version_info: 'v3',
+      node: { id: 'n1' },
+      resource_names: ['a'],
+      type_url: cluster,
+      response_nonce: 'x',
+      error_detail: { code: 3, message: 'rejected' },
+    });
   });
 });

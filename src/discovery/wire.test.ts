@@ -96,7 +96,15 @@ describe('encodeAck and encodeSubscribe: the agent\'s own requests', () => {
     assert.deepEqual(ack, Buffer.concat([len(1, 'v3'), len(3, 'a'), len(3, 'b'), len(4, cluster), len(5, 'n3')]));
     const nack = encodeAck('sotw', { typeUrl: cluster, version: 'v2', nonce: 'n3' }, 'bad wasm');
     assert.deepEqual(nack, Buffer.concat([len(1, 'v2'), len(4, cluster), len(5, 'n3'), len(6, Buffer.concat([varint(1, 13), len(2, 'bad wasm')]))]));
-    assert.deepEqual(readRequest(nack, 'sotw'), { typeUrl: cluster, versionInfo: 'v2', nonce: 'n3', error: 'bad wasm', names: [], node: undefined, initialVersions: 0 });
+    assert.deepEqual(readRequest(nack, 'sotw'), {
+      typeUrl: cluster,
+      versionInfo: 'v2',
+      nonce: 'n3',
+      error: 'bad wasm',
+      names: [],
+      node: undefined,
+      initialVersions: 0,
+    });
   });
 
   it('Delta: type and nonce only (no version field, names never repeated); the NACK at field 7', () => {
@@ -119,7 +127,15 @@ describe('encodeAck and encodeSubscribe: the agent\'s own requests', () => {
 
 describe('readRequest and readResponse defaults and error_detail fields', () => {
   it('an empty message reads as empty fields', () => {
-    assert.deepEqual(readRequest(Buffer.alloc(0), 'sotw'), { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 });
+    assert.deepEqual(readRequest(Buffer.alloc(0), 'sotw'), {
+      typeUrl: '',
+      versionInfo: '',
+      nonce: '',
+      error: undefined,
+      names: [],
+      node: undefined,
+      initialVersions: 0,
+    });
     assert.deepEqual(readResponse(Buffer.alloc(0), 'delta'), { typeUrl: '', version: '', nonce: '', resources: 0, removed: 0 });
   });
 

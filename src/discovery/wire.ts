@@ -53,7 +53,8 @@ export function encodeAck(mode: XdsMode, answered: { typeUrl: string; version: s
   const numbers = requestNumbers[mode];
   const parts = mode === 'sotw' ? [lenField(numbers.version, answered.version), ...(answered.names ?? []).map((name) => lenField(numbers.names, name))] : [];
   parts.push(lenField(numbers.type, answered.typeUrl), lenField(numbers.nonce, answered.nonce));
-  if (error !== undefined) parts.push(lenField(numbers.error, Buffer.concat([encodeVarint(1 * 8 + wireVarint), encodeVarint(grpcInternal), lenField(2, error)])));
+  if (error !== undefined)
+    parts.push(lenField(numbers.error, Buffer.concat([encodeVarint(1 * 8 + wireVarint), encodeVarint(grpcInternal), lenField(2, error)])));
   return Buffer.concat(parts);
 }
 

@@ -35,7 +35,8 @@ describe('sizeLimit', () => {
     ['UDP with 65,508', opt(65_508), 'udp', 65_507],
     ['UDP with a non-OPT additional only', { additionals: [{ type: 'A', name: 'x.test', data: '198.18.0.1' }] as Packet['additionals'] }, 'udp', 512],
   ];
-  for (const [name, extra, protocol, want] of cases) it(`${want}: ${name}`, () => assert.equal(sizeLimit(dnsPacket.decode(query('one.example.com', extra)), protocol), want));
+  for (const [name, extra, protocol, want] of cases)
+    it(`${want}: ${name}`, () => assert.equal(sizeLimit(dnsPacket.decode(query('one.example.com', extra)), protocol), want));
 });
 
 describe('answerQuery: flags, EDNS0 and truncation', () => {
@@ -50,7 +51,10 @@ describe('answerQuery: flags, EDNS0 and truncation', () => {
   });
 
   it('answers with an OPT record (1232) only when the query had one', () => {
-    assert.deepEqual(answered(query('one.example.com', opt(4096))).packet.additionals?.map((record) => [record.type, 'udpPayloadSize' in record ? record.udpPayloadSize : 0]), [['OPT', 1232]]);
+    assert.deepEqual(
+      answered(query('one.example.com', opt(4096))).packet.additionals?.map((record) => [record.type, 'udpPayloadSize' in record ? record.udpPayloadSize : 0]),
+      [['OPT', 1232]],
+    );
     assert.deepEqual(answered(query('one.example.com')).packet.additionals, []);
   });
 
@@ -58,7 +62,10 @@ describe('answerQuery: flags, EDNS0 and truncation', () => {
     const update = Buffer.from(query('one.example.com', { flags: dnsPacket.RECURSION_DESIRED }));
     update[2] = 0x28 | 0x01; // opcode UPDATE, RD
     const refused = answered(update);
-    assert.deepEqual([refused.rcode, refused.packet.id, refused.packet.flags! & 0xf, refused.packet.questions, refused.packet.flag_rd, refused.truncated], ['NOTIMP', 77, 4, [], false, false]);
+    assert.deepEqual(
+      [refused.rcode, refused.packet.id, refused.packet.flags! & 0xf, refused.packet.questions, refused.packet.flag_rd, refused.truncated],
+      ['NOTIMP', 77, 4, [], false, false],
+    );
   });
 
   it('keeps the most answers that fit, exactly at the limit and one byte under it', () => {
@@ -79,7 +86,10 @@ describe('answerQuery: flags, EDNS0 and truncation', () => {
   });
 
   it('rotates by the rotation modulo the addresses, CNAME in front, and asks no rotation for one address', () => {
-    assert.deepEqual(addressesOf(answered(query('many.example.com', opt(4096)), context({ rotation: () => 61 })).packet).slice(0, 2), ['198.18.1.1', '198.18.1.2']);
+    assert.deepEqual(addressesOf(answered(query('many.example.com', opt(4096)), context({ rotation: () => 61 })).packet).slice(0, 2), [
+      '198.18.1.1',
+      '198.18.1.2',
+    ]);
     const viaSearch = answered(query('many.example.com.default.svc.cluster.local', opt(4096)), context({ rotation: () => 2 })).packet;
     assert.deepEqual(viaSearch.answers?.slice(0, 2).map((answer) => answer.type), ['CNAME', 'A']);
     assert.equal(addressesOf(viaSearch)[0], '198.18.1.2');

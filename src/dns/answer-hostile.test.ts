@@ -58,7 +58,10 @@ describe('answerQuery with hostile queries', () => {
   ];
   for (const [name, overrides, extra, limit] of sizes) {
     it(`keeps a 6,000-address answer within ${limit} bytes over ${name}, with TC set`, () => {
-      const { rcode, packet, response } = answered(dnsPacket.encode({ id: 5, type: 'query', questions: [{ name: 'big.example.com', type: 'A' }], ...extra }), context(overrides));
+      const { rcode, packet, response } = answered(
+        dnsPacket.encode({ id: 5, type: 'query', questions: [{ name: 'big.example.com', type: 'A' }], ...extra }),
+        context(overrides),
+      );
       assert.equal(rcode, 'NOERROR');
       assert.ok(response.length <= limit, `${response.length} bytes > ${limit}`);
       assert.ok(response.length > limit - 100, `${response.length} bytes: the answer fills what it may`);

@@ -7,7 +7,14 @@ import { LookupTable } from './lookup-table.ts';
 import { encodeNameTable, nameTableEntriesAt, readNameEntry } from './name-table-wire.ts';
 
 const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: ['default.svc.cluster.local', 'svc.cluster.local', 'cluster.local'] };
-const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [], ...extra });
+const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({
+  ips,
+  registry: '',
+  shortname: '',
+  namespace: '',
+  altHosts: [],
+  ...extra,
+});
 
 /** Built as the store builds it: from a NameTable's bytes, each name keeping where its entry starts. */
 function table(): LookupTable {
@@ -26,7 +33,8 @@ function table(): LookupTable {
 }
 
 const context = (overrides: Partial<AnswerContext> = {}): AnswerContext => ({ table: table(), protocol: 'udp', rotation: () => 0, ...overrides });
-const query = (name: string, type: 'A' | 'AAAA' | 'MX' = 'A', extra: Partial<Packet> = {}) => dnsPacket.encode({ id: 4242, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [{ name, type }], ...extra });
+const query = (name: string, type: 'A' | 'AAAA' | 'MX' = 'A', extra: Partial<Packet> = {}) =>
+  dnsPacket.encode({ id: 4242, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [{ name, type }], ...extra });
 
 function answered(message: Buffer, ctx = context()) {
   const verdict = answerQuery(message, ctx);
@@ -47,7 +55,10 @@ describe('answerQuery', () => {
     { name: 'reviews.default.svc.cluster.local', answers: ['A reviews.default.svc.cluster.local 10.0.0.9'] },
     { name: 'ratings.other', answers: ['A ratings.other 10.0.0.10'] },
     // What a resolver walking the search list asks first: a CNAME to the real name, then its address.
-    { name: 'db.legacy.internal.default.svc.cluster.local', answers: ['CNAME db.legacy.internal.default.svc.cluster.local db.legacy.internal', 'A db.legacy.internal 240.240.0.1'] },
+    {
+      name: 'db.legacy.internal.default.svc.cluster.local',
+      answers: ['CNAME db.legacy.internal.default.svc.cluster.local db.legacy.internal', 'A db.legacy.internal 240.240.0.1'],
+    },
     { name: 'api.wild.example.com', answers: ['A api.wild.example.com 240.240.0.2'] },
     { name: 'a.b.wild.example.com', answers: ['A a.b.wild.example.com 240.240.0.2'] },
     { name: 'v6only.example.org', type: 'AAAA', answers: ['AAAA v6only.example.org 2001:db8::1'] },
@@ -82,7 +93,10 @@ describe('answerQuery', () => {
   });
 
   it('forwards before the first table when told to (port 53 served as root, as Istio)', () => {
-    assert.deepEqual(answerQuery(query('db.legacy.internal'), context({ table: undefined, forwardBeforeTable: true })), { kind: 'forward', name: 'db.legacy.internal' });
+    assert.deepEqual(answerQuery(query('db.legacy.internal'), context({ table: undefined, forwardBeforeTable: true })), {
+      kind: 'forward',
+      name: 'db.legacy.internal',
+    });
   });
 
   it('answers FORMERR to garbage with a header, drops shorter garbage and responses', () => {
@@ -91,12 +105,22 @@ describe('answerQuery', () => {
     assert.equal(rcode, 'FORMERR');
     assert.equal(packet.id, 0x1234);
     assert.deepEqual(answerQuery(Buffer.from([1, 2, 3]), context()), { kind: 'drop' });
-    assert.deepEqual(answerQuery(dnsPacket.encode({ id: 1, type: 'response', questions: [{ name: 'db.legacy.internal', type: 'A' }] }), context()), { kind: 'drop' });
+    assert.deepEqual(answerQuery(dnsPacket.encode({ id: 1, type: 'response', questions: [{ name: 'db.legacy.internal', type: 'A' }] }), context()), {
+      kind: 'drop',
+    });
   });
 
   it('rotates the addresses of a headless service', () => {
     let turn = 0;
-    const firsts = [0, 1, 2].map(() => data(answered(query('headless.example.com', 'A', { additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 4096 }] as Packet['additionals'] }), context({ rotation: () => turn++ })).packet)[0]);
+    const firsts = [0, 1, 2].map(
+      () =>
+        data(
+          answered(
+            query('headless.example.com', 'A', { additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 4096 }] as Packet['additionals'] }),
+            context({ rotation: () => turn++ }),
+          ).packet,
+        )[0],
+    );
     assert.deepEqual(firsts, ['A headless.example.com 10.1.0.0', 'A headless.example.com 10.1.0.1', 'A headless.example.com 10.1.0.2']);
   });
 

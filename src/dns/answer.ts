@@ -126,11 +126,22 @@ interface Reply {
 
 function respond(query: Packet, reply: Reply): Verdict {
   const queryFlags = query.flags ?? 0;
-  const flags = (queryFlags & (dnsPacket.RECURSION_DESIRED | dnsPacket.CHECKING_DISABLED)) | dnsPacket.RECURSION_AVAILABLE | (reply.authoritative ? dnsPacket.AUTHORITATIVE_ANSWER : 0) | rcodes[reply.rcode];
+  const flags =
+    (queryFlags & (dnsPacket.RECURSION_DESIRED | dnsPacket.CHECKING_DISABLED)) |
+    dnsPacket.RECURSION_AVAILABLE |
+    (reply.authoritative ? dnsPacket.AUTHORITATIVE_ANSWER : 0) |
+    rcodes[reply.rcode];
   const edns = query.additionals?.some((record) => record.type === 'OPT');
   // Only the first question: the answer never echoes what a client piled up (the header check lets one through anyway).
   const opt: Answer = { type: 'OPT', name: '.', udpPayloadSize: 1232, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] };
-  const packet: Packet = { id: query.id ?? 0, type: 'response', flags, questions: (query.questions ?? []).slice(0, 1), answers: reply.answers, additionals: edns ? [opt] : [] };
+  const packet: Packet = {
+    id: query.id ?? 0,
+    type: 'response',
+    flags,
+    questions: (query.questions ?? []).slice(0, 1),
+    answers: reply.answers,
+    additionals: edns ? [opt] : [],
+  };
   let response = dnsPacket.encode(packet);
   let truncated = false;
   if (response.length > reply.limit) {

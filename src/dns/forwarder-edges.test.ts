@@ -6,7 +6,13 @@ import { FakeClock } from '../shared/clock.ts';
 import { Forwarder } from './forwarder.ts';
 
 const query = (id: number) => dnsPacket.encode({ id, type: 'query', questions: [{ name: 'external.test', type: 'A' }] });
-const reply = (id: number) => dnsPacket.encode({ id, type: 'response', questions: [{ name: 'external.test', type: 'A' }], answers: [{ type: 'A', name: 'external.test', ttl: 60, data: '198.18.0.9' }] });
+const reply = (id: number) =>
+  dnsPacket.encode({
+    id,
+    type: 'response',
+    questions: [{ name: 'external.test', type: 'A' }],
+    answers: [{ type: 'A', name: 'external.test', ttl: 60, data: '198.18.0.9' }],
+  });
 const framed = (message: Buffer) => Buffer.concat([Buffer.from([message.length >> 8, message.length & 0xff]), message]);
 
 /** Advances the fake clock until `pending` settles (the timeout is armed once the socket is up); fails by name instead of hanging. */
@@ -46,7 +52,11 @@ describe('Forwarder: what each failure says, and TCP answers in pieces', () => {
       const clock = new FakeClock();
       const forwarder = new Forwarder({ servers: ['127.0.0.2', '::1'], timeoutMs: 700, parallel, port, clock });
       const outcome = await advanceUntil(clock, 700, forwarder.forward(query(1), 'udp'));
-      assert.deepEqual(outcome, { ok: false, reason: `127.0.0.2:${port}: no answer within 700 ms; [::1]:${port}: no answer within 700 ms` }, `parallel ${parallel}`);
+      assert.deepEqual(
+        outcome,
+        { ok: false, reason: `127.0.0.2:${port}: no answer within 700 ms; [::1]:${port}: no answer within 700 ms` },
+        `parallel ${parallel}`,
+      );
     }
   });
 
@@ -67,7 +77,10 @@ describe('Forwarder: what each failure says, and TCP answers in pieces', () => {
       const send = (at: number) => (at < bytes.length ? socket.write(bytes.subarray(at, at + 1), () => setImmediate(() => send(at + 1))) : socket.end());
       send(0);
     });
-    const outcome = await new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: tcpPort, clock: new FakeClock() }).forward(query(21), 'tcp');
+    const outcome = await new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: tcpPort, clock: new FakeClock() }).forward(
+      query(21),
+      'tcp',
+    );
     assert.ok(outcome.ok && dnsPacket.decode(outcome.response).id === 21 && outcome.response.length === reply(21).length);
   });
 
@@ -79,7 +92,10 @@ describe('Forwarder: what each failure says, and TCP answers in pieces', () => {
   for (const [name, behave, reason] of tcpFailures) {
     it(`over TCP, a resolver that ${name}: "${reason}"`, async () => {
       const tcpPort = await resolver(behave);
-      const outcome = await new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: tcpPort, clock: new FakeClock() }).forward(query(22), 'tcp');
+      const outcome = await new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: tcpPort, clock: new FakeClock() }).forward(
+        query(22),
+        'tcp',
+      );
       assert.deepEqual(outcome, { ok: false, reason: `127.0.0.1:${tcpPort}: ${reason}` });
     });
   }

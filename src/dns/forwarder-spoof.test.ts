@@ -9,7 +9,8 @@ import { Forwarder } from './forwarder.ts';
 
 const question = { name: 'external.test', type: 'A' as const };
 const query = (id: number) => dnsPacket.encode({ id, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [question] });
-const reply = (id: number, data: string, asked: dnsPacket.Question = question) => dnsPacket.encode({ id, type: 'response', questions: [asked], answers: [{ type: 'A', name: asked.name, ttl: 60, data }] });
+const reply = (id: number, data: string, asked: dnsPacket.Question = question) =>
+  dnsPacket.encode({ id, type: 'response', questions: [asked], answers: [{ type: 'A', name: asked.name, ttl: 60, data }] });
 const bind = (socket: Socket, port: number, host: string) => new Promise<void>((resolve) => socket.bind(port, host, resolve));
 const send = (socket: Socket, message: Buffer, port: number, host: string) => new Promise<void>((resolve) => socket.send(message, port, host, () => resolve()));
 const dataOf = (message: Buffer) => dnsPacket.decode(message).answers?.map((answer) => ('data' in answer ? answer.data : undefined));
@@ -25,7 +26,8 @@ describe('answersQuery', () => {
     ['a query, not a response', query(5), false],
     ['a header alone', reply(5, '198.18.0.9').subarray(0, 12), false],
   ];
-  for (const [name, response, expected] of cases) it(`${expected ? 'takes' : 'refuses'} ${name}`, () => assert.equal(answersQuery(query(5), response), expected));
+  for (const [name, response, expected] of cases)
+    it(`${expected ? 'takes' : 'refuses'} ${name}`, () => assert.equal(answersQuery(query(5), response), expected));
 });
 
 describe('Forwarder against spoofed answers', () => {
@@ -67,7 +69,13 @@ describe('Forwarder against spoofed answers', () => {
     it(`over TCP refuses an answer with another ${name}`, async () => {
       tcp = createServer((socket) => socket.on('data', () => socket.end(Buffer.concat([Buffer.from([wrong.length >> 8, wrong.length & 255]), wrong]))));
       await new Promise<void>((resolve) => tcp.listen(0, '127.0.0.1', resolve));
-      const forwarder = new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: (tcp.address() as { port: number }).port, clock: new FakeClock() });
+      const forwarder = new Forwarder({
+        servers: ['127.0.0.1'],
+        timeoutMs: 5000,
+        parallel: false,
+        port: (tcp.address() as { port: number }).port,
+        clock: new FakeClock(),
+      });
       const outcome = await forwarder.forward(query(42), 'tcp');
       await new Promise((resolve) => tcp.close(resolve));
       assert.equal(outcome.ok, false);

@@ -7,7 +7,13 @@ import { FakeClock } from '../shared/clock.ts';
 import { Forwarder } from './forwarder.ts';
 
 const query = (id: number) => dnsPacket.encode({ id, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [{ name: 'external.test', type: 'A' }] });
-const reply = (message: Buffer) => dnsPacket.encode({ id: dnsPacket.decode(message).id, type: 'response', questions: dnsPacket.decode(message).questions, answers: [{ type: 'A', name: 'external.test', ttl: 60, data: '198.51.100.7' }] });
+const reply = (message: Buffer) =>
+  dnsPacket.encode({
+    id: dnsPacket.decode(message).id,
+    type: 'response',
+    questions: dnsPacket.decode(message).questions,
+    answers: [{ type: 'A', name: 'external.test', ttl: 60, data: '198.51.100.7' }],
+  });
 const bind = (socket: Socket, port: number, host: string) => new Promise<void>((resolve) => socket.bind(port, host, resolve));
 
 /**
@@ -86,7 +92,10 @@ describe('Forwarder', () => {
     const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock });
     const pending = forwarder.forward(query(4), 'udp');
     assert.deepEqual(await advanceUntil(clock, 5000, pending), { ok: false, reason: `127.0.0.2:${port}: no answer within 5000 ms` });
-    assert.deepEqual(await new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), { ok: false, reason: 'no nameserver in resolv.conf' });
+    assert.deepEqual(await new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), {
+      ok: false,
+      reason: 'no nameserver in resolv.conf',
+    });
   });
 
   it('caps the queries waiting on resolvers: past the cap, a failure at once instead of another socket', async () => {

@@ -73,7 +73,9 @@ export class Forwarder {
   /** Every resolver at once; the first answer wins and the other exchanges are closed. */
   async #parallel(query: Buffer, protocol: Protocol): Promise<Forwarded> {
     const losers = new AbortController();
-    const attempts = this.#options.servers.map((server) => this.#exchange(query, protocol, server, losers.signal).then((outcome) => (outcome.ok ? outcome : Promise.reject(new Error(outcome.reason)))));
+    const attempts = this.#options.servers.map((server) =>
+      this.#exchange(query, protocol, server, losers.signal).then((outcome) => (outcome.ok ? outcome : Promise.reject(new Error(outcome.reason)))),
+    );
     try {
       return await Promise.any(attempts);
     } catch (error) {

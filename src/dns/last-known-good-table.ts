@@ -43,7 +43,9 @@ export class LastKnownGoodTable {
   async read(): Promise<LastKnownGoodRead> {
     let text: string;
     try {
-      text = (await readBoundedFile(this.#options.path, { maxBytes: this.#options.maxBytes ?? defaultMaxBytes, noFollow: true, check: ownedByAgent })).toString('utf8');
+      text = (await readBoundedFile(this.#options.path, { maxBytes: this.#options.maxBytes ?? defaultMaxBytes, noFollow: true, check: ownedByAgent })).toString(
+        'utf8',
+      );
     } catch (error) {
       return { ok: false, reason: (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none kept' : `unreadable: ${readFailure(error)}` };
     }
@@ -54,10 +56,12 @@ export class LastKnownGoodTable {
       return { ok: false, reason: 'not JSON' };
     }
     const fields = typeof parsed === 'object' && parsed !== null;
-    if (!fields || typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number') return { ok: false, reason: 'not a kept name table' };
+    if (!fields || typeof parsed.version !== 'string' || typeof parsed.table !== 'string' || typeof parsed.at !== 'number')
+      return { ok: false, reason: 'not a kept name table' };
     if (parsed.node !== this.#options.node) return { ok: false, reason: 'kept for another node, not this one' };
     const age = this.#options.now() - parsed.at;
-    if (age > lastKnownGoodMaxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${lastKnownGoodMaxAgeMs / 60_000} allowed` };
+    if (age > lastKnownGoodMaxAgeMs)
+      return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${lastKnownGoodMaxAgeMs / 60_000} allowed` };
     return { ok: true, version: parsed.version, table: Buffer.from(parsed.table, 'base64') };
   }
 

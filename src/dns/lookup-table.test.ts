@@ -4,7 +4,14 @@ import { LookupTable } from './lookup-table.ts';
 import { encodeNameTable, nameTableEntriesAt, readNameEntry } from './name-table-wire.ts';
 
 const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: [] };
-const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({ ips, registry: '', shortname: '', namespace: '', altHosts: [], ...extra });
+const info = (ips: string[], extra: Partial<{ registry: string; shortname: string; namespace: string }> = {}) => ({
+  ips,
+  registry: '',
+  shortname: '',
+  namespace: '',
+  altHosts: [],
+  ...extra,
+});
 
 describe('LookupTable', () => {
   it('counts a name once however many entries give it, and finds every name it holds (split over many maps)', () => {
@@ -33,7 +40,11 @@ describe('LookupTable', () => {
     fromEntries.add('xjr4lt.mesh', info(['10.2.0.9']));
     for (const table of [fromBytes, fromEntries]) {
       assert.equal(table.size, 4);
-      assert.deepEqual(pairs.flat().map((host) => table.get(`${host}.`)?.v4), [['10.2.0.1'], ['10.2.0.2'], ['10.2.0.9'], ['10.2.0.4']], 'each its own, the later entry for a name given twice');
+      assert.deepEqual(
+        pairs.flat().map((host) => table.get(`${host}.`)?.v4),
+        [['10.2.0.1'], ['10.2.0.2'], ['10.2.0.9'], ['10.2.0.4']],
+        'each its own, the later entry for a name given twice',
+      );
       assert.equal(table.has('1wnmcc3.mesh.'), false);
     }
   });

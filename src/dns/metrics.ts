@@ -7,7 +7,12 @@ export function registerDnsMetrics(registry: Registry) {
     requests: new Counter({ name: 'istio_agent_dns_requests_total', help: 'Total number of DNS requests.', registers }),
     upstreamRequests: new Counter({ name: 'istio_agent_dns_upstream_requests_total', help: 'Total number of DNS requests forwarded to upstream.', registers }),
     upstreamFailures: new Counter({ name: 'istio_agent_dns_upstream_failures_total', help: 'Total number of DNS failures.', registers }),
-    upstreamDuration: new Histogram({ name: 'istio_agent_dns_upstream_request_duration_seconds', help: 'Total time in seconds Istio takes to get DNS response from upstream.', buckets: [0.001, 0.005, 0.01, 0.1, 1, 5], registers }),
+    upstreamDuration: new Histogram({
+      name: 'istio_agent_dns_upstream_request_duration_seconds',
+      help: 'Total time in seconds Istio takes to get DNS response from upstream.',
+      buckets: [0.001, 0.005, 0.01, 0.1, 1, 5],
+      registers,
+    }),
   };
 }
 

@@ -19,7 +19,10 @@ describe('the NameTable wire format', () => {
   });
 
   it('leaves empty strings out of the bytes, as protobuf does', () => {
-    assert.deepEqual(encodeNameTable([['a.test', { registry: '', shortname: '', namespace: '' }]]), lenField(1, Buffer.concat([lenField(1, 'a.test'), lenField(2, Buffer.alloc(0))])));
+    assert.deepEqual(
+      encodeNameTable([['a.test', { registry: '', shortname: '', namespace: '' }]]),
+      lenField(1, Buffer.concat([lenField(1, 'a.test'), lenField(2, Buffer.alloc(0))])),
+    );
   });
 
   it('skips fields it does not know, in the table, the entry and the info', () => {

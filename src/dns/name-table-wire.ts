@@ -66,7 +66,13 @@ export function encodeNameTable(table: Iterable<[string, Partial<NameInfo>]>): B
   for (const [host, info] of table) {
     const value = Buffer.concat([
       ...(info.ips ?? []).map((ip) => lenField(1, ip)),
-      ...[[2, info.registry], [3, info.shortname], [4, info.namespace]].filter(([, text]) => text).map(([field, text]) => lenField(field as number, text as string)),
+      ...[
+        [2, info.registry],
+        [3, info.shortname],
+        [4, info.namespace],
+      ]
+        .filter(([, text]) => text)
+        .map(([field, text]) => lenField(field as number, text as string)),
       ...(info.altHosts ?? []).map((alt) => lenField(5, alt)),
     ]);
     entries.push(lenField(1, Buffer.concat([lenField(1, host), lenField(2, value)])));

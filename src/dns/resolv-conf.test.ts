@@ -14,7 +14,11 @@ describe('readResolvConf', async () => {
   it('reads the resolvers and the search list, through a symlink as systemd-resolved makes it', async () => {
     await writeFile(join(dir, 'stub'), 'nameserver 198.18.0.10\nsearch default.svc.cluster.local svc.cluster.local\n');
     await symlink(join(dir, 'stub'), join(dir, 'resolv.conf'));
-    assert.deepEqual(readResolvConf([join(dir, 'resolv.conf')]), { path: join(dir, 'resolv.conf'), servers: ['198.18.0.10'], search: ['default.svc.cluster.local', 'svc.cluster.local'] });
+    assert.deepEqual(readResolvConf([join(dir, 'resolv.conf')]), {
+      path: join(dir, 'resolv.conf'),
+      servers: ['198.18.0.10'],
+      search: ['default.svc.cluster.local', 'svc.cluster.local'],
+    });
   });
 
   it('refuses a FIFO at once (it hung the start) and a file past 64 KiB, forwarding nowhere', async () => {
@@ -42,8 +46,16 @@ describe('parseResolvConf', () => {
   const cases: [string, string, { servers: string[]; search: string[] }][] = [
     ['nothing', '', { servers: [], search: [] }],
     ['tabs, indents and CRLF-free lines', '  nameserver\t198.18.0.10\n\tsearch  a.test   b.test\n', { servers: ['198.18.0.10'], search: ['a.test', 'b.test'] }],
-    ['every nameserver in order, IPv6 with its zone id dropped', 'nameserver 198.18.0.10\nnameserver 2001:2::53%eth0\nnameserver ::1\n', { servers: ['198.18.0.10', '2001:2::53', '::1'], search: [] }],
-    ['comments after # and ;, whole lines and trailing', '# nameserver 198.18.0.1\n; nameserver 198.18.0.2\nnameserver 198.18.0.3 # the pod\'s\nsearch a.test;b.test\n', { servers: ['198.18.0.3'], search: ['a.test'] }],
+    [
+      'every nameserver in order, IPv6 with its zone id dropped',
+      'nameserver 198.18.0.10\nnameserver 2001:2::53%eth0\nnameserver ::1\n',
+      { servers: ['198.18.0.10', '2001:2::53', '::1'], search: [] },
+    ],
+    [
+      'comments after # and ;, whole lines and trailing',
+      "# nameserver 198.18.0.1\n; nameserver 198.18.0.2\nnameserver 198.18.0.3 # the pod's\nsearch a.test;b.test\n",
+      { servers: ['198.18.0.3'], search: ['a.test'] },
+    ],
     ['runs of spaces between words', 'nameserver   198.18.0.10\nsearch    a.test\n', { servers: ['198.18.0.10'], search: ['a.test'] }],
     ['a nameserver that is no address, or none', 'nameserver resolver.test\nnameserver\nnameserver 198.18.0.999\n', { servers: [], search: [] }],
     ['the last search or domain line wins', 'search a.test b.test\ndomain c.test\n', { servers: [], search: ['c.test'] }],

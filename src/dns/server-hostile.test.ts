@@ -60,7 +60,17 @@ describe('DnsServer over TCP against hostile clients', () => {
   before(async () => {
     port = await freePort();
     const forwarder = new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock: new FakeClock() });
-    server = new DnsServer({ hosts: ['127.0.0.1'], port, table: () => table, forwarder, metrics, refused, connectionLimits: { max: 4, reservedForTrusted: 2, idleMs: 60_000 }, clock: new FakeClock(), logger: createLogger({ level: 'fatal' }) });
+    server = new DnsServer({
+      hosts: ['127.0.0.1'],
+      port,
+      table: () => table,
+      forwarder,
+      metrics,
+      refused,
+      connectionLimits: { max: 4, reservedForTrusted: 2, idleMs: 60_000 },
+      clock: new FakeClock(),
+      logger: createLogger({ level: 'fatal' }),
+    });
     await server.start();
   });
   after(async () => {

@@ -38,7 +38,15 @@ describe('DnsServer with malformed input', () => {
 
   before(async () => {
     port = await freePort();
-    server = new DnsServer({ hosts: ['127.0.0.1'], port, table: () => table, forwarder: new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock: new FakeClock() }), metrics: registerDnsMetrics(new Registry()), clock: new FakeClock(), logger: createLogger({ level: 'fatal' }) });
+    server = new DnsServer({
+      hosts: ['127.0.0.1'],
+      port,
+      table: () => table,
+      forwarder: new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock: new FakeClock() }),
+      metrics: registerDnsMetrics(new Registry()),
+      clock: new FakeClock(),
+      logger: createLogger({ level: 'fatal' }),
+    });
     await server.start();
   });
   after(() => server.stop());

@@ -133,7 +133,12 @@ export class DnsServer {
     this.#options.metrics.requests.inc();
     const failed = (error: unknown) => void this.#fault('fault', error);
     try {
-      const verdict = answerQuery(message, { table: this.#options.table(), protocol, rotation: this.#rotate, forwardBeforeTable: this.#options.forwardBeforeTable });
+      const verdict = answerQuery(message, {
+        table: this.#options.table(),
+        protocol,
+        rotation: this.#rotate,
+        forwardBeforeTable: this.#options.forwardBeforeTable,
+      });
       if (verdict.kind === 'drop') return undefined;
       if (verdict.kind === 'answer') {
         if (verdict.rcode === 'FORMERR' || verdict.rcode === 'NOTIMP') this.#options.refused?.inc({ reason: verdict.rcode.toLowerCase() });

@@ -53,7 +53,16 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
   const metrics = { metrics: registerDnsMetrics(options.registry), refused: registerRefusals(options.registry) };
   const hosts = listenHosts(options.address.host, resolv);
-  const server = new DnsServer({ hosts, port: options.address.port, table: () => store.table, forwarder, forwardBeforeTable: ownsPort53, ...metrics, clock, logger });
+  const server = new DnsServer({
+    hosts,
+    port: options.address.port,
+    table: () => store.table,
+    forwarder,
+    forwardBeforeTable: ownsPort53,
+    ...metrics,
+    clock,
+    logger,
+  });
   await server.start().catch((error: Error) => {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
@@ -79,7 +88,13 @@ async function loadLastKnownGood(store: TableStore, lastKnownGood: LastKnownGood
   }
 }
 
-async function acceptTable(input: { store: TableStore; lastKnownGood: LastKnownGoodTable; table: Buffer; version: string; logger: Logger }): Promise<string | undefined> {
+async function acceptTable(input: {
+  store: TableStore;
+  lastKnownGood: LastKnownGoodTable;
+  table: Buffer;
+  version: string;
+  logger: Logger;
+}): Promise<string | undefined> {
   const { store, lastKnownGood, table, version, logger } = input;
   try {
     await store.load(table, version, 'nds');
@@ -100,5 +115,10 @@ function listenHosts(host: string, resolv: ResolvConf): string[] {
 
 /** Not one of Istio's: what hostile or broken clients cost, by reason (formerr, notimp, fault, send). */
 function registerRefusals(registry: Registry): Counter<'reason'> {
-  return new Counter({ name: 'istio_agent_dns_refused_total', help: 'DNS queries refused (FORMERR, NOTIMP) or dropped (a fault, a failed send), by reason.', labelNames: ['reason'], registers: [registry] });
+  return new Counter({
+    name: 'istio_agent_dns_refused_total',
+    help: 'DNS queries refused (FORMERR, NOTIMP) or dropped (a fault, a failed send), by reason.',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
 }

@@ -4,7 +4,13 @@ import { encodeNameTable } from './name-table-wire.ts';
 import { TableStore } from './table-store.ts';
 
 const pod = { namespace: 'default', domain: 'default.svc.cluster.local', search: [] };
-const table = (count: number, prefix = 'svc') => encodeNameTable(Array.from({ length: count }, (_, at) => [`${prefix}-${at}.mesh.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`] }] as [string, { ips: string[] }]));
+const table = (count: number, prefix = 'svc') =>
+  encodeNameTable(
+    Array.from(
+      { length: count },
+      (_, at) => [`${prefix}-${at}.mesh.internal`, { ips: [`10.${at >> 16}.${(at >> 8) & 255}.${at & 255}`] }] as [string, { ips: string[] }],
+    ),
+  );
 
 describe('TableStore', () => {
   it('builds a large table in batches, letting the event loop turn between them, and swaps it in whole', async () => {
@@ -45,7 +51,18 @@ describe('TableStore', () => {
     now += 42_000;
     const { buildMs, longestStepMs, slices, ...shown } = store.debug(true);
     assert.ok(buildMs! >= longestStepMs! && longestStepMs! >= 0 && slices! >= 1);
-    assert.deepEqual(shown, { loaded: true, version: 'v7', source: 'kept', receivedAt: new Date(1_000_000).toISOString(), ageSeconds: 42, entries: 2, names: 1, bytes: store.debug(false).bytes, skipped: 1, table: { 'db.legacy.internal': ['240.240.0.1'], 'broken.internal': ['nope'] } });
+    assert.deepEqual(shown, {
+      loaded: true,
+      version: 'v7',
+      source: 'kept',
+      receivedAt: new Date(1_000_000).toISOString(),
+      ageSeconds: 42,
+      entries: 2,
+      names: 1,
+      bytes: store.debug(false).bytes,
+      skipped: 1,
+      table: { 'db.legacy.internal': ['240.240.0.1'], 'broken.internal': ['nope'] },
+    });
   });
 });
 
@@ -73,7 +90,13 @@ describe('TableStore, slices and the swap (fake clock and loop)', () => {
   it('answers from the old table at every turn of a build, and swaps the new one in whole, once', async () => {
     const turns: { version?: string; oldAnswer?: string[]; newKnown?: boolean; size?: number }[] = [];
     let store: TableStore | undefined;
-    const atTurn = () => turns.push({ version: store!.debug(false).version, oldAnswer: store!.table?.get('old-7.mesh.internal.')?.v4, newKnown: store!.table?.has('new-1.mesh.internal.'), size: store!.table?.size });
+    const atTurn = () =>
+      turns.push({
+        version: store!.debug(false).version,
+        oldAnswer: store!.table?.get('old-7.mesh.internal.')?.v4,
+        newKnown: store!.table?.has('new-1.mesh.internal.'),
+        size: store!.table?.size,
+      });
     store = new TableStore({ pod, now: () => 0, sliceMs: 2, ...fakeLoop(0.25, atTurn) });
     await store.load(table(50, 'old'), 'v1', 'nds');
     const old = store.table;
@@ -82,7 +105,11 @@ describe('TableStore, slices and the swap (fake clock and loop)', () => {
     store.onLoad(() => swaps.push(store.table?.size));
     await store.load(table(1000, 'new'), 'v2', 'nds');
     assert.ok(turns.length >= 100, `the build let the loop turn ${turns.length} times`);
-    assert.deepEqual(new Set(turns.map((turn) => JSON.stringify(turn))), new Set([JSON.stringify({ version: 'v1', oldAnswer: ['10.0.0.7'], newKnown: false, size: 50 })]), 'every turn saw the old table, whole and answering');
+    assert.deepEqual(
+      new Set(turns.map((turn) => JSON.stringify(turn))),
+      new Set([JSON.stringify({ version: 'v1', oldAnswer: ['10.0.0.7'], newKnown: false, size: 50 })]),
+      'every turn saw the old table, whole and answering',
+    );
     assert.deepEqual(swaps, [1000], 'one swap, to the whole new table');
     assert.notEqual(store.table, old);
     assert.deepEqual(store.table?.get('new-999.mesh.internal.')?.v4, ['10.0.3.231']);

@@ -145,7 +145,19 @@ export class TableStore {
     longestStepMs = Math.max(longestStepMs, clock() - stepStarted);
     const round = (ms: number) => Math.round(ms * 100) / 100;
     // The swap: until this line every query was answered from the old table.
-    this.#loaded = { table, version, source, at: this.#now(), entries, bytes: bytes.length, skipped, raw: bytes, buildMs: round(clock() - started), longestStepMs: round(longestStepMs), slices };
+    this.#loaded = {
+      table,
+      version,
+      source,
+      at: this.#now(),
+      entries,
+      bytes: bytes.length,
+      skipped,
+      raw: bytes,
+      buildMs: round(clock() - started),
+      longestStepMs: round(longestStepMs),
+      slices,
+    };
     for (const listener of this.#listeners) listener();
   }
 
@@ -153,7 +165,25 @@ export class TableStore {
     const loaded = this.#loaded;
     if (!loaded) return { loaded: false };
     const { version, source, at, entries, bytes, skipped, table, buildMs, longestStepMs, slices } = loaded;
-    const summary = { loaded: true, version, source, receivedAt: new Date(at).toISOString(), ageSeconds: Math.round((this.#now() - at) / 1000), entries, names: table.size, bytes, skipped, buildMs, longestStepMs, slices };
-    return withHosts ? { ...summary, table: Object.fromEntries([...nameTableEntries(loaded.raw)].map((entry) => readNameEntry(entry)).map(([host, info]) => [host, info.ips])) } : summary;
+    const summary = {
+      loaded: true,
+      version,
+      source,
+      receivedAt: new Date(at).toISOString(),
+      ageSeconds: Math.round((this.#now() - at) / 1000),
+      entries,
+      names: table.size,
+      bytes,
+      skipped,
+      buildMs,
+      longestStepMs,
+      slices,
+    };
+    return withHosts
+      ? {
+          ...summary,
+          table: Object.fromEntries([...nameTableEntries(loaded.raw)].map((entry) => readNameEntry(entry)).map(([host, info]) => [host, info.ips])),
+        }
+      : summary;
   }
 }

@@ -6,7 +6,10 @@ import { framed, serveTcpConnection, type TcpConnectionLimits } from './tcp-conn
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-function serve(handle: (message: Buffer) => Buffer | Promise<Buffer | undefined> | undefined, limits: TcpConnectionLimits = { maxInFlight: 4, maxPendingWriteBytes: 1_000 }) {
+function serve(
+  handle: (message: Buffer) => Buffer | Promise<Buffer | undefined> | undefined,
+  limits: TcpConnectionLimits = { maxInFlight: 4, maxPendingWriteBytes: 1_000 },
+) {
   const socket = new FakeTcpSocket(true);
   const handled: Buffer[] = [];
   const events: string[] = [];
@@ -30,7 +33,8 @@ describe('serveTcpConnection: framing and flow', () => {
   it('reads messages split anywhere: a length byte alone, a message across chunks, two in one, an empty one', async () => {
     const { socket, handled } = serve((message) => message);
     const stream = Buffer.concat([framed(Buffer.from('abc')), framed(Buffer.alloc(0)), framed(Buffer.from('defg')), framed(Buffer.from('h'))]);
-    for (const chunk of [stream.subarray(0, 1), stream.subarray(1, 4), stream.subarray(4, 5), stream.subarray(5, 9), stream.subarray(9, 14)]) socket.emit('data', chunk);
+    for (const chunk of [stream.subarray(0, 1), stream.subarray(1, 4), stream.subarray(4, 5), stream.subarray(5, 9), stream.subarray(9, 14)])
+      socket.emit('data', chunk);
     assert.deepEqual(handled.map(String), ['abc', '', 'defg']);
     socket.emit('data', stream.subarray(14));
     assert.deepEqual(handled.map(String), ['abc', '', 'defg', 'h']);

@@ -11,7 +11,13 @@ function serve(handle: (message: Buffer) => Buffer | Promise<Buffer | undefined>
   const socket = new FakeTcpSocket(false);
   const handled: Buffer[] = [];
   const faults: unknown[] = [];
-  serveTcpConnection(socket as unknown as Socket, { limits, handle: (message) => (handled.push(message), handle(message)), busy: () => undefined, idle: () => undefined, failed: (error) => faults.push(error) });
+  serveTcpConnection(socket as unknown as Socket, {
+    limits,
+    handle: (message) => (handled.push(message), handle(message)),
+    busy: () => undefined,
+    idle: () => undefined,
+    failed: (error) => faults.push(error),
+  });
   return { socket, handled, faults };
 }
 

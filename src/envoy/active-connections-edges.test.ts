@@ -12,7 +12,12 @@ test('sumActiveConnections: lines that are not a listener gauge, or not a whole 
     { name: 'another listener stat', text: 'listener.127.0.0.1_8443.downstream_cx_total: 9\n', want: undefined },
     { name: 'not a listener', text: 'cluster.x.downstream_cx_active: 9\n', want: undefined },
     { name: 'port 0 in the ignored list', text: 'listener.127.0.0.1_0.downstream_cx_active: 1\n', ignored: [0], want: 1 },
-    { name: 'an ignored port only as a suffix of the address', text: 'listener.127.0.0.1_15090.downstream_cx_active: 1\nlistener.127.0.0.1_5090.downstream_cx_active: 2\n', ignored: [5090], want: 1 },
+    {
+      name: 'an ignored port only as a suffix of the address',
+      text: 'listener.127.0.0.1_15090.downstream_cx_active: 1\nlistener.127.0.0.1_5090.downstream_cx_active: 2\n',
+      ignored: [5090],
+      want: 1,
+    },
   ];
   for (const { name, text, ignored, want } of cases) assert.equal(sumActiveConnections(text, ignored), want, name);
 });

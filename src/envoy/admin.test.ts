@@ -10,8 +10,16 @@ const answering = (result: AdminResult): AdminClient => ({ get: async () => resu
 test('serverInfo: state, restart epoch, config path and version from /server_info; undefined when admin is not up or says nothing usable', async () => {
   const body = JSON.stringify({ state: 'LIVE', version: 'abc/1.40.0', command_line_options: { restart_epoch: 2, config_path: '/p/envoy-rev2.json' } });
   const cases: { name: string; result: AdminResult; want: unknown }[] = [
-    { name: 'a LIVE Envoy', result: { ok: true, status: 200, body }, want: { state: 'LIVE', epoch: 2, configPath: '/p/envoy-rev2.json', version: 'abc/1.40.0' } },
-    { name: 'fields missing', result: { ok: true, status: 200, body: '{"state":"INITIALIZING","command_line_options":{}}' }, want: { state: 'INITIALIZING', epoch: 0, configPath: '', version: '' } },
+    {
+      name: 'a LIVE Envoy',
+      result: { ok: true, status: 200, body },
+      want: { state: 'LIVE', epoch: 2, configPath: '/p/envoy-rev2.json', version: 'abc/1.40.0' },
+    },
+    {
+      name: 'fields missing',
+      result: { ok: true, status: 200, body: '{"state":"INITIALIZING","command_line_options":{}}' },
+      want: { state: 'INITIALIZING', epoch: 0, configPath: '', version: '' },
+    },
     { name: 'not 200', result: { ok: true, status: 503, body }, want: undefined },
     { name: 'no answer', result: { ok: false, error: 'ECONNREFUSED' }, want: undefined },
     { name: 'not JSON', result: { ok: true, status: 200, body: 'LIVE' }, want: undefined },

@@ -18,12 +18,15 @@ export function adminClient(port: number, timeoutMs = 1000): AdminClient {
   const call = (method: string, path: string, signal?: AbortSignal): Promise<AdminResult> =>
     new Promise((resolve) => {
       const timeout = timeoutSignal(timeoutMs);
-      const req = http.request({ host: '127.0.0.1', port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout }, (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('end', () => resolve({ ok: true, status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        response.on('error', (error) => resolve({ ok: false, error: String(error) }));
-      });
+      const req = http.request(
+        { host: '127.0.0.1', port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve({ ok: true, status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          response.on('error', (error) => resolve({ ok: false, error: String(error) }));
+        },
+      );
       req.on('error', (error) => resolve({ ok: false, error: String(error) }));
       req.end();
     });
@@ -55,7 +58,12 @@ export async function serverInfo(admin: AdminClient, signal?: AbortSignal): Prom
   if (!result.ok || result.status !== 200) return undefined;
   try {
     const info = JSON.parse(result.body) as { state: ServerState; version?: string; command_line_options: { restart_epoch?: number; config_path?: string } };
-    return { state: info.state, epoch: info.command_line_options.restart_epoch ?? 0, configPath: info.command_line_options.config_path ?? '', version: info.version ?? '' };
+    return {
+      state: info.state,
+      epoch: info.command_line_options.restart_epoch ?? 0,
+      configPath: info.command_line_options.config_path ?? '',
+      version: info.version ?? '',
+    };
   } catch {
     return undefined;
   }

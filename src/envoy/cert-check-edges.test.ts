@@ -8,8 +8,14 @@ import { certCheckBootstrap, groupsToCheck, writeCertCheck } from './cert-check.
 const cluster = (index: number, common_tls_context: unknown) => ({
   name: `cert_check_${index}`,
   type: 'STATIC',
-  load_assignment: { cluster_name: `cert_check_${index}`, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }] },
-  transport_socket: { name: 'envoy.transport_sockets.tls', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', common_tls_context } },
+  load_assignment: {
+    cluster_name: `cert_check_${index}`,
+    endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }],
+  },
+  transport_socket: {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', common_tls_context },
+  },
 });
 
 test('the check bootstrap, whole: a node, and one static TLS cluster per group on 127.0.0.1:1', () => {

@@ -19,7 +19,9 @@ test('checks the groups with a file now, and a group the serving epoch had that 
 });
 
 test('every file is loaded through a throwaway TLS cluster', () => {
-  const bootstrap = JSON.parse(certCheckBootstrap([{ cert: '/c/chain.pem', key: '/c/key.pem' }, { cert: '/c/root.pem' }])) as { static_resources: { clusters: { transport_socket: { typed_config: { common_tls_context: unknown } } }[] } };
+  const bootstrap = JSON.parse(certCheckBootstrap([{ cert: '/c/chain.pem', key: '/c/key.pem' }, { cert: '/c/root.pem' }])) as {
+    static_resources: { clusters: { transport_socket: { typed_config: { common_tls_context: unknown } } }[] };
+  };
   const contexts = bootstrap.static_resources.clusters.map((cluster) => cluster.transport_socket.typed_config.common_tls_context);
   assert.deepEqual(contexts, [
     { tls_certificates: [{ certificate_chain: { filename: '/c/chain.pem' }, private_key: { filename: '/c/key.pem' } }] },

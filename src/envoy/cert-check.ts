@@ -14,8 +14,14 @@ export function certCheckBootstrap(groups: readonly CertGroup[]): string {
   const clusters = groups.map((group, index) => ({
     name: `cert_check_${index}`,
     type: 'STATIC',
-    load_assignment: { cluster_name: `cert_check_${index}`, endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }] },
-    transport_socket: { name: 'envoy.transport_sockets.tls', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', common_tls_context: tlsFiles(group) } },
+    load_assignment: {
+      cluster_name: `cert_check_${index}`,
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: 1 } } } }] }],
+    },
+    transport_socket: {
+      name: 'envoy.transport_sockets.tls',
+      typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext', common_tls_context: tlsFiles(group) },
+    },
   }));
   return JSON.stringify({ node: { id: 'cert-check', cluster: 'cert-check' }, static_resources: { clusters } });
 }

@@ -27,7 +27,15 @@ async function drain(options: Partial<DrainOptions>, admin = scriptedAdmin([])) 
   const clock = new FakeClock();
   const { lines, logger } = linesLogger();
   let done = false;
-  const drained = drainEnvoy({ admin: admin.admin, clock, logger, signal: new AbortController().signal, durationMs: 3000, inboundOnly: true, ...options }).finally(() => (done = true));
+  const drained = drainEnvoy({
+    admin: admin.admin,
+    clock,
+    logger,
+    signal: new AbortController().signal,
+    durationMs: 3000,
+    inboundOnly: true,
+    ...options,
+  }).finally(() => (done = true));
   for (let step = 0; !done; step++) {
     if (step > 400) throw new Error(`the drain has not ended after ${clock.now()} ms of fake time`);
     await flush();
@@ -54,16 +62,32 @@ test('drainListeners: the drain path says inbound only and skip_exit only when a
 
 test("drainListeners: what Envoy answered, in the error's refused list", async () => {
   const { lines, logger } = linesLogger();
-  const { admin } = scriptedAdmin([], (path) => (path === '/healthcheck/fail' ? { ok: true, status: 404, body: ' no such path \n' } : { ok: false, error: 'ECONNREFUSED' }));
+  const { admin } = scriptedAdmin([], (path) =>
+    path === '/healthcheck/fail' ? { ok: true, status: 404, body: ' no such path \n' } : { ok: false, error: 'ECONNREFUSED' },
+  );
   assert.equal(await drainListeners({ admin, logger, signal: new AbortController().signal, inboundOnly: false }), false);
-  assert.deepEqual(lines.map((line) => [line.msg, line.refused]), [['envoy did not start draining: admin drain call failed', [{ path: '/healthcheck/fail', answer: '404 no such path' }, { path: '/drain_listeners?graceful', answer: 'ECONNREFUSED' }]]]);
+  assert.deepEqual(
+    lines.map((line) => [line.msg, line.refused]),
+    [
+      [
+        'envoy did not start draining: admin drain call failed',
+        [
+          { path: '/healthcheck/fail', answer: '404 no such path' },
+          { path: '/drain_listeners?graceful', answer: 'ECONNREFUSED' },
+        ],
+      ],
+    ],
+  );
 });
 
 test('drainEnvoy told to hurry before it began: no admin call, no wait, false', async () => {
   const { admin, calls } = scriptedAdmin([]);
   const stopped = new AbortController();
   stopped.abort();
-  assert.equal(await drainEnvoy({ admin, clock: new FakeClock(), logger: pino({ level: 'silent' }), signal: stopped.signal, durationMs: 3000, inboundOnly: true }), false);
+  assert.equal(
+    await drainEnvoy({ admin, clock: new FakeClock(), logger: pino({ level: 'silent' }), signal: stopped.signal, durationMs: 3000, inboundOnly: true }),
+    false,
+  );
   assert.deepEqual(calls, []);
 });
 
@@ -71,7 +95,11 @@ test('the drain line says how long and whether it stops at zero connections', as
   for (const exitOnZeroActiveConnections of [undefined, true]) {
     const { lines } = await drain({ exitOnZeroActiveConnections }, scriptedAdmin([gauge(0)]));
     const line = lines.find((entry) => entry.msg === 'draining listeners');
-    assert.deepEqual([line?.level, line?.durationMs, line?.exitOnZeroActiveConnections], [30, 3000, exitOnZeroActiveConnections === true], String(exitOnZeroActiveConnections));
+    assert.deepEqual(
+      [line?.level, line?.durationMs, line?.exitOnZeroActiveConnections],
+      [30, 3000, exitOnZeroActiveConnections === true],
+      String(exitOnZeroActiveConnections),
+    );
   }
 });
 
@@ -102,7 +130,16 @@ test('exit-on-zero: an abort in the minimum wait or between polls ends the drain
     const { admin, calls } = scriptedAdmin([gauge(2)]);
     const clock = new FakeClock();
     const stop = new AbortController();
-    const drained = drainEnvoy({ admin, clock, logger: pino({ level: 'silent' }), signal: stop.signal, durationMs: 3000, inboundOnly: true, exitOnZeroActiveConnections: true, minDurationMs });
+    const drained = drainEnvoy({
+      admin,
+      clock,
+      logger: pino({ level: 'silent' }),
+      signal: stop.signal,
+      durationMs: 3000,
+      inboundOnly: true,
+      exitOnZeroActiveConnections: true,
+      minDurationMs,
+    });
     for (let i = 0; i < 5; i++) await flush();
     // Fires a zero minimum's timer only: the drain then polls once and waits for the next poll.
     clock.advance(0);

@@ -35,7 +35,9 @@ async function timeDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { 
 async function runDrain(options: Partial<Parameters<typeof drainEnvoy>[0]> & { admin: AdminClient }): Promise<{ tookMs: number; started: boolean }> {
   const clock = new FakeClock();
   let done = false;
-  const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).finally(() => (done = true));
+  const drained = drainEnvoy({ clock, logger: silentLogger, signal: new AbortController().signal, durationMs: 10_000, inboundOnly: true, ...options }).finally(
+    () => (done = true),
+  );
   // Bounded: a drain that never ends fails here by name, not at the runner's timeout.
   for (let step = 0; !done; step++) {
     if (step > 1000) throw new Error(`drainEnvoy has not ended after ${clock.now()} ms of fake time (durationMs ${options.durationMs ?? 10_000})`);
@@ -52,7 +54,9 @@ describe('drainEnvoy', () => {
     const clock = new FakeClock();
     const controller = new AbortController();
     let done = false;
-    const drained = drainEnvoy({ admin, clock, logger: silentLogger, signal: controller.signal, durationMs: 10_000, inboundOnly: true }).then(() => (done = true));
+    const drained = drainEnvoy({ admin, clock, logger: silentLogger, signal: controller.signal, durationMs: 10_000, inboundOnly: true }).then(
+      () => (done = true),
+    );
     await flush();
     assert.equal(done, false, 'draining');
     controller.abort();
@@ -82,7 +86,11 @@ describe('drainEnvoy', () => {
   const drainPath = '/drain_listeners?graceful&inboundonly';
   const refusals: [string, (path: string) => AdminResult, string[]][] = [
     ['admin unreachable', () => ({ ok: false, error: 'ECONNREFUSED' }), ['/healthcheck/fail', drainPath]],
-    ['/healthcheck/fail answered 404', (path) => (path === '/healthcheck/fail' ? { ok: true, status: 404, body: 'no such path' } : okAnswer), ['/healthcheck/fail']],
+    [
+      '/healthcheck/fail answered 404',
+      (path) => (path === '/healthcheck/fail' ? { ok: true, status: 404, body: 'no such path' } : okAnswer),
+      ['/healthcheck/fail'],
+    ],
     ['/drain_listeners answered 400', (path) => (path === drainPath ? { ok: true, status: 400, body: 'bad request' } : okAnswer), [drainPath]],
   ];
   for (const [name, answer, refusedPaths] of refusals) {

@@ -42,7 +42,10 @@ export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<Pro
   logger.info({ envoyPid: child.pid, args: options.args }, 'envoy started');
   options.onSpawned(child.pid);
   const recent = new RecentErrors();
-  const output = Promise.all([forwardOutput(child.iterable({ from: 'stdout' }), logger, recent), forwardOutput(child.iterable({ from: 'stderr' }), logger, recent)]);
+  const output = Promise.all([
+    forwardOutput(child.iterable({ from: 'stdout' }), logger, recent),
+    forwardOutput(child.iterable({ from: 'stderr' }), logger, recent),
+  ]);
   const stopWatching = new AbortController();
   const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && options.onLive(details);
   void options.watchLive(AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
@@ -52,7 +55,8 @@ export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<Pro
   const found = await verdict;
   if (found !== undefined && !found.accepted) return { kind: 'rejected', detail: found.message };
   const exit = classifyExit(result, recent, signal.aborted, options.ports);
-  if (exit.forced) logger.warn({ envoyPid: child.pid, killAfterMs: options.killAfterMs, detail: exit.detail }, 'envoy did not stop on SIGTERM in time: killed with SIGKILL');
+  if (exit.forced)
+    logger.warn({ envoyPid: child.pid, killAfterMs: options.killAfterMs, detail: exit.detail }, 'envoy did not stop on SIGTERM in time: killed with SIGKILL');
   return exit;
 }
 

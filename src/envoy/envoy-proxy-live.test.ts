@@ -38,9 +38,20 @@ it('LIVE is polled on admin /ready; /server_info (~120 KB from a real Envoy) is 
   await new Promise<void>((resolve) => admin.listen(0, '127.0.0.1', resolve));
   cleanup.defer(() => new Promise<void>((resolve) => (admin.closeAllConnections(), admin.close(() => resolve()))));
   const config = {
-    proxyType: 'router', configPath: dir, binaryPath, proxyAdminPort: (admin.address() as AddressInfo).port, drainDurationMs: 1000, parentShutdownDurationMs: 1000,
-    serviceCluster: 'live', terminationDrainDurationMs: 1000, proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1,
-    certDir: join(dir, 'certs'), fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
+    proxyType: 'router',
+    configPath: dir,
+    binaryPath,
+    proxyAdminPort: (admin.address() as AddressInfo).port,
+    drainDurationMs: 1000,
+    parentShutdownDurationMs: 1000,
+    serviceCluster: 'live',
+    terminationDrainDurationMs: 1000,
+    proxyLogLevel: 'warning',
+    proxyComponentLogLevel: '',
+    concurrency: 1,
+    certDir: join(dir, 'certs'),
+    fileFlushIntervalMs: 1000,
+    skipDeprecatedLogs: true,
   } as AgentConfig;
   const proxy = new EnvoyProxy({ config, serviceNode: 'live', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();

@@ -95,9 +95,15 @@ export class EnvoyProxy implements Proxy {
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     let wentLive = false;
     const exit = await runEnvoyProcess({
-      binaryPath: config.binaryPath, args: await this.#envoyArgs(epoch, bootstrapPath, signal), signal, ports: config,
-      killAfterMs: this.#options.killAfterMs ?? defaultKillAfterMs, logger: this.#options.logger.child({ epoch }),
-      checkBeside: plan.beside ? () => bootstrapVerdict(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => passed) : undefined,
+      binaryPath: config.binaryPath,
+      args: await this.#envoyArgs(epoch, bootstrapPath, signal),
+      signal,
+      ports: config,
+      killAfterMs: this.#options.killAfterMs ?? defaultKillAfterMs,
+      logger: this.#options.logger.child({ epoch }),
+      checkBeside: plan.beside
+        ? () => bootstrapVerdict(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => passed)
+        : undefined,
       watchLive: (watching, tell) => watchLive({ admin: this.#admin, clock: this.#options.clock, bootstrapPath, signal: watching, onLive: tell }),
       onLive: (details) => ((wentLive = true), (this.#servingCerts = certs), onLive(details)),
       onSpawned: (pid) => (pid !== undefined && onStarted?.({ pid }), this.#options.onSpawn?.(epoch)),
@@ -155,7 +161,9 @@ export class EnvoyProxy implements Proxy {
   }
 
   async #removeSharedMemory(): Promise<void> {
-    const path = await removeSharedMemory(this.#baseIdPath).catch((err: unknown) => void this.#options.logger.warn({ err }, 'cannot remove Envoy shared memory'));
+    const path = await removeSharedMemory(this.#baseIdPath).catch(
+      (err: unknown) => void this.#options.logger.warn({ err }, 'cannot remove Envoy shared memory'),
+    );
     if (path) this.#options.logger.debug({ path }, 'removed Envoy shared memory');
   }
 

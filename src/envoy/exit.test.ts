@@ -28,8 +28,15 @@ test('classifyExit sorts exits into the kinds the reconcile loop tells apart', (
 test('classifyExit: a forced kill (SIGTERM went unanswered, execa sent SIGKILL) is told apart from any other stop', () => {
   const forced = classifyExit({ signal: 'SIGKILL', isCanceled: true, failed: true, isForcefullyTerminated: true }, recent('stuck'), true);
   assert.deepEqual(forced, { kind: 'aborted', detail: 'signal SIGKILL (forced: SIGTERM went unanswered): stuck', forced: true });
-  assert.deepEqual(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true, isForcefullyTerminated: false }, recent(), true), { kind: 'aborted', detail: 'signal SIGTERM' });
-  assert.deepEqual(classifyExit({ isCanceled: true, failed: true, isForcefullyTerminated: true }, recent(), false), { kind: 'aborted', detail: 'signal SIGKILL (forced: SIGTERM went unanswered)', forced: true });
+  assert.deepEqual(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true, isForcefullyTerminated: false }, recent(), true), {
+    kind: 'aborted',
+    detail: 'signal SIGTERM',
+  });
+  assert.deepEqual(classifyExit({ isCanceled: true, failed: true, isForcefullyTerminated: true }, recent(), false), {
+    kind: 'aborted',
+    detail: 'signal SIGKILL (forced: SIGTERM went unanswered)',
+    forced: true,
+  });
   assert.deepEqual(classifyExit({ code: 'ENOENT', isCanceled: false, failed: true }, recent(), false), { kind: 'failed', detail: 'ENOENT' });
   assert.deepEqual(classifyExit({ code: 'ENOENT', exitCode: 3, isCanceled: false, failed: true }, recent(), false), { kind: 'failed', detail: 'exit code 3' });
 });
@@ -42,9 +49,17 @@ test("Envoy's own \"cannot bind\" is bad input, named by the flag that set the p
   assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:15090': Address already in use"), false, ports).detail, /^--prometheusPort: .*15090/);
   assert.match(classifyExit(failed, recent("cannot bind '0.0.0.0:8080': Address already in use"), false, ports).detail, /^a listener: .*8080/);
   assert.equal(classifyExit({ signal: 'SIGTERM', isCanceled: true, failed: true }, recent("cannot bind '127.0.0.1:15000': x"), true, ports).kind, 'aborted');
-  assert.equal(classifyExit(failed, recent("cannot bind '127.0.0.1:15000': x"), false).detail, "a listener: Envoy cannot bind port 15000 on 127.0.0.1 (x)", 'no ports given');
+  assert.equal(
+    classifyExit(failed, recent("cannot bind '127.0.0.1:15000': x"), false).detail,
+    'a listener: Envoy cannot bind port 15000 on 127.0.0.1 (x)',
+    'no ports given',
+  );
   assert.match(classifyExit(failed, recent("cannot bind '127.0.0.1:15021': in use"), false, ports).detail, /^--readinessPort: /);
-  assert.match(classifyExit(failed, recent("cannot bind '127.0.0.1:1': x", "cannot bind '127.0.0.1:15000': y"), false, ports).detail, /^--proxyAdminPort: .*\(y\)$/, 'the last such line');
+  assert.match(
+    classifyExit(failed, recent("cannot bind '127.0.0.1:1': x", "cannot bind '127.0.0.1:15000': y"), false, ports).detail,
+    /^--proxyAdminPort: .*\(y\)$/,
+    'the last such line',
+  );
 });
 
 test('envoyReason keeps the line that says what is wrong, without the log prefix', () => {
@@ -54,7 +69,11 @@ test('envoyReason keeps the line that says what is wrong, without the log prefix
   ].join('\n');
   assert.match(envoyReason(output), /^error initializing configuration 'x.json'/);
   const cases: { name: string; output: string; want: string }[] = [
-    { name: 'the first line that names a fault, prefix and location gone', output: '[t][1][info][main] [a.cc:1] starting\n[t][1][critical][main] [b.cc:2] Unable to parse', want: 'Unable to parse' },
+    {
+      name: 'the first line that names a fault, prefix and location gone',
+      output: '[t][1][info][main] [a.cc:1] starting\n[t][1][critical][main] [b.cc:2] Unable to parse',
+      want: 'Unable to parse',
+    },
     { name: 'a prefix without a location', output: '[t][1][critical][main] invalid value', want: 'invalid value' },
     { name: 'each word that names a fault', output: 'ok\nan Exception here', want: 'an Exception here' },
     { name: 'cannot', output: 'fine\nit cannot', want: 'it cannot' },
@@ -69,8 +88,18 @@ test('envoyReason keeps the line that says what is wrong, without the log prefix
 
 test('configRefusal: Envoy refusing its configuration at start, in serve and validate wording', () => {
   const cases: { name: string; detail: string; want: string | undefined }[] = [
-    { name: 'serve mode (1.40), a bad stats regex', detail: "exit code 1: error `missing ): (unclosed` initializing config 'goo.gle/debugproto   |   /etc/istio/proxy/envoy-rev0.json' | missing ): (unclosed", want: 'missing ): (unclosed' },
-    { name: 'validate wording', detail: "exit code 1: error initializing configuration '/p/envoy-rev0.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields | next", want: 'Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields' },
+    {
+      name: 'serve mode (1.40), a bad stats regex',
+      detail:
+        "exit code 1: error `missing ): (unclosed` initializing config 'goo.gle/debugproto   |   /etc/istio/proxy/envoy-rev0.json' | missing ): (unclosed",
+      want: 'missing ): (unclosed',
+    },
+    {
+      name: 'validate wording',
+      detail:
+        "exit code 1: error initializing configuration '/p/envoy-rev0.json': Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields | next",
+      want: 'Protobuf message (type envoy.config.bootstrap.v3.Bootstrap) has unknown fields',
+    },
     { name: 'a crash', detail: 'signal SIGSEGV', want: undefined },
     { name: 'shared memory', detail: 'exit code 1: unable to create shared memory region', want: undefined },
     { name: 'nothing said', detail: 'exit code 1', want: undefined },

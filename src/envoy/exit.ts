@@ -44,7 +44,11 @@ function describeEnd(result: ChildResult): string {
 
 function describeBindFailure(line: string, ports: PortFlags | undefined): string {
   const [, host, port, why] = cannotBind.exec(line)!;
-  const flags: [string, number | undefined][] = [['--proxyAdminPort', ports?.proxyAdminPort], ['--prometheusPort', ports?.prometheusPort], ['--readinessPort', ports?.readinessPort]];
+  const flags: [string, number | undefined][] = [
+    ['--proxyAdminPort', ports?.proxyAdminPort],
+    ['--prometheusPort', ports?.prometheusPort],
+    ['--readinessPort', ports?.readinessPort],
+  ];
   const flag = flags.find(([, value]) => value === Number(port))?.[0] ?? 'a listener';
   return `${flag}: Envoy cannot bind port ${port} on ${host} (${why})`;
 }

@@ -20,7 +20,7 @@ async function fakeProc(processes: Record<number, [string[], number, string?]>):
   return dir;
 }
 
-test('finds the orphans whose -c is a bootstrap of this --configPath in our mount namespace, not our own children, another pod\'s Envoy, other paths or programs', async () => {
+test("finds the orphans whose -c is a bootstrap of this --configPath in our mount namespace, not our own children, another pod's Envoy, other paths or programs", async () => {
   const procDir = await fakeProc({
     10: [['envoy', '-c', '/etc/istio/proxy/envoy-rev0.json', '--restart-epoch', '0'], 1],
     11: [['envoy', '--config-path', '/etc/istio/proxy/envoy-rev3.yaml'], 1],

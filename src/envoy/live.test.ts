@@ -18,7 +18,15 @@ function scriptedAdmin(answers: Answer[], asked: string[]): AdminClient {
     if (path === '/ready') poll++;
     const answer = answers[Math.min(poll, answers.length - 1)]!;
     if (path === '/ready') return { ok: true, status: answer.ready, body: answer.state };
-    return { ok: true, status: 200, body: JSON.stringify({ state: answer.state, version: `v-epoch-${answer.epoch}`, command_line_options: { restart_epoch: answer.epoch, config_path: rev(answer.epoch) } }) };
+    return {
+      ok: true,
+      status: 200,
+      body: JSON.stringify({
+        state: answer.state,
+        version: `v-epoch-${answer.epoch}`,
+        command_line_options: { restart_epoch: answer.epoch, config_path: rev(answer.epoch) },
+      }),
+    };
   };
   return { get, post: get };
 }
@@ -74,7 +82,11 @@ test('isThisEpochLive: LIVE and this epoch\'s own bootstrap, nothing less', () =
 test('stopped while /server_info was being asked: no LIVE is told, even if the answer says LIVE', async () => {
   const stop = new AbortController();
   const live: LiveDetails[] = [];
-  const answer = { ok: true as const, status: 200, body: JSON.stringify({ state: 'LIVE', version: 'v', command_line_options: { restart_epoch: 1, config_path: rev(1) } }) };
+  const answer = {
+    ok: true as const,
+    status: 200,
+    body: JSON.stringify({ state: 'LIVE', version: 'v', command_line_options: { restart_epoch: 1, config_path: rev(1) } }),
+  };
   const admin: AdminClient = { get: async (path) => (path === '/server_info' && stop.abort(), answer), post: async () => answer };
   await watchLive({ admin, clock: new FakeClock(), bootstrapPath: rev(1), signal: stop.signal, onLive: (details) => live.push(details) });
   assert.deepEqual(live, []);

@@ -28,7 +28,8 @@ test("a child's output reaches the log line by line through execa, at Envoy's le
 test("Istio's JSON lines (--log_as_json) reach the log at their level, with component, caller, and a multi-line message whole", async () => {
   const lines: Array<{ level: number; msg: string; envoyComponent?: string; caller?: string }> = [];
   const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  const json = (level: string, msg: string) => JSON.stringify({ time: '2026-11-25T09:00:00.000000Z', level, scope: 'envoy config', msg, caller: 'source/x.cc:7', thread: '3' });
+  const json = (level: string, msg: string) =>
+    JSON.stringify({ time: '2026-11-25T09:00:00.000000Z', level, scope: 'envoy config', msg, caller: 'source/x.cc:7', thread: '3' });
   async function* source() {
     yield json('warning', 'rejected:\nline two');
     yield '{"not": "envoy"}';

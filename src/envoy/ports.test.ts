@@ -18,9 +18,14 @@ test('a port someone holds is bad input naming the flag and the port', async () 
   const freePort = portOf(free);
   await new Promise((resolve) => free.close(resolve));
   try {
-    await assert.rejects(checkEnvoyPortsFree(config({ proxyAdminPort: portOf(held) })), { code: 'BAD_FLAG', message: new RegExp(`^--proxyAdminPort: port ${portOf(held)} on 127.0.0.1 is not free \\(EADDRINUSE\\)`) });
+    await assert.rejects(checkEnvoyPortsFree(config({ proxyAdminPort: portOf(held) })), {
+      code: 'BAD_FLAG',
+      message: new RegExp(`^--proxyAdminPort: port ${portOf(held)} on 127.0.0.1 is not free \\(EADDRINUSE\\)`),
+    });
     await assert.rejects(checkEnvoyPortsFree(config({ proxyAdminPort: freePort, prometheusPort: portOf(held) })), { message: /^--prometheusPort: / });
-    await assert.rejects(checkEnvoyPortsFree(config({ proxyAdminPort: freePort, statusPort: 1, readinessPort: portOf(held) })), { message: /^--readinessPort: / });
+    await assert.rejects(checkEnvoyPortsFree(config({ proxyAdminPort: freePort, statusPort: 1, readinessPort: portOf(held) })), {
+      message: /^--readinessPort: /,
+    });
     await checkEnvoyPortsFree(config({ proxyAdminPort: freePort, readinessPort: portOf(held) }));
   } finally {
     held.close();

@@ -4,7 +4,10 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 
 /** Where Envoy will listen, by the flag that says so (Envoy's own Prometheus and readiness listeners bind 0.0.0.0). */
 export function envoyPorts(config: AgentConfig): { flag: string; host: string; port: number }[] {
-  const ports = [{ flag: '--proxyAdminPort', host: '127.0.0.1', port: config.proxyAdminPort }, { flag: '--prometheusPort', host: '0.0.0.0', port: config.prometheusPort }];
+  const ports = [
+    { flag: '--proxyAdminPort', host: '127.0.0.1', port: config.proxyAdminPort },
+    { flag: '--prometheusPort', host: '0.0.0.0', port: config.prometheusPort },
+  ];
   if (config.statusPort !== 0) ports.push({ flag: '--readinessPort', host: '0.0.0.0', port: config.readinessPort });
   return ports.filter((entry) => entry.port !== 0 && !config.customConfigFile);
 }

@@ -11,7 +11,8 @@ test('planStartChecks: a hot-restart child before its spawn, an operator bootstr
     { epoch: 1, operatorParts: false, want: { before: true, beside: false, afterFailedStart: false } },
     { epoch: 7, operatorParts: true, want: { before: true, beside: false, afterFailedStart: false } },
   ];
-  for (const { epoch, operatorParts, want } of cases) assert.deepEqual(planStartChecks(epoch, operatorParts), want, `epoch ${epoch}, operator parts ${operatorParts}`);
+  for (const { epoch, operatorParts, want } of cases)
+    assert.deepEqual(planStartChecks(epoch, operatorParts), want, `epoch ${epoch}, operator parts ${operatorParts}`);
 });
 
 test('verdictExit: one verdict, worded by the check it came from; an accepted one ends nothing', () => {
@@ -42,7 +43,8 @@ test('needsExplaining: only a planned check, and only an end before LIVE that a 
     { plan: planStartChecks(0, true), kind: 'failed', wentLive: false, want: false },
     { plan: planStartChecks(1, false), kind: 'failed', wentLive: false, want: false },
   ];
-  for (const { plan, kind, wentLive, want } of cases) assert.equal(needsExplaining(plan, { kind, detail: '' }, wentLive), want, `${JSON.stringify(plan)} ${kind} live=${wentLive}`);
+  for (const { plan, kind, wentLive, want } of cases)
+    assert.equal(needsExplaining(plan, { kind, detail: '' }, wentLive), want, `${JSON.stringify(plan)} ${kind} live=${wentLive}`);
 });
 
 test('refusedAtStart: Envoy refusing its config at start is rejected with its words; any other failure is left to --mode validate', () => {

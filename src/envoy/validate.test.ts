@@ -72,7 +72,12 @@ echo "configuration '$4' OK"
   for (const { extraArgs, flag } of cases) {
     it(`flags Envoy refuses where the bootstrap alone passes: BAD_FLAG naming ${flag}`, async () => {
       const verdict = await bootstrapVerdict(await refusingFlags(), bootstrap, { extraArgs });
-      assert.deepEqual(verdict, { accepted: false, code: 'BAD_FLAG', reason: `${flag}: Envoy rejects it: error: unknown component 'nope'`, message: `${flag}: Envoy rejects it: error: unknown component 'nope'` });
+      assert.deepEqual(verdict, {
+        accepted: false,
+        code: 'BAD_FLAG',
+        reason: `${flag}: Envoy rejects it: error: unknown component 'nope'`,
+        message: `${flag}: Envoy rejects it: error: unknown component 'nope'`,
+      });
     });
   }
 
@@ -82,7 +87,12 @@ echo "configuration '$4' OK"
 
   it('a missing or non-executable binary: BAD_FLAG --binaryPath with the errno', async () => {
     const missing = await bootstrapVerdict(join(dir, 'missing'), bootstrap);
-    assert.deepEqual(missing, { accepted: false, code: 'BAD_FLAG', reason: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)`, message: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)` });
+    assert.deepEqual(missing, {
+      accepted: false,
+      code: 'BAD_FLAG',
+      reason: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)`,
+      message: `--binaryPath: cannot run ${join(dir, 'missing')} (ENOENT)`,
+    });
     const plain = join(dir, 'plain');
     await writeFile(plain, 'not a program', { mode: 0o644 });
     const verdict = await bootstrapVerdict(plain, bootstrap);

@@ -67,7 +67,14 @@ function agentFlags(extraArgs: readonly string[]): string {
 const maxVerdictBytes = 1024 * 1024;
 
 function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[], niceness?: number) {
-  const child = execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], { reject: false, all: true, stdin: 'ignore', timeout: 30_000, forceKillAfterDelay: 5000, maxBuffer: maxVerdictBytes });
+  const child = execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], {
+    reject: false,
+    all: true,
+    stdin: 'ignore',
+    timeout: 30_000,
+    forceKillAfterDelay: 5000,
+    maxBuffer: maxVerdictBytes,
+  });
   if (niceness !== undefined && child.pid !== undefined) {
     try {
       setPriority(child.pid, niceness);

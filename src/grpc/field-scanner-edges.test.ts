@@ -24,7 +24,11 @@ function scan(message: Buffer, size: number, wanted: number[], maxValueBytes?: n
 
 const rejects = (bytes: Buffer, message: RegExp, sizes = [1, bytes.length]) => {
   for (const size of sizes) {
-    assert.throws(() => scan(bytes, size, [1]), (thrown: unknown) => thrown instanceof WireError && thrown.name === 'WireError' && message.test(thrown.message), `${message} in chunks of ${size}`);
+    assert.throws(
+      () => scan(bytes, size, [1]),
+      (thrown: unknown) => thrown instanceof WireError && thrown.name === 'WireError' && message.test(thrown.message),
+      `${message} in chunks of ${size}`,
+    );
   }
 };
 

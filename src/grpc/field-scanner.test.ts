@@ -48,7 +48,11 @@ describe('FieldScanner', () => {
   ];
   for (const [name, bytes, error] of bad) {
     it(`rejects ${name}`, () => {
-      for (const size of [1, bytes.length]) assert.throws(() => scanInChunks(bytes, size, [1]), (thrown: Error) => thrown instanceof WireError && error.test(thrown.message));
+      for (const size of [1, bytes.length])
+        assert.throws(
+          () => scanInChunks(bytes, size, [1]),
+          (thrown: Error) => thrown instanceof WireError && error.test(thrown.message),
+        );
     });
   }
 

@@ -150,12 +150,14 @@ export class FieldScanner {
   }
 
   #onLength(length: number): void {
-    if (this.#wanted && length > this.#maxValueBytes) throw new WireError(`field ${this.#field} is ${length} bytes, more than the ${this.#maxValueBytes} allowed`);
+    if (this.#wanted && length > this.#maxValueBytes)
+      throw new WireError(`field ${this.#field} is ${length} bytes, more than the ${this.#maxValueBytes} allowed`);
     this.#startValue(length, this.#wanted);
   }
 
   #startValue(length: number, collect: boolean): void {
-    if (length > this.#length - this.#offset) throw new WireError(`field ${this.#field} runs past the end of the message (${length} bytes at byte ${this.#offset})`);
+    if (length > this.#length - this.#offset)
+      throw new WireError(`field ${this.#field} runs past the end of the message (${length} bytes at byte ${this.#offset})`);
     this.#state = collect ? 'collect' : 'skip';
     this.#left = length;
     if (length === 0) this.#valueDone();

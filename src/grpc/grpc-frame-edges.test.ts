@@ -5,7 +5,10 @@ import { frame, FrameTooLarge, GrpcFrameReader } from './grpc-frame.ts';
 /** Edges of grpc-frame.test.ts that mutation testing showed untested. */
 function reader(maxLength = 100) {
   const events: (string | Buffer)[] = [];
-  const frames = new GrpcFrameReader({ begin: (length) => events.push(`begin ${length}`), data: (bytes) => events.push(bytes), end: () => events.push('end') }, maxLength);
+  const frames = new GrpcFrameReader(
+    { begin: (length) => events.push(`begin ${length}`), data: (bytes) => events.push(bytes), end: () => events.push('end') },
+    maxLength,
+  );
   return { frames, events };
 }
 

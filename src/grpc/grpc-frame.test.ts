@@ -37,6 +37,9 @@ describe('GrpcFrameReader', () => {
     assert.throws(() => readInChunks(compressed, 1), /compressed message/);
     assert.throws(() => readInChunks(Buffer.from([7, 0, 0, 0, 0]), 5), /bad message flag 7/);
     assert.deepEqual(readInChunks(frame('x'.repeat(10)), 3, 10).messages, [`10:${'x'.repeat(10)}`], 'exactly the limit is accepted');
-    assert.throws(() => readInChunks(frame('x'.repeat(11)), 3, 10), (error: Error) => error instanceof FrameTooLarge && /11 bytes, more than the 10 allowed/.test(error.message));
+    assert.throws(
+      () => readInChunks(frame('x'.repeat(11)), 3, 10),
+      (error: Error) => error instanceof FrameTooLarge && /11 bytes, more than the 10 allowed/.test(error.message),
+    );
   });
 });

@@ -26,7 +26,11 @@ describe('grpc-status', () => {
     assert.deepEqual(statusFromHeaders({ 'grpc-status': '16', 'grpc-message': 'no%20token' }), { code: 16, message: 'no token' });
     assert.equal(statusFromHeaders({ ':status': '200' }), undefined);
     assert.deepEqual(statusFromHeaders({ 'grpc-status': '0' }), { code: 0, message: '' });
-    assert.deepEqual(statusFromHeaders({ 'grpc-status': '13', 'grpc-message': ['a', 'b'] }), { code: 13, message: '' }, 'a repeated grpc-message is no message');
+    assert.deepEqual(
+      statusFromHeaders({ 'grpc-status': '13', 'grpc-message': ['a', 'b'] }),
+      { code: 13, message: '' },
+      'a repeated grpc-message is no message',
+    );
     assert.equal(statusFromHeaders({ 'grpc-status': ['0', '1'] }), undefined, 'a repeated grpc-status is no status');
     assert.deepEqual(Object.entries(GrpcStatus).map(([name, code]) => statusName(code) === name), Object.keys(GrpcStatus).map(() => true));
   });

@@ -18,7 +18,9 @@ export function keepAlive(session: Http2Session, options: KeepaliveOptions): voi
   let deadline: Timer | undefined;
   const interval = boundedInterval(() => {
     if (session.destroyed || session.closed || deadline) return;
-    deadline = boundedTimer(() => session.destroy(new Error(`keepalive: no answer to a ping within ${options.timeoutMs} ms`)), options.timeoutMs, { unref: true });
+    deadline = boundedTimer(() => session.destroy(new Error(`keepalive: no answer to a ping within ${options.timeoutMs} ms`)), options.timeoutMs, {
+      unref: true,
+    });
     session.ping(() => {
       deadline?.cancel();
       deadline = undefined;

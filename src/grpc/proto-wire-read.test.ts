@@ -21,7 +21,8 @@ describe('decodeVarint on whole messages, hostile ones included', () => {
   for (const [name, input, from, expected] of rows) it(name, () => assert.deepEqual(decodeVarint(input, from), expected));
 
   it('round-trips what encodeVarint writes', () => {
-    for (const value of [0, 1, 127, 128, 16_383, 16_384, 2 ** 31, 2 ** 53 - 1]) assert.deepEqual(decodeVarint(encodeVarint(value), 0), [value, encodeVarint(value).length]);
+    for (const value of [0, 1, 127, 128, 16_383, 16_384, 2 ** 31, 2 ** 53 - 1])
+      assert.deepEqual(decodeVarint(encodeVarint(value), 0), [value, encodeVarint(value).length]);
   });
 });
 
@@ -44,7 +45,13 @@ describe('readField: one field of a message, refused when it is not protobuf', (
     ['a truncated tag', bytes(0x80), 0, 1, 'truncated tag at byte 0'],
     ['a tag past the message end', bytes(0x08, 0x01), 0, 0, 'truncated tag at byte 0'],
     ['a length past the message end', bytes(0x12, 0x05, 0x61), 0, 3, 'field 2 is truncated: it runs past its message at byte 0'],
-    ['a length past the end given (the buffer goes on)', Buffer.concat([lenField(2, 'abc'), bytes(0, 0)]), 0, 4, 'field 2 is truncated: it runs past its message at byte 0'],
+    [
+      'a length past the end given (the buffer goes on)',
+      Buffer.concat([lenField(2, 'abc'), bytes(0, 0)]),
+      0,
+      4,
+      'field 2 is truncated: it runs past its message at byte 0',
+    ],
     ['a truncated length', bytes(0x12, 0x80), 0, 2, 'field 2 is truncated: it runs past its message at byte 0'],
     ['a hostile length of 2^60', Buffer.concat([bytes(0x12), encodeVarint(2 ** 60)]), 0, 10, 'field 2 is truncated: it runs past its message at byte 0'],
     ['a truncated varint value', bytes(0x08, 0x80), 0, 2, 'truncated varint at byte 1'],

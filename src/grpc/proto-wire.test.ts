@@ -11,6 +11,7 @@ describe('encodeVarint', () => {
   });
 
   it('refuses what no varint holds (NaN and Infinity would loop forever), naming the value', () => {
-    for (const value of [Number.NaN, Infinity, -1]) assert.throws(() => encodeVarint(value), new RegExp(`^RangeError: a varint holds a finite number >= 0, not ${value}$`));
+    for (const value of [Number.NaN, Infinity, -1])
+      assert.throws(() => encodeVarint(value), new RegExp(`^RangeError: a varint holds a finite number >= 0, not ${value}$`));
   });
 });

@@ -43,11 +43,19 @@ describe('routeGrpcCall', () => {
   it('answers an unknown method UNIMPLEMENTED, Trailers-Only', () => {
     const stream = new FakeStream();
     routeGrpcCall(asStream(stream), grpcCall('/pkg.Service/Other'), methods);
-    assert.deepEqual(stream.sent, [{ headers: { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12', 'grpc-message': 'unknown method /pkg.Service/Other' }, endStream: true }]);
+    assert.deepEqual(stream.sent, [
+      {
+        headers: { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12', 'grpc-message': 'unknown method /pkg.Service/Other' },
+        endStream: true,
+      },
+    ]);
   });
 
   it('answers what is not a gRPC call with HTTP 415', () => {
-    for (const headers of [{ ...grpcCall('/pkg.Service/Method'), ':method': 'GET' }, { ...grpcCall('/pkg.Service/Method'), 'content-type': 'application/json' }]) {
+    for (const headers of [
+      { ...grpcCall('/pkg.Service/Method'), ':method': 'GET' },
+      { ...grpcCall('/pkg.Service/Method'), 'content-type': 'application/json' },
+    ]) {
       const stream = new FakeStream();
       routeGrpcCall(asStream(stream), headers, methods);
       assert.deepEqual(stream.sent, [{ headers: { ':status': 415 }, endStream: true }]);
@@ -69,7 +77,9 @@ describe('GrpcServerCall', () => {
   it('sends the status alone (Trailers-Only) when nothing was sent, the message percent-encoded', () => {
     const stream = new FakeStream();
     new GrpcServerCall(asStream(stream)).finish(14, 'down: 100%');
-    assert.deepEqual(stream.sent, [{ headers: { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'down: 100%25' }, endStream: true }]);
+    assert.deepEqual(stream.sent, [
+      { headers: { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '14', 'grpc-message': 'down: 100%25' }, endStream: true },
+    ]);
     assert.equal(stream.ended, false);
   });
 

@@ -55,7 +55,11 @@ export class GrpcServerCall {
  * Hands a stream to the handler of its method. A request that is not a
  * gRPC call gets HTTP 415; a method not served gets UNIMPLEMENTED.
  */
-export function routeGrpcCall(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, methods: ReadonlyMap<string, (stream: ServerHttp2Stream) => void>): void {
+export function routeGrpcCall(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  methods: ReadonlyMap<string, (stream: ServerHttp2Stream) => void>,
+): void {
   const path = headers[':path'] ?? '';
   if (headers[':method'] !== 'POST' || !headers['content-type']?.startsWith(grpcContentType)) {
     return void stream.respond({ ':status': 415 }, { endStream: true });

@@ -9,7 +9,10 @@ type ResolverConstructor = Parameters<typeof grpc.experimental.registerResolver>
 /** The resolver class registerSourceAddressResolver hands grpc-js, caught by a stand-in module. */
 function capturedResolver(): ResolverConstructor {
   let captured: ResolverConstructor | undefined;
-  const module = { ...grpc, experimental: { ...grpc.experimental, registerResolver: (_scheme: string, resolver: ResolverConstructor) => void (captured = resolver) } } as GrpcModule;
+  const module = {
+    ...grpc,
+    experimental: { ...grpc.experimental, registerResolver: (_scheme: string, resolver: ResolverConstructor) => void (captured = resolver) },
+  } as GrpcModule;
   registerSourceAddressResolver(module);
   return captured!;
 }
@@ -30,7 +33,11 @@ describe('the pilot-agent-from: resolver', () => {
   }
 
   for (const path of ['198.18.1.3:80', '/198.18.1.3:80', '127.0.0.6/198.18.1.3', '127.0.0.6/', '', '127.0.0.6/[2001:2::1', '127.0.0.6/198.18.1.3:']) {
-    it(`refuses the path "${path}"`, () => assert.deepEqual(parseSourceBoundPath(path, grpc.experimental.splitHostPort), new Error(`pilot-agent-from: target path "${path}" is not localAddress/host:port`)));
+    it(`refuses the path "${path}"`, () =>
+      assert.deepEqual(
+        parseSourceBoundPath(path, grpc.experimental.splitHostPort),
+        new Error(`pilot-agent-from: target path "${path}" is not localAddress/host:port`),
+      ));
   }
 
   it('answers one address carrying localAddress, once however often asked (pick_first asks again on every failure)', async () => {

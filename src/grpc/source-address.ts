@@ -47,7 +47,10 @@ export function registerSourceAddressResolver(grpc: GrpcModule): void {
 }
 
 /** `localAddress/host:port` of a target's path, or why not. */
-export function parseSourceBoundPath(path: string, splitHostPort: typeof experimental.splitHostPort): { localAddress: string; host: string; port: number } | Error {
+export function parseSourceBoundPath(
+  path: string,
+  splitHostPort: typeof experimental.splitHostPort,
+): { localAddress: string; host: string; port: number } | Error {
   const slash = path.indexOf('/');
   const hostPort = slash > 0 ? splitHostPort(path.slice(slash + 1)) : null;
   if (!hostPort || hostPort.port === undefined) return new Error(`${scheme}: target path "${path}" is not localAddress/host:port`);

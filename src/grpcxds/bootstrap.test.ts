@@ -6,10 +6,16 @@ import { test } from 'node:test';
 import type { AgentError } from '../shared/errors.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from './bootstrap.ts';
 
-const input = { xdsSocketPath: '/etc/istio/proxy/XDS', nodeId: 'sidecar~10.0.0.7~app-1.default~default.svc.cluster.local', metadata: { NAMESPACE: 'default', GENERATOR: 'envoy' } };
+const input = {
+  xdsSocketPath: '/etc/istio/proxy/XDS',
+  nodeId: 'sidecar~10.0.0.7~app-1.default~default.svc.cluster.local',
+  metadata: { NAMESPACE: 'default', GENERATOR: 'envoy' },
+};
 
 test('the agent\'s socket is the only xDS server, insecure (local), xds_v3', () => {
-  assert.deepEqual(buildGrpcBootstrap(input).xds_servers, [{ server_uri: 'unix:///etc/istio/proxy/XDS', channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }]);
+  assert.deepEqual(buildGrpcBootstrap(input).xds_servers, [
+    { server_uri: 'unix:///etc/istio/proxy/XDS', channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] },
+  ]);
 });
 
 test('the node is the proxy\'s, with GENERATOR=grpc whatever the metadata said', () => {
@@ -28,7 +34,12 @@ test('a file_watcher provider over OUTPUT_CERTS, and none without it', () => {
   assert.deepEqual(buildGrpcBootstrap({ ...input, certDir: '/var/lib/istio/certs' }).certificate_providers, {
     default: {
       plugin_name: 'file_watcher',
-      config: { certificate_file: '/var/lib/istio/certs/cert-chain.pem', private_key_file: '/var/lib/istio/certs/key.pem', ca_certificate_file: '/var/lib/istio/certs/root-cert.pem', refresh_interval: '900s' },
+      config: {
+        certificate_file: '/var/lib/istio/certs/cert-chain.pem',
+        private_key_file: '/var/lib/istio/certs/key.pem',
+        ca_certificate_file: '/var/lib/istio/certs/root-cert.pem',
+        refresh_interval: '900s',
+      },
     },
   });
 });

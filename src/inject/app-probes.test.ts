@@ -9,7 +9,13 @@ const rewrite = (containers: Mapping[]) => rewriteAppProbes(containers, 15020, w
 describe('app probes moved to the agent', () => {
   it('http, tcp and grpc probes go to /app-health/<container>/<kind>; the originals are kept sorted by path', () => {
     const { rewrites, probers } = rewrite([
-      { name: 'web', ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { httpGet: { path: '/ready', port: 'http', scheme: 'HTTPS' }, timeoutSeconds: 3, periodSeconds: 7 }, livenessProbe: { tcpSocket: { port: '9000' } }, startupProbe: { grpc: { port: 9090, service: 's' }, timeoutSeconds: 0 } },
+      {
+        name: 'web',
+        ports: [{ name: 'http', containerPort: 8080 }],
+        readinessProbe: { httpGet: { path: '/ready', port: 'http', scheme: 'HTTPS' }, timeoutSeconds: 3, periodSeconds: 7 },
+        livenessProbe: { tcpSocket: { port: '9000' } },
+        startupProbe: { grpc: { port: 9090, service: 's' }, timeoutSeconds: 0 },
+      },
     ]);
     assert.deepEqual(rewrites, [{
       index: 0,
@@ -36,7 +42,9 @@ describe('app probes moved to the agent', () => {
 
   it('an HTTP scheme stays as written; only HTTPS becomes HTTP for the kubelet', () => {
     const { rewrites } = rewrite([{ name: 'a', readinessProbe: { httpGet: { port: 80, scheme: 'HTTP', httpHeaders: [{ name: 'h', value: 'v' }] } } }]);
-    assert.deepEqual(rewrites[0]!.probes.readinessProbe, { httpGet: { port: 15020, scheme: 'HTTP', httpHeaders: [{ name: 'h', value: 'v' }], path: '/app-health/a/readyz' } });
+    assert.deepEqual(rewrites[0]!.probes.readinessProbe, {
+      httpGet: { port: 15020, scheme: 'HTTP', httpHeaders: [{ name: 'h', value: 'v' }], path: '/app-health/a/readyz' },
+    });
   });
 
   it('hostile probes are refused naming the field: not a mapping, bad timeouts, ports out of range, unknown port names (a container without ports too)', () => {
@@ -53,8 +61,14 @@ describe('app probes moved to the agent', () => {
       [{ livenessProbe: { tcpSocket: { port: '70000' } } }, `${where}[0].livenessProbe.tcpSocket.port: must be a port (1-65535)`],
       [{ livenessProbe: { tcpSocket: { port: 80.5 } } }, `${where}[0].livenessProbe.tcpSocket.port: must be a port (1-65535)`],
       [{ startupProbe: { httpGet: { port: 'http' } } }, `${where}[0].startupProbe.httpGet.port: "http" is not the name of one of the container's ports`],
-      [{ startupProbe: { httpGet: { port: 'http' } }, ports: 'http' }, `${where}[0].startupProbe.httpGet.port: "http" is not the name of one of the container's ports`],
-      [{ startupProbe: { httpGet: { port: 'http' } }, ports: [null, { name: 'web', containerPort: 80 }] }, `${where}[0].startupProbe.httpGet.port: "http" is not the name of one of the container's ports`],
+      [
+        { startupProbe: { httpGet: { port: 'http' } }, ports: 'http' },
+        `${where}[0].startupProbe.httpGet.port: "http" is not the name of one of the container's ports`,
+      ],
+      [
+        { startupProbe: { httpGet: { port: 'http' } }, ports: [null, { name: 'web', containerPort: 80 }] },
+        `${where}[0].startupProbe.httpGet.port: "http" is not the name of one of the container's ports`,
+      ],
       [{ startupProbe: { httpGet: { port: 'http' } }, ports: [{ name: 'http' }] }, `${where}[0].startupProbe.httpGet.port: must be a port (1-65535)`],
       [{ readinessProbe: { grpc: { port: '9090' } } }, `${where}[0].readinessProbe.grpc.port: must be a port number`],
       [{ readinessProbe: { grpc: 'x' } }, `${where}[0].readinessProbe.grpc.port: must be a port number`],

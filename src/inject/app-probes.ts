@@ -48,7 +48,8 @@ export function rewriteAppProbes(containers: readonly Mapping[], statusPort: num
 function originalProber(probe: unknown, container: Mapping, at: string): Mapping | undefined {
   if (!isMapping(probe)) throw badFlag(at, 'must be a mapping');
   const timeout = probe['timeoutSeconds'];
-  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && (timeout as number) >= 0)) throw badFlag(`${at}.timeoutSeconds`, 'must be a non-negative integer');
+  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && (timeout as number) >= 0))
+    throw badFlag(`${at}.timeoutSeconds`, 'must be a non-negative integer');
   const withTimeout = (action: Mapping) => ({ ...action, ...(timeout ? { timeoutSeconds: timeout } : {}) });
   if (probe['httpGet'] !== undefined) return withTimeout({ httpGet: resolvePort(probe['httpGet'], container, `${at}.httpGet`) });
   if (probe['tcpSocket'] !== undefined) return withTimeout({ tcpSocket: resolvePort(probe['tcpSocket'], container, `${at}.tcpSocket`) });

@@ -40,11 +40,18 @@ describe('inject: golden output for a Deployment with app probes and Prometheus 
     const [app, cache, proxy] = pod.spec.containers;
     const env = Object.fromEntries((proxy?.['env'] as Mapping[]).map((e) => [e['name'], e['value']]));
     assert.deepEqual(JSON.parse(String(env['ISTIO_KUBE_APP_PROBERS'])), {
-      '/app-health/reviews/livez': { httpGet: { path: '/healthz', port: 9080, scheme: 'HTTPS', httpHeaders: [{ name: 'X-Probe', value: 'live' }] }, timeoutSeconds: 2 },
+      '/app-health/reviews/livez': {
+        httpGet: { path: '/healthz', port: 9080, scheme: 'HTTPS', httpHeaders: [{ name: 'X-Probe', value: 'live' }] },
+        timeoutSeconds: 2,
+      },
       '/app-health/reviews/readyz': { tcpSocket: { port: 9080 } },
       '/app-health/reviews/startupz': { grpc: { port: 9090, service: 'reviews.Health' } },
     });
-    assert.deepEqual(app?.['livenessProbe'], { httpGet: { path: '/app-health/reviews/livez', port: 15020, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'live' }] }, timeoutSeconds: 2, periodSeconds: 10 });
+    assert.deepEqual(app?.['livenessProbe'], {
+      httpGet: { path: '/app-health/reviews/livez', port: 15020, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'live' }] },
+      timeoutSeconds: 2,
+      periodSeconds: 10,
+    });
     assert.deepEqual(app?.['readinessProbe'], { initialDelaySeconds: 3, httpGet: { path: '/app-health/reviews/readyz', port: 15020 } });
     assert.deepEqual(app?.['startupProbe'], { failureThreshold: 30, httpGet: { path: '/app-health/reviews/startupz', port: 15020 } });
     assert.deepEqual(cache?.['livenessProbe'], { exec: { command: ['cache-cli', 'ping'] } }, 'exec probes stay with the kubelet');

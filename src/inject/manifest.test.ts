@@ -70,8 +70,21 @@ describe('injectManifest', () => {
       const spec = pod['spec'] as Mapping;
       assert.deepEqual(names(spec['containers']), ['app', 'istio-proxy']);
       assert.deepEqual(names(spec['initContainers']), ['istio-init']);
-      assert.deepEqual(names(spec['volumes']), ['workload-socket', 'credential-socket', 'workload-certs', 'istio-envoy', 'istio-data', 'istio-podinfo', 'istio-token', 'istiod-ca-cert', 'istio-certs']);
-      assert.match(String((pod['metadata'] as Mapping)['annotations'] && ((pod['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']), /"containers":\["istio-proxy"\]/);
+      assert.deepEqual(names(spec['volumes']), [
+        'workload-socket',
+        'credential-socket',
+        'workload-certs',
+        'istio-envoy',
+        'istio-data',
+        'istio-podinfo',
+        'istio-token',
+        'istiod-ca-cert',
+        'istio-certs',
+      ]);
+      assert.match(
+        String((pod['metadata'] as Mapping)['annotations'] && ((pod['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']),
+        /"containers":\["istio-proxy"\]/,
+      );
     });
   }
 
@@ -80,12 +93,24 @@ describe('injectManifest', () => {
     const proxy = (podOf(doc ?? {})['spec'] as Mapping)['containers'] as Mapping[];
     const container = proxy[1] ?? {};
     const args = container['args'] as string[];
-    assert.deepEqual(args.slice(0, 7), ['proxy', 'sidecar', '--domain', '$(POD_NAMESPACE).svc.cluster.local', '--proxyLogLevel=warning', '--proxyComponentLogLevel=misc:error', '--log_output_level=default:info']);
+    assert.deepEqual(args.slice(0, 7), [
+      'proxy',
+      'sidecar',
+      '--domain',
+      '$(POD_NAMESPACE).svc.cluster.local',
+      '--proxyLogLevel=warning',
+      '--proxyComponentLogLevel=misc:error',
+      '--log_output_level=default:info',
+    ]);
     assert.equal(args[args.indexOf('--discoveryAddress') + 1], 'pilot.mesh:15010');
     assert.equal(args[args.indexOf('--serviceCluster') + 1], 'web.$(POD_NAMESPACE)');
     const env = container['env'] as Mapping[];
     const value = (name: string) => env.find((e) => e['name'] === name)?.['value'];
-    for (const name of ['POD_NAME', 'POD_NAMESPACE', 'INSTANCE_IP', 'SERVICE_ACCOUNT', 'ISTIO_META_NODE_NAME']) assert.ok(env.some((e) => e['name'] === name && e['valueFrom']), name);
+    for (const name of ['POD_NAME', 'POD_NAMESPACE', 'INSTANCE_IP', 'SERVICE_ACCOUNT', 'ISTIO_META_NODE_NAME'])
+      assert.ok(
+        env.some((e) => e['name'] === name && e['valueFrom']),
+        name,
+      );
     assert.ok(!env.some((e) => String(e['name']).includes('CONFIG_NAMESPACE')), 'istiod reads NAMESPACE, which the agent takes from POD_NAMESPACE');
     assert.deepEqual(JSON.parse(String(value('PROXY_CONFIG'))), { discoveryAddress: 'pilot.mesh:15010', statusPort: 15020, terminationDrainDuration: '5s' });
     assert.equal(value('TERMINATION_DRAIN_DURATION_SECONDS'), '5');
@@ -114,7 +139,8 @@ describe('injectManifest', () => {
 
   it('with includeInboundPorts empty in the values (Istio 1.1), captures the containerPorts, and warns for a pod that declares none', () => {
     const lines: string[] = [];
-    const injectWarned = (text: string) => injectManifest(text, { ...inputs, values: { ...inputs.values, includeInboundPorts: '' }, warn: (line) => lines.push(line), source: 'app.yaml' });
+    const injectWarned = (text: string) =>
+      injectManifest(text, { ...inputs, values: { ...inputs.values, includeInboundPorts: '' }, warn: (line) => lines.push(line), source: 'app.yaml' });
     const argsOf = (text: string) => (((podOf(docsOf(text)[0] ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0] ?? {})['args'] as string[];
     const declared = argsOf(injectWarned(workloads['Deployment'] ?? ''));
     assert.equal(declared[declared.indexOf('-b') + 1], '8080,9090');
@@ -148,7 +174,8 @@ describe('injectManifest', () => {
   it('gives istio-init the metadata env too, so DNS_CAPTURE turns on the DNS capture with the DNS proxy', () => {
     const [doc] = docsOf(inject(workloads['Deployment'] ?? '', { proxyMetadata: { DNS_CAPTURE: 'true' } }));
     const spec = podOf(doc ?? {})['spec'] as Mapping;
-    const envOf = (container: Mapping | undefined) => Object.fromEntries(((container?.['env'] ?? []) as Mapping[]).map((entry) => [entry['name'], entry['value']]));
+    const envOf = (container: Mapping | undefined) =>
+      Object.fromEntries(((container?.['env'] ?? []) as Mapping[]).map((entry) => [entry['name'], entry['value']]));
     const init = (spec['initContainers'] as Mapping[]).find((c) => c['name'] === 'istio-init');
     const proxy = [...((spec['initContainers'] ?? []) as Mapping[]), ...(spec['containers'] as Mapping[])].find((c) => c['name'] === 'istio-proxy');
     assert.equal(envOf(init)['ISTIO_META_DNS_CAPTURE'], 'true');
@@ -156,7 +183,10 @@ describe('injectManifest', () => {
   });
 
   it('with holdApplicationUntilProxyStarts on Kubernetes >= 1.29, runs the proxy as a native sidecar after istio-init', () => {
-    const text = (workloads['Deployment'] ?? '').replace('      containers:', '      initContainers: [{name: migrate, image: example/migrate:1}]\n      containers:');
+    const text = (workloads['Deployment'] ?? '').replace(
+      '      containers:',
+      '      initContainers: [{name: migrate, image: example/migrate:1}]\n      containers:',
+    );
     const [doc] = docsOf(inject(text, { holdApplicationUntilProxyStarts: true, kubernetesVersion: '1.29' }));
     assert.ok(doc);
     validate(doc);
@@ -167,8 +197,14 @@ describe('injectManifest', () => {
     assert.equal(proxy['restartPolicy'], 'Always');
     assert.deepEqual(proxy['lifecycle'], { preStop: { exec: { command: ['pilot-agent', 'request', '--debug-port=15020', 'POST', 'drain'] } } });
     assert.ok(proxy['startupProbe'], 'the kubelet starts the next container once the startup probe passes');
-    assert.match(String(((podOf(doc)['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']), /"initContainers":\["istio-init","istio-proxy"\],"containers":\[\]/);
-    assert.equal(inject(inject(text, { holdApplicationUntilProxyStarts: true }), { holdApplicationUntilProxyStarts: true }), inject(text, { holdApplicationUntilProxyStarts: true }));
+    assert.match(
+      String(((podOf(doc)['metadata'] as Mapping)['annotations'] as Mapping)['sidecar.istio.io/status']),
+      /"initContainers":\["istio-init","istio-proxy"\],"containers":\[\]/,
+    );
+    assert.equal(
+      inject(inject(text, { holdApplicationUntilProxyStarts: true }), { holdApplicationUntilProxyStarts: true }),
+      inject(text, { holdApplicationUntilProxyStarts: true }),
+    );
   });
 
   it('with holdApplicationUntilProxyStarts before Kubernetes 1.29, starts the proxy first and holds the app with pilot-agent wait', () => {
@@ -181,8 +217,10 @@ describe('injectManifest', () => {
   });
 
   it('honours the traffic annotations, with "*" for every inbound port', () => {
-    const text = (workloads['Deployment'] ?? '').replace('metadata: {labels: {app: web}}',
-      'metadata: {labels: {app: web}, annotations: {traffic.sidecar.istio.io/includeInboundPorts: "*", traffic.sidecar.istio.io/excludeInboundPorts: "22000"}}');
+    const text = (workloads['Deployment'] ?? '').replace(
+      'metadata: {labels: {app: web}}',
+      'metadata: {labels: {app: web}, annotations: {traffic.sidecar.istio.io/includeInboundPorts: "*", traffic.sidecar.istio.io/excludeInboundPorts: "22000"}}',
+    );
     const [doc] = docsOf(inject(text));
     const args = (((podOf(doc ?? {})['spec'] as Mapping)['initContainers'] as Mapping[])[0]?.['args'] ?? []) as string[];
     assert.equal(args[args.indexOf('-b') + 1], '*');
@@ -251,7 +289,10 @@ describe('injectManifest on bad input', () => {
   it('refuses a port both captured and excluded', () => {
     const text = (workloads['Pod'] ?? '').replace('metadata: {name: web, labels: {app: web}}',
       'metadata: {name: web, annotations: {traffic.sidecar.istio.io/includeInboundPorts: "8080,15020"}}');
-    rejects(text, /^app\.yaml: document 1 \(Pod\/web\): excludeInboundPorts: port 15020 is also in the captured inbound ports \(metadata\.annotations\["traffic\.sidecar\.istio\.io\/includeInboundPorts"\]\)$/);
+    rejects(
+      text,
+      /^app\.yaml: document 1 \(Pod\/web\): excludeInboundPorts: port 15020 is also in the captured inbound ports \(metadata\.annotations\["traffic\.sidecar\.istio\.io\/includeInboundPorts"\]\)$/,
+    );
   });
 
   it('refuses a pod that already has an istio-init of its own', () => {
@@ -260,9 +301,12 @@ describe('injectManifest on bad input', () => {
   });
 
   it('names the probe or annotation the agent could not take over', () => {
-    const pod = (probe: string, annotations = '{}') => `kind: Deployment\nmetadata: {name: web}\nspec: {template: {metadata: {annotations: ${annotations}}, spec: {containers: [{name: a, ports: [{name: http, containerPort: 80}], ${probe}}]}}}\n`;
-    rejects(pod('livenessProbe: {httpGet: {path: /, port: web}}'),
-      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.livenessProbe\.httpGet\.port: "web" is not the name of one of the container's ports$/);
+    const pod = (probe: string, annotations = '{}') =>
+      `kind: Deployment\nmetadata: {name: web}\nspec: {template: {metadata: {annotations: ${annotations}}, spec: {containers: [{name: a, ports: [{name: http, containerPort: 80}], ${probe}}]}}}\n`;
+    rejects(
+      pod('livenessProbe: {httpGet: {path: /, port: web}}'),
+      /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.livenessProbe\.httpGet\.port: "web" is not the name of one of the container's ports$/,
+    );
     rejects(pod('readinessProbe: {tcpSocket: {port: 70000}}'),
       /^app\.yaml: document 1 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.readinessProbe\.tcpSocket\.port: must be a port \(1-65535\)$/);
     rejects(pod('startupProbe: {grpc: {port: 9090}, timeoutSeconds: -1}'),

@@ -11,7 +11,10 @@ describe('Prometheus annotations merged by the agent', () => {
       annotations: { ...pointed },
       env: '{"scrape":"true","path":"/m","port":"9100"}',
     });
-    assert.deepEqual(merge({ 'prometheus_io.port': '65535' }), { annotations: { 'prometheus_io.port': null, ...pointed }, env: '{"scrape":"","path":"","port":"65535"}' });
+    assert.deepEqual(merge({ 'prometheus_io.port': '65535' }), {
+      annotations: { 'prometheus_io.port': null, ...pointed },
+      env: '{"scrape":"","path":"","port":"65535"}',
+    });
     assert.deepEqual(merge({ app: 'x' }), { annotations: pointed, env: undefined });
   });
 

@@ -33,7 +33,12 @@ export function mergePrometheusAnnotations(annotations: Readonly<Record<string, 
   checkPort(found['port'], where, keys.find((key) => sanitize(key) === 'prometheus_io_port'), statusPort);
   const env = keys.length === 0 ? undefined : JSON.stringify({ scrape: found['scrape'] ?? '', path: found['path'] ?? '', port: found['port'] ?? '' });
   return {
-    annotations: { ...Object.fromEntries(keys.map((key) => [key, null])), 'prometheus.io/port': String(statusPort), 'prometheus.io/path': '/stats/prometheus', 'prometheus.io/scrape': 'true' },
+    annotations: {
+      ...Object.fromEntries(keys.map((key) => [key, null])),
+      'prometheus.io/port': String(statusPort),
+      'prometheus.io/path': '/stats/prometheus',
+      'prometheus.io/scrape': 'true',
+    },
     env,
   };
 }

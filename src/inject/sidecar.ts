@@ -51,7 +51,10 @@ export function buildPodPatch(pod: PodTemplate, inputs: InjectionInputs, workloa
     ? mergePrometheusAnnotations(annotations, values.statusPort, at(pod, 'metadata.annotations'))
     : undefined;
   const env = { ...metaEnv(values.proxyMetadata), ISTIO_KUBE_APP_PROBERS: probes.probers, ISTIO_PROMETHEUS_ANNOTATIONS: metrics?.env };
-  const added = withInitEnv(withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName, inputs.warn), inputs.templatePath), env), metaEnv(values.proxyMetadata));
+  const added = withInitEnv(
+    withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName, inputs.warn), inputs.templatePath), env),
+    metaEnv(values.proxyMetadata),
+  );
   const lists = placeProxy(added, proxyPlacement(values));
   for (const addition of lists) checkNames(pod, addition);
   return { annotations: { ...metrics?.annotations, [statusAnnotation]: statusOf(lists, inputs) }, lists, probeRewrites: probes.rewrites };
@@ -90,7 +93,14 @@ function checkNames(pod: PodTemplate, addition: ListAddition): void {
 
 /** Istio's status annotation: what was added, and a hash of the template and values used. */
 function statusOf(lists: readonly ListAddition[], inputs: InjectionInputs): string {
-  const names = (field: ListAddition['field']) => lists.filter((list) => list.field === field).flatMap((list) => list.items.map((item) => String(item['name'])));
+  const names = (field: ListAddition['field']) =>
+    lists.filter((list) => list.field === field).flatMap((list) => list.items.map((item) => String(item['name'])));
   const version = createHash('sha256').update(JSON.stringify([inputs.template, inputs.values])).digest('hex').slice(0, 16);
-  return JSON.stringify({ version, initContainers: names('initContainers'), containers: names('containers'), volumes: names('volumes'), imagePullSecrets: null });
+  return JSON.stringify({
+    version,
+    initContainers: names('initContainers'),
+    containers: names('containers'),
+    volumes: names('volumes'),
+    imagePullSecrets: null,
+  });
 }

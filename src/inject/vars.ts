@@ -42,9 +42,14 @@ function proxyConfig(values: InjectValues): Record<string, unknown> {
 
 /** ISTIO_META_POD_PORTS: the app containers' ports, as Kubernetes serializes them. */
 function podPorts(pod: PodTemplate): Mapping[] {
-  return (pod.spec['containers'] as Mapping[]).flatMap((container) => (Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []))
+  return (pod.spec['containers'] as Mapping[])
+    .flatMap((container) => (Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []))
     .filter(isMapping)
-    .map((port) => ({ ...(typeof port['name'] === 'string' ? { name: port['name'] } : {}), containerPort: port['containerPort'], protocol: port['protocol'] ?? 'TCP' }));
+    .map((port) => ({
+      ...(typeof port['name'] === 'string' ? { name: port['name'] } : {}),
+      containerPort: port['containerPort'],
+      protocol: port['protocol'] ?? 'TCP',
+    }));
 }
 
 const stringMap = (value: unknown): Record<string, string> => (isMapping(value) ? (value as Record<string, string>) : {});
@@ -103,7 +108,9 @@ interface InboundPorts {
  * authorization: never silent.
  */
 function noInboundCaptureLine(pod: PodTemplate, include: InboundPorts): string {
-  const why = include.explicit ? `${include.from} is empty` : `values.includeInboundPorts is empty and no container declares a port (${at(pod, 'spec.containers')})`;
+  const why = include.explicit
+    ? `${include.from} is empty`
+    : `values.includeInboundPorts is empty and no container declares a port (${at(pod, 'spec.containers')})`;
   return `${at(pod, 'metadata')}: no inbound port is captured (${why}): traffic from the pod network reaches the app without mTLS or authorization`;
 }
 

@@ -27,7 +27,9 @@ COMMIT
 `;
 
 /** An earlier run with other flags: an extra chain and a jump to it. */
-const stale = applied.replace(':ISTIO_REDIRECT - [0:0]', ':ISTIO_REDIRECT - [0:0]\n:ISTIO_INBOUND - [0:0]').replace('-A OUTPUT -j ISTIO_OUTPUT', '-A OUTPUT -j ISTIO_OUTPUT\n-A PREROUTING -p tcp -j ISTIO_INBOUND\n-A ISTIO_INBOUND -p tcp -j RETURN');
+const stale = applied
+  .replace(':ISTIO_REDIRECT - [0:0]', ':ISTIO_REDIRECT - [0:0]\n:ISTIO_INBOUND - [0:0]')
+  .replace('-A OUTPUT -j ISTIO_OUTPUT', '-A OUTPUT -j ISTIO_OUTPUT\n-A PREROUTING -p tcp -j ISTIO_INBOUND\n-A ISTIO_INBOUND -p tcp -j RETURN');
 
 /** A fake host: iptables-save prints `saved`; `-C` finds the rules whose chain is in `present`. */
 function fakeHost(saved: string, present: string[] = []) {
@@ -43,7 +45,13 @@ function fakeHost(saved: string, present: string[] = []) {
   return { exec, calls, inputs };
 }
 
-const options = (exec: Exec, extra: { reconcile?: boolean; forceApply?: boolean } = {}) => ({ exec, binaries: binariesFor('v4', ''), reconcile: false, forceApply: false, ...extra });
+const options = (exec: Exec, extra: { reconcile?: boolean; forceApply?: boolean } = {}) => ({
+  exec,
+  binaries: binariesFor('v4', ''),
+  reconcile: false,
+  forceApply: false,
+  ...extra,
+});
 
 describe('applyRules', () => {
   it('on a clean host, feeds the whole rule set to one iptables-restore --noflush', async () => {

@@ -14,7 +14,8 @@ describe('config edges', () => {
   it('parseBool takes Go\'s words whole, in any case and around spaces, and nothing that only starts or ends with one', () => {
     for (const text of ['1', 't', 'TRUE', ' true ']) assert.equal(parseBool({ text, name: '--x' }), true, text);
     for (const text of ['0', 'F', 'False', ' false ']) assert.equal(parseBool({ text, name: '--x' }), false, text);
-    for (const text of ['truex', 'xtrue', '10', 'false0', 'ofalse', 'yes']) assert.throws(() => parseBool({ text, name: '--x' }), new RegExp(`--x: "${text}" is not true or false`), text);
+    for (const text of ['truex', 'xtrue', '10', 'false0', 'ofalse', 'yes'])
+      assert.throws(() => parseBool({ text, name: '--x' }), new RegExp(`--x: "${text}" is not true or false`), text);
   });
 
   it('the TPROXY mark takes an integer from 1 to 2^32-1, whole and trimmed; the route table up to 2^32-2', () => {
@@ -32,7 +33,10 @@ describe('config edges', () => {
     assert.equal(resolve({}, env('127.0.0.0/8')).loopbackCidr, '127.0.0.0/8');
     assert.equal(resolve({}, env('127.0.0.6/32')).loopbackCidr, '127.0.0.6/32');
     for (const cidr of ['127.0.0.0/7', '127.0.0.1/33', '10.0.0.1/32', '::1/128', '127.0.0.1', '127.0.0.1/x8', '127.0.0.1/8x', 'x127.0.0.1/32']) {
-      rejects(() => resolve({}, env(cidr)), new RegExp(`^env ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR: "${cidr.replaceAll('.', '\\.')}" is not an IPv4 loopback CIDR with a prefix from 8 to 32$`));
+      rejects(
+        () => resolve({}, env(cidr)),
+        new RegExp(`^env ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR: "${cidr.replaceAll('.', '\\.')}" is not an IPv4 loopback CIDR with a prefix from 8 to 32$`),
+      );
     }
   });
 
@@ -40,7 +44,10 @@ describe('config edges', () => {
     const groups = (n: number) => ({ ISTIO_OUTBOUND_OWNER_GROUPS: Array.from({ length: n }, (_, i) => String(1000 + i)).join(',') });
     assert.equal(resolve({}, groups(64)).ownerGroups.values.length, 64);
     rejects(() => resolve({}, groups(65)), /^env ISTIO_OUTBOUND_OWNER_GROUPS: 65 groups, at most 64$/);
-    assert.deepEqual(resolve({}, { ISTIO_OUTBOUND_OWNER_GROUPS: ' * ', ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: '7' }).ownerGroups, { except: true, values: ['7'] });
+    assert.deepEqual(resolve({}, { ISTIO_OUTBOUND_OWNER_GROUPS: ' * ', ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: '7' }).ownerGroups, {
+      except: true,
+      values: ['7'],
+    });
   });
 
   it('--probe-timeout: a whole Go duration from 1ms to 1h, decimals of any length', () => {
@@ -48,7 +55,9 @@ describe('config edges', () => {
     assert.equal(at('1.25s'), 1250);
     assert.equal(at(' 1h '), 3_600_000);
     assert.equal(at('1ms'), 1);
-    for (const text of ['', ' ', '5', 's', '5sx', 'x5s', '1s 2s']) assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration like 5s or 500ms$`), JSON.stringify(text));
-    for (const text of ['0s', '0ms', '1h1ms', '61m']) assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration from 1ms to 1h$`), text);
+    for (const text of ['', ' ', '5', 's', '5sx', 'x5s', '1s 2s'])
+      assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration like 5s or 500ms$`), JSON.stringify(text));
+    for (const text of ['0s', '0ms', '1h1ms', '61m'])
+      assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration from 1ms to 1h$`), text);
   });
 });

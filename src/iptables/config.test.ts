@@ -23,7 +23,14 @@ describe('gatherFlags: every flag from the command line, else its env vars, as I
   });
 
   it('takes the command line over the env, and the extra env var over the plain one', () => {
-    const env = { ISTIO_INBOUND_PORTS: '80', DUAL_STACK: 'false', ISTIO_DUAL_STACK: 'true', INVALID_DROP: 'true', ISTIO_META_DNS_CAPTURE: 'true', REDIRECT_DNS: 'false' };
+    const env = {
+      ISTIO_INBOUND_PORTS: '80',
+      DUAL_STACK: 'false',
+      ISTIO_DUAL_STACK: 'true',
+      INVALID_DROP: 'true',
+      ISTIO_META_DNS_CAPTURE: 'true',
+      REDIRECT_DNS: 'false',
+    };
     const given = gatherFlags({ 'istio-inbound-ports': '*' }, env);
     assert.deepEqual(given['istio-inbound-ports'], { text: '*', name: '-b' });
     assert.deepEqual(given['dual-stack'], { text: 'true', name: 'env ISTIO_DUAL_STACK' });
@@ -55,8 +62,33 @@ describe('gatherFlags: every flag from the command line, else its env vars, as I
   });
 
   it('reads the run flags from the env too', () => {
-    const run = resolveRunConfig(gatherFlags({}, { DRY_RUN: 'true', RECONCILE: '1', CLEANUP_ONLY: 'T', FORCE_APPLY: 'false', RUN_VALIDATION: 'true', SKIP_RULE_APPLY: 'true', IPTABLES_PROBE_PORT: '15003', PROBE_TIMEOUT: '1m30s', FORCE_IPTABLES_BINARY: 'legacy' }));
-    assert.deepEqual(run, { dryRun: true, skipRuleApply: true, runValidation: true, reconcile: true, cleanupOnly: true, forceApply: false, binaryVariant: 'legacy', probePort: 15003, probeTimeoutMs: 90_000 });
+    const run = resolveRunConfig(
+      gatherFlags(
+        {},
+        {
+          DRY_RUN: 'true',
+          RECONCILE: '1',
+          CLEANUP_ONLY: 'T',
+          FORCE_APPLY: 'false',
+          RUN_VALIDATION: 'true',
+          SKIP_RULE_APPLY: 'true',
+          IPTABLES_PROBE_PORT: '15003',
+          PROBE_TIMEOUT: '1m30s',
+          FORCE_IPTABLES_BINARY: 'legacy',
+        },
+      ),
+    );
+    assert.deepEqual(run, {
+      dryRun: true,
+      skipRuleApply: true,
+      runValidation: true,
+      reconcile: true,
+      cleanupOnly: true,
+      forceApply: false,
+      binaryVariant: 'legacy',
+      probePort: 15003,
+      probeTimeoutMs: 90_000,
+    });
   });
 });
 
@@ -86,7 +118,12 @@ describe('resolveCaptureConfig', () => {
     ['port 0', { 'istio-inbound-ports': '0' }, {}, /^-b: port "0"/],
     ['a port that is not a number', { 'istio-local-exclude-ports': '80,http' }, {}, /^-d: port "http"/],
     ['a bad port from the env, naming the env var', {}, { ISTIO_OUTBOUND_PORTS: 'x' }, /^env ISTIO_OUTBOUND_PORTS: port "x"/],
-    ['a port both captured and excluded', { 'istio-inbound-ports': '80,8080', 'istio-local-exclude-ports': '8080' }, {}, /^-d: port 8080 is also in the captured inbound ports \(-b\)$/],
+    [
+      'a port both captured and excluded',
+      { 'istio-inbound-ports': '80,8080', 'istio-local-exclude-ports': '8080' },
+      {},
+      /^-d: port 8080 is also in the captured inbound ports \(-b\)$/,
+    ],
     ['an unknown mode', { 'istio-inbound-interception-mode': 'NONE' }, {}, /^-m: interception mode "NONE" is not REDIRECT or TPROXY$/],
     ['a negative UID', { 'proxy-uid': '-1' }, {}, /^-u: "-1" is not a numeric id$/],
     ['a named GID', { 'proxy-gid': 'istio' }, {}, /^-g: /],
@@ -110,7 +147,10 @@ describe('resolveCaptureConfig', () => {
   }
 
   it('rejects bad run flags naming them', () => {
-    rejects(() => resolveRunConfig(gatherFlags({ 'force-iptables-binary': 'iptables-legacy' }, {})), /^--force-iptables-binary: "iptables-legacy" is not legacy or nft$/);
+    rejects(
+      () => resolveRunConfig(gatherFlags({ 'force-iptables-binary': 'iptables-legacy' }, {})),
+      /^--force-iptables-binary: "iptables-legacy" is not legacy or nft$/,
+    );
     rejects(() => resolveRunConfig(gatherFlags({ 'probe-timeout': '5' }, {})), /^--probe-timeout: "5" is not a duration/);
     rejects(() => resolveRunConfig(gatherFlags({ 'iptables-probe-port': '0' }, {})), /^--iptables-probe-port: /);
   });

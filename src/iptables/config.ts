@@ -131,7 +131,10 @@ export function resolveCaptureConfig(flags: GivenFlags, env: NodeJS.ProcessEnv =
     loopbackCidr: loopbackCidr(env),
     ownerGroups: ownerGroups(env),
   };
-  checkInboundConflicts(config.inboundPorts, config.excludedInboundPorts, { include: get('istio-inbound-ports').name, exclude: get('istio-local-exclude-ports').name });
+  checkInboundConflicts(config.inboundPorts, config.excludedInboundPorts, {
+    include: get('istio-inbound-ports').name,
+    exclude: get('istio-local-exclude-ports').name,
+  });
   return config;
 }
 
@@ -160,7 +163,8 @@ function rejectUnsupported(get: (long: string) => Given, bool: (long: string) =>
     throw badFlag(get('network-namespace').name, 'is not supported: run istio-iptables inside the pod network namespace');
   }
   if (bool('cni-mode')) throw badFlag(get('cni-mode').name, 'is not supported: run istio-iptables inside the pod network namespace');
-  if (bool('native-nftables')) throw badFlag(get('native-nftables').name, 'is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)');
+  if (bool('native-nftables'))
+    throw badFlag(get('native-nftables').name, 'is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)');
 }
 
 function port(given: Given): number {

@@ -29,8 +29,10 @@ export function dnsRules(plan: PlanBuilder, config: CaptureConfig, host: HostFac
       plan.add('both', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-j', 'REDIRECT', to, dnsProxyPort]);
       continue;
     }
-    for (const server of host.dnsServersV4) plan.add('v4', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v4Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
-    for (const server of host.dnsServersV6) plan.add('v6', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v6Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
+    for (const server of host.dnsServersV4)
+      plan.add('v4', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v4Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
+    for (const server of host.dnsServersV6)
+      plan.add('v6', 'nat', Chain.outputDns, ['-p', protocol, '--dport', '53', '-d', `${server}/${v6Bits}`, '-j', 'REDIRECT', to, dnsProxyPort]);
   }
   for (const [match, ids] of [['--uid-owner', config.proxyUids], ['--gid-owner', config.proxyGids]] as const) {
     for (const id of ids) {

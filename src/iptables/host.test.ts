@@ -23,7 +23,8 @@ describe('decideIpv6 (Istio getLocalIP, plus the dual-stack reject)', () => {
 
 describe('parseResolvConf', () => {
   it('splits the name servers by family, dropping zones and duplicates', () => {
-    const text = '# comment\nsearch default.svc.cluster.local\nnameserver 10.96.0.10\nnameserver fd00::10\nnameserver 10.96.0.10\n nameserver fe80::1%eth0\noptions ndots:5\n';
+    const text =
+      '# comment\nsearch default.svc.cluster.local\nnameserver 10.96.0.10\nnameserver fd00::10\nnameserver 10.96.0.10\n nameserver fe80::1%eth0\noptions ndots:5\n';
     assert.deepEqual(parseResolvConf(text), { v4: ['10.96.0.10'], v6: ['fd00::10', 'fe80::1'] });
   });
 });

@@ -10,7 +10,9 @@ it('a capture list and an exclude list of 32,767 ports each are checked for a cl
   const low = Array.from({ length: 32_767 }, (_, at) => at + 1);
   const high = Array.from({ length: 32_767 }, (_, at) => at + 32_768);
   withinSync('checkInboundConflicts', () => checkInboundConflicts(low, high));
-  assert.throws(() => withinSync('checkInboundConflicts', () => checkInboundConflicts(low, [...high, 32_767])), { message: '-d: port 32767 is also in the captured inbound ports (-b)' });
+  assert.throws(() => withinSync('checkInboundConflicts', () => checkInboundConflicts(low, [...high, 32_767])), {
+    message: '-d: port 32767 is also in the captured inbound ports (-b)',
+  });
 });
 
 it('20,000 CIDRs are split and deduplicated in linear time, in the order given (a nested scan took 30 s)', () => {

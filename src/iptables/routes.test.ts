@@ -27,7 +27,10 @@ test('a rerun removes every stale copy of its rule, then adds it once', async ()
 
 test('an ip whose rule del always succeeds fails after a bounded number of tries, naming the rule, and adds nothing', async () => {
   const ip = fakeIp(Infinity);
-  await assert.rejects(replaceRule(ip.exec, '-6', '1337', '133'), new RegExp(`^Error: ip -6 rule del fwmark 1337 lookup 133 still succeeding after ${maxStaleRules + 1} deletions`));
+  await assert.rejects(
+    replaceRule(ip.exec, '-6', '1337', '133'),
+    new RegExp(`^Error: ip -6 rule del fwmark 1337 lookup 133 still succeeding after ${maxStaleRules + 1} deletions`),
+  );
   assert.equal(ip.calls.length, maxStaleRules + 1);
   assert.ok(ip.calls.every((call) => call.includes(' del ')));
 });
@@ -55,9 +58,17 @@ const tproxy = { mode: 'TPROXY', inboundPorts: '*', tproxyMark: 1337, tproxyRout
 
 test('TPROXY capture fails, naming the command, when ip cannot add its route or rule or delete a stale rule', async () => {
   for (const [fails, message, named] of [
-    [/route add/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 route add local 0\.0\.0\.0\/0 dev lo table 133 failed: RTNETLINK answers: Operation not permitted$/],
+    [
+      /route add/,
+      'RTNETLINK answers: Operation not permitted',
+      /^Error: ip -4 route add local 0\.0\.0\.0\/0 dev lo table 133 failed: RTNETLINK answers: Operation not permitted$/,
+    ],
     [/rule add/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 rule add fwmark 1337 lookup 133 failed/],
-    [/rule del/, 'RTNETLINK answers: Operation not permitted', /^Error: ip -4 rule del fwmark 1337 lookup 133 failed: RTNETLINK answers: Operation not permitted$/],
+    [
+      /rule del/,
+      'RTNETLINK answers: Operation not permitted',
+      /^Error: ip -4 rule del fwmark 1337 lookup 133 failed: RTNETLINK answers: Operation not permitted$/,
+    ],
   ] as const) {
     await assert.rejects(configureRoutes(tproxy, false, failingIp(fails, message).exec), named, String(fails));
   }

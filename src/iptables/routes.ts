@@ -42,8 +42,10 @@ export async function replaceRule(exec: Exec, family: '-4' | '-6', mark: string,
     for (; deleted <= maxStaleRules; deleted++) await exec('ip', [family, 'rule', 'del', ...rule]);
   } catch (error) {
     // "No such file or directory" is how ip says none is left; anything else (no permission, no ip) is a failure.
-    if (!/no such file or directory/i.test(firstLine(error))) throw new Error(`ip ${family} rule del ${rule.join(' ')} failed: ${firstLine(error)}`, { cause: error });
+    if (!/no such file or directory/i.test(firstLine(error)))
+      throw new Error(`ip ${family} rule del ${rule.join(' ')} failed: ${firstLine(error)}`, { cause: error });
   }
-  if (deleted > maxStaleRules) throw new Error(`ip ${family} rule del ${rule.join(' ')} still succeeding after ${maxStaleRules + 1} deletions: not a stale copy left by a rerun`);
+  if (deleted > maxStaleRules)
+    throw new Error(`ip ${family} rule del ${rule.join(' ')} still succeeding after ${maxStaleRules + 1} deletions: not a stale copy left by a rerun`);
   await ipCommand(exec, [family, 'rule', 'add', ...rule]);
 }

@@ -22,11 +22,25 @@ const goldens: { name: string; cli: Record<string, string>; ipv6: Ipv6Mode; dns?
   { name: 'an IPv6-only pod: the same capture with ip6tables, ::6 and ::1 for 127.0.0.6 and 127.0.0.1', cli: {}, ipv6: 'capture', family: 'v6' },
   { name: 'a dual-stack pod without dual stack: new inbound IPv6 connections reset on the ports IPv4 captures', cli: {}, ipv6: 'reject', family: 'v6' },
   { name: 'listed inbound ports, dual-stack reject on those ports only', cli: { 'istio-inbound-ports': '8080,9090' }, ipv6: 'reject', family: 'v6' },
-  { name: 'DNS capture (ISTIO_META_DNS_CAPTURE) towards the resolv.conf server', cli: { 'redirect-dns': 'true' }, ipv6: 'none', dns: ['10.96.0.10'], family: 'v4' },
+  {
+    name: 'DNS capture (ISTIO_META_DNS_CAPTURE) towards the resolv.conf server',
+    cli: { 'redirect-dns': 'true' },
+    ipv6: 'none',
+    dns: ['10.96.0.10'],
+    family: 'v4',
+  },
   { name: 'TPROXY', cli: { 'istio-inbound-interception-mode': 'TPROXY' }, ipv6: 'none', family: 'v4' },
   {
     name: 'the annotations: -q, -o, -k, -c, -i list and -x, with --drop-invalid',
-    cli: { 'istio-outbound-ports': '8443', 'istio-local-outbound-ports-exclude': '3306', 'kube-virt-interfaces': 'veth0', 'istio-exclude-interfaces': 'eth1', 'istio-service-cidr': '10.96.0.0/12', 'istio-service-exclude-cidr': '10.96.0.1', 'drop-invalid': 'true' },
+    cli: {
+      'istio-outbound-ports': '8443',
+      'istio-local-outbound-ports-exclude': '3306',
+      'kube-virt-interfaces': 'veth0',
+      'istio-exclude-interfaces': 'eth1',
+      'istio-service-cidr': '10.96.0.0/12',
+      'istio-service-exclude-cidr': '10.96.0.1',
+      'drop-invalid': 'true',
+    },
     ipv6: 'none',
     family: 'v4',
   },
@@ -245,7 +259,13 @@ COMMIT
 });
 
 describe('buildCapturePlan', () => {
-  const argumentSets: Record<string, string>[] = [{}, { 'istio-inbound-ports': '22,8080' }, { 'redirect-dns': 'true', 'capture-all-dns': 'true' }, { 'istio-inbound-interception-mode': 'TPROXY' }, { 'proxy-uid': '3,4', 'proxy-gid': '1,2' }];
+  const argumentSets: Record<string, string>[] = [
+    {},
+    { 'istio-inbound-ports': '22,8080' },
+    { 'redirect-dns': 'true', 'capture-all-dns': 'true' },
+    { 'istio-inbound-interception-mode': 'TPROXY' },
+    { 'proxy-uid': '3,4', 'proxy-gid': '1,2' },
+  ];
 
   it('never exempts SSH: no rule returns port 22 in any argument set or family', () => {
     for (const cli of argumentSets) {
@@ -295,7 +315,11 @@ describe('buildCapturePlan', () => {
   });
 
   it('owner groups from ISTIO_OUTBOUND_OWNER_GROUPS: only those groups are captured', () => {
-    assert.ok(lines(planFor({}, {}, { ISTIO_OUTBOUND_OWNER_GROUPS: 'java,202' }).v4).includes('-A ISTIO_OUTPUT -m owner ! --gid-owner java -m owner ! --gid-owner 202 -j RETURN'));
+    assert.ok(
+      lines(planFor({}, {}, { ISTIO_OUTBOUND_OWNER_GROUPS: 'java,202' }).v4).includes(
+        '-A ISTIO_OUTPUT -m owner ! --gid-owner java -m owner ! --gid-owner 202 -j RETURN',
+      ),
+    );
     assert.ok(lines(planFor({}, {}, { ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: '888' }).v4).includes('-A ISTIO_OUTPUT -m owner --gid-owner 888 -j RETURN'));
   });
 

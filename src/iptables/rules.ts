@@ -93,7 +93,19 @@ function inboundRules(plan: PlanBuilder, config: CaptureConfig): void {
     // Marked packets are routed to loopback (see routes.ts), where TPROXY hands them to Envoy.
     plan.add('both', 'mangle', Chain.divert, ['-j', 'MARK', '--set-mark', String(config.tproxyMark)]);
     plan.add('both', 'mangle', Chain.divert, ['-j', 'ACCEPT']);
-    plan.versioned('mangle', Chain.tproxy, (family) => ['!', '-d', family.loopback, '-p', 'tcp', '-j', 'TPROXY', '--tproxy-mark', `${config.tproxyMark}/0xffffffff`, '--on-port', String(config.inboundCapturePort)]);
+    plan.versioned('mangle', Chain.tproxy, (family) => [
+      '!',
+      '-d',
+      family.loopback,
+      '-p',
+      'tcp',
+      '-j',
+      'TPROXY',
+      '--tproxy-mark',
+      `${config.tproxyMark}/0xffffffff`,
+      '--on-port',
+      String(config.inboundCapturePort),
+    ]);
   }
   plan.add('both', table, 'PREROUTING', ['-p', 'tcp', '-j', Chain.inbound]);
   const established = ['-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', Chain.divert];
@@ -137,7 +149,22 @@ interface OwnerOptions {
 function ownerRules(plan: PlanBuilder, config: CaptureConfig, options: OwnerOptions): void {
   const { match, id } = options;
   const skipPorts = options.dns ? ['-m', 'multiport', '!', '--dports', `53,${config.inboundTunnelPort}`] : ['!', '--dport', String(config.inboundTunnelPort)];
-  plan.versioned('nat', Chain.output, (family) => ['-o', 'lo', '!', '-d', family.loopback, '-p', 'tcp', ...skipPorts, '-m', 'owner', match, id, '-j', Chain.inRedirect]);
+  plan.versioned('nat', Chain.output, (family) => [
+    '-o',
+    'lo',
+    '!',
+    '-d',
+    family.loopback,
+    '-p',
+    'tcp',
+    ...skipPorts,
+    '-m',
+    'owner',
+    match,
+    id,
+    '-j',
+    Chain.inRedirect,
+  ]);
   if (!options.loopbackIncluded) {
     const dnsOnLoopback = options.dns || options.returnDns ? ['-p', 'tcp', '!', '--dport', '53'] : [];
     plan.add('both', 'nat', Chain.output, ['-o', 'lo', ...dnsOnLoopback, '-m', 'owner', '!', match, id, '-j', 'RETURN']);

@@ -73,7 +73,9 @@ export async function isInPlace(state: SavedState, rules: readonly Rule[], exist
 export function cleanupLines(state: SavedState, table: Table, present: readonly Rule[], keep: readonly string[]): { chains: string[]; lines: string[] } {
   const chains = istioChains(state, table);
   const jumps = istioJumps(state, table).map((line) => line.replace(/^-A /, '-D '));
-  const doubles = present.filter((rule) => rule.table === table && !isOwnChain(rule.chain) && !isIstioChain(jumpTarget(rule.spec) ?? '')).map((rule) => ruleLine({ ...rule, insertAt: undefined }).replace(/^-A /, '-D '));
+  const doubles = present
+    .filter((rule) => rule.table === table && !isOwnChain(rule.chain) && !isIstioChain(jumpTarget(rule.spec) ?? ''))
+    .map((rule) => ruleLine({ ...rule, insertAt: undefined }).replace(/^-A /, '-D '));
   const removed = chains.filter((chain) => !keep.includes(chain)).map((chain) => `-X ${chain}`);
   return { chains, lines: [...jumps, ...doubles, ...removed] };
 }

@@ -11,7 +11,23 @@ export function tproxyTailRules(plan: PlanBuilder, config: CaptureConfig): void 
   plan.add('both', 'mangle', 'OUTPUT', ['-p', 'tcp', '-o', 'lo', '-m', 'mark', '--mark', mark, '-j', 'RETURN']);
   for (const [match, ids] of [['--uid-owner', config.proxyUids], ['--gid-owner', config.proxyGids]] as const) {
     for (const id of ids) {
-      plan.versioned('mangle', 'OUTPUT', (family) => ['!', '-d', family.loopback, '-p', 'tcp', '-o', 'lo', '-m', 'owner', match, id, '-j', 'MARK', '--set-mark', outboundMark]);
+      plan.versioned('mangle', 'OUTPUT', (family) => [
+        '!',
+        '-d',
+        family.loopback,
+        '-p',
+        'tcp',
+        '-o',
+        'lo',
+        '-m',
+        'owner',
+        match,
+        id,
+        '-j',
+        'MARK',
+        '--set-mark',
+        outboundMark,
+      ]);
     }
   }
   plan.add('both', 'mangle', 'OUTPUT', ['-p', 'tcp', '-m', 'connmark', '--mark', mark, '-j', 'CONNMARK', '--restore-mark']);

@@ -26,7 +26,9 @@ export async function validateCapture(options: ValidationOptions): Promise<boole
   let done!: (passed: boolean) => void;
   const result = new Promise<boolean>((resolve) => (done = resolve));
   const probes = probeMatcher({ listenHost, probeHost: options.ipv6 ? '::6' : '127.0.0.6', probePort: options.probePort, onMatch: () => done(true) });
-  const servers = (await Promise.all([options.outboundCapturePort, options.inboundCapturePort].map((port) => listen(listenHost, port, probes.onArrival)))).filter((server): server is Server => server !== undefined);
+  const servers = (
+    await Promise.all([options.outboundCapturePort, options.inboundCapturePort].map((port) => listen(listenHost, port, probes.onArrival)))
+  ).filter((server): server is Server => server !== undefined);
   if (servers.length === 0) return false;
   probes.probe();
   const interval = boundedInterval(probes.probe, options.intervalMs ?? 1000);

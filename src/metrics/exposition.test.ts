@@ -24,7 +24,16 @@ test('HELP escapes backslash and newline but keeps double quotes', () => {
 });
 
 test('values: integers and floats as numbers, the special floats as Prometheus spells them', () => {
-  const cases: [number, string][] = [[0, '0'], [42, '42'], [-1.5, '-1.5'], [0.001, '0.001'], [1e21, '1e+21'], [Infinity, '+Inf'], [-Infinity, '-Inf'], [NaN, 'NaN']];
+  const cases: [number, string][] = [
+    [0, '0'],
+    [42, '42'],
+    [-1.5, '-1.5'],
+    [0.001, '0.001'],
+    [1e21, '1e+21'],
+    [Infinity, '+Inf'],
+    [-Infinity, '-Inf'],
+    [NaN, 'NaN'],
+  ];
   for (const [input, expected] of cases) assert.equal(formatValue(input), expected, String(input));
 });
 

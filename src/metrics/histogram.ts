@@ -28,7 +28,11 @@ export class Histogram<L extends string = string> extends Metric<L> {
     return [...this.#series].flatMap(([key, series]) => {
       const labels = this.labelsOf(key);
       let cumulative = 0;
-      const buckets = this.#buckets.map((bound, i) => ({ name: `${this.name}_bucket`, labels: { ...labels, le: bound }, value: (cumulative += series.counts[i]!) }));
+      const buckets = this.#buckets.map((bound, i) => ({
+        name: `${this.name}_bucket`,
+        labels: { ...labels, le: bound },
+        value: (cumulative += series.counts[i]!),
+      }));
       return [
         ...buckets,
         { name: `${this.name}_bucket`, labels: { ...labels, le: '+Inf' }, value: series.count },

@@ -58,7 +58,12 @@ export abstract class Metric<L extends string> {
   /** prom-client's `get()`: the family with label sets and values (tests read it). */
   async get(): Promise<{ name: string; help: string; type: MetricType; values: { labels: Labels; value: number; metricName: string }[] }> {
     const family = await this.family();
-    return { name: family.name, help: family.help, type: family.type, values: family.samples.map((s) => ({ labels: s.labels, value: s.value, metricName: s.name })) };
+    return {
+      name: family.name,
+      help: family.help,
+      type: family.type,
+      values: family.samples.map((s) => ({ labels: s.labels, value: s.value, metricName: s.name })),
+    };
   }
 
   protected abstract samples(): Sample[];

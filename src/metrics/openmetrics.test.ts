@@ -5,12 +5,13 @@ import { toOpenMetrics } from './openmetrics.ts';
 const cases: { name: string; text: string; want: string }[] = [
   {
     name: 'a counter named with _total: the family loses it, the sample keeps it',
-    text: '# HELP istio_agent_dns_requests_total Total number of DNS requests.\n'
-      + '# TYPE istio_agent_dns_requests_total counter\nistio_agent_dns_requests_total 3\n',
+    text:
+      '# HELP istio_agent_dns_requests_total Total number of DNS requests.\n' +
+      '# TYPE istio_agent_dns_requests_total counter\nistio_agent_dns_requests_total 3\n',
     want: '# HELP istio_agent_dns_requests Total number of DNS requests.\n# TYPE istio_agent_dns_requests counter\nistio_agent_dns_requests_total 3\n# EOF\n',
   },
   {
-    name: 'a counter named without _total (Envoy\'s, Istio\'s wasm_*_count): its samples gain it, labels kept',
+    name: "a counter named without _total (Envoy's, Istio's wasm_*_count): its samples gain it, labels kept",
     text: '# TYPE envoy_cluster_upstream_rq counter\nenvoy_cluster_upstream_rq{code="200"} 7\n',
     want: '# TYPE envoy_cluster_upstream_rq counter\nenvoy_cluster_upstream_rq_total{code="200"} 7\n# EOF\n',
   },
@@ -20,14 +21,14 @@ const cases: { name: string; text: string; want: string }[] = [
     want: '# TYPE g gauge\ng 1\n# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_sum 0.5\nh_count 1\n# TYPE u unknown\nu 2\n# EOF\n',
   },
   {
-    name: 'an app\'s own # EOF in the middle is dropped: one ends the whole',
+    name: "an app's own # EOF in the middle is dropped: one ends the whole",
     text: '# TYPE a gauge\na 1\n# EOF\n# TYPE b gauge\nb 2\n',
     want: '# TYPE a gauge\na 1\n# TYPE b gauge\nb 2\n# EOF\n',
   },
   { name: 'nothing at all is still a valid exposition', text: '', want: '# EOF\n' },
   { name: 'a sample with no TYPE is kept as it is (unknown)', text: 'x_total 1\n', want: 'x_total 1\n# EOF\n' },
   {
-    name: 'a counter\'s HELP is renamed as its TYPE, and HELP with no text stays empty',
+    name: "a counter's HELP is renamed as its TYPE, and HELP with no text stays empty",
     text: '# HELP c_total\n# HELP d Things.\n# TYPE c_total counter\n# TYPE d counter\nc_total 1\nd 2\n',
     want: '# HELP c\n# HELP d Things.\n# TYPE c counter\n# TYPE d counter\nc_total 1\nd_total 2\n# EOF\n',
   },
@@ -37,12 +38,16 @@ const cases: { name: string; text: string; want: string }[] = [
     want: '# TYPE m gauge\nm 1\n# TYPE m counter\nm 2\n# EOF\n',
   },
   {
-    name: 'a counter\'s sample is matched by its whole name: before labels, a space or nothing, never a prefix',
+    name: "a counter's sample is matched by its whole name: before labels, a space or nothing, never a prefix",
     text: '# TYPE r counter\nr{a="1"} 1\nr 2\nr\nrx 3\nr_total 4\n',
     want: '# TYPE r counter\nr_total{a="1"} 1\nr_total 2\nr_total\nrx 3\nr_total 4\n# EOF\n',
   },
   { name: 'lines of spaces go; a TYPE with no name is a free comment', text: '   \n\t\n# TYPE\n# TYPE  counter\n', want: '# EOF\n' },
-  { name: 'a counter with _total inside its name keeps it', text: '# TYPE a_total_b counter\na_total_b 1\n', want: '# TYPE a_total_b counter\na_total_b_total 1\n# EOF\n' },
+  {
+    name: 'a counter with _total inside its name keeps it',
+    text: '# TYPE a_total_b counter\na_total_b 1\n',
+    want: '# TYPE a_total_b counter\na_total_b_total 1\n# EOF\n',
+  },
 ];
 
 for (const { name, text, want } of cases) test(`toOpenMetrics: ${name}`, () => assert.equal(toOpenMetrics(text), want));

@@ -29,15 +29,27 @@ export function registerRuntimeMetrics(registry: Registry, prefix: string): void
   gauge('process_open_fds', 'Number of open file descriptors.', () => readdir('/proc/self/fd').then((fds) => fds.length - 1, () => 0));
   gauge('process_max_fds', 'Maximum number of open file descriptors.', maxFds);
   gauge('nodejs_eventloop_lag_seconds', 'Lag of event loop in seconds.', eventLoopLag);
-  byType(registry, prefix + 'nodejs_active_resources', 'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.', () => process.getActiveResourcesInfo());
-  byType(registry, prefix + 'nodejs_active_handles', 'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.', () => internals('_getActiveHandles'));
-  byType(registry, prefix + 'nodejs_active_requests', 'Number of active libuv requests grouped by request type. Every request type is C++ class name.', () => internals('_getActiveRequests'));
+  byType(
+    registry,
+    prefix + 'nodejs_active_resources',
+    'Number of active resources that are currently keeping the event loop alive, grouped by async resource type.',
+    () => process.getActiveResourcesInfo(),
+  );
+  byType(registry, prefix + 'nodejs_active_handles', 'Number of active libuv handles grouped by handle type. Every handle type is C++ class name.', () =>
+    internals('_getActiveHandles'),
+  );
+  byType(registry, prefix + 'nodejs_active_requests', 'Number of active libuv requests grouped by request type. Every request type is C++ class name.', () =>
+    internals('_getActiveRequests'),
+  );
   gauge('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', () => process.memoryUsage().heapTotal);
   gauge('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', () => process.memoryUsage().heapUsed);
   gauge('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', () => process.memoryUsage().external);
   registerHeapSpaces(registry, prefix);
   const [major, minor, patch] = process.versions.node.split('.');
-  new Gauge({ name: `${prefix}nodejs_version_info`, help: 'Node.js version info.', labelNames: ['version', 'major', 'minor', 'patch'], registers }).set({ version: process.version, major: major!, minor: minor!, patch: patch! }, 1);
+  new Gauge({ name: `${prefix}nodejs_version_info`, help: 'Node.js version info.', labelNames: ['version', 'major', 'minor', 'patch'], registers }).set(
+    { version: process.version, major: major!, minor: minor!, patch: patch! },
+    1,
+  );
   registerGcDurations(registry, prefix);
 }
 
@@ -80,7 +92,10 @@ function registerHeapSpaces(registry: Registry, prefix: string): void {
   const fields = [['total', 'space_size', 'total'], ['used', 'space_used_size', 'used'], ['available', 'space_available_size', 'available']] as const;
   for (const [suffix, field, word] of fields) {
     new Gauge({
-      name: `${prefix}nodejs_heap_space_size_${suffix}_bytes`, help: `Process heap space size ${word} from Node.js in bytes.`, labelNames: ['space'], registers: [registry],
+      name: `${prefix}nodejs_heap_space_size_${suffix}_bytes`,
+      help: `Process heap space size ${word} from Node.js in bytes.`,
+      labelNames: ['space'],
+      registers: [registry],
       collect() {
         for (const space of getHeapSpaceStatistics()) this.set({ space: space.space_name.replace(/_space$/, '') }, space[field]);
       },
@@ -94,8 +109,15 @@ function registerGcDurations(registry: Registry, prefix: string): void {
     [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
     [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
   };
-  const histogram = new Histogram({ name: `${prefix}nodejs_gc_duration_seconds`, help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.', labelNames: ['kind'], buckets: [0.001, 0.01, 0.1, 1, 2, 5], registers: [registry] });
+  const histogram = new Histogram({
+    name: `${prefix}nodejs_gc_duration_seconds`,
+    help: 'Garbage collection duration by kind, one of major, minor, incremental or weakcb.',
+    labelNames: ['kind'],
+    buckets: [0.001, 0.01, 0.1, 1, 2, 5],
+    registers: [registry],
+  });
   new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) histogram.observe({ kind: kinds[(entry as unknown as { detail: { kind: number } }).detail.kind] ?? 'unknown' }, entry.duration / 1000);
+    for (const entry of list.getEntries())
+      histogram.observe({ kind: kinds[(entry as unknown as { detail: { kind: number } }).detail.kind] ?? 'unknown' }, entry.duration / 1000);
   }).observe({ entryTypes: ['gc'] });
 }

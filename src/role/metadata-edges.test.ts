@@ -5,7 +5,8 @@ import { readNodeEnv } from '../settings/pod-env.ts';
 import { buildNodeMetadata, metadataFromEnv, type AgentFacts } from './metadata.ts';
 
 const noFacts: AgentFacts = { instanceIps: [], envoyStatusPort: 0, envoyPrometheusPort: 0, exitOnZeroActiveConnections: false, proxyConfig: {} };
-const build = (env: Record<string, string>, agent: Partial<AgentFacts> = {}, podInfo = {}) => buildNodeMetadata({ node: readNodeEnv(env), podInfo, agent: { ...noFacts, ...agent } });
+const build = (env: Record<string, string>, agent: Partial<AgentFacts> = {}, podInfo = {}) =>
+  buildNodeMetadata({ node: readNodeEnv(env), podInfo, agent: { ...noFacts, ...agent } });
 
 test('METADATA_DISCOVERY: PEER_METADATA_DISCOVERY when set (even empty), else true only with ENABLE_HBONE', () => {
   const rows: [Record<string, string>, unknown][] = [
@@ -17,23 +18,48 @@ test('METADATA_DISCOVERY: PEER_METADATA_DISCOVERY when set (even empty), else tr
   ];
   for (const [env, want] of rows) assert.equal(build(env).METADATA_DISCOVERY, want, JSON.stringify(env));
   for (const value of ['yes', '']) {
-    assert.throws(() => build({ PEER_METADATA_DISCOVERY: value }), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message.startsWith('env PEER_METADATA_DISCOVERY: '), value);
+    assert.throws(
+      () => build({ PEER_METADATA_DISCOVERY: value }),
+      (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message.startsWith('env PEER_METADATA_DISCOVERY: '),
+      value,
+    );
   }
 });
 
 test('what the env and the agent set only when there is something to set', () => {
   const empty = build({ POD_NAME: '', POD_NAMESPACE: '', SERVICE_ACCOUNT: '', DNS_PROXY_ADDR: '' }, { pilotSan: [] });
-  for (const key of ['NAME', 'NAMESPACE', 'SERVICE_ACCOUNT', 'DNS_PROXY_ADDR', 'INSTANCE_IPS', 'ENVOY_STATUS_PORT', 'ENVOY_PROMETHEUS_PORT', 'EXIT_ON_ZERO_ACTIVE_CONNECTIONS', 'PILOT_SAN', 'ENVOY_SKIP_DEPRECATED_LOGS', 'WORKLOAD_IDENTITY_SOCKET_FILE', 'STATIC_LABELS', 'LABELS', 'ANNOTATIONS']) {
+  for (const key of [
+    'NAME',
+    'NAMESPACE',
+    'SERVICE_ACCOUNT',
+    'DNS_PROXY_ADDR',
+    'INSTANCE_IPS',
+    'ENVOY_STATUS_PORT',
+    'ENVOY_PROMETHEUS_PORT',
+    'EXIT_ON_ZERO_ACTIVE_CONNECTIONS',
+    'PILOT_SAN',
+    'ENVOY_SKIP_DEPRECATED_LOGS',
+    'WORKLOAD_IDENTITY_SOCKET_FILE',
+    'STATIC_LABELS',
+    'LABELS',
+    'ANNOTATIONS',
+  ]) {
     assert.equal(key in empty, false, key);
   }
   const full = build({ DNS_PROXY_ADDR: '127.0.0.1:15053' }, { pilotSan: ['istiod.istio-system.svc'], skipDeprecatedLogs: false, instanceIps: ['198.18.0.2'] });
-  assert.deepEqual([full.DNS_PROXY_ADDR, full.PILOT_SAN, full.ENVOY_SKIP_DEPRECATED_LOGS, full.INSTANCE_IPS], ['127.0.0.1:15053', ['istiod.istio-system.svc'], 'false', '198.18.0.2']);
+  assert.deepEqual(
+    [full.DNS_PROXY_ADDR, full.PILOT_SAN, full.ENVOY_SKIP_DEPRECATED_LOGS, full.INSTANCE_IPS],
+    ['127.0.0.1:15053', ['istiod.istio-system.svc'], 'false', '198.18.0.2'],
+  );
 });
 
 test('PROXY_CONFIG: the env\'s, else ISTIO_META_PROXY_CONFIG\'s, under the merged ProxyConfig and the agent\'s fields', () => {
   assert.deepEqual(build({ ISTIO_META_PROXY_CONFIG: '{"statNameLength":1,"concurrency":2}' }).PROXY_CONFIG, { statNameLength: 1, concurrency: 2 });
   assert.deepEqual(build({ PROXY_CONFIG: '{"statNameLength":3}', ISTIO_META_PROXY_CONFIG: '{"concurrency":2}' }).PROXY_CONFIG, { statNameLength: 3 });
-  const layered = build({ PROXY_CONFIG: '{"statNameLength":3,"concurrency":1}' }, { mergedProxyConfig: { concurrency: 4, statusPort: 1 }, proxyConfig: { statusPort: 15020 } });
+  const layered = build(
+    { PROXY_CONFIG: '{"statNameLength":3,"concurrency":1}' },
+    { mergedProxyConfig: { concurrency: 4, statusPort: 1 }, proxyConfig: { statusPort: 15020 } },
+  );
   assert.deepEqual(layered.PROXY_CONFIG, { statNameLength: 3, concurrency: 4, statusPort: 15020 });
   assert.deepEqual(build({}).PROXY_CONFIG, {});
 });

@@ -115,7 +115,10 @@ function toStringMap(value: unknown): Coerced {
 function toPodPorts(value: unknown): Coerced {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   const parsed = parseBoundedJson(text);
-  const isPort = (port: unknown) => isObject(port) && Number.isInteger(port.containerPort) && ['name', 'protocol'].every((field) => port[field] === undefined || typeof port[field] === 'string');
+  const isPort = (port: unknown) =>
+    isObject(port) &&
+    Number.isInteger(port.containerPort) &&
+    ['name', 'protocol'].every((field) => port[field] === undefined || typeof port[field] === 'string');
   if (!parsed.ok || !Array.isArray(parsed.value) || !parsed.value.every(isPort)) return fail('must be a JSON array of {name, containerPort, protocol}');
   return ok(text);
 }

@@ -13,10 +13,19 @@ test('ISTIO_META_ values take the type istiod declares; unknown keys stay string
     [{ ISTIO_META_PROXY_CONFIG: '{"statusPort":15020,"drainDuration":"45s"}' }, { PROXY_CONFIG: { statusPort: 15020, drainDuration: '45s' } }],
     [{ ISTIO_META_INSTANCE_IPS: '10.0.0.1,fd00::1' }, { INSTANCE_IPS: '10.0.0.1,fd00::1' }],
     [{ ISTIO_META_REQUESTED_NETWORK_VIEW: 'n1,n2' }, { REQUESTED_NETWORK_VIEW: 'n1,n2' }],
-    [{ ISTIO_META_POD_PORTS: '[{"name":"http","containerPort":9080,"protocol":"TCP"}]' }, { POD_PORTS: '[{"name":"http","containerPort":9080,"protocol":"TCP"}]' }],
+    [
+      { ISTIO_META_POD_PORTS: '[{"name":"http","containerPort":9080,"protocol":"TCP"}]' },
+      { POD_PORTS: '[{"name":"http","containerPort":9080,"protocol":"TCP"}]' },
+    ],
     [{ ISTIO_META_PILOT_SAN: 'istiod.istio-system.svc,istiod' }, { PILOT_SAN: ['istiod.istio-system.svc', 'istiod'] }],
-    [{ ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local' }, { CLUSTER_ID: 'Kubernetes', MESH_ID: 'cluster.local' }],
-    [{ ISTIO_META_MY_FLAG: '15021', ISTIO_META_OTHER: 'true' }, { MY_FLAG: '15021', OTHER: 'true' }],
+    [
+      { ISTIO_META_CLUSTER_ID: 'Kubernetes', ISTIO_META_MESH_ID: 'cluster.local' },
+      { CLUSTER_ID: 'Kubernetes', MESH_ID: 'cluster.local' },
+    ],
+    [
+      { ISTIO_META_MY_FLAG: '15021', ISTIO_META_OTHER: 'true' },
+      { MY_FLAG: '15021', OTHER: 'true' },
+    ],
     [{ ISTIO_META_: 'no name', PATH: '/bin' }, {}],
   ];
   for (const [env, expected] of cases) assert.deepEqual(metadataFromEnv(env), expected, JSON.stringify(env));
@@ -24,7 +33,10 @@ test('ISTIO_META_ values take the type istiod declares; unknown keys stay string
 
 test('ISTIO_METAJSON_ values are typed too, and merge over a same-named ISTIO_META_ object', () => {
   const cases: [Record<string, string>, Record<string, unknown>][] = [
-    [{ ISTIO_METAJSON_LABELS: '{"app":"productpage","version":"v1"}', ISTIO_META_LABELS: '{"app":"old","tier":"web"}' }, { LABELS: { app: 'productpage', version: 'v1', tier: 'web' } }],
+    [
+      { ISTIO_METAJSON_LABELS: '{"app":"productpage","version":"v1"}', ISTIO_META_LABELS: '{"app":"old","tier":"web"}' },
+      { LABELS: { app: 'productpage', version: 'v1', tier: 'web' } },
+    ],
     [{ ISTIO_METAJSON_ENVOY_STATUS_PORT: '15021' }, { ENVOY_STATUS_PORT: 15021 }],
     [{ ISTIO_METAJSON_DNS_CAPTURE: 'true' }, { DNS_CAPTURE: 'true' }],
     [{ ISTIO_METAJSON_INSTANCE_IPS: '["10.0.0.1","10.0.0.2"]' }, { INSTANCE_IPS: '10.0.0.1,10.0.0.2' }],

@@ -131,7 +131,10 @@ function parseJson(name: string, text: string): unknown {
 /** ProxyConfig.proxyMetadata's ISTIO_META_* entries: node metadata below the real env's, as Istio's agent takes them. */
 function istioMetaOf(proxyMetadata: unknown): Record<string, string> {
   if (!isObject(proxyMetadata)) return {};
-  return Object.fromEntries(Object.entries(proxyMetadata).filter(([key, value]) => key.startsWith(metaPrefix) && typeof value === 'string')) as Record<string, string>;
+  return Object.fromEntries(Object.entries(proxyMetadata).filter(([key, value]) => key.startsWith(metaPrefix) && typeof value === 'string')) as Record<
+    string,
+    string
+  >;
 }
 
 /** PEER_METADATA_DISCOVERY when set; else on with ambient's HBONE, as Istio's agent decides. */

@@ -34,6 +34,9 @@ test('bad inputs name the flag or env var', async () => {
     [{ registry: 'Other', id: 'x', domain: '~' }, /^--domain: /],
   ];
   for (const [input, message] of cases) {
-    await assert.rejects(resolveRole({ ...base, ...input }), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && message.test(error.message));
+    await assert.rejects(
+      resolveRole({ ...base, ...input }),
+      (error: unknown) => error instanceof AgentError && error.exitCode === 2 && message.test(error.message),
+    );
   }
 });

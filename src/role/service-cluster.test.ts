@@ -6,7 +6,11 @@ const both = { app: 'reviews', 'service.istio.io/canonical-name': 'r3' };
 
 test('node.cluster as Istio\'s agent picks it (serviceClusterOrDefault)', () => {
   const rows: [name: string, metadata: Record<string, unknown>, want: string][] = [
-    ['istio-proxy', { NAMESPACE: 'default', LABELS: { app: 'reviews', 'app.kubernetes.io/name': 'r2', 'service.istio.io/canonical-name': 'r3' } }, 'reviews.default'],
+    [
+      'istio-proxy',
+      { NAMESPACE: 'default', LABELS: { app: 'reviews', 'app.kubernetes.io/name': 'r2', 'service.istio.io/canonical-name': 'r3' } },
+      'reviews.default',
+    ],
     ['istio-proxy', { NAMESPACE: 'default', LABELS: { 'app.kubernetes.io/name': 'r2', 'service.istio.io/canonical-name': 'r3' } }, 'r2.default'],
     ['istio-proxy', { NAMESPACE: 'default', LABELS: { 'service.istio.io/canonical-name': 'r3' } }, 'r3.default'],
     ['istio-proxy', { NAMESPACE: 'default', LABELS: { version: 'v1' }, WORKLOAD_NAME: 'reviews-v1' }, 'reviews-v1.default'],

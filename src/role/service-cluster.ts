@@ -20,7 +20,8 @@ const firstLabel = (labels: Record<string, string>, keys: readonly string[]) => 
 export function serviceCluster(name: string, metadata: NodeMetadata): string {
   const tracing = text((metadata.PROXY_CONFIG as Record<string, unknown> | undefined)?.tracingServiceName);
   // Any tracingServiceName replaces serviceCluster (one oneof); APP_LABEL_AND_NAMESPACE is the default's rule.
-  if (tracing !== 'CANONICAL_NAME_ONLY' && tracing !== 'CANONICAL_NAME_AND_NAMESPACE') return clusterOrDefault(tracing ? defaultServiceCluster : name, metadata);
+  if (tracing !== 'CANONICAL_NAME_ONLY' && tracing !== 'CANONICAL_NAME_AND_NAMESPACE')
+    return clusterOrDefault(tracing ? defaultServiceCluster : name, metadata);
   const labels = (metadata.LABELS ?? {}) as Record<string, string>;
   const label = firstLabel(labels, canonicalLabels);
   const canonical = label !== undefined ? labels[label]! : text(metadata.WORKLOAD_NAME) || defaultServiceCluster;

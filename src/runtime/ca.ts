@@ -10,12 +10,24 @@ export type CaPart = CaRuntime & AsyncDisposable;
  * The CA client, when there are CA settings and a store that is ours to feed
  * (another process serving SDS feeds its own). `firstCallAfter`: see startCa.
  */
-export async function startCaPart(ctx: RuntimeContext, options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> }): Promise<CaPart | undefined> {
+export async function startCaPart(
+  ctx: RuntimeContext,
+  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> },
+): Promise<CaPart | undefined> {
   const { settings, store } = options;
   if (!settings || !store) return undefined;
-  const ca = await startCa({ settings, store, registry: ctx.registry, clock: ctx.clock, logger: ctx.logger.child({ component: 'ca' }), firstCallAfter: options.firstCallAfter });
+  const ca = await startCa({
+    settings,
+    store,
+    registry: ctx.registry,
+    clock: ctx.clock,
+    logger: ctx.logger.child({ component: 'ca' }),
+    firstCallAfter: options.firstCallAfter,
+  });
   return stopsOnDispose(ca, () => ca.stop());
 }
 
 /** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */
-export const withCaDebug = (sds: SdsRuntime, ca: CaRuntime | undefined) => ({ debug: () => (ca ? { ...(sds.debug() as object), ca: ca.debug() } : sds.debug()) });
+export const withCaDebug = (sds: SdsRuntime, ca: CaRuntime | undefined) => ({
+  debug: () => (ca ? { ...(sds.debug() as object), ca: ca.debug() } : sds.debug()),
+});

@@ -19,7 +19,12 @@ export interface EnvoyLoop extends AsyncDisposable {
 }
 
 /** Restart after failures: --retryInitialDelay × 2^n, --retryBudget tries; refilled after a minute LIVE. */
-const retryPolicy = (config: AgentConfig) => ({ initialDelayMs: config.retryInitialDelayMs, budget: config.retryBudget, stableAfterMs: 60_000, parentInitializingDelayMs: 1000 });
+const retryPolicy = (config: AgentConfig) => ({
+  initialDelayMs: config.retryInitialDelayMs,
+  budget: config.retryBudget,
+  stableAfterMs: 60_000,
+  parentInitializingDelayMs: 1000,
+});
 
 /**
  * The reconcile loop over the proxy's epochs, with their metrics and the

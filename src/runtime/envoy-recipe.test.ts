@@ -41,8 +41,17 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
 
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'envoy-recipe-'));
-    const { config } = resolveAgentConfig({ proxyType: 'sidecar', commandLine: { values: {}, sourceOf: () => 'default' }, proxyConfig: mergeProxyConfigs([]), env: {} });
-    ctx = runtimeContext({ ...config, configPath: dir, certDir: join(dir, 'certs'), sdsSocket: join(dir, 'SDS'), statusPort: 0 }, silentLogger, new FakeClock(1_000_000));
+    const { config } = resolveAgentConfig({
+      proxyType: 'sidecar',
+      commandLine: { values: {}, sourceOf: () => 'default' },
+      proxyConfig: mergeProxyConfigs([]),
+      env: {},
+    });
+    ctx = runtimeContext(
+      { ...config, configPath: dir, certDir: join(dir, 'certs'), sdsSocket: join(dir, 'SDS'), statusPort: 0 },
+      silentLogger,
+      new FakeClock(1_000_000),
+    );
     guard = new FakeGuard();
     inputs = {
       bootstrap: { nodeId: 'sidecar~198.18.0.7~app.ns~ns.svc.cluster.local', metadata: {} as never, text: '{}', domain: 'ns.svc.cluster.local' },
@@ -110,7 +119,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
     proxy.exit(0, 'rejected', 'cannot bind 0.0.0.0:15001');
-    await assert.rejects(within(run, 5000, 'the recipe to end'), (error: unknown) => error instanceof AgentError && error.code === 'ENVOY_REJECTED' && error.message === 'cannot bind 0.0.0.0:15001');
+    await assert.rejects(
+      within(run, 5000, 'the recipe to end'),
+      (error: unknown) => error instanceof AgentError && error.code === 'ENVOY_REJECTED' && error.message === 'cannot bind 0.0.0.0:15001',
+    );
     assert.equal(await exists(join(dir, 'XDS')), false);
   });
 
@@ -120,6 +132,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
     proxy.exit(0, 'failed', 'exit code 1: boom');
-    await assert.rejects(within(run, 5000, 'the recipe to end'), (error: unknown) => error instanceof AgentError && error.code === 'RETRY_BUDGET_SPENT' && error.exitCode === 1 && /exit code 1: boom$/.test(error.message));
+    await assert.rejects(
+      within(run, 5000, 'the recipe to end'),
+      (error: unknown) =>
+        error instanceof AgentError && error.code === 'RETRY_BUDGET_SPENT' && error.exitCode === 1 && /exit code 1: boom$/.test(error.message),
+    );
   });
 });

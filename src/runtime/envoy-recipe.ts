@@ -56,9 +56,22 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
-  const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ca, nameTables: dns?.nameTables, ecds: wasm?.convert }));
+  const relay = stack.use(
+    await startRelayPart(ctx, {
+      socketPath: inputs.sockets.xds,
+      upstream: inputs.upstream,
+      node: bootstrap.nodeId,
+      ca,
+      nameTables: dns?.nameTables,
+      ecds: wasm?.convert,
+    }),
+  );
   // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
-  if (inputs.grpcBootstrapPath) await writeGrpcBootstrap(inputs.grpcBootstrapPath, buildGrpcBootstrap({ xdsSocketPath: inputs.sockets.xds, nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }));
+  if (inputs.grpcBootstrapPath)
+    await writeGrpcBootstrap(
+      inputs.grpcBootstrapPath,
+      buildGrpcBootstrap({ xdsSocketPath: inputs.sockets.xds, nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }),
+    );
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
   // While Envoy boots (~60 ms), the relay dials for its first stream (a custom bootstrap may not use the relay at all).
   if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
@@ -84,5 +97,12 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {
   const { bootstrap } = inputs;
-  return new EnvoyProxy({ config: ctx.config, serviceNode: bootstrap.nodeId, bootstrap: bootstrap.text, launch: inputs.launch, clock: ctx.clock, logger: ctx.logger.child({ component: 'envoy' }) });
+  return new EnvoyProxy({
+    config: ctx.config,
+    serviceNode: bootstrap.nodeId,
+    bootstrap: bootstrap.text,
+    launch: inputs.launch,
+    clock: ctx.clock,
+    logger: ctx.logger.child({ component: 'envoy' }),
+  });
 }

@@ -36,8 +36,15 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
   await using stack = new AsyncDisposableStack();
   stack.defer(() => events.stopped.emit());
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: new SecretStore() }));
-  const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.xdsSocketPath, socketMode: 0o666, upstream: inputs.upstream, node: inputs.nodeId, ca }));
-  const bootstrap = buildGrpcBootstrap({ xdsSocketPath: inputs.xdsSocketPath, nodeId: inputs.nodeId, metadata: inputs.metadata, certDir: inputs.caSettings?.outputDir });
+  const relay = stack.use(
+    await startRelayPart(ctx, { socketPath: inputs.xdsSocketPath, socketMode: 0o666, upstream: inputs.upstream, node: inputs.nodeId, ca }),
+  );
+  const bootstrap = buildGrpcBootstrap({
+    xdsSocketPath: inputs.xdsSocketPath,
+    nodeId: inputs.nodeId,
+    metadata: inputs.metadata,
+    certDir: inputs.caSettings?.outputDir,
+  });
   await writeGrpcBootstrap(inputs.bootstrapPath, bootstrap);
   logger.info({ path: inputs.bootstrapPath, certificates: inputs.caSettings?.outputDir }, 'gRPC xDS bootstrap written; Envoy is disabled (proxyless gRPC)');
   stack.use(await startProxylessStatus(ctx, { relay, ca, inputs }));
@@ -52,10 +59,24 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
 }
 
 /** The status server without Envoy; undefined when --statusPort is 0. */
-async function startProxylessStatus(ctx: RuntimeContext, parts: { relay: RelayPart; ca: CaPart | undefined; inputs: ProxylessInputs }): Promise<AsyncDisposable | undefined> {
+async function startProxylessStatus(
+  ctx: RuntimeContext,
+  parts: { relay: RelayPart; ca: CaPart | undefined; inputs: ProxylessInputs },
+): Promise<AsyncDisposable | undefined> {
   if (ctx.config.statusPort === 0) return undefined;
   const { relay, ca, inputs } = parts;
-  const deps = proxylessDeps({ registry: ctx.registry, relay, ca, bootstrapPath: inputs.bootstrapPath, stop: () => ctx.events.stopRequested.emit('quitquitquit') });
-  const status = await startStatusServer({ port: ctx.config.statusPort, readinessSocketPath: inputs.readinessSocketPath, deps, logger: ctx.logger.child({ component: 'status' }) });
+  const deps = proxylessDeps({
+    registry: ctx.registry,
+    relay,
+    ca,
+    bootstrapPath: inputs.bootstrapPath,
+    stop: () => ctx.events.stopRequested.emit('quitquitquit'),
+  });
+  const status = await startStatusServer({
+    port: ctx.config.statusPort,
+    readinessSocketPath: inputs.readinessSocketPath,
+    deps,
+    logger: ctx.logger.child({ component: 'status' }),
+  });
   return stopsOnDispose(status, () => status.close());
 }

@@ -7,7 +7,13 @@ import type { Readiness } from '../status/readiness.ts';
 import type { XdsRelay } from '../xds/relay/relay.ts';
 
 /** The status endpoints without Envoy: readiness is the app's bootstrap and certificate files. */
-export function proxylessDeps(options: { registry: Registry; relay: XdsRelay; ca: CaRuntime | undefined; bootstrapPath: string; stop: () => void }): StatusDeps {
+export function proxylessDeps(options: {
+  registry: Registry;
+  relay: XdsRelay;
+  ca: CaRuntime | undefined;
+  bootstrapPath: string;
+  stop: () => void;
+}): StatusDeps {
   return {
     readiness: { check: () => proxylessReadiness(options.bootstrapPath, options.ca) },
     agentMetrics: () => options.registry.metrics(),
@@ -31,7 +37,10 @@ export async function proxylessReadiness(bootstrapPath: string, ca?: { problem()
   try {
     bootstrap = JSON.parse(await readFile(bootstrapPath, 'utf8')) as GrpcBootstrap;
   } catch (error) {
-    return { ready: false, reason: `gRPC bootstrap ${bootstrapPath} is not readable yet (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})` };
+    return {
+      ready: false,
+      reason: `gRPC bootstrap ${bootstrapPath} is not readable yet (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    };
   }
   for (const provider of Object.values(bootstrap.certificate_providers ?? {})) {
     for (const file of Object.values(provider.config).filter((value) => value.endsWith('.pem'))) {

@@ -23,12 +23,25 @@ export type RelayPart = XdsRelay & AsyncDisposable;
  */
 export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): Promise<RelayPart> {
   const logger = ctx.logger.child({ component: 'xds' });
-  const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: ctx.config.configPath, node: inputs.node, clock: ctx.clock, logger });
+  const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({
+    configPath: ctx.config.configPath,
+    node: inputs.node,
+    clock: ctx.clock,
+    logger,
+  });
   const { ca } = inputs;
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...inputs.upstream, heldCertificate: ca && (() => ca.workloadCertificate()) };
   const relay = new XdsRelay({
-    socketPath: inputs.socketPath, socketMode: inputs.socketMode, upstream, registry: ctx.registry, clock: ctx.clock, logger, lastKnownGood, nameTables: inputs.nameTables, ecds: inputs.ecds,
+    socketPath: inputs.socketPath,
+    socketMode: inputs.socketMode,
+    upstream,
+    registry: ctx.registry,
+    clock: ctx.clock,
+    logger,
+    lastKnownGood,
+    nameTables: inputs.nameTables,
+    ecds: inputs.ecds,
   });
   try {
     await relay.start();

@@ -5,6 +5,12 @@ export type SdsPart = SdsRuntime & AsyncDisposable;
 
 /** The SDS server on --sdsSocket (or the note that another process serves it). */
 export async function startSdsPart(ctx: RuntimeContext, options: { workloadFromCa: boolean }): Promise<SdsPart> {
-  const sds = await startSds({ config: ctx.config, registry: ctx.registry, clock: ctx.clock, logger: ctx.logger.child({ component: 'sds' }), workloadFromCa: options.workloadFromCa });
+  const sds = await startSds({
+    config: ctx.config,
+    registry: ctx.registry,
+    clock: ctx.clock,
+    logger: ctx.logger.child({ component: 'sds' }),
+    workloadFromCa: options.workloadFromCa,
+  });
   return stopsOnDispose(sds, () => sds.stop());
 }

@@ -15,7 +15,14 @@ export interface XdsChoice {
  * the next epoch gets a SotW bootstrap (a hot restart, validated before it
  * takes over, as every one) and the agent stays on SotW. Returns the undo.
  */
-export function fallBackToSotw(parts: { relay: XdsRelay; agent: Agent; proxy: LoopProxy; xds: XdsChoice; render: (() => Promise<string>) | undefined; logger: Logger }): Disposable {
+export function fallBackToSotw(parts: {
+  relay: XdsRelay;
+  agent: Agent;
+  proxy: LoopProxy;
+  xds: XdsChoice;
+  render: (() => Promise<string>) | undefined;
+  logger: Logger;
+}): Disposable {
   const { relay, agent, proxy, xds, render, logger } = parts;
   const none = { [Symbol.dispose]: () => undefined };
   if (xds.mode !== 'delta' || !render || !proxy.useBootstrap) return none;
@@ -24,13 +31,17 @@ export function fallBackToSotw(parts: { relay: XdsRelay; agent: Agent; proxy: Lo
     xds.mode = 'sotw';
     stop();
     logger.info({}, 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run');
-    void render().then((text) => {
-      proxy.useBootstrap?.(text);
-      // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
-      xds.configSuffix = '+sotw';
-      // An epoch still starting (waiting on Delta it will never get) has nothing to hand over: replaced, not waited for.
-      if (agent.state.desired !== undefined) agent.dispatch({ type: 'config-changed', config: agent.state.desired + xds.configSuffix, replaceStarting: true });
-    }, (err: unknown) => logger.error({ err }, 'cannot render the SotW bootstrap; staying on Delta'));
+    void render().then(
+      (text) => {
+        proxy.useBootstrap?.(text);
+        // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
+        xds.configSuffix = '+sotw';
+        // An epoch still starting (waiting on Delta it will never get) has nothing to hand over: replaced, not waited for.
+        if (agent.state.desired !== undefined)
+          agent.dispatch({ type: 'config-changed', config: agent.state.desired + xds.configSuffix, replaceStarting: true });
+      },
+      (err: unknown) => logger.error({ err }, 'cannot render the SotW bootstrap; staying on Delta'),
+    );
   });
   return { [Symbol.dispose]: () => stop() };
 }

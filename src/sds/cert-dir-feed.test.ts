@@ -14,7 +14,27 @@ import { SecretStore } from './secret-store.ts';
 const pems = (() => {
   const dir = mkdtempSync(join(tmpdir(), 'feed-test-'));
   const make = (name: string) => {
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, `${name}.key`), '-out', join(dir, `${name}.crt`), '-subj', `/CN=${name}`, '-days', '1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        join(dir, `${name}.key`),
+        '-out',
+        join(dir, `${name}.crt`),
+        '-subj',
+        `/CN=${name}`,
+        '-days',
+        '1',
+      ],
+      { stdio: 'ignore' },
+    );
     return { cert: readFileSync(join(dir, `${name}.crt`)), key: readFileSync(join(dir, `${name}.key`)) };
   };
   const made = { a: make('a'), b: make('b') };
@@ -29,7 +49,14 @@ const files = (pair: { cert: Buffer; key: Buffer }, root = pems.a.cert): FileRea
 function feed(rotation: CertRotation, covered: string[]) {
   const store = new SecretStore();
   const restarts: string[] = [];
-  const onFiles = feedCertDir({ store, certDir: '/certs', rotation, coveredFiles: () => new Set(covered), restart: (hash) => restarts.push(hash), logger: silentLogger });
+  const onFiles = feedCertDir({
+    store,
+    certDir: '/certs',
+    rotation,
+    coveredFiles: () => new Set(covered),
+    restart: (hash) => restarts.push(hash),
+    logger: silentLogger,
+  });
   return { store, restarts, onFiles };
 }
 
@@ -82,7 +109,15 @@ test('feedCertDir: the set\'s hash goes to the restart; an unchanged set restart
 
 test('feedCertDir: with a CA feeding default and ROOTCA, the dir\'s files neither replace nor remove them', () => {
   const store = new SecretStore();
-  const onFiles = feedCertDir({ store, certDir: '/certs', rotation: 'auto', coveredFiles: () => new Set(), restart: () => undefined, logger: silentLogger, storesWorkload: false });
+  const onFiles = feedCertDir({
+    store,
+    certDir: '/certs',
+    rotation: 'auto',
+    coveredFiles: () => new Set(),
+    restart: () => undefined,
+    logger: silentLogger,
+    storesWorkload: false,
+  });
   onFiles('h1', files(pems.a));
   assert.equal(store.get('default'), undefined);
   assert.equal(store.problem('default'), undefined);

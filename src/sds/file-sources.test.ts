@@ -17,7 +17,15 @@ function sources(maxWatches: number) {
   const lines: Array<{ msg: string; suppressed?: number }> = [];
   const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const registry = new Registry();
-  const files = new FileSecretSources({ store, clock, logger, metrics: registerSdsMetrics(registry, store, () => 0), debounceMs: 10, resyncMs: 60_000, maxWatches });
+  const files = new FileSecretSources({
+    store,
+    clock,
+    logger,
+    metrics: registerSdsMetrics(registry, store, () => 0),
+    debounceMs: 10,
+    resyncMs: 60_000,
+    maxWatches,
+  });
   return { store, clock, lines, files, registry };
 }
 
@@ -59,7 +67,27 @@ test('thousands of unknown names write at most 10 lines per 10 s; the metric cou
 
 /** A self-signed certificate and its key in `dir` (openssl), as cert.pem and key.pem. */
 async function makePair(dir: string): Promise<{ cert: Buffer; key: Buffer }> {
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-subj', '/CN=file-sources', '-days', '1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+      '-subj',
+      '/CN=file-sources',
+      '-days',
+      '1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { cert: await readFile(join(dir, 'cert.pem')), key: await readFile(join(dir, 'key.pem')) };
 }
 
@@ -75,7 +103,15 @@ test('file-backed names serve the bytes read; a missing file or no OS bundle wai
   const clock = new FakeClock(1_000_000);
   const lines: Array<{ msg: string; resource?: string; reason?: string }> = [];
   const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-  const files = new FileSecretSources({ store, clock, logger, metrics: registerSdsMetrics(new Registry(), store, () => 0), debounceMs: 10, resyncMs: 60_000, systemRoots: [join(dir, 'no-bundle'), join(dir, 'bundle.pem')] });
+  const files = new FileSecretSources({
+    store,
+    clock,
+    logger,
+    metrics: registerSdsMetrics(new Registry(), store, () => 0),
+    debounceMs: 10,
+    resyncMs: 60_000,
+    systemRoots: [join(dir, 'no-bundle'), join(dir, 'bundle.pem')],
+  });
   try {
     const pair = await makePair(dir);
     await writeFile(join(dir, 'root.pem'), pair.cert);

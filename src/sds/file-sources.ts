@@ -111,7 +111,8 @@ export class FileSecretSources implements Subscriptions {
     if (parsed.kind === 'file-cert') return { cert: parsed.cert, key: parsed.key };
     if (parsed.kind === 'file-root') return { cert: parsed.path };
     const path = await firstExisting(this.#options.systemRoots ?? systemRootPaths);
-    if (!path) return void this.#refuse(name, 'bad_files', `no OS trust bundle found (looked for ${(this.#options.systemRoots ?? systemRootPaths).join(', ')})`);
+    if (!path)
+      return void this.#refuse(name, 'bad_files', `no OS trust bundle found (looked for ${(this.#options.systemRoots ?? systemRootPaths).join(', ')})`);
     return { cert: path };
   }
 

@@ -16,7 +16,10 @@ export type SdsErrorReason = 'nack' | 'bad_request' | 'unknown_resource' | 'bad_
 export function registerSdsMetrics(registry: Registry, store: SecretStore, now: () => number): SdsMetrics {
   const registers = [registry];
   new Gauge({
-    name: 'istio_agent_cert_expiry_seconds', help: 'Seconds until the certificate of each stored SDS secret expires (negative: expired), by resource_name, as Istio names it', labelNames: ['resource_name'], registers,
+    name: 'istio_agent_cert_expiry_seconds',
+    help: 'Seconds until the certificate of each stored SDS secret expires (negative: expired), by resource_name, as Istio names it',
+    labelNames: ['resource_name'],
+    registers,
     collect() {
       this.reset();
       for (const [name, entry] of store.entries()) this.set({ resource_name: name }, Math.round((entry.expiresAt - now()) / 1000));
@@ -24,6 +27,11 @@ export function registerSdsMetrics(registry: Registry, store: SecretStore, now: 
   });
   return {
     pushes: new Counter({ name: 'istio_agent_sds_pushes_total', help: 'Secrets sent to Envoy over SDS, per resource', labelNames: ['resource'], registers }),
-    errors: new Counter({ name: 'istio_agent_sds_errors_total', help: 'SDS failures: NACKs, malformed requests, unknown names, unservable files, refusals at a cap (connections, names per stream, file watches)', labelNames: ['reason'], registers }),
+    errors: new Counter({
+      name: 'istio_agent_sds_errors_total',
+      help: 'SDS failures: NACKs, malformed requests, unknown names, unservable files, refusals at a cap (connections, names per stream, file watches)',
+      labelNames: ['reason'],
+      registers,
+    }),
   };
 }

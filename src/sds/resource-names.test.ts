@@ -23,7 +23,11 @@ test('parseResourceName: the names istiod asks for', () => {
   assert.deepEqual(parseResourceName('kubernetes://my-secret'), { kind: 'unknown', reason: unknown });
   assert.deepEqual(parseResourceName('kubernetes://a~/b'), { kind: 'unknown', reason: unknown }, 'a ~ does not make a file-cert');
   assert.deepEqual(parseResourceName('file-cert:/a.pem'), { kind: 'unknown', reason: 'file-cert: takes <chain-path>~<key-path>' });
-  assert.deepEqual(parseResourceName('file-cert:/x/c.pem~k.pem'), { kind: 'unknown', reason: 'file path "k.pem" is not absolute' }, 'the key half is checked too');
+  assert.deepEqual(
+    parseResourceName('file-cert:/x/c.pem~k.pem'),
+    { kind: 'unknown', reason: 'file path "k.pem" is not absolute' },
+    'the key half is checked too',
+  );
   assert.deepEqual(parseResourceName('file-cert:c.pem~/x/k.pem'), { kind: 'unknown', reason: 'file path "c.pem" is not absolute' });
   assert.deepEqual(parseResourceName('file-root:/x/root.pem'), { kind: 'file-root', path: '/x/root.pem' });
   assert.deepEqual(parseResourceName('file-cert:/x/c.pem~/x/k.pem'), { kind: 'file-cert', cert: '/x/c.pem', key: '/x/k.pem' });

@@ -16,7 +16,12 @@ import { secretType } from '../discovery/type-urls.ts';
 import { SecretStore } from './secret-store.ts';
 
 const service = '/envoy.service.secret.v3.SecretDiscoveryService';
-const secret = (n: number) => ({ material: { kind: 'validation-context' as const, trustedCa: Buffer.from(`root ${n}`) }, serial: String(n), expiresAt: 0, files: [] });
+const secret = (n: number) => ({
+  material: { kind: 'validation-context' as const, trustedCa: Buffer.from(`root ${n}`) },
+  serial: String(n),
+  expiresAt: 0,
+  files: [],
+});
 
 /** Waits on a condition the server reaches through real sockets; bounded, so a failure is a message, not a hang. */
 async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -148,7 +153,9 @@ describe('SdsServer on grpc-js: every change reaches the stream; connections, st
     const client = new Client(`unix:${socketPath}`, credentials.createInsecure());
     try {
       const bytes = (message: Buffer) => message;
-      const code = await new Promise<number>((resolve) => client.makeUnaryRequest(`${service}/FetchSecrets`, bytes, bytes, Buffer.alloc(0), (error) => resolve(error?.code ?? 0)));
+      const code = await new Promise<number>((resolve) =>
+        client.makeUnaryRequest(`${service}/FetchSecrets`, bytes, bytes, Buffer.alloc(0), (error) => resolve(error?.code ?? 0)),
+      );
       assert.equal(code, status.UNIMPLEMENTED);
     } finally {
       client.close();

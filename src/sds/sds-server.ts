@@ -101,8 +101,10 @@ export class SdsServer {
     });
     server.addService(secretService(), {
       StreamSecrets: (call: Call) => this.#serve(call, grpc.status),
-      DeltaSecrets: (call: Call) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `${service}/DeltaSecrets: only StreamSecrets (State of the World) is served` }),
-      FetchSecrets: (_call: unknown, callback: Grpc.sendUnaryData<Buffer>) => callback({ code: grpc.status.UNIMPLEMENTED, details: `${service}/FetchSecrets: only StreamSecrets (State of the World) is served` }),
+      DeltaSecrets: (call: Call) =>
+        call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: `${service}/DeltaSecrets: only StreamSecrets (State of the World) is served` }),
+      FetchSecrets: (_call: unknown, callback: Grpc.sendUnaryData<Buffer>) =>
+        callback({ code: grpc.status.UNIMPLEMENTED, details: `${service}/FetchSecrets: only StreamSecrets (State of the World) is served` }),
     });
     this.#grpc = server;
     return server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
@@ -136,8 +138,20 @@ export class SdsServer {
 
   debug(): unknown {
     const { store } = this.#options;
-    const secrets = [...store.entries()].map(([name, entry]) => ({ name, serial: entry.serial, expiresAt: new Date(entry.expiresAt).toISOString(), files: entry.files, problem: store.problem(name) }));
-    return { socket: this.#options.socketPath, serving: this.#listener !== undefined, connections: this.#sockets.size, secrets, streams: [...this.#streams].map((stream) => stream.debug()) };
+    const secrets = [...store.entries()].map(([name, entry]) => ({
+      name,
+      serial: entry.serial,
+      expiresAt: new Date(entry.expiresAt).toISOString(),
+      files: entry.files,
+      problem: store.problem(name),
+    }));
+    return {
+      socket: this.#options.socketPath,
+      serving: this.#listener !== undefined,
+      connections: this.#sockets.size,
+      secrets,
+      streams: [...this.#streams].map((stream) => stream.debug()),
+    };
   }
 
   #accept(socket: Socket): void {

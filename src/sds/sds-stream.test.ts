@@ -17,7 +17,12 @@ const request = (names: string[], options: { nonce?: string; error?: string; typ
   ...names.map((name) => len(3, name)), len(4, options.typeUrl ?? secretType), len(5, options.nonce ?? ''),
   ...(options.error ? [len(6, len(2, options.error))] : []),
 ]);
-const secret = (serial: string): StoredSecret => ({ material: { kind: 'validation-context', trustedCa: Buffer.from(serial) }, serial, expiresAt: 0, files: [`/certs/${serial}`] });
+const secret = (serial: string): StoredSecret => ({
+  material: { kind: 'validation-context', trustedCa: Buffer.from(serial) },
+  serial,
+  expiresAt: 0,
+  files: [`/certs/${serial}`],
+});
 
 function rig() {
   const store = new SecretStore();
@@ -25,7 +30,10 @@ function rig() {
   const metrics = registerSdsMetrics(registry, store, () => 0);
   const sent: Buffer[] = [];
   const held = new Map<string, number>();
-  const subscriptions = { acquire: (name: string) => held.set(name, (held.get(name) ?? 0) + 1), release: (name: string) => held.set(name, held.get(name)! - 1) };
+  const subscriptions = {
+    acquire: (name: string) => held.set(name, (held.get(name) ?? 0) + 1),
+    release: (name: string) => held.set(name, held.get(name)! - 1),
+  };
   const stream = new SdsStream({ id: 1, store, subscriptions, metrics, send: (message) => (sent.push(message), true), logger: silentLogger, now: () => 0 });
   store.onChange((name) => stream.holds(name) && stream.push());
   const last = () => readResponse(sent.at(-1)!, 'sotw');
@@ -89,8 +97,16 @@ test('SdsStream: hostile requests are refused before any name is watched', () =>
   const rows: { name: string; bytes: Buffer; error: RegExp }[] = [
     { name: 'bytes that are not protobuf', bytes: Buffer.from([0x1a, 0x7f, 0x61]), error: /WireError|truncated/ },
     { name: 'a name with the wrong wire type', bytes: Buffer.from([0x18, 0x01]), error: /field 3 has wire type 0, expected length-delimited/ },
-    { name: `${maxNamesPerStream + 1} names`, bytes: request(Array.from({ length: maxNamesPerStream + 1 }, (_, index) => `file-cert:/n${index}`)), error: /^TooManyNames: 257 names; a stream may hold at most 256$/ },
-    { name: 'another type', bytes: request(['default'], { typeUrl: 'x' }), error: /^BadSdsRequest: type_url x is not type\.googleapis\.com\/envoy\.extensions\.transport_sockets\.tls\.v3\.Secret$/ },
+    {
+      name: `${maxNamesPerStream + 1} names`,
+      bytes: request(Array.from({ length: maxNamesPerStream + 1 }, (_, index) => `file-cert:/n${index}`)),
+      error: /^TooManyNames: 257 names; a stream may hold at most 256$/,
+    },
+    {
+      name: 'another type',
+      bytes: request(['default'], { typeUrl: 'x' }),
+      error: /^BadSdsRequest: type_url x is not type\.googleapis\.com\/envoy\.extensions\.transport_sockets\.tls\.v3\.Secret$/,
+    },
   ];
   for (const row of rows) {
     const { held, sent, stream } = rig();
@@ -113,7 +129,15 @@ test('SdsStream: nothing is pushed while the store serves none of its names, and
   stream.request(request(['default']));
   assert.equal(sent.length, 0);
   let accept = false;
-  const refusing = new SdsStream({ id: 2, store, subscriptions: { acquire: () => undefined, release: () => undefined }, metrics: registerSdsMetrics(new Registry(), store, () => 0), send: () => accept, logger: silentLogger, now: () => 0 });
+  const refusing = new SdsStream({
+    id: 2,
+    store,
+    subscriptions: { acquire: () => undefined, release: () => undefined },
+    metrics: registerSdsMetrics(new Registry(), store, () => 0),
+    send: () => accept,
+    logger: silentLogger,
+    now: () => 0,
+  });
   store.put('default', secret('A'));
   refusing.request(request(['default']));
   assert.deepEqual(refusing.debug().secrets, [], 'a send the stream refused is not counted as sent');

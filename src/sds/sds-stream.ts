@@ -90,7 +90,11 @@ export class SdsStream {
     if (serving.length === 0 || !changed) return;
     this.#version++;
     this.#nonce = `${this.#options.id}-${this.#version}`;
-    const message = encodeSecretResponse({ version: String(this.#version), nonce: this.#nonce, secrets: serving.map(({ name, entry }) => ({ name, material: entry.material })) });
+    const message = encodeSecretResponse({
+      version: String(this.#version),
+      nonce: this.#nonce,
+      secrets: serving.map(({ name, entry }) => ({ name, material: entry.material })),
+    });
     if (!this.#options.send(message)) return;
     this.#sent.clear();
     for (const { name, entry } of serving) {

@@ -13,7 +13,9 @@ const exists = (path: string) => lstat(path).then(() => true, () => false);
 
 /** A socket file nobody listens on: its process was SIGKILLed, so nothing unlinked it. */
 async function staleSocket(path: string): Promise<void> {
-  const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => console.log('up'))`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await within(new Promise((resolve) => child.stdout.once('data', resolve)), 10_000, 'the socket holder to listen');
   child.kill('SIGKILL');
   await within(new Promise((resolve) => child.once('exit', resolve)), 10_000, 'the SIGKILLed socket holder to exit');
@@ -56,7 +58,11 @@ test('claimSdsSocket: a symlink, a directory or a FIFO at the path, or a parent 
     execFileSync('mkfifo', [join(dir, 'fifo')]);
     await writeFile(join(dir, 'file'), 'x');
     for (const name of ['link', 'dir', 'fifo']) {
-      await assert.rejects(claimSdsSocket(join(dir, name)), (error: AgentError) => error.code === 'BAD_FLAG' && error.message === `--sdsSocket: ${join(dir, name)} exists and is not a socket`, name);
+      await assert.rejects(
+        claimSdsSocket(join(dir, name)),
+        (error: AgentError) => error.code === 'BAD_FLAG' && error.message === `--sdsSocket: ${join(dir, name)} exists and is not a socket`,
+        name,
+      );
     }
     await assert.rejects(claimSdsSocket(join(dir, 'file', 'socket')), /^AgentError: --sdsSocket: cannot (inspect|create) .*file.* \((ENOTDIR|EEXIST)\)$/);
     await assert.rejects(claimSdsSocket(join(dir, 'file', 'sub', 'socket')), /--sdsSocket: cannot (inspect|create) .* \((ENOTDIR|EEXIST)\)$/);

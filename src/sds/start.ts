@@ -41,14 +41,29 @@ export async function startSds(options: StartSdsOptions): Promise<SdsRuntime> {
   const store = new SecretStore();
   if ((await claimSdsSocket(config.sdsSocket)) === 'foreign') {
     logger.info({ socket: config.sdsSocket }, 'SDS socket is served by another process; Envoy reads its certificates there');
-    const certFeed = (restart: (hash: string) => void) => feedCertDir({ store, certDir: config.certDir, rotation: 'restart', coveredFiles: () => new Set(), restart, logger });
-    return { certFeed, store: undefined, debug: () => ({ socket: config.sdsSocket, serving: false, servedBy: 'another process' }), stop: async () => undefined };
+    const certFeed = (restart: (hash: string) => void) =>
+      feedCertDir({ store, certDir: config.certDir, rotation: 'restart', coveredFiles: () => new Set(), restart, logger });
+    return {
+      certFeed,
+      store: undefined,
+      debug: () => ({ socket: config.sdsSocket, serving: false, servedBy: 'another process' }),
+      stop: async () => undefined,
+    };
   }
   const metrics = registerSdsMetrics(options.registry, store, () => clock.now());
   const sources = new FileSecretSources({ store, clock, logger, metrics, debounceMs: config.certDebounceMs, resyncMs: config.certResyncMs });
   const server = new SdsServer({ socketPath: config.sdsSocket, store, subscriptions: sources, metrics, logger, now: () => clock.now() });
   await server.start();
-  const certFeed = (restart: (hash: string) => void) => feedCertDir({ store, certDir: config.certDir, rotation: config.certRotation, coveredFiles: () => server.coveredFiles(), restart, logger, storesWorkload: !options.workloadFromCa });
+  const certFeed = (restart: (hash: string) => void) =>
+    feedCertDir({
+      store,
+      certDir: config.certDir,
+      rotation: config.certRotation,
+      coveredFiles: () => server.coveredFiles(),
+      restart,
+      logger,
+      storesWorkload: !options.workloadFromCa,
+    });
   return {
     certFeed,
     store,

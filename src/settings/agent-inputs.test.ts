@@ -8,9 +8,28 @@ import { readAgentEnv, readAgentInputs } from './agent-inputs.ts';
 const pod = { INSTANCE_IP: '198.18.0.7', POD_NAME: 'reviews-v1', POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'reviews', HOST_IP: '198.18.0.1' };
 
 test('readAgentEnv: the pod\'s variables as set, for role, node metadata, probes and the bootstrap override', () => {
-  const env = readAgentEnv({ ...pod, ISTIO_KUBE_APP_PROBERS: '{}', ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true"}', ISTIO_META_MESH_ID: 'm', ISTIO_METAJSON_LABELS: '{"a":"b"}', ISTIO_META_: 'x', DNS_PROXY_ADDR: '127.0.0.1:15053', PEER_METADATA_DISCOVERY: '', PROXY_CONFIG: '{}', OTHER: 'y' });
+  const env = readAgentEnv({
+    ...pod,
+    ISTIO_KUBE_APP_PROBERS: '{}',
+    ISTIO_PROMETHEUS_ANNOTATIONS: '{"scrape":"true"}',
+    ISTIO_META_MESH_ID: 'm',
+    ISTIO_METAJSON_LABELS: '{"a":"b"}',
+    ISTIO_META_: 'x',
+    DNS_PROXY_ADDR: '127.0.0.1:15053',
+    PEER_METADATA_DISCOVERY: '',
+    PROXY_CONFIG: '{}',
+    OTHER: 'y',
+  });
   assert.deepEqual(env.pod, { ip: '198.18.0.7', name: 'reviews-v1', namespace: 'shop' });
-  assert.deepEqual(env.node, { meta: { ISTIO_META_MESH_ID: 'm', ISTIO_METAJSON_LABELS: '{"a":"b"}' }, namespace: 'shop', name: 'reviews-v1', serviceAccount: 'reviews', dnsProxyAddr: '127.0.0.1:15053', peerMetadataDiscovery: '', proxyConfig: '{}' });
+  assert.deepEqual(env.node, {
+    meta: { ISTIO_META_MESH_ID: 'm', ISTIO_METAJSON_LABELS: '{"a":"b"}' },
+    namespace: 'shop',
+    name: 'reviews-v1',
+    serviceAccount: 'reviews',
+    dnsProxyAddr: '127.0.0.1:15053',
+    peerMetadataDiscovery: '',
+    proxyConfig: '{}',
+  });
   assert.deepEqual(env.app, { probers: '{}', prometheusAnnotations: '{"scrape":"true"}' });
   assert.deepEqual([env.hostIp, env.namespace], ['198.18.0.1', 'shop']);
 });
@@ -37,7 +56,11 @@ test('readAgentEnv: a bad value of any table is exit 2 naming the variable', () 
     [{ 'XDS_HEADER_a b': 'x' }, 'env XDS_HEADER_a b: '],
   ];
   for (const [env, message] of cases) {
-    assert.throws(() => readAgentEnv(env), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message.startsWith(message), message);
+    assert.throws(
+      () => readAgentEnv(env),
+      (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message.startsWith(message),
+      message,
+    );
   }
 });
 
@@ -57,9 +80,17 @@ async function inputsOf(args: string[], env: Record<string, string>) {
 }
 
 test('readAgentInputs: flags over env over PROXY_CONFIG over defaults, and the typed env beside the config', async () => {
-  const proxyConfig = JSON.stringify({ terminationDrainDuration: '7s', drainDuration: '9s', binaryPath: '/from/proxy-config', proxyMetadata: { ISTIO_META_DNS_CAPTURE: 'T' } });
+  const proxyConfig = JSON.stringify({
+    terminationDrainDuration: '7s',
+    drainDuration: '9s',
+    binaryPath: '/from/proxy-config',
+    proxyMetadata: { ISTIO_META_DNS_CAPTURE: 'T' },
+  });
   const inputs = await inputsOf(['--drainDuration', '3s'], { ...pod, PROXY_CONFIG: proxyConfig, TERMINATION_DRAIN_DURATION_SECONDS: '11' });
-  assert.deepEqual([inputs.config.drainDurationMs, inputs.config.terminationDrainDurationMs, inputs.config.binaryPath, inputs.config.parentShutdownDurationMs], [3000, 11_000, '/from/proxy-config', 60_000]);
+  assert.deepEqual(
+    [inputs.config.drainDurationMs, inputs.config.terminationDrainDurationMs, inputs.config.binaryPath, inputs.config.parentShutdownDurationMs],
+    [3000, 11_000, '/from/proxy-config', 60_000],
+  );
   assert.deepEqual(inputs.applied, ['binaryPath']);
   assert.equal(inputs.proxyConfig.origin.binaryPath, 'env PROXY_CONFIG');
   assert.deepEqual([inputs.env.pod.ip, inputs.env.dns.capture], ['198.18.0.7', true]);

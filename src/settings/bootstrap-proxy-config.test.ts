@@ -12,9 +12,17 @@ test('tracing providers and services the bootstrap does not render are named; re
     ['tracing: {} with sampling', { tracing: { sampling: 1, customTags: {} } }, []],
     ['zipkin is rendered', { tracing: { zipkin: { address: 'zipkin:9411' } } }, []],
     ['datadog', { tracing: { datadog: { address: '$(HOST_IP):8126' } } }, ['tracing.datadog']],
-    ['lightstep, stackdriver, openCensusAgent', { tracing: { lightstep: {}, stackdriver: { debug: false }, openCensusAgent: { address: 'oc:55678' } } }, ['tracing.lightstep', 'tracing.stackdriver', 'tracing.openCensusAgent']],
-    ['the tracer\'s TLS', { tracing: { zipkin: { address: 'z:9411' }, tlsSettings: { mode: 'SIMPLE' } } }, ['tracing.tlsSettings']],
-    ['metrics and access log services with an address', { envoyMetricsService: { address: 'ms:15000' }, envoyAccessLogService: { address: 'als:15000' } }, ['envoyMetricsService', 'envoyAccessLogService']],
+    [
+      'lightstep, stackdriver, openCensusAgent',
+      { tracing: { lightstep: {}, stackdriver: { debug: false }, openCensusAgent: { address: 'oc:55678' } } },
+      ['tracing.lightstep', 'tracing.stackdriver', 'tracing.openCensusAgent'],
+    ],
+    ["the tracer's TLS", { tracing: { zipkin: { address: 'z:9411' }, tlsSettings: { mode: 'SIMPLE' } } }, ['tracing.tlsSettings']],
+    [
+      'metrics and access log services with an address',
+      { envoyMetricsService: { address: 'ms:15000' }, envoyAccessLogService: { address: 'als:15000' } },
+      ['envoyMetricsService', 'envoyAccessLogService'],
+    ],
     ['a service without an address', { envoyAccessLogService: { address: '' } }, []],
     ['the deprecated address field', { envoyMetricsServiceAddress: 'ms:15000' }, ['envoyMetricsServiceAddress']],
   ];

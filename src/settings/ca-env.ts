@@ -9,22 +9,62 @@ const identityReason = 'must be set to ask the CA (CA_ADDR) for a certificate: t
 
 /** The CA client's settings, under Istio's env names, one row each. */
 export const caEnv = declareEnvSettings({
-  address: { env: 'CA_ADDR', parse: (text) => checkHostPort(text), description: 'host:port of the CA; unset: the discovery address, as Istio, when POD_NAMESPACE and SERVICE_ACCOUNT are both set (else no CA: certificates come from --certDir); port 15010 is plaintext, as Istio' },
-  rootsPath: { env: 'CA_ROOT_CA', default: istioRootCertPath, description: 'Root the CA\'s TLS certificate must chain to' },
-  serverName: { env: 'ISTIOD_SAN', description: 'Name the discovery server\'s TLS certificate must carry, and the CA\'s when CA_ADDR is unset (a CA_ADDR is checked against its own host, as Istio); also --xdsServerName\'s env' },
+  address: {
+    env: 'CA_ADDR',
+    parse: (text) => checkHostPort(text),
+    description:
+      'host:port of the CA; unset: the discovery address, as Istio, when POD_NAMESPACE and SERVICE_ACCOUNT are both set (else no CA: certificates come from --certDir); port 15010 is plaintext, as Istio',
+  },
+  rootsPath: { env: 'CA_ROOT_CA', default: istioRootCertPath, description: "Root the CA's TLS certificate must chain to" },
+  serverName: {
+    env: 'ISTIOD_SAN',
+    description:
+      "Name the discovery server's TLS certificate must carry, and the CA's when CA_ADDR is unset (a CA_ADDR is checked against its own host, as Istio); also --xdsServerName's env",
+  },
   trustDomain: { env: 'TRUST_DOMAIN', default: 'cluster.local', description: 'Trust domain of the SPIFFE identity asked for' },
   namespace: { env: 'POD_NAMESPACE', required: identityReason, parse: (text) => pathSegment(text), description: 'Namespace of the SPIFFE identity' },
-  serviceAccount: { env: 'SERVICE_ACCOUNT', required: identityReason, parse: (text) => pathSegment(text), description: 'Service account of the SPIFFE identity' },
-  eccSignatureAlgorithm: { env: 'ECC_SIGNATURE_ALGORITHM', parse: (text) => istioEcc(text), description: 'ECDSA: an EC workload key (ECC_CURVE); unset: RSA (WORKLOAD_RSA_KEY_SIZE), as Istio' },
+  serviceAccount: {
+    env: 'SERVICE_ACCOUNT',
+    required: identityReason,
+    parse: (text) => pathSegment(text),
+    description: 'Service account of the SPIFFE identity',
+  },
+  eccSignatureAlgorithm: {
+    env: 'ECC_SIGNATURE_ALGORITHM',
+    parse: (text) => istioEcc(text),
+    description: 'ECDSA: an EC workload key (ECC_CURVE); unset: RSA (WORKLOAD_RSA_KEY_SIZE), as Istio',
+  },
   eccCurve: { env: 'ECC_CURVE', default: 'P256', parse: (text) => eccCurve(text), description: 'Curve of an EC workload key: P256 or P384' },
-  rsaKeySize: { env: 'WORKLOAD_RSA_KEY_SIZE', default: '2048', parse: (text) => rsaKeySize(text), description: 'Bits of an RSA workload key: 2048 (Istio\'s minimum) to 8192' },
-  keyAlgorithmOverride: { env: 'WORKLOAD_KEY_ALGORITHM', parse: (text) => keyAlgorithm(text), description: 'This agent\'s own switch: ECDSA or RSA, whatever ECC_SIGNATURE_ALGORITHM says' },
-  pkcs8Key: { env: 'PKCS8_KEY', default: 'false', parse: bool, description: 'true: the workload key in PKCS#8 (SDS, OUTPUT_CERTS); else SEC 1 (EC) or PKCS#1 (RSA), as Istio' },
-  certSigner: { env: 'ISTIO_META_CERT_SIGNER', description: 'Signer name sent with the CSR (metadata CertSigner), for istiod\'s per-signer CAs' },
+  rsaKeySize: {
+    env: 'WORKLOAD_RSA_KEY_SIZE',
+    default: '2048',
+    parse: (text) => rsaKeySize(text),
+    description: "Bits of an RSA workload key: 2048 (Istio's minimum) to 8192",
+  },
+  keyAlgorithmOverride: {
+    env: 'WORKLOAD_KEY_ALGORITHM',
+    parse: (text) => keyAlgorithm(text),
+    description: "This agent's own switch: ECDSA or RSA, whatever ECC_SIGNATURE_ALGORITHM says",
+  },
+  pkcs8Key: {
+    env: 'PKCS8_KEY',
+    default: 'false',
+    parse: bool,
+    description: 'true: the workload key in PKCS#8 (SDS, OUTPUT_CERTS); else SEC 1 (EC) or PKCS#1 (RSA), as Istio',
+  },
+  certSigner: { env: 'ISTIO_META_CERT_SIGNER', description: "Signer name sent with the CSR (metadata CertSigner), for istiod's per-signer CAs" },
   ttlSeconds: { env: 'SECRET_TTL', default: '24h', parse: (text) => minuteDurationSeconds(text), description: 'Lifetime asked of the CA, at least 1m' },
   graceRatio: { env: 'SECRET_GRACE_PERIOD_RATIO', default: '0.5', parse: (text) => ratio(text), description: 'Renew when this part of the lifetime is left' },
-  jitterRatio: { env: 'SECRET_GRACE_PERIOD_RATIO_JITTER', default: '0.01', parse: (text) => ratio(text), description: 'Random spread of the renewal, so a fleet does not renew at once' },
-  outputDir: { env: 'OUTPUT_CERTS', description: 'Also write the certificate and key here, for apps that read files (0600; 0644 with proxyless gRPC, as Istio on Kubernetes)' },
+  jitterRatio: {
+    env: 'SECRET_GRACE_PERIOD_RATIO_JITTER',
+    default: '0.01',
+    parse: (text) => ratio(text),
+    description: 'Random spread of the renewal, so a fleet does not renew at once',
+  },
+  outputDir: {
+    env: 'OUTPUT_CERTS',
+    description: 'Also write the certificate and key here, for apps that read files (0600; 0644 with proxyless gRPC, as Istio on Kubernetes)',
+  },
   clusterId: { env: 'ISTIO_META_CLUSTER_ID', alsoEnv: 'CLUSTER_ID', description: 'Cluster ID sent with the CSR' },
   fileMountedCerts: { env: 'FILE_MOUNTED_CERTS', default: 'false', parse: bool, description: 'true: certificates are mounted files, never asked of a CA' },
 });

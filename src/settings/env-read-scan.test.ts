@@ -10,8 +10,9 @@ import { readSourceFiles } from '../../test/support/source-files.ts';
  * env themselves, each with why.
  */
 const allowed: Record<string, string> = {
-  'src/cli/main.ts': 'the CLI entry: process.env becomes the commands\' context.env',
-  'src/iptables/config.ts': 'pilot-agent istio-iptables: its flags\' env vars, from its own table (src/iptables/flags.ts); moving it into settings/ is left for after its mutation room',
+  'src/cli/main.ts': "the CLI entry: process.env becomes the commands' context.env",
+  'src/iptables/config.ts':
+    "pilot-agent istio-iptables: its flags' env vars, from its own table (src/iptables/flags.ts); moving it into settings/ is left for after its mutation room",
 };
 
 /** Ways to read the env: process.env, or a variable taken by name from an env object. */

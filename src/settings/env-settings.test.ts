@@ -12,7 +12,14 @@ const row = { env: 'A_VAR', alsoEnv: 'B_VAR', default: '7', parse: number, descr
 const bad = (message: string) => (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === message;
 
 test('an env row: its variable, else its other name, else the default, each through the parser; empty is unset', () => {
-  const rows: [Record<string, string>, number][] = [[{}, 7], [{ A_VAR: '1' }, 1], [{ B_VAR: '2' }, 2], [{ A_VAR: '1', B_VAR: '2' }, 1], [{ A_VAR: '', B_VAR: '2' }, 2], [{ A_VAR: '', B_VAR: '' }, 7]];
+  const rows: [Record<string, string>, number][] = [
+    [{}, 7],
+    [{ A_VAR: '1' }, 1],
+    [{ B_VAR: '2' }, 2],
+    [{ A_VAR: '1', B_VAR: '2' }, 1],
+    [{ A_VAR: '', B_VAR: '2' }, 2],
+    [{ A_VAR: '', B_VAR: '' }, 7],
+  ];
   for (const [env, want] of rows) assert.equal(readEnvSetting(env, row), want, JSON.stringify(env));
   assert.deepEqual([isEnvSet({}, row), isEnvSet({ A_VAR: '' }, row), isEnvSet({ B_VAR: 'x' }, row), isEnvSet({ A_VAR: 'x' }, row)], [false, false, true, true]);
   assert.equal(readEnvSetting({}, { env: 'A_VAR', description: '' }), undefined);

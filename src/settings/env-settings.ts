@@ -7,7 +7,8 @@ export type { EnvSetting } from './setting.ts';
 /** Keeps each row's literal types for EnvValues. */
 export const declareEnvSettings = <const Rows extends Record<string, EnvSetting>>(rows: Rows): Rows => rows;
 
-type EnvValue<S extends EnvSetting> = (S extends { parse: (text: string) => infer P } ? P : string) | (S extends { default: string } | { required: string } ? never : undefined);
+type EnvValue<S extends EnvSetting> =
+  (S extends { parse: (text: string) => infer P } ? P : string) | (S extends { default: string } | { required: string } ? never : undefined);
 
 /** The typed values of a table of env rows, keyed as the table is. */
 export type EnvValues<Rows extends Record<string, EnvSetting>> = { [K in keyof Rows]: EnvValue<Rows[K]> };

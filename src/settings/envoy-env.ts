@@ -3,7 +3,12 @@ import { maxConcurrency } from './parse-values.ts';
 
 /** Env-only settings of Envoy's command line, under Istio's names. */
 export const envoyEnv = declareEnvSettings({
-  cpuLimit: { env: 'ISTIO_CPU_LIMIT', default: '0', parse: (text) => cpuCount(text), description: `The container's CPU limit (Istio's injection template sets it from limits.cpu; ours passes --concurrency instead); Envoy's worker threads (--concurrency) when neither --concurrency nor ProxyConfig concurrency is set, rounded up, at most ${maxConcurrency}; 0: no limit` },
+  cpuLimit: {
+    env: 'ISTIO_CPU_LIMIT',
+    default: '0',
+    parse: (text) => cpuCount(text),
+    description: `The container's CPU limit (Istio's injection template sets it from limits.cpu; ours passes --concurrency instead); Envoy's worker threads (--concurrency) when neither --concurrency nor ProxyConfig concurrency is set, rounded up, at most ${maxConcurrency}; 0: no limit`,
+  },
 });
 
 /**

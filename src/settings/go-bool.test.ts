@@ -40,7 +40,8 @@ test("every Istio boolean env var takes exactly Go's strconv.ParseBool set (ISTI
 test('any other value of an Istio boolean env var is bad input naming the variable (exit 2)', () => {
   for (const name of istioBools.filter((name) => envRows.some((row) => row.env === name))) {
     for (const text of notBools) {
-      const named = (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === `env ${name}: "${text}" is not a boolean (true or false)`;
+      const named = (error: unknown) =>
+        error instanceof AgentError && error.exitCode === 2 && error.message === `env ${name}: "${text}" is not a boolean (true or false)`;
       assert.throws(() => read(name, text), named, `${name}=${text}`);
     }
   }

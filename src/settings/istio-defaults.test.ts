@@ -51,5 +51,6 @@ test('Istio 1.1\'s explicit flags and ProxyConfig fields still win over the defa
     [[], { controlPlaneAuthPolicy: 'MUTUAL_TLS' }, 'controlPlaneAuthPolicyGiven', true],
     [[], { discoveryAddress: 'istiod.other.svc:15012' }, 'discoveryAddress', { host: 'istiod.other.svc', port: 15012 }],
   ];
-  for (const [args, proxyConfig, field, want] of rows) assert.deepEqual(settle(args, proxyConfig)[field], want, `${args.join(' ')} ${JSON.stringify(proxyConfig)}`);
+  for (const [args, proxyConfig, field, want] of rows)
+    assert.deepEqual(settle(args, proxyConfig)[field], want, `${args.join(' ')} ${JSON.stringify(proxyConfig)}`);
 });

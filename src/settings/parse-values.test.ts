@@ -17,7 +17,20 @@ test('count: non-negative whole numbers only', () => {
 });
 
 test("bool: Go's strconv.ParseBool, as Istio reads booleans (t, T, True, …), whole words only", () => {
-  const good: [string, boolean][] = [['1', true], ['t', true], ['T', true], ['TRUE', true], ['true', true], ['True', true], ['0', false], ['f', false], ['F', false], ['FALSE', false], ['false', false], ['False', false]];
+  const good: [string, boolean][] = [
+    ['1', true],
+    ['t', true],
+    ['T', true],
+    ['TRUE', true],
+    ['true', true],
+    ['True', true],
+    ['0', false],
+    ['f', false],
+    ['F', false],
+    ['FALSE', false],
+    ['false', false],
+    ['False', false],
+  ];
   table(bool, good, ['', 'yes', 'tRUE', 'xtrue', 'true1', 'falsey', '01', '10', ' true'], (text) => `"${text}" is not a boolean (true or false)`);
 });
 

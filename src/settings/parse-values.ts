@@ -66,7 +66,8 @@ export const componentLevels = (text: string) => {
  */
 export const envoyLogLevels = (text: string) => {
   const { level, components } = splitEnvoyLogLevel(text);
-  if (level !== undefined && !(envoyLevels as readonly string[]).includes(level)) throw new Error(`"${level}" is not an Envoy log level (${envoyLevels.join(', ')})`);
+  if (level !== undefined && !(envoyLevels as readonly string[]).includes(level))
+    throw new Error(`"${level}" is not an Envoy log level (${envoyLevels.join(', ')})`);
   if (components) componentLevels(components);
   return text;
 };
@@ -89,7 +90,20 @@ export function splitEnvoyLogLevel(text: string): { level: string | undefined; c
  * node metadata): `ISTIO_META_DNS_CAPTURE=t` is true there, and here. The
  * only boolean parser of the agent; undefined for anything else.
  */
-const goBools: Record<string, boolean> = { 1: true, t: true, T: true, TRUE: true, true: true, True: true, 0: false, f: false, F: false, FALSE: false, false: false, False: false };
+const goBools: Record<string, boolean> = {
+  1: true,
+  t: true,
+  T: true,
+  TRUE: true,
+  true: true,
+  True: true,
+  0: false,
+  f: false,
+  F: false,
+  FALSE: false,
+  false: false,
+  False: false,
+};
 
 export const goBool = (text: string): boolean | undefined => (Object.hasOwn(goBools, text) ? goBools[text] : undefined);
 

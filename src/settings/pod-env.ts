@@ -10,13 +10,16 @@ import { declareEnvSettings, readEnvText } from './env-settings.ts';
  * name the variable. POD_NAMESPACE and SERVICE_ACCOUNT are the CA's rows.
  */
 export const podEnv = declareEnvSettings({
-  instanceIp: { env: 'INSTANCE_IP', description: 'The pod\'s IP: the Kubernetes registry\'s proxy IP, and where app probes go' },
-  podName: { env: 'POD_NAME', description: 'The pod\'s name: the Kubernetes registry\'s proxy ID, node metadata NAME' },
+  instanceIp: { env: 'INSTANCE_IP', description: "The pod's IP: the Kubernetes registry's proxy IP, and where app probes go" },
+  podName: { env: 'POD_NAME', description: "The pod's name: the Kubernetes registry's proxy ID, node metadata NAME" },
   hostIp: { env: 'HOST_IP', description: 'What $(HOST_IP) in ISTIO_BOOTSTRAP_OVERRIDE becomes' },
-  appProbers: { env: 'ISTIO_KUBE_APP_PROBERS', description: 'The app probes behind /app-health/… and the lifecycle hooks behind /app-lifecycle/… (JSON keyed by path)' },
-  prometheusAnnotations: { env: 'ISTIO_PROMETHEUS_ANNOTATIONS', description: 'The app\'s metrics merged into /stats/prometheus and /metrics (JSON)' },
+  appProbers: {
+    env: 'ISTIO_KUBE_APP_PROBERS',
+    description: 'The app probes behind /app-health/… and the lifecycle hooks behind /app-lifecycle/… (JSON keyed by path)',
+  },
+  prometheusAnnotations: { env: 'ISTIO_PROMETHEUS_ANNOTATIONS', description: "The app's metrics merged into /stats/prometheus and /metrics (JSON)" },
   peerMetadataDiscovery: { env: 'PEER_METADATA_DISCOVERY', description: 'Node metadata METADATA_DISCOVERY' },
-  proxyConfig: { env: 'PROXY_CONFIG', description: 'The injection template\'s ProxyConfig (JSON or YAML), under the annotation and over the mesh file' },
+  proxyConfig: { env: 'PROXY_CONFIG', description: "The injection template's ProxyConfig (JSON or YAML), under the annotation and over the mesh file" },
 });
 
 /** Families of env vars, one per prefix: each `<PREFIX><NAME>` is one entry. */
@@ -24,7 +27,9 @@ export const envPrefixes = { meta: 'ISTIO_META_', metaJson: 'ISTIO_METAJSON_', x
 
 /** The variables named `<prefix><NAME>` (NAME not empty), as set. */
 export function readPrefixedEnv(env: NodeJS.ProcessEnv, prefixes: readonly string[]): Record<string, string> {
-  const entries = Object.entries(env).filter(([name, value]) => value !== undefined && prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length));
+  const entries = Object.entries(env).filter(
+    ([name, value]) => value !== undefined && prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length),
+  );
   return Object.fromEntries(entries) as Record<string, string>;
 }
 

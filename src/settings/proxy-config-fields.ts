@@ -7,7 +7,19 @@
 type FieldKind = 'string' | 'int' | 'duration' | 'boolValue' | 'int32Value' | 'stringMap' | 'stringArray' | 'enum' | 'object';
 
 const fieldsByKind: Record<FieldKind, readonly string[]> = {
-  string: ['configPath', 'binaryPath', 'serviceCluster', 'discoveryAddress', 'zipkinAddress', 'statsdUdpAddress', 'envoyMetricsServiceAddress', 'availabilityZone', 'customConfigFile', 'proxyBootstrapTemplatePath', 'meshId'],
+  string: [
+    'configPath',
+    'binaryPath',
+    'serviceCluster',
+    'discoveryAddress',
+    'zipkinAddress',
+    'statsdUdpAddress',
+    'envoyMetricsServiceAddress',
+    'availabilityZone',
+    'customConfigFile',
+    'proxyBootstrapTemplatePath',
+    'meshId',
+  ],
   int: ['proxyAdminPort', 'statNameLength', 'statusPort', 'fileFlushMinSizeKb'],
   duration: ['drainDuration', 'discoveryRefreshDelay', 'terminationDrainDuration', 'fileFlushInterval', 'parentShutdownDuration'],
   boolValue: ['holdApplicationUntilProxyStarts', 'statsCompression'],
@@ -15,10 +27,24 @@ const fieldsByKind: Record<FieldKind, readonly string[]> = {
   stringMap: ['proxyMetadata', 'runtimeValues'],
   stringArray: ['extraStatTags', 'caCertificatesPem'],
   enum: ['controlPlaneAuthPolicy', 'interceptionMode', 'tracingServiceName'],
-  object: ['tracing', 'sds', 'envoyAccessLogService', 'envoyMetricsService', 'gatewayTopology', 'readinessProbe', 'proxyStatsMatcher', 'image', 'privateKeyProvider', 'proxyHeaders', 'connectionSettings'],
+  object: [
+    'tracing',
+    'sds',
+    'envoyAccessLogService',
+    'envoyMetricsService',
+    'gatewayTopology',
+    'readinessProbe',
+    'proxyStatsMatcher',
+    'image',
+    'privateKeyProvider',
+    'proxyHeaders',
+    'connectionSettings',
+  ],
 };
 
-const fieldKinds = new Map<string, FieldKind>(Object.entries(fieldsByKind).flatMap(([kind, fields]) => fields.map((field) => [field, kind as FieldKind] as const)));
+const fieldKinds = new Map<string, FieldKind>(
+  Object.entries(fieldsByKind).flatMap(([kind, fields]) => fields.map((field) => [field, kind as FieldKind] as const)),
+);
 
 /** protojson accepts the proto name (snake_case) as well as the JSON name. */
 const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());

@@ -144,7 +144,8 @@ export function proxyStatsMatcher(merged: MergedProxyConfig): StatsInclusion | u
   const list = (name: string) => {
     const value = matcher[name];
     if (value === undefined || value === null) return undefined;
-    if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) throw badSource(merged.origin.proxyStatsMatcher ?? 'ProxyConfig', `field proxyStatsMatcher.${name} must be an array of strings`);
+    if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string'))
+      throw badSource(merged.origin.proxyStatsMatcher ?? 'ProxyConfig', `field proxyStatsMatcher.${name} must be an array of strings`);
     return value as string[];
   };
   return { prefixes: list('inclusionPrefixes'), suffixes: list('inclusionSuffixes'), regexps: list('inclusionRegexps') };

@@ -34,8 +34,13 @@ export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config
   const given = (field: string) => options.commandLine.sourceOf(field) === 'cli' || options.commandLine.sourceOf(field) === 'env' || applied.includes(field);
   const fromCpuLimit = concurrencyFromCpuLimit({ env: options.env ?? {}, setElsewhere: given('concurrency') });
   if (fromCpuLimit !== undefined) values.concurrency = fromCpuLimit;
-  const config = { ...withLogLevelsSplit(settleAgentConfig(options.proxyType, values)), proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig), extraStatTags: extraStatTags(options.proxyConfig), proxyAdminPortGiven: given('proxyAdminPort'),
-    controlPlaneAuthPolicyGiven: given('controlPlaneAuthPolicy') } as AgentConfig;
+  const config = {
+    ...withLogLevelsSplit(settleAgentConfig(options.proxyType, values)),
+    proxyStatsMatcher: proxyStatsMatcher(options.proxyConfig),
+    extraStatTags: extraStatTags(options.proxyConfig),
+    proxyAdminPortGiven: given('proxyAdminPort'),
+    controlPlaneAuthPolicyGiven: given('controlPlaneAuthPolicy'),
+  } as AgentConfig;
   config.bootstrapFields = bootstrapProxyConfig(options.proxyConfig, options.env);
   return { config, applied };
 }

@@ -24,6 +24,10 @@ test('an XDS_HEADER_* gRPC cannot send is exit 2 naming the variable', () => {
     [{ XDS_HEADER_TE: 'trailers' }, /^env XDS_HEADER_TE: "te"/],
   ];
   for (const [env, message] of rows) {
-    assert.throws(() => xdsCallMetadata(env), (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2, JSON.stringify(env));
+    assert.throws(
+      () => xdsCallMetadata(env),
+      (error: Error & { exitCode?: number }) => message.test(error.message) && error.exitCode === 2,
+      JSON.stringify(env),
+    );
   }
 });

@@ -64,7 +64,8 @@ export function readBoundedFileSync(path: string, options: BoundedReadOptions): 
   }
 }
 
-const openFlags = (options: BoundedReadOptions) => constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (options.noFollow ? constants.O_NOFOLLOW : 0);
+const openFlags = (options: BoundedReadOptions) =>
+  constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | (options.noFollow ? constants.O_NOFOLLOW : 0);
 
 /** Checks what was opened; a buffer one byte larger than the file, to notice it growing. */
 function bufferFor(info: Stats, options: BoundedReadOptions): Buffer {

@@ -157,10 +157,14 @@ export class FakeClock implements Clock {
 
   #checkBounds(ms: number, fired: number, atInstant: number): void {
     if (atInstant > this.#maxPerInstant) {
-      throw new Error(`FakeClock.advance(${ms}): ${atInstant} timers fired at ${this.#now} ms without time moving; a timer re-arms itself with no delay (the code under test would spin)`);
+      throw new Error(
+        `FakeClock.advance(${ms}): ${atInstant} timers fired at ${this.#now} ms without time moving; a timer re-arms itself with no delay (the code under test would spin)`,
+      );
     }
     if (fired > this.#maxPerAdvance) {
-      throw new Error(`FakeClock.advance(${ms}): more than ${this.#maxPerAdvance} timers fired in one advance, now at ${this.#now} ms; a timer re-arms in a loop`);
+      throw new Error(
+        `FakeClock.advance(${ms}): more than ${this.#maxPerAdvance} timers fired in one advance, now at ${this.#now} ms; a timer re-arms in a loop`,
+      );
     }
   }
 

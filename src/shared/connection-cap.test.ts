@@ -22,7 +22,14 @@ class FakeConnection extends EventEmitter {
 function rig() {
   let now = 0;
   const shed: string[] = [];
-  const cap = new ConnectionCap<FakeConnection>({ max: 3, reservedForTrusted: 2, idleMs: 10_000, trusted: (c) => c.loopback, onShed: (what, trusted) => void shed.push(`${what}${trusted ? ' loopback' : ''}`), now: () => now });
+  const cap = new ConnectionCap<FakeConnection>({
+    max: 3,
+    reservedForTrusted: 2,
+    idleMs: 10_000,
+    trusted: (c) => c.loopback,
+    onShed: (what, trusted) => void shed.push(`${what}${trusted ? ' loopback' : ''}`),
+    now: () => now,
+  });
   const open = (name: string, loopback = false) => {
     const connection = new FakeConnection(name, loopback);
     cap.admit(connection);

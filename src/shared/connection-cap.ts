@@ -172,7 +172,11 @@ export class ConnectionCap<C extends Connection = Socket> {
  * An onShed that logs at most one line a minute with the counts since the
  * last: a flood must not turn into a flood of log lines.
  */
-export function shedLog(log: (fields: Record<string, unknown>, message: string) => void, listener: string, now: () => number = () => performance.now()): NonNullable<ConnectionCapOptions['onShed']> {
+export function shedLog(
+  log: (fields: Record<string, unknown>, message: string) => void,
+  listener: string,
+  now: () => number = () => performance.now(),
+): NonNullable<ConnectionCapOptions['onShed']> {
   let counts: Record<string, number> = {};
   let lastAt = -Infinity;
   return (what, trusted) => {

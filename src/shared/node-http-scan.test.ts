@@ -31,7 +31,9 @@ test('the scan sees a value import and lets a type import pass', () => {
  * never reads holds its connection for good (issue 35).
  */
 test('every file that makes an HTTP server bounds its responses\' send time with boundSend', () => {
-  const servers = readSourceFiles().filter((file) => /\bhttps?\.createServer\(|\bcreateServer\(/.test(file.text) && /node-http\.ts|node:https?['"]/.test(file.text));
+  const servers = readSourceFiles().filter(
+    (file) => /\bhttps?\.createServer\(|\bcreateServer\(/.test(file.text) && /node-http\.ts|node:https?['"]/.test(file.text),
+  );
   assert.ok(servers.length > 0, 'the scan finds the status server at least');
   const unbounded = servers.filter((file) => !/\bboundSend\(/.test(file.text)).map((file) => file.path);
   assert.deepEqual(unbounded, []);

@@ -9,7 +9,12 @@ describe('PEM helpers', () => {
   const rows: { name: string; text: string; certificates: string[]; opened: number }[] = [
     { name: 'no PEM at all', text: 'hello', certificates: [], opened: 0 },
     { name: 'a chain of two, in order', text: `${cert('QQ==')}\n${cert('Qg==')}\n`, certificates: [cert('QQ=='), cert('Qg==')], opened: 2 },
-    { name: 'a half-written second block is opened but not complete', text: `${cert('QQ==')}\n-----BEGIN CERTIFICATE-----\nQg`, certificates: [cert('QQ==')], opened: 2 },
+    {
+      name: 'a half-written second block is opened but not complete',
+      text: `${cert('QQ==')}\n-----BEGIN CERTIFICATE-----\nQg`,
+      certificates: [cert('QQ==')],
+      opened: 2,
+    },
     { name: 'a key block is opened but is no certificate', text: `${key}\n${cert('QQ==')}`, certificates: [cert('QQ==')], opened: 2 },
   ];
   for (const row of rows) {
@@ -21,7 +26,13 @@ describe('PEM helpers', () => {
   }
 
   it('the strict block takes an upper-case label and a base64 body only, with the same label at the end', () => {
-    assert.deepEqual([...`${key}\n${cert('QQ==')}`.matchAll(strictPemBlock)].map(([, label, body]) => [label, body]), [['PRIVATE KEY', 'QUJD\n'], ['CERTIFICATE', 'QQ==\n']]);
+    assert.deepEqual(
+      [...`${key}\n${cert('QQ==')}`.matchAll(strictPemBlock)].map(([, label, body]) => [label, body]),
+      [
+        ['PRIVATE KEY', 'QUJD\n'],
+        ['CERTIFICATE', 'QQ==\n'],
+      ],
+    );
     assert.equal([...cert('not base64!').matchAll(strictPemBlock)].length, 0);
     assert.equal([...'-----BEGIN certificate-----\nQQ==\n-----END certificate-----'.matchAll(strictPemBlock)].length, 0);
     assert.equal([...'-----BEGIN CERTIFICATE-----\nQQ==\n-----END PRIVATE KEY-----'.matchAll(strictPemBlock)].length, 0);

@@ -38,7 +38,14 @@ test('no timer in src/ bypasses the bounded clock (src/shared/clock.ts)', () => 
 });
 
 test('the scan finds each way of arming a timer (it would not pass by matching nothing)', () => {
-  const lines = ['const t = setTimeout(f, 5);', 'setInterval(f, 5)', 'globalThis.setTimeout(f)', 'socket.setTimeout(5000)', 'fetch(u, { signal: AbortSignal.timeout(5) })', "import { setTimeout } from 'node:timers/promises';"];
+  const lines = [
+    'const t = setTimeout(f, 5);',
+    'setInterval(f, 5)',
+    'globalThis.setTimeout(f)',
+    'socket.setTimeout(5000)',
+    'fetch(u, { signal: AbortSignal.timeout(5) })',
+    "import { setTimeout } from 'node:timers/promises';",
+  ];
   for (const line of lines) assert.ok(patterns.some(([pattern]) => pattern.test(line)), line);
   for (const line of ['this.#options.clock.setTimeout(f, 5)', 'clock.setTimeout(f, 5)', "import { setImmediate as nextTurn } from 'node:timers/promises';"]) {
     assert.ok(harmless.test(line) || !patterns.some(([pattern]) => pattern.test(line)), line);

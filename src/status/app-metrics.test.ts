@@ -6,7 +6,7 @@ import type { CappedBody } from './prometheus.ts';
 
 describe('parseAppMetricsTargets', () => {
   const accepted: [string, string | undefined, string | string[] | undefined][] = [
-    ['Istio\'s shape', '{"scrape":"true","port":"9100","path":"/stats"}', 'http://127.0.0.1:9100/stats'],
+    ["Istio's shape", '{"scrape":"true","port":"9100","path":"/stats"}', 'http://127.0.0.1:9100/stats'],
     ['the default path', '{"scrape":"true","port":"9100"}', 'http://127.0.0.1:9100/metrics'],
     ['an https scheme', '{"scrape":"true","port":"443","path":"/m","scheme":"https"}', 'https://127.0.0.1:443/m'],
     ['scrape "false"', '{"scrape":"false","port":"9100"}', undefined],
@@ -15,9 +15,16 @@ describe('parseAppMetricsTargets', () => {
     ['any scrape but "false", as Istio\'s agent', '{"scrape":"yes","port":"9100"}', 'http://127.0.0.1:9100/metrics'],
     ['unset', undefined, undefined],
     ['blank', '', undefined],
-    ['several targets (prometheus.istio.io/scrape-targets), in order, path defaulting to /metrics', '{"scrape":"true","targets":[{"port":"9100","path":"/a"},{"port":"9200"},{"port":"9300","path":""}]}',
-      ['http://127.0.0.1:9100/a', 'http://127.0.0.1:9200/metrics', 'http://127.0.0.1:9300/metrics']],
-    ['targets over the legacy port and path', '{"scrape":"true","port":"8080","path":"/old","targets":[{"port":"9100","path":"/new"}]}', 'http://127.0.0.1:9100/new'],
+    [
+      'several targets (prometheus.istio.io/scrape-targets), in order, path defaulting to /metrics',
+      '{"scrape":"true","targets":[{"port":"9100","path":"/a"},{"port":"9200"},{"port":"9300","path":""}]}',
+      ['http://127.0.0.1:9100/a', 'http://127.0.0.1:9200/metrics', 'http://127.0.0.1:9300/metrics'],
+    ],
+    [
+      'targets over the legacy port and path',
+      '{"scrape":"true","port":"8080","path":"/old","targets":[{"port":"9100","path":"/new"}]}',
+      'http://127.0.0.1:9100/new',
+    ],
   ];
   for (const [name, value, url] of accepted) {
     const urls = url === undefined ? [] : [url].flat();
@@ -57,8 +64,13 @@ describe('scrapeApp', () => {
   const target = { url: 'http://127.0.0.1:1/metrics' };
   const answer = (body: CappedBody) => async () => body;
   const cases: [string, CappedBody, RegExp, boolean][] = [
-    ['passes the app\'s text through', { ok: true, status: 200, text: 'app_x 1\n', truncated: false }, /^app_x 1\n$/, false],
-    ['turns a down app into a comment', { ok: false, error: 'connect ECONNREFUSED\n127.0.0.1:1' }, /^# app metrics unavailable: connect ECONNREFUSED 127\.0\.0\.1:1\n$/, true],
+    ["passes the app's text through", { ok: true, status: 200, text: 'app_x 1\n', truncated: false }, /^app_x 1\n$/, false],
+    [
+      'turns a down app into a comment',
+      { ok: false, error: 'connect ECONNREFUSED\n127.0.0.1:1' },
+      /^# app metrics unavailable: connect ECONNREFUSED 127\.0\.0\.1:1\n$/,
+      true,
+    ],
     ['turns an HTTP error into a comment', { ok: true, status: 500, text: 'oops', truncated: false }, /^# app metrics unavailable: HTTP 500\n$/, true],
     ['drops an OpenMetrics # EOF, as more parts follow', { ok: true, status: 200, text: 'app_x 1\n# EOF\n', truncated: false }, /^app_x 1\n$/, false],
     ['notes a truncated body', { ok: true, status: 200, text: 'app_x 1\n', truncated: true }, /^app_x 1\n# app metrics truncated at the size cap\n$/, true],

@@ -48,7 +48,8 @@ export function parseAppMetricsTargets(value: string | undefined, statusPort = 1
 function targetList(targets: unknown): { port: unknown; path: unknown }[] {
   if (!Array.isArray(targets) || targets.length === 0) throw badEnv(annotationsEnv, 'targets must be a non-empty list of {port, path}');
   return targets.map((target: unknown) => {
-    if (typeof target !== 'object' || target === null || Array.isArray(target)) throw badEnv(annotationsEnv, `target ${JSON.stringify(target)} is not a {port, path} object`);
+    if (typeof target !== 'object' || target === null || Array.isArray(target))
+      throw badEnv(annotationsEnv, `target ${JSON.stringify(target)} is not a {port, path} object`);
     const { port, path = '' } = target as Record<string, unknown>;
     // An empty port would silently be 80 here; Istio refuses it in a target.
     if (port === '' || port === undefined) throw badEnv(annotationsEnv, `target ${JSON.stringify(target)} has no port`);
@@ -58,7 +59,8 @@ function targetList(targets: unknown): { port: unknown; path: unknown }[] {
 
 function appPath(path: unknown): string {
   const absolute = path === '' ? '/metrics' : path;
-  if (typeof absolute !== 'string' || !absolute.startsWith('/') || /[\s#]/.test(absolute)) throw badEnv(annotationsEnv, `path ${JSON.stringify(path)} must start with / and hold no spaces`);
+  if (typeof absolute !== 'string' || !absolute.startsWith('/') || /[\s#]/.test(absolute))
+    throw badEnv(annotationsEnv, `path ${JSON.stringify(path)} must start with / and hold no spaces`);
   return absolute;
 }
 
@@ -76,7 +78,8 @@ function parseObject(value: string): Record<string, unknown> {
 /** The app's port: "" is 80 as in Istio; never the status port or one Istio reserves. */
 function appPort(port: unknown, statusPort: number): number {
   if (port === '') return 80;
-  if (typeof port !== 'string' || !/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535) throw badEnv(annotationsEnv, `port ${JSON.stringify(port)} is not a port number in 1-65535`);
+  if (typeof port !== 'string' || !/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65535)
+    throw badEnv(annotationsEnv, `port ${JSON.stringify(port)} is not a port number in 1-65535`);
   const number = Number(port);
   if (number === statusPort) throw badEnv(annotationsEnv, `port ${number} is the agent's status port: the scrape would recurse`);
   const reserved = reservedPorts[number];

@@ -41,7 +41,9 @@ describe('EpochTracker', () => {
     const first = wrapped.run(0, 'hash-a', { signal, onLive: () => live++ });
     [state] = reduce(state, { type: 'config-changed', config: 'hash-a' });
     [state] = reduce(state, { type: 'epoch-spawned', epoch: 0, pid: 1000 });
-    assert.deepEqual(tracker.snapshot(state).live, [{ epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false }]);
+    assert.deepEqual(tracker.snapshot(state).live, [
+      { epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false },
+    ]);
 
     clock.advance(5000);
     end(0, { kind: 'failed', detail: 'exit code 1' });
@@ -77,7 +79,11 @@ describe('EpochTracker', () => {
     const [started] = reduce(initialState(policy), { type: 'config-changed', config: 'c' });
     const [state] = reduce(started, { type: 'epoch-live', epoch: 0 });
     assert.equal(called, 1);
-    assert.deepEqual([tracker.snapshot(started).live[0]!.live, tracker.snapshot(state).live[0]!.live], [false, true], '/debug/epochs reads LIVE from the reconcile state');
+    assert.deepEqual(
+      [tracker.snapshot(started).live[0]!.live, tracker.snapshot(state).live[0]!.live],
+      [false, true],
+      '/debug/epochs reads LIVE from the reconcile state',
+    );
   });
 });
 
@@ -123,6 +129,9 @@ describe('countAgentEvents', () => {
     runs.get(0)!.end({ kind: 'failed', detail: 'killed by SIGKILL' });
     await first;
     [state] = reduce(state, { type: 'epoch-exited', epoch: 0, kind: 'failed', detail: 'killed by SIGKILL' });
-    assert.deepEqual(tracker.whyNotLive(state), { reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)', starting: false });
+    assert.deepEqual(tracker.whyNotLive(state), {
+      reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)',
+      starting: false,
+    });
   });
 });

@@ -79,7 +79,10 @@ export class EpochTracker {
     if (state.live.some((entry) => entry.tookOver)) return undefined;
     const now = state.live.length > 0 ? `epoch ${state.live.map((entry) => entry.epoch).join(', ')} starting` : 'no Envoy running';
     const last = this.#exits.at(-1);
-    return { reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`, starting: state.live.length > 0 };
+    return {
+      reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`,
+      starting: state.live.length > 0,
+    };
   }
 
   /** /debug/epochs: the live epochs (newest last), recent exits (newest last), the retry budget. */

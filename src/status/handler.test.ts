@@ -27,7 +27,14 @@ const request = (method: string, url: string, remoteAddress = '127.0.0.1'): Stat
 describe('status handlers', () => {
   it('/debug/ndsz: the name table for loopback peers (names left out with ?summary), 404 with DNS off, 403 from the pod network', async () => {
     const asked: boolean[] = [];
-    const deps = fakeDeps({ dns: { debug: (withTable) => (asked.push(withTable), { loaded: true, version: 'v1', ...(withTable ? { table: { 'db.legacy.internal': ['240.240.0.1'] } } : {}) }) } });
+    const deps = fakeDeps({
+      dns: {
+        debug: (withTable) => (
+          asked.push(withTable),
+          { loaded: true, version: 'v1', ...(withTable ? { table: { 'db.legacy.internal': ['240.240.0.1'] } } : {}) }
+        ),
+      },
+    });
     const whole = await handleStatus(deps, request('GET', '/debug/ndsz'));
     assert.equal(whole.status, 200);
     assert.deepEqual(JSON.parse(whole.body), { loaded: true, version: 'v1', table: { 'db.legacy.internal': ['240.240.0.1'] } });
@@ -55,7 +62,9 @@ describe('status handlers', () => {
   });
 
   it('serves the merged metrics as OpenMetrics when the scraper ranks it first (Prometheus\'s default Accept), text otherwise', async () => {
-    const deps = fakeDeps({ envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_cluster_upstream_rq counter\nenvoy_cluster_upstream_rq 3\n', truncated: false }) });
+    const deps = fakeDeps({
+      envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_cluster_upstream_rq counter\nenvoy_cluster_upstream_rq 3\n', truncated: false }),
+    });
     const accept = 'application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1';
     const open = await handleStatus(deps, { ...request('GET', '/stats/prometheus'), accept });
     assert.equal(open.contentType, 'application/openmetrics-text; version=1.0.0; charset=utf-8');
@@ -68,7 +77,10 @@ describe('status handlers', () => {
 
   it('serves the same merged metrics on /metrics, counting each scrape and each failed part', async () => {
     const counted: string[] = [];
-    const deps = fakeDeps({ scrapes: { scraped: () => counted.push('scrape'), failed: (type) => counted.push(type) }, envoyMetrics: async () => ({ ok: false, error: 'down' }) });
+    const deps = fakeDeps({
+      scrapes: { scraped: () => counted.push('scrape'), failed: (type) => counted.push(type) },
+      envoyMetrics: async () => ({ ok: false, error: 'down' }),
+    });
     const response = await handleStatus(deps, request('GET', '/metrics', '10.0.0.1'));
     assert.equal(response.status, 200);
     assert.deepEqual([...parsePrometheus(response.body).keys()], ['istio_agent_up']);
@@ -116,14 +128,20 @@ describe('status handlers', () => {
     const epochs = await handleStatus(fakeDeps(), request('GET', '/debug/epochs'));
     assert.deepEqual(JSON.parse(epochs.body), { live: [{ epoch: 0, pid: 42 }] });
     assert.equal((await handleStatus(fakeDeps(), request('GET', '/debug/xds'))).status, 404);
-    const xds = await handleStatus(fakeDeps({ xds: { debug: () => ({ cds: { version: '1' } }), servingLastKnownGoodSince: () => undefined } }), request('GET', '/debug/xds'));
+    const xds = await handleStatus(
+      fakeDeps({ xds: { debug: () => ({ cds: { version: '1' } }), servingLastKnownGoodSince: () => undefined } }),
+      request('GET', '/debug/xds'),
+    );
     assert.deepEqual(JSON.parse(xds.body), { cds: { version: '1' } });
   });
 
   it('/debug/sds: the SDS server\'s view as indented JSON for loopback peers, 404 without it, 403 from the pod network', async () => {
     const view = { streams: [{ id: 1, resources: ['default'] }] };
     const sds = await handleStatus(fakeDeps({ sds: { debug: () => view } }), request('GET', '/debug/sds'));
-    assert.deepEqual({ status: sds.status, contentType: sds.contentType, body: sds.body }, { status: 200, contentType: 'application/json', body: `${JSON.stringify(view, null, 2)}\n` });
+    assert.deepEqual(
+      { status: sds.status, contentType: sds.contentType, body: sds.body },
+      { status: 200, contentType: 'application/json', body: `${JSON.stringify(view, null, 2)}\n` },
+    );
     const off = await handleStatus(fakeDeps(), request('GET', '/debug/sds'));
     assert.deepEqual({ status: off.status, body: JSON.parse(off.body) }, { status: 404, body: { error: 'the SDS server is not running' } });
     assert.equal((await handleStatus(fakeDeps({ sds: { debug: () => view } }), request('GET', '/debug/sds', '10.1.2.3'))).status, 403);
@@ -170,7 +188,13 @@ describe('status handlers', () => {
   it('serves only readiness to Envoy\'s readiness hop, and never takes it for a local caller', async () => {
     const deps = fakeDeps({ readiness: { check: async () => ({ ready: true }) } });
     assert.equal((await handleReadinessHop(deps, request('GET', '/healthz/ready'))).status, 200);
-    for (const [method, url] of [['POST', '/quitquitquit'], ['POST', '/drain'], ['GET', '/debug/epochs'], ['GET', '/stats/prometheus'], ['POST', '/healthz/ready/../../quitquitquit']]) {
+    for (const [method, url] of [
+      ['POST', '/quitquitquit'],
+      ['POST', '/drain'],
+      ['GET', '/debug/epochs'],
+      ['GET', '/stats/prometheus'],
+      ['POST', '/healthz/ready/../../quitquitquit'],
+    ]) {
       const response = await handleReadinessHop(deps, request(method!, url!, '127.0.0.1'));
       assert.equal(response.status, 404, url);
       response.after?.();

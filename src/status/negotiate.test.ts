@@ -42,11 +42,39 @@ for (const [header, want] of gzipCases) test(`acceptsGzip(${JSON.stringify(heade
 
 const preferenceCases: [string, string | undefined, { value: string; q: number }[]][] = [
   ['none', undefined, []],
-  ['best first, ties in their order', 'a;q=0.5, b, c;q=0.5, d;q=1', [{ value: 'b', q: 1 }, { value: 'd', q: 1 }, { value: 'a', q: 0.5 }, { value: 'c', q: 0.5 }]],
-  ['q above 1 is 1, q=0 and unreadable q drop the entry', 'a;q=7, b;q=0, c;q=1.2.3, d;q=0.001', [{ value: 'a', q: 1 }, { value: 'd', q: 0.001 }]],
-  ['q after other parameters, any case; a q without digits is no q', 'A/B ; level=1 ; Q=0.3, c;q=, d;q=x', [{ value: 'c', q: 1 }, { value: 'd', q: 1 }, { value: 'a/b', q: 0.3 }]],
+  [
+    'best first, ties in their order',
+    'a;q=0.5, b, c;q=0.5, d;q=1',
+    [
+      { value: 'b', q: 1 },
+      { value: 'd', q: 1 },
+      { value: 'a', q: 0.5 },
+      { value: 'c', q: 0.5 },
+    ],
+  ],
+  [
+    'q above 1 is 1, q=0 and unreadable q drop the entry',
+    'a;q=7, b;q=0, c;q=1.2.3, d;q=0.001',
+    [
+      { value: 'a', q: 1 },
+      { value: 'd', q: 0.001 },
+    ],
+  ],
+  [
+    'q after other parameters, any case; a q without digits is no q',
+    'A/B ; level=1 ; Q=0.3, c;q=, d;q=x',
+    [
+      { value: 'c', q: 1 },
+      { value: 'd', q: 1 },
+      { value: 'a/b', q: 0.3 },
+    ],
+  ],
   ['empty entries go', ', ,a,', [{ value: 'a', q: 1 }]],
-  ['at most 64 entries are read', `${Array.from({ length: 64 }, (_, at) => `t${at};q=0.5`).join(',')},late`, Array.from({ length: 64 }, (_, at) => ({ value: `t${at}`, q: 0.5 }))],
+  [
+    'at most 64 entries are read',
+    `${Array.from({ length: 64 }, (_, at) => `t${at};q=0.5`).join(',')},late`,
+    Array.from({ length: 64 }, (_, at) => ({ value: `t${at}`, q: 0.5 })),
+  ],
 ];
 for (const [name, header, want] of preferenceCases) test(`preferences: ${name}`, () => assert.deepEqual(preferences(header), want));
 
@@ -56,7 +84,8 @@ const moreOpenMetricsCases: [string, boolean][] = [
   ['*/*;q=0.9, application/openmetrics-text;q=0.8', false],
   ['application/openmetrics-textx, text/plain;q=0.1', false],
 ];
-for (const [accept, want] of moreOpenMetricsCases) test(`wantsOpenMetrics(${JSON.stringify(accept)}) is ${want}`, () => assert.equal(wantsOpenMetrics(accept), want));
+for (const [accept, want] of moreOpenMetricsCases)
+  test(`wantsOpenMetrics(${JSON.stringify(accept)}) is ${want}`, () => assert.equal(wantsOpenMetrics(accept), want));
 
 for (const [header, want] of [['x-gzip', false], [' gzip ;q=0.1', true], ['*;q=0', false], ['gzip;q=0, *', false]] as const) {
   test(`acceptsGzip(${JSON.stringify(header)}) is ${want}`, () => assert.equal(acceptsGzip(header), want));

@@ -33,8 +33,13 @@ describe('mergePrometheus', () => {
   const exact: [string, string, string, string][] = [
     ['both empty', '', '', ''],
     ['the agent empty: Envoy whole', '', '# TYPE e gauge\ne 1\n', '# TYPE e gauge\ne 1\n'],
-    ['a HELP seen keeps the TYPE of that name, and the other way round', '# HELP a x\na 1\n', '# TYPE a gauge\n# HELP a y\nb 1\n', '# HELP a x\na 1\n# TYPE a gauge\nb 1\n'],
-    ['Envoy\'s own repeat goes, its first stays; a free comment stays', '', '# TYPE e gauge\n# Note\n# TYPE e gauge\ne 1', '# TYPE e gauge\n# Note\ne 1\n'],
+    [
+      'a HELP seen keeps the TYPE of that name, and the other way round',
+      '# HELP a x\na 1\n',
+      '# TYPE a gauge\n# HELP a y\nb 1\n',
+      '# HELP a x\na 1\n# TYPE a gauge\nb 1\n',
+    ],
+    ["Envoy's own repeat goes, its first stays; a free comment stays", '', '# TYPE e gauge\n# Note\n# TYPE e gauge\ne 1', '# TYPE e gauge\n# Note\ne 1\n'],
     ['a repeat as the last line, without a newline', '# TYPE a gauge\n', 'e 1\n# TYPE a gauge', '# TYPE a gauge\ne 1\n'],
     ['a name that only starts like a seen one is kept', '# TYPE a gauge\n', '# TYPE ab gauge\n', '# TYPE a gauge\n# TYPE ab gauge\n'],
   ];

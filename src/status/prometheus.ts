@@ -25,7 +25,10 @@ export function fetchCapped(url: string, options: FetchCappedOptions): Promise<C
   return new Promise((resolve) => {
     const fail = (error: Error) => resolve({ ok: false, error: signal.aborted ? String(signal.reason) : String(error) });
     const req = client.get(url, { signal, agent: false }, (response) => {
-      readCapped(response, options.capBytes).then(({ bytes, truncated }) => resolve({ ok: true, status: response.statusCode ?? 0, text: bytes.toString('utf8'), truncated }), fail);
+      readCapped(response, options.capBytes).then(
+        ({ bytes, truncated }) => resolve({ ok: true, status: response.statusCode ?? 0, text: bytes.toString('utf8'), truncated }),
+        fail,
+      );
     });
     req.on('error', fail);
   });

@@ -15,9 +15,17 @@ const reasonOf = (stats: ReadinessStats) => {
 describe('readiness stats, edges', () => {
   it('the admin filter matches each of the six stats, whole, and nothing else', () => {
     const filter = new RegExp(decodeURIComponent(readinessStatsPath.split('filter=')[1]!));
-    const names = ['server.state', 'listener_manager.workers_started', 'cluster_manager.cds.update_success', 'cluster_manager.cds.update_rejected', 'listener_manager.lds.update_success', 'listener_manager.lds.update_rejected'];
+    const names = [
+      'server.state',
+      'listener_manager.workers_started',
+      'cluster_manager.cds.update_success',
+      'cluster_manager.cds.update_rejected',
+      'listener_manager.lds.update_success',
+      'listener_manager.lds.update_rejected',
+    ];
     for (const name of names) assert.ok(filter.test(name), name);
-    for (const name of ['server_state', 'server.state.x', 'x.server.state', 'server.statelistener_manager.workers_started', '']) assert.equal(filter.test(name), false, name);
+    for (const name of ['server_state', 'server.state.x', 'x.server.state', 'server.statelistener_manager.workers_started', ''])
+      assert.equal(filter.test(name), false, name);
   });
 
   it('counts start at 0 when admin lists none of them', () => {

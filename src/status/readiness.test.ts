@@ -52,7 +52,12 @@ describe('readiness from Envoy stats', () => {
 });
 
 describe('ReadinessProbe', () => {
-  const ready = statsText({ 'server.state': 0, 'listener_manager.workers_started': 1, 'cluster_manager.cds.update_success': 1, 'listener_manager.lds.update_success': 1 });
+  const ready = statsText({
+    'server.state': 0,
+    'listener_manager.workers_started': 1,
+    'cluster_manager.cds.update_success': 1,
+    'listener_manager.lds.update_success': 1,
+  });
 
   it('says why when admin is down, then caches the first ready answer', async () => {
     const admin = fakeAdmin([{ ok: false, error: 'ECONNREFUSED' }, { ok: true, status: 200, body: ready }, { ok: false, error: 'gone' }]);

@@ -46,7 +46,17 @@ describe('the status server on its socket', () => {
   });
 
   it('Accept-Encoding: a gzip with a weight above 0, and only that', () => {
-    for (const [header, want] of [['gzip', true], ['br, gzip;q=0.8', true], ['GZIP', true], ['gzip;q=0', false], ['gzip; q=0.0', false], ['identity', false], ['', false], [undefined, false], ['xgzip', false]] as const) {
+    for (const [header, want] of [
+      ['gzip', true],
+      ['br, gzip;q=0.8', true],
+      ['GZIP', true],
+      ['gzip;q=0', false],
+      ['gzip; q=0.0', false],
+      ['identity', false],
+      ['', false],
+      [undefined, false],
+      ['xgzip', false],
+    ] as const) {
       assert.equal(acceptsGzip(header), want, String(header));
     }
   });

@@ -67,7 +67,10 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const tcpCap = new ConnectionCap({ ...statusConnectionLimits, trusted: (socket) => isLoopbackPeer(socket.remoteAddress), onShed: shedLog(log, 'status') });
   const hopCap = new ConnectionCap({ ...readinessHopLimits, trusted: () => false, onShed: shedLog(log, 'readiness socket') });
   const tcp = http.createServer(statusServerTimeouts, (request, response) => void serve(handleStatus, options, tracked(tcpCap, request, response), response));
-  const hop = http.createServer(statusServerTimeouts, (request, response) => void serve(handleReadinessHop, options, tracked(hopCap, request, response), response));
+  const hop = http.createServer(
+    statusServerTimeouts,
+    (request, response) => void serve(handleReadinessHop, options, tracked(hopCap, request, response), response),
+  );
   tcpCap.attach(tcp);
   hopCap.attach(hop);
   await listenTcp(tcp, options.port);
@@ -104,7 +107,9 @@ function close(server: Server): Promise<void> {
 
 function listenTcp(server: Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(badFlag('--statusPort', `cannot listen on port ${port} (${error.code ?? error.message})`, error)));
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(badFlag('--statusPort', `cannot listen on port ${port} (${error.code ?? error.message})`, error)),
+    );
     server.listen(port, () => resolve());
   });
 }
@@ -113,7 +118,9 @@ function listenTcp(server: Server, port: number): Promise<void> {
 async function listenSocket(server: Server, path: string): Promise<void> {
   await rm(path, { force: true });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) => reject(badFile(path, `cannot listen on the readiness socket (${error.code ?? error.message})`, error)));
+    server.once('error', (error: NodeJS.ErrnoException) =>
+      reject(badFile(path, `cannot listen on the readiness socket (${error.code ?? error.message})`, error)),
+    );
     server.listen(path, () => resolve());
   });
   await chmod(path, 0o600);

@@ -56,7 +56,10 @@ describe('/stats/prometheus as wired: Envoy\'s part is capped at 32 MiB', () => 
     assert.equal(envoyMetricsCapBytes, 32 * 1024 * 1024, 'the cap docs/status-and-metrics.md states');
     assert.match(body.slice(-200), /\} 1\n# Envoy metrics truncated at the size cap\n$/);
     const bound = AbortSignal.timeout(5000);
-    await Promise.race([seen.closed, new Promise((_, reject) => bound.addEventListener('abort', () => reject(new Error('the agent never closed the admin response'))))]);
+    await Promise.race([
+      seen.closed,
+      new Promise((_, reject) => bound.addEventListener('abort', () => reject(new Error('the agent never closed the admin response')))),
+    ]);
     assert.ok(seen.bytes < 2 * envoyMetricsCapBytes, `it stopped reading near the cap (${seen.bytes} bytes sent)`);
   });
 });

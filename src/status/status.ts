@@ -48,7 +48,12 @@ export interface StartStatusOptions {
 /** Starts the status server, or nothing when the port is 0. */
 export async function startStatus(options: StartStatusOptions): Promise<StatusServer | undefined> {
   if (options.port === 0) return undefined;
-  const server = await startStatusServer({ port: options.port, readinessSocketPath: options.readinessSocketPath, deps: statusDeps(options), logger: options.logger });
+  const server = await startStatusServer({
+    port: options.port,
+    readinessSocketPath: options.readinessSocketPath,
+    deps: statusDeps(options),
+    logger: options.logger,
+  });
   options.logger.info({ port: server.port }, 'status server listening');
   return server;
 }
@@ -58,7 +63,12 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
   const { agent, registry, logger } = options;
   const { admin } = options;
   const scrapes = registerScrapeMetrics(registry);
-  const readiness = new ReadinessProbe({ admin, stopping: () => stoppedServing(agent.state), notLive: () => options.epochs.whyNotLive(agent.state), blocked: options.certificateProblem });
+  const readiness = new ReadinessProbe({
+    admin,
+    stopping: () => stoppedServing(agent.state),
+    notLive: () => options.epochs.whyNotLive(agent.state),
+    blocked: options.certificateProblem,
+  });
   const appTargets = options.app?.metrics ?? [];
   return {
     readiness: recordStartup(readiness, scrapes.startup, logger),

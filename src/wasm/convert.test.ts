@@ -10,10 +10,37 @@ const dig = (bytes: Buffer, ...path: number[]) => path.reduce<Buffer | undefined
 
 /** A TypedExtensionConfig as istiod sends it for a WasmPlugin, with an unknown field (99) to survive. */
 function extension(options: { code?: Buffer; failurePolicy?: number; failOpen?: boolean; type?: string; timeoutSeconds?: number } = {}): Buffer {
-  const remote = msg(lenField(1, msg(lenField(1, 'oci://registry.example/wasm:v1'), lenField(2, '_'), ...(options.timeoutSeconds ? [lenField(3, msg(varintField(1, options.timeoutSeconds)))] : []))), lenField(2, 'ab'.repeat(32)));
-  const env = msg(lenField(1, 'HOST_KEY'), entry(pullSecretEnv, '{"auths":{}}'), entry(pullPolicyEnv, 'Always'), entry(resourceVersionEnv, '7'), entry('USER_VAR', 'kept'));
-  const vm = msg(lenField(1, 'vm'), lenField(2, 'envoy.wasm.runtime.v8'), lenField(3, options.code ?? msg(lenField(2, remote))), lenField(7, env), lenField(99, 'future'));
-  const plugin = msg(lenField(1, 'plugin'), lenField(3, vm), ...(options.failOpen ? [varintField(5, 1)] : []), ...(options.failurePolicy ? [varintField(7, options.failurePolicy)] : []));
+  const remote = msg(
+    lenField(
+      1,
+      msg(
+        lenField(1, 'oci://registry.example/wasm:v1'),
+        lenField(2, '_'),
+        ...(options.timeoutSeconds ? [lenField(3, msg(varintField(1, options.timeoutSeconds)))] : []),
+      ),
+    ),
+    lenField(2, 'ab'.repeat(32)),
+  );
+  const env = msg(
+    lenField(1, 'HOST_KEY'),
+    entry(pullSecretEnv, '{"auths":{}}'),
+    entry(pullPolicyEnv, 'Always'),
+    entry(resourceVersionEnv, '7'),
+    entry('USER_VAR', 'kept'),
+  );
+  const vm = msg(
+    lenField(1, 'vm'),
+    lenField(2, 'envoy.wasm.runtime.v8'),
+    lenField(3, options.code ?? msg(lenField(2, remote))),
+    lenField(7, env),
+    lenField(99, 'future'),
+  );
+  const plugin = msg(
+    lenField(1, 'plugin'),
+    lenField(3, vm),
+    ...(options.failOpen ? [varintField(5, 1)] : []),
+    ...(options.failurePolicy ? [varintField(7, options.failurePolicy)] : []),
+  );
   const any = msg(lenField(1, options.type ?? httpWasm), lenField(2, msg(lenField(1, plugin))));
   return msg(lenField(1, 'extensions.istio.io/wasmplugin/default.headers'), lenField(2, any));
 }
@@ -89,7 +116,8 @@ describe('remote Wasm conversion, edge cases', () => {
   });
 
   it('durations: nanos count in whole ms, a zero or missing timeout is 5 s; "nil" is no checksum; pull policies other than IfNotPresent and Always are unspecified', () => {
-    const withTimeout = (duration: Buffer) => msg(lenField(2, msg(lenField(1, msg(lenField(1, 'https://m.test/p.wasm'), lenField(3, duration))), lenField(2, 'nil'))));
+    const withTimeout = (duration: Buffer) =>
+      msg(lenField(2, msg(lenField(1, msg(lenField(1, 'https://m.test/p.wasm'), lenField(3, duration))), lenField(2, 'nil'))));
     const table: [Buffer, number][] = [
       [msg(varintField(1, 2), varintField(2, 500_000_000)), 2500],
       [msg(varintField(2, 1_999_999)), 1],
@@ -111,7 +139,9 @@ describe('remote Wasm conversion, edge cases', () => {
     for (const [policy, expected] of [['IfNotPresent', 'IfNotPresent'], ['Always', 'Always'], ['always', 'unspecified'], ['', 'unspecified']] as const) {
       assert.equal(parseRemoteWasm(withEnv(entry(pullPolicyEnv, policy)))!.pullPolicy, expected, policy);
     }
-    const odd = parseRemoteWasm(withEnv(varintField(2, 5), lenField(3, msg(lenField(1, resourceVersionEnv), lenField(2, '9'))), lenField(2, msg(lenField(2, 'no key')))))!;
+    const odd = parseRemoteWasm(
+      withEnv(varintField(2, 5), lenField(3, msg(lenField(1, resourceVersionEnv), lenField(2, '9'))), lenField(2, msg(lenField(2, 'no key')))),
+    )!;
     assert.equal(odd.resourceVersion, '', 'only field 2 of the env, and only length-delimited, holds pairs');
     assert.equal(odd.pullSecret, undefined);
     assert.equal(parseRemoteWasm(withEnv(lenField(2, msg(lenField(1, pullSecretEnv)))))!.pullSecret, '', 'a secret named without a value is empty, not absent');

@@ -131,7 +131,9 @@ export function withLocalCode(parsed: Parsed, filename: string): Buffer {
 function strippedEnv(vm: ProtoField[]): ProtoField | undefined {
   const envBytes = bytesOf(vm, F.vm.env);
   if (!envBytes) return undefined;
-  const kept = decodeMessage(envBytes).filter((field) => field.number !== F.env.keyValues || !(stringOf(decodeMessage(field.value), 1) ?? '').startsWith('ISTIO_META_'));
+  const kept = decodeMessage(envBytes).filter(
+    (field) => field.number !== F.env.keyValues || !(stringOf(decodeMessage(field.value), 1) ?? '').startsWith('ISTIO_META_'),
+  );
   return kept.length ? lenField(F.vm.env, encodeMessage(kept)) : undefined;
 }
 

@@ -13,16 +13,21 @@ const wasmType = 'type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
 
 function wasmExtension(name: string, options: { failOpen?: boolean; secret?: string } = {}): Buffer {
   const remote = msg(lenField(1, msg(lenField(1, 'https://m.example/p.wasm'))), lenField(2, 'nil'));
-  const env = options.secret === undefined ? [] : [lenField(7, msg(lenField(2, msg(lenField(1, 'ISTIO_META_WASM_IMAGE_PULL_SECRET'), lenField(2, options.secret)))))];
+  const env =
+    options.secret === undefined ? [] : [lenField(7, msg(lenField(2, msg(lenField(1, 'ISTIO_META_WASM_IMAGE_PULL_SECRET'), lenField(2, options.secret)))))];
   const vm = msg(lenField(3, msg(lenField(2, remote))), ...env);
   const plugin = msg(lenField(3, vm), ...(options.failOpen ? [varintField(7, 3)] : []));
   return msg(lenField(1, name), lenField(2, msg(lenField(1, wasmType), lenField(2, msg(lenField(1, plugin))))));
 }
 const any = (value: Buffer) => msg(lenField(1, extensionConfigType), lenField(2, value));
-const sotw = (...resources: Buffer[]) => msg(lenField(1, 'v1'), ...resources.map((resource) => lenField(2, any(resource))), lenField(4, extensionConfigType), lenField(5, 'n1'));
+const sotw = (...resources: Buffer[]) =>
+  msg(lenField(1, 'v1'), ...resources.map((resource) => lenField(2, any(resource))), lenField(4, extensionConfigType), lenField(5, 'n1'));
 
 /** The TypedExtensionConfig of each resource of a converted SotW response. */
-const extensions = (message: Buffer) => decodeMessage(message).filter((field) => field.number === 2).map((field) => decodeMessage(bytesOf(decodeMessage(field.value), 2)!));
+const extensions = (message: Buffer) =>
+  decodeMessage(message)
+    .filter((field) => field.number === 2)
+    .map((field) => decodeMessage(bytesOf(decodeMessage(field.value), 2)!));
 const typeOf = (extension: ProtoField[]) => stringOf(decodeMessage(bytesOf(extension, 2)!), 1);
 
 function cache(fail?: string) {
@@ -72,7 +77,11 @@ describe('ECDS responses', () => {
 
   it('Delta: the Any inside each Resource is rewritten, the Resource\'s name and version kept', async () => {
     const resource = msg(lenField(1, 'r7'), lenField(2, any(wasmExtension('a'))), lenField(3, 'a'));
-    const outcome = await convertEcdsResponse(msg(lenField(2, resource), lenField(4, extensionConfigType), lenField(5, 'n2')), { mode: 'delta', cache: cache(), logger: silentLogger });
+    const outcome = await convertEcdsResponse(msg(lenField(2, resource), lenField(4, extensionConfigType), lenField(5, 'n2')), {
+      mode: 'delta',
+      cache: cache(),
+      logger: silentLogger,
+    });
     assert.ok('message' in outcome && outcome.message);
     const rewritten = decodeMessage(bytesOf(decodeMessage(outcome.message), 2)!);
     assert.equal(stringOf(rewritten, 1), 'r7');
@@ -107,8 +116,14 @@ describe('ECDS responses', () => {
   it('an Any of another type, a varint in the resources field and a Delta Resource without an Any pass untouched', async () => {
     const otherType = msg(lenField(1, 'type.googleapis.com/other'), lenField(2, wasmExtension('a')));
     const modules = cache();
-    assert.deepEqual(await convertEcdsResponse(msg(lenField(2, otherType), varintField(2, 1), lenField(5, 'n')), { mode: 'sotw', cache: modules, logger: silentLogger }), { message: undefined });
-    assert.deepEqual(await convertEcdsResponse(msg(lenField(2, msg(lenField(1, 'r'))), lenField(5, 'n')), { mode: 'delta', cache: modules, logger: silentLogger }), { message: undefined });
+    assert.deepEqual(
+      await convertEcdsResponse(msg(lenField(2, otherType), varintField(2, 1), lenField(5, 'n')), { mode: 'sotw', cache: modules, logger: silentLogger }),
+      { message: undefined },
+    );
+    assert.deepEqual(
+      await convertEcdsResponse(msg(lenField(2, msg(lenField(1, 'r'))), lenField(5, 'n')), { mode: 'delta', cache: modules, logger: silentLogger }),
+      { message: undefined },
+    );
     assert.equal(modules.asked.length, 0);
     const sotwInDelta = await convertEcdsResponse(sotw(wasmExtension('a')), { mode: 'delta', cache: modules, logger: silentLogger });
     assert.ok('message' in sotwInDelta, 'a SotW Any read as a Delta Resource is not taken for one');
@@ -117,7 +132,17 @@ describe('ECDS responses', () => {
   it('asks the cache for what the filter names; a filter without http_uri falls back without asking', async () => {
     const modules = cache();
     await convertEcdsResponse(sotw(wasmExtension('named', { secret: '{"auths":{}}' })), { mode: 'sotw', cache: modules, logger: silentLogger });
-    assert.deepEqual(modules.asked, [{ url: 'https://m.example/p.wasm', checksum: '', resourceName: 'named', resourceVersion: '', pullPolicy: 'unspecified', pullSecret: '{"auths":{}}', timeoutMs: 5000 }]);
+    assert.deepEqual(modules.asked, [
+      {
+        url: 'https://m.example/p.wasm',
+        checksum: '',
+        resourceName: 'named',
+        resourceVersion: '',
+        pullPolicy: 'unspecified',
+        pullSecret: '{"auths":{}}',
+        timeoutMs: 5000,
+      },
+    ]);
     const remote = msg(lenField(2, 'nil'));
     const vm = msg(lenField(3, msg(lenField(2, remote))));
     const noUri = msg(lenField(1, 'u'), lenField(2, msg(lenField(1, wasmType), lenField(2, msg(lenField(1, msg(lenField(3, vm))))))));

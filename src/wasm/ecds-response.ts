@@ -90,8 +90,19 @@ async function convertExtension(bytes: Buffer, { cache, logger, metrics }: EcdsC
     if (!parsed.url) throw new Error('the remote code has no http_uri');
     // istiod names a secret it could not read with an empty value: pulling anonymously would hide that.
     if (parsed.pullSecret === '') throw new Error('the image pull secret is missing');
-    const path = await cache.get({ url: parsed.url, checksum: parsed.sha256, resourceName: parsed.name, resourceVersion: parsed.resourceVersion, pullPolicy: parsed.pullPolicy, pullSecret: parsed.pullSecret, timeoutMs: parsed.timeoutMs });
-    logger.info({ filter: parsed.name, url: parsed.url, path, ms: Math.round(performance.now() - started) }, 'Wasm module ready; Envoy gets it as a local file');
+    const path = await cache.get({
+      url: parsed.url,
+      checksum: parsed.sha256,
+      resourceName: parsed.name,
+      resourceVersion: parsed.resourceVersion,
+      pullPolicy: parsed.pullPolicy,
+      pullSecret: parsed.pullSecret,
+      timeoutMs: parsed.timeoutMs,
+    });
+    logger.info(
+      { filter: parsed.name, url: parsed.url, path, ms: Math.round(performance.now() - started) },
+      'Wasm module ready; Envoy gets it as a local file',
+    );
     counted(conversionResult.success);
     return withLocalCode(parsed, path);
   } catch (error) {

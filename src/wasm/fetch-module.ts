@@ -34,7 +34,16 @@ export function moduleFetcher(options: FetcherOptions): (request: ModuleRequest)
     const deadline = options.clock.now() + request.timeoutMs;
     const insecure = insecureFor(options.insecureRegistries, request.url);
     const retried = (url: string, extra: Omit<HttpGetOptions, 'timeoutMs' | 'maxBytes'>) =>
-      withRetries(() => get(url, { ...extra, blocked: options.blocked, timeoutMs: Math.max(1, Math.min(options.requestTimeoutMs, deadline - options.clock.now())), maxBytes: options.maxBytes }), { attempts: options.maxRetries, clock: options.clock, random: options.random, deadline });
+      withRetries(
+        () =>
+          get(url, {
+            ...extra,
+            blocked: options.blocked,
+            timeoutMs: Math.max(1, Math.min(options.requestTimeoutMs, deadline - options.clock.now())),
+            maxBytes: options.maxBytes,
+          }),
+        { attempts: options.maxRetries, clock: options.clock, random: options.random, deadline },
+      );
     const scheme = request.url.slice(0, request.url.indexOf(':'));
     if (scheme === 'oci') {
       const image = await prepareOci(request.url, { pullSecret: request.pullSecret, insecure, get: retried, refusedRealm: options.refusedRealm });

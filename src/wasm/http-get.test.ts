@@ -27,7 +27,10 @@ async function startPeer(): Promise<Peer> {
 }
 
 const redirect = (status: number, location: string) => (response: ServerResponse) => response.writeHead(status, { location }).end();
-const body = (status: number, text: string, headers: Record<string, string> = {}) => (response: ServerResponse) => response.writeHead(status, headers).end(text);
+const body =
+  (status: number, text: string, headers: Record<string, string> = {}) =>
+  (response: ServerResponse) =>
+    response.writeHead(status, headers).end(text);
 
 describe('httpGet against loopback servers: redirects, credentials, bounds', () => {
   let a: Peer;
@@ -79,7 +82,13 @@ describe('httpGet against loopback servers: redirects, credentials, bounds', () 
   });
 
   it('answers outside 3xx, 304 and a 3xx without Location are returned, not followed', async () => {
-    const table: [number, Record<string, string>][] = [[200, { location: '/x' }], [299, { location: '/x' }], [304, { location: '/x' }], [302, {}], [400, { location: '/x' }]];
+    const table: [number, Record<string, string>][] = [
+      [200, { location: '/x' }],
+      [299, { location: '/x' }],
+      [304, { location: '/x' }],
+      [302, {}],
+      [400, { location: '/x' }],
+    ];
     for (const [status, headers] of table) {
       a.seen.length = 0;
       a.routes.set('/answer', body(status, 'b', headers));
@@ -128,13 +137,19 @@ describe('httpGet against loopback servers: redirects, credentials, bounds', () 
     const blocked = parseCidrs('127.0.0.0/8,::1/128');
     await assert.rejects(httpGet(`${a.base}/h`, { ...options, blocked }), FetchRefused);
     const port = new URL(a.base).port;
-    await assert.rejects(httpGet(`http://localhost:${port}/h`, { ...options, blocked }), (error: Error) => error instanceof FetchRefused && error.message.startsWith('localhost: connection to '));
+    await assert.rejects(
+      httpGet(`http://localhost:${port}/h`, { ...options, blocked }),
+      (error: Error) => error instanceof FetchRefused && error.message.startsWith('localhost: connection to '),
+    );
     assert.equal(a.seen.length, 1, 'only the redirecting hop reached the server');
     assert.equal((await httpGet(`http://localhost:${port}/h`, options)).status, 200, 'by name without a block list');
   });
 
   it('a name that does not resolve fails with the resolver\'s error', async () => {
-    await assert.rejects(httpGet('http://no-such-host.invalid/m.wasm', options), (error: Error) => !(error instanceof FetchRefused) && /ENOTFOUND|EAI_AGAIN/.test(String((error as NodeJS.ErrnoException).code)));
+    await assert.rejects(
+      httpGet('http://no-such-host.invalid/m.wasm', options),
+      (error: Error) => !(error instanceof FetchRefused) && /ENOTFOUND|EAI_AGAIN/.test(String((error as NodeJS.ErrnoException).code)),
+    );
   });
 });
 

@@ -69,20 +69,24 @@ function getOnce(url: string, options: HttpGetOptions): Promise<HttpAnswer> {
   const request = target.protocol === 'https:' ? https.request : http.request;
   const headers = Object.fromEntries(Object.entries(options.headers ?? {}).filter(([, value]) => value));
   return new Promise((resolve, reject) => {
-    const call = request(target, { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs }, (response) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= options.maxBytes) return parts.push(chunk);
-        // Rejected here, not only through destroy: a body that arrived whole would still reach 'end', cut short.
-        const tooLarge = new Error(`${url}: body larger than ${options.maxBytes} bytes`);
-        reject(tooLarge);
-        call.destroy(tooLarge);
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(parts), url }));
-      response.on('error', reject);
-    });
+    const call = request(
+      target,
+      { method: 'GET', headers, lookup: guardedLookup(options.blocked), agent: false, rejectUnauthorized: !options.insecure, timeout: options.timeoutMs },
+      (response) => {
+        const parts: Buffer[] = [];
+        let size = 0;
+        response.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= options.maxBytes) return parts.push(chunk);
+          // Rejected here, not only through destroy: a body that arrived whole would still reach 'end', cut short.
+          const tooLarge = new Error(`${url}: body larger than ${options.maxBytes} bytes`);
+          reject(tooLarge);
+          call.destroy(tooLarge);
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(parts), url }));
+        response.on('error', reject);
+      },
+    );
     // agent: false above: a fresh connection per request, so every one passes the address check (fetches are rare).
     // The socket timeout only sees idleness; the whole request gets the same bound.
     const deadline = boundedTimer(() => call.destroy(new Error(`${url}: no answer within ${options.timeoutMs} ms`)), options.timeoutMs);

@@ -41,12 +41,29 @@ describe('Wasm module cache', () => {
     const bytes = served;
     return { digest: sha(bytes), module: async () => bytes };
   };
-  const request = (overrides: Partial<ModuleRequest> = {}): ModuleRequest => ({ url: 'http://modules.example/a.wasm', checksum: '', resourceName: 'r', resourceVersion: '1', pullPolicy: 'unspecified', timeoutMs: 5000, ...overrides });
+  const request = (overrides: Partial<ModuleRequest> = {}): ModuleRequest => ({
+    url: 'http://modules.example/a.wasm',
+    checksum: '',
+    resourceName: 'r',
+    resourceVersion: '1',
+    pullPolicy: 'unspecified',
+    timeoutMs: 5000,
+    ...overrides,
+  });
 
   it("counts lookups (hit or miss) and remote fetches by Istio's results: success, checksum_mismatched", async () => {
     const registry = new Registry();
     const metrics = registerWasmMetrics(registry, () => 0);
-    const modules = new ModuleCache({ dir, clock, logger: silentLogger, expiryMs: 24 * hour, purgeIntervalMs: hour, maxBytes: 1 << 20, fetch: fetchOf, metrics });
+    const modules = new ModuleCache({
+      dir,
+      clock,
+      logger: silentLogger,
+      expiryMs: 24 * hour,
+      purgeIntervalMs: hour,
+      maxBytes: 1 << 20,
+      fetch: fetchOf,
+      metrics,
+    });
     await modules.get(request({ checksum: sha(served) }));
     await modules.get(request({ checksum: sha(served) }));
     await assert.rejects(modules.get(request({ url: 'http://modules.example/b.wasm', checksum: sha('other') })));
@@ -143,7 +160,10 @@ describe('Wasm module cache', () => {
     const path = await modules.get(request({ checksum: sha(served) }));
     assert.equal(await modules.get(request({ checksum: sha(served).toUpperCase(), resourceName: 'other' })), path);
     assert.equal(fetches.length, 1);
-    await assert.rejects(modules.get(request({ checksum: '../../etc/passwd', resourceName: 'third' })), /has checksum [0-9a-f]{64}, not \.\.\/\.\.\/etc\/passwd/);
+    await assert.rejects(
+      modules.get(request({ checksum: '../../etc/passwd', resourceName: 'third' })),
+      /has checksum [0-9a-f]{64}, not \.\.\/\.\.\/etc\/passwd/,
+    );
     assert.equal(fetches.length, 2, 'fetched, then refused for its checksum');
   });
 

@@ -36,11 +36,18 @@ describe('OCI manifests and layers from a hostile registry', () => {
     ];
     for (const [layers, expected] of cases) {
       const body = manifest(layers);
-      const registry = fakeRegistry({ [`${base}/manifests/v1`]: { body }, [`${base}/blobs/${sha(module)}`]: { body: module }, [`${base}/blobs/${sha(other)}`]: { body: other } });
+      const registry = fakeRegistry({
+        [`${base}/manifests/v1`]: { body },
+        [`${base}/blobs/${sha(module)}`]: { body: module },
+        [`${base}/blobs/${sha(other)}`]: { body: other },
+      });
       const image = await prepare(registry);
       assert.equal(image.manifestDigest, sha(body).slice('sha256:'.length));
       assert.deepEqual(await image.module(), expected);
-      assert.match(registry.asked[0]!.accept ?? '', /^application\/vnd\.oci\.image\.manifest\.v1\+json, application\/vnd\.docker\.distribution\.manifest\.v2\+json$/);
+      assert.match(
+        registry.asked[0]!.accept ?? '',
+        /^application\/vnd\.oci\.image\.manifest\.v1\+json, application\/vnd\.docker\.distribution\.manifest\.v2\+json$/,
+      );
     }
   });
 
@@ -62,7 +69,11 @@ describe('OCI manifests and layers from a hostile registry', () => {
 
   it('asks again over plain HTTP only when TLS was answered in HTTP', async () => {
     const body = manifest([{ digest: sha(module) }]);
-    const plain = fakeRegistry({ [`${base}/manifests/v1`]: new Error('wrong version number'), 'http://r.test/v2/team/p/manifests/v1': { body }, [`http://r.test/v2/team/p/blobs/${sha(module)}`]: { body: module } });
+    const plain = fakeRegistry({
+      [`${base}/manifests/v1`]: new Error('wrong version number'),
+      'http://r.test/v2/team/p/manifests/v1': { body },
+      [`http://r.test/v2/team/p/blobs/${sha(module)}`]: { body: module },
+    });
     assert.deepEqual(await (await prepare(plain, { insecure: true })).module(), module);
     assert.deepEqual(plain.asked.map((ask) => [ask.url.slice(0, 12), ask.insecure]), [['https://r.te', true], ['http://r.tes', true], ['http://r.tes', true]]);
     const refused = fakeRegistry({ [`${base}/manifests/v1`]: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
@@ -77,7 +88,10 @@ describe('OCI registry challenges', () => {
   const basicUp = `Basic ${Buffer.from('u:p').toString('base64')}`;
 
   it('a basic challenge is answered with the pull secret, kept for the blob; without credentials the 401 stands', async () => {
-    const registry = fakeRegistry({ [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': 'BASIC realm="r"' } }, { body }], [`${base}/blobs/${sha(module)}`]: { body: module } });
+    const registry = fakeRegistry({
+      [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': 'BASIC realm="r"' } }, { body }],
+      [`${base}/blobs/${sha(module)}`]: { body: module },
+    });
     assert.deepEqual(await (await prepare(registry, { pullSecret: secret })).module(), module);
     assert.deepEqual(registry.asked.map((ask) => ask.authorization), [undefined, basicUp, basicUp]);
     const bare = fakeRegistry({ [`${base}/manifests/v1`]: { status: 401, headers: { 'www-authenticate': 'Basic realm="r"' } } });
@@ -97,11 +111,18 @@ describe('OCI registry challenges', () => {
     for (const [answer, scope] of [[{ token: 't1' }, 'repository:team/p:pull'], [{ access_token: 't1' }, 'custom']] as const) {
       const challenge = `bearer realm="https://auth.test/token",service="reg"${scope === 'custom' ? ',scope="custom"' : ''}`;
       const token = `https://auth.test/token?service=reg&scope=${encodeURIComponent(scope)}`;
-      const registry = fakeRegistry({ [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': challenge } }, { body }], [token]: { body: Buffer.from(JSON.stringify(answer)) }, [`${base}/blobs/${sha(module)}`]: { body: module } });
+      const registry = fakeRegistry({
+        [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': challenge } }, { body }],
+        [token]: { body: Buffer.from(JSON.stringify(answer)) },
+        [`${base}/blobs/${sha(module)}`]: { body: module },
+      });
       assert.deepEqual(await (await prepare(registry, { pullSecret: secret })).module(), module);
       assert.deepEqual(registry.asked.map((ask) => ask.authorization), [undefined, basicUp, 'Bearer t1', 'Bearer t1']);
     }
-    const anonymous = fakeRegistry({ [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': 'Bearer realm="https://auth.test/t"' } }, { body }], 'https://auth.test/t?scope=repository%3Ateam%2Fp%3Apull': { body: Buffer.from('{"token":"a"}') } });
+    const anonymous = fakeRegistry({
+      [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': 'Bearer realm="https://auth.test/t"' } }, { body }],
+      'https://auth.test/t?scope=repository%3Ateam%2Fp%3Apull': { body: Buffer.from('{"token":"a"}') },
+    });
     await prepare(anonymous);
     assert.deepEqual(anonymous.asked.map((ask) => ask.authorization), [undefined, undefined, 'Bearer a']);
   });
@@ -109,10 +130,19 @@ describe('OCI registry challenges', () => {
   it('a token server that refuses, answers no token, or names a refused realm fails the pull', async () => {
     const challenge = (realm: string) => ({ [`${base}/manifests/v1`]: { status: 401, headers: { 'www-authenticate': `Bearer realm="${realm}"` } } });
     const t = 'https://auth.test/t?scope=repository%3Ateam%2Fp%3Apull';
-    await assert.rejects(prepare(fakeRegistry({ ...challenge('https://auth.test/t'), [t]: { status: 403 } })), { message: 'token from https://auth.test/t: HTTP 403' });
-    await assert.rejects(prepare(fakeRegistry({ ...challenge('https://auth.test/t'), [t]: { body: Buffer.from('{"token":""}') } })), { message: 'token from https://auth.test/t: the answer has no token' });
-    await assert.rejects(prepare(fakeRegistry(challenge('https://127.0.0.1/t')), { refusedRealm: undefined }), { message: 'registry r.test: token realm 127.0.0.1 is a private, loopback or link-local address' });
-    await assert.rejects(prepare(fakeRegistry({ [`${base}/manifests/v1`]: { status: 401, headers: { 'www-authenticate': 'Bearer service="x"' } } }), { refusedRealm: undefined }), /token realm "" is not a URL/);
+    await assert.rejects(prepare(fakeRegistry({ ...challenge('https://auth.test/t'), [t]: { status: 403 } })), {
+      message: 'token from https://auth.test/t: HTTP 403',
+    });
+    await assert.rejects(prepare(fakeRegistry({ ...challenge('https://auth.test/t'), [t]: { body: Buffer.from('{"token":""}') } })), {
+      message: 'token from https://auth.test/t: the answer has no token',
+    });
+    await assert.rejects(prepare(fakeRegistry(challenge('https://127.0.0.1/t')), { refusedRealm: undefined }), {
+      message: 'registry r.test: token realm 127.0.0.1 is a private, loopback or link-local address',
+    });
+    await assert.rejects(
+      prepare(fakeRegistry({ [`${base}/manifests/v1`]: { status: 401, headers: { 'www-authenticate': 'Bearer service="x"' } } }), { refusedRealm: undefined }),
+      /token realm "" is not a URL/,
+    );
   });
 });
 

@@ -23,11 +23,25 @@ describe('OCI pulls from a registry on loopback', () => {
     await locked.close();
   });
 
-  const fetcher = (options: { relaxRealm?: boolean; blocked?: string; insecure?: string } = {}) => moduleFetcher({
-    requestTimeoutMs: 2000, maxRetries: 1, insecureRegistries: new Set(options.insecure ? [options.insecure] : []), clock: systemClock, maxBytes: 1 << 20, blocked: options.blocked ? parseCidrs(options.blocked) : undefined,
-    refusedRealm: options.relaxRealm ? () => undefined : undefined,
+  const fetcher = (options: { relaxRealm?: boolean; blocked?: string; insecure?: string } = {}) =>
+    moduleFetcher({
+      requestTimeoutMs: 2000,
+      maxRetries: 1,
+      insecureRegistries: new Set(options.insecure ? [options.insecure] : []),
+      clock: systemClock,
+      maxBytes: 1 << 20,
+      blocked: options.blocked ? parseCidrs(options.blocked) : undefined,
+      refusedRealm: options.relaxRealm ? () => undefined : undefined,
+    });
+  const request = (url: string, pullSecret?: string) => ({
+    url,
+    checksum: '',
+    resourceName: 'r',
+    resourceVersion: '',
+    pullPolicy: 'unspecified' as const,
+    timeoutMs: 5000,
+    pullSecret,
   });
-  const request = (url: string, pullSecret?: string) => ({ url, checksum: '', resourceName: 'r', resourceVersion: '', pullPolicy: 'unspecified' as const, timeoutMs: 5000, pullSecret });
 
   it('reads the manifest over plain HTTP when HTTPS is answered in HTTP, reports its digest, then the layer', async () => {
     const fetched = await fetcher()(request(`oci://${open.host}/team/plugin:v1`));

@@ -118,8 +118,15 @@ function pickLayer(body: Buffer, url: string): { digest: string; mediaType?: str
 }
 
 /** A GET that answers a 401 challenge once: a bearer token from the realm, or basic auth. */
-async function authorizedGet(url: () => string, headers: Record<string, string>, session: Session, ref: OciReference, options: OciFetchOptions): Promise<HttpAnswer> {
-  const send = () => options.get(url(), { insecure: options.insecure, headers: { ...headers, ...(session.authorization ? { authorization: session.authorization } : {}) } });
+async function authorizedGet(
+  url: () => string,
+  headers: Record<string, string>,
+  session: Session,
+  ref: OciReference,
+  options: OciFetchOptions,
+): Promise<HttpAnswer> {
+  const send = () =>
+    options.get(url(), { insecure: options.insecure, headers: { ...headers, ...(session.authorization ? { authorization: session.authorization } : {}) } });
   const answer = await send();
   if (answer.status !== 401) return answer;
   const challenge = String(answer.headers['www-authenticate'] ?? '');

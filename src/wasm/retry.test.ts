@@ -62,7 +62,18 @@ describe('Wasm fetch retries', () => {
   });
 
   it('which statuses are retried: 5xx but 501, 505 and 511; nothing below 500', () => {
-    const table: [number, boolean][] = [[499, false], [500, true], [501, false], [502, true], [504, true], [505, false], [506, true], [511, false], [599, true], [304, false]];
+    const table: [number, boolean][] = [
+      [499, false],
+      [500, true],
+      [501, false],
+      [502, true],
+      [504, true],
+      [505, false],
+      [506, true],
+      [511, false],
+      [599, true],
+      [304, false],
+    ];
     for (const [status, retried] of table) assert.equal(retryableStatus(status), retried, String(status));
   });
 

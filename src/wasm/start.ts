@@ -20,8 +20,24 @@ export function startWasmLoader(settings: EnvValues<typeof wasmEnv>, options: { 
   const { clock, logger } = options;
   let cacheRef: ModuleCache | undefined;
   const metrics = options.registry && registerWasmMetrics(options.registry, () => cacheRef?.size ?? 0);
-  const fetch = moduleFetcher({ requestTimeoutMs: settings.requestTimeoutMs, maxRetries: settings.maxRetries, insecureRegistries: settings.insecureRegistries, clock, maxBytes: settings.maxBytes, blocked: settings.blockedCidrs });
-  const cache = new ModuleCache({ dir: settings.cacheDir, expiryMs: settings.moduleExpiryMs, purgeIntervalMs: settings.purgeIntervalMs, clock, logger, fetch, maxBytes: settings.maxBytes, metrics });
+  const fetch = moduleFetcher({
+    requestTimeoutMs: settings.requestTimeoutMs,
+    maxRetries: settings.maxRetries,
+    insecureRegistries: settings.insecureRegistries,
+    clock,
+    maxBytes: settings.maxBytes,
+    blocked: settings.blockedCidrs,
+  });
+  const cache = new ModuleCache({
+    dir: settings.cacheDir,
+    expiryMs: settings.moduleExpiryMs,
+    purgeIntervalMs: settings.purgeIntervalMs,
+    clock,
+    logger,
+    fetch,
+    maxBytes: settings.maxBytes,
+    metrics,
+  });
   cacheRef = cache;
   cache.start();
   return {

@@ -75,5 +75,7 @@ test('short inputs: a Wasm header alone is a module only from 8 bytes; a 2-byte 
 test('a module exactly maxBytes long inflates; one byte more is a bomb', async () => {
   const big = Buffer.concat([wasm, Buffer.alloc(91)]);
   assert.equal((await unbox(gzipSync(big), 100)).length, 100);
-  await assert.rejects(unbox(gzipSync(Buffer.concat([big, Buffer.alloc(1)])), 100), { message: 'the module inflates past 100 bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)' });
+  await assert.rejects(unbox(gzipSync(Buffer.concat([big, Buffer.alloc(1)])), 100), {
+    message: 'the module inflates past 100 bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)',
+  });
 });

@@ -25,7 +25,8 @@ async function gunzipBounded(bytes: Buffer, maxBytes: number): Promise<Buffer | 
   try {
     return await inflate(bytes, { maxOutputLength: maxBytes });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw new Error(`the module inflates past ${maxBytes} bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)`);
+    if ((error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+      throw new Error(`the module inflates past ${maxBytes} bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)`);
     return undefined;
   }
 }

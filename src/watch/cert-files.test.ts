@@ -7,7 +7,11 @@ test('watchedCertGroups: the chain with its key and the root for every proxy; th
   const cases: { name: string; groups: CertGroup[]; want: CertGroup[] }[] = [
     { name: 'sidecar', groups: watchedCertGroups('/c', 'sidecar'), want: sidecar },
     { name: 'router', groups: watchedCertGroups('/c', 'router'), want: sidecar },
-    { name: 'ingress, default dir', groups: watchedCertGroups('/c', 'ingress'), want: [...sidecar, { cert: `${ingressCertDir}/tls.crt`, key: `${ingressCertDir}/tls.key` }] },
+    {
+      name: 'ingress, default dir',
+      groups: watchedCertGroups('/c', 'ingress'),
+      want: [...sidecar, { cert: `${ingressCertDir}/tls.crt`, key: `${ingressCertDir}/tls.key` }],
+    },
     { name: 'ingress, own dir', groups: watchedCertGroups('/c', 'ingress', '/i'), want: [...sidecar, { cert: '/i/tls.crt', key: '/i/tls.key' }] },
   ];
   for (const { name, groups, want } of cases) assert.deepEqual(groups, want, name);

@@ -31,8 +31,18 @@ describe('cert set: consistency', () => {
     ['a full matching set', () => ({ 'cert-chain.pem': one.cert, 'key.pem': one.key, 'root-cert.pem': ca.cert }), undefined],
     ['a chain of two certificates', () => ({ 'cert-chain.pem': one.cert + ca.cert, 'key.pem': one.key }), undefined],
     ['a key that belongs to another certificate', () => ({ 'cert-chain.pem': one.cert, 'key.pem': two.key }), '/certs/key.pem', 'does not match'],
-    ['a half-written certificate', () => ({ 'cert-chain.pem': one.cert.slice(0, one.cert.length / 2), 'key.pem': one.key }), '/certs/cert-chain.pem', 'no complete'],
-    ['a chain cut in its second block', () => ({ 'cert-chain.pem': one.cert + ca.cert.slice(0, 80), 'key.pem': one.key }), '/certs/cert-chain.pem', 'incomplete'],
+    [
+      'a half-written certificate',
+      () => ({ 'cert-chain.pem': one.cert.slice(0, one.cert.length / 2), 'key.pem': one.key }),
+      '/certs/cert-chain.pem',
+      'no complete',
+    ],
+    [
+      'a chain cut in its second block',
+      () => ({ 'cert-chain.pem': one.cert + ca.cert.slice(0, 80), 'key.pem': one.key }),
+      '/certs/cert-chain.pem',
+      'incomplete',
+    ],
     ['a half-written key', () => ({ 'cert-chain.pem': one.cert, 'key.pem': one.key.slice(0, 60) }), '/certs/key.pem', 'not a valid PEM private key'],
     ['a file that is not PEM', () => ({ 'cert-chain.pem': 'hello', 'key.pem': one.key }), '/certs/cert-chain.pem', 'not a PEM certificate'],
     ['an empty certificate', () => ({ 'cert-chain.pem': '', 'key.pem': one.key }), '/certs/cert-chain.pem'],
@@ -40,7 +50,12 @@ describe('cert set: consistency', () => {
     ['a key without its certificate', () => ({ 'key.pem': one.key }), '/certs/cert-chain.pem', 'missing'],
     ['a broken root certificate', () => ({ 'root-cert.pem': 'garbage' }), '/certs/root-cert.pem'],
     ['a root certificate alone', () => ({ 'root-cert.pem': ca.cert }), undefined],
-    ['a complete PEM block that is not a certificate', () => ({ 'cert-chain.pem': '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n', 'key.pem': one.key }), '/certs/cert-chain.pem', '^not a valid certificate \\('],
+    [
+      'a complete PEM block that is not a certificate',
+      () => ({ 'cert-chain.pem': '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n', 'key.pem': one.key }),
+      '/certs/cert-chain.pem',
+      '^not a valid certificate \\(',
+    ],
   ];
   for (const [name, files, file, reason] of cases) {
     it(name, () => {
@@ -53,7 +68,10 @@ describe('cert set: consistency', () => {
 
   it('checks the ingress pair too', () => {
     const ingress = watchedCertGroups('/certs', 'ingress', '/ingress');
-    const problem = checkCertFiles(ingress, [{ path: '/ingress/tls.crt', content: Buffer.from(one.cert) }, { path: '/ingress/tls.key', content: Buffer.from(two.key) }]);
+    const problem = checkCertFiles(ingress, [
+      { path: '/ingress/tls.crt', content: Buffer.from(one.cert) },
+      { path: '/ingress/tls.key', content: Buffer.from(two.key) },
+    ]);
     assert.equal(problem?.file, '/ingress/tls.key');
   });
 });
@@ -114,21 +132,28 @@ describe('cert set: hash and read', () => {
     }
   });
 
-  it('a FIFO or a device at a watched path is unreadable at once, not a read that never ends; a symlinked file (a secret volume) reads', { timeout: 5000 }, async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
-    try {
-      execFileSync('mkfifo', [join(dir, 'fifo')]);
-      await symlink('/dev/zero', join(dir, 'device'));
-      await writeFile(join(dir, 'real'), 'PEM');
-      await symlink(join(dir, 'real'), join(dir, 'linked'));
-      const entries = await readCertFiles([join(dir, 'fifo'), join(dir, 'device'), join(dir, 'linked')]);
-      assert.deepEqual(entries.map((entry) => entry.error), ['is not a regular file (a FIFO)', 'is not a regular file (a device)', undefined]);
-      assert.equal(entries[2]!.content?.toString(), 'PEM');
-      assert.equal(readCertNotAfter(join(dir, 'fifo')), undefined, 'the restart gate reads it synchronously: refused, never blocking');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'a FIFO or a device at a watched path is unreadable at once, not a read that never ends; a symlinked file (a secret volume) reads',
+    { timeout: 5000 },
+    async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'cert-set-'));
+      try {
+        execFileSync('mkfifo', [join(dir, 'fifo')]);
+        await symlink('/dev/zero', join(dir, 'device'));
+        await writeFile(join(dir, 'real'), 'PEM');
+        await symlink(join(dir, 'real'), join(dir, 'linked'));
+        const entries = await readCertFiles([join(dir, 'fifo'), join(dir, 'device'), join(dir, 'linked')]);
+        assert.deepEqual(
+          entries.map((entry) => entry.error),
+          ['is not a regular file (a FIFO)', 'is not a regular file (a device)', undefined],
+        );
+        assert.equal(entries[2]!.content?.toString(), 'PEM');
+        assert.equal(readCertNotAfter(join(dir, 'fifo')), undefined, 'the restart gate reads it synchronously: refused, never blocking');
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe('readCertNotAfter', () => {

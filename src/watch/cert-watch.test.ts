@@ -19,7 +19,11 @@ function setup(resyncMs = 0) {
   const warnings: Record<string, unknown>[] = [];
   const infos: Record<string, unknown>[] = [];
   let reads = 0;
-  const logger = { ...silentLogger, info: (fields: Record<string, unknown>) => void infos.push(fields), warn: (fields: Record<string, unknown>) => void warnings.push(fields) } as unknown as Logger;
+  const logger = {
+    ...silentLogger,
+    info: (fields: Record<string, unknown>) => void infos.push(fields),
+    warn: (fields: Record<string, unknown>) => void warnings.push(fields),
+  } as unknown as Logger;
   const read = async (paths: readonly string[]): Promise<FileRead[]> => {
     reads++;
     return paths.map((path) => (files.has(path) ? { path, content: Buffer.from(files.get(path)!) } : { path }));

@@ -117,6 +117,9 @@ export class CertWatch {
     if (key === this.#lastProblem) return;
     this.#lastProblem = key;
     this.#options.onProblem?.(problem);
-    this.#options.logger.warn({ file: problem.file, reason: problem.reason }, 'certificate files are not a consistent set; keeping the running config until they are');
+    this.#options.logger.warn(
+      { file: problem.file, reason: problem.reason },
+      'certificate files are not a consistent set; keeping the running config until they are',
+    );
   }
 }

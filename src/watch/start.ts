@@ -18,11 +18,18 @@ export interface CertWatchContext {
  * Watches the proxy's certificate dirs and reports every new consistent set's
  * hash (the first one right away). Resolves once watching.
  */
-export async function startCertWatch(config: AgentConfig, context: CertWatchContext, onConfig: (hash: string, files: readonly FileRead[]) => void): Promise<CertWatch> {
+export async function startCertWatch(
+  config: AgentConfig,
+  context: CertWatchContext,
+  onConfig: (hash: string, files: readonly FileRead[]) => void,
+): Promise<CertWatch> {
   const { clock, logger } = context;
   const dirs = config.proxyType === 'ingress' ? [config.certDir, config.ingressCertDir] : [config.certDir];
   for (const dir of dirs) {
-    const exists = await access(dir).then(() => true, () => false);
+    const exists = await access(dir).then(
+      () => true,
+      () => false,
+    );
     // With a CA the workload certificate comes from it: a missing dir is the normal case (a default pod), not worth a warning.
     if (!exists) logger[context.caInUse ? 'debug' : 'warn']({ dir }, 'certificate dir does not exist; running without its certificates until it appears');
   }

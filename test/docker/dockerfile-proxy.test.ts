@@ -75,7 +75,10 @@ describe('Dockerfile.proxy', () => {
     assert.match(read('bin/pilot-agent.js'), /enableCompileCache\?\.\(new URL\('\.\.\/dist\/compile-cache\/'/);
     // The image's ENTRYPOINT goes through this shebang: SIGUSR1 must never open the inspector;
     // the memory flags and variables are measured in docs/benchmarks.md (test/e2e/node-flags.test.ts runs them).
-    assert.match(read('bin/pilot-agent.js').split('\n')[0]!, /^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 node --disable-sigusr1 --max-semi-space-size=1 --v8-pool-size=1$/);
+    assert.match(
+      read('bin/pilot-agent.js').split('\n')[0]!,
+      /^#!\/usr\/bin\/env -S MALLOC_ARENA_MAX=2 node --disable-sigusr1 --max-semi-space-size=1 --v8-pool-size=1$/,
+    );
   });
 
   it('warms the compile cache as UID 1337, the uid the agent runs as (Node keeps one per uid)', () => {
@@ -85,7 +88,10 @@ describe('Dockerfile.proxy', () => {
 
   it('runs as UID 1337 with pilot-agent as entrypoint and `proxy sidecar` as default args', () => {
     assert.deepEqual(args(keyword(stageInstructions(final), 'USER')[0]), ['1337:1337']);
-    const json = (name: string) => (keyword(stageInstructions(final), name)[0] as unknown as { getJSONStrings(): { getJSONValue(): string }[] }).getJSONStrings().map((s) => s.getJSONValue());
+    const json = (name: string) =>
+      (keyword(stageInstructions(final), name)[0] as unknown as { getJSONStrings(): { getJSONValue(): string }[] })
+        .getJSONStrings()
+        .map((s) => s.getJSONValue());
     assert.deepEqual(json('ENTRYPOINT'), ['pilot-agent']);
     assert.deepEqual(json('CMD'), ['proxy', 'sidecar']);
   });

@@ -10,14 +10,24 @@ import { freePort } from '../support/ports.ts';
 
 /** Envoy's bootstrap with admin where the agent looks and one listener that answers by itself. */
 function bootstrap(adminPort: number, listenerPort: number, body: string) {
-  const directResponse = { name: 'envoy.filters.network.http_connection_manager', typed_config: {
-    '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-    stat_prefix: 'custom', http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
-    route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: body } } }] }] },
-  } };
+  const directResponse = {
+    name: 'envoy.filters.network.http_connection_manager',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+      stat_prefix: 'custom',
+      http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+      route_config: {
+        virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: body } } }] }],
+      },
+    },
+  };
   return {
     admin: { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } },
-    static_resources: { listeners: [{ name: 'custom', address: { socket_address: { address: '127.0.0.1', port_value: listenerPort } }, filter_chains: [{ filters: [directResponse] }] }] },
+    static_resources: {
+      listeners: [
+        { name: 'custom', address: { socket_address: { address: '127.0.0.1', port_value: listenerPort } }, filter_chains: [{ filters: [directResponse] }] },
+      ],
+    },
   };
 }
 

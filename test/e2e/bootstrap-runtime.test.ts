@@ -22,7 +22,16 @@ function regexListener(port: number): unknown {
   const manager = {
     '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
     stat_prefix: 'regex',
-    route_config: { name: 'regex', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { safe_regex: { regex: bigRegex } }, direct_response: { status: 200, body: { inline_string: 'big regex' } } }] }] },
+    route_config: {
+      name: 'regex',
+      virtual_hosts: [
+        {
+          name: 'all',
+          domains: ['*'],
+          routes: [{ match: { safe_regex: { regex: bigRegex } }, direct_response: { status: 200, body: { inline_string: 'big regex' } } }],
+        },
+      ],
+    },
     http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
   };
   return {
@@ -38,7 +47,9 @@ function get(port: number, path: string, headers: Record<string, string> = {}): 
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, headers, timeout: 5000 }, (response) => {
       const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk)).on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
+      response
+        .on('data', (chunk: Buffer) => chunks.push(chunk))
+        .on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
     });
     req.on('timeout', () => req.destroy(new Error('timed out'))).on('error', reject).end();
   });
@@ -96,7 +107,11 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
     await using stack = new AsyncDisposableStack();
     const prometheusPort = await freePort();
     const proxyConfig = { connectionSettings: { globalDownstreamConnectionLimit: 123 }, tracing: { datadog: { address: '127.0.0.1:8126' } } };
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--log_as_json', '--proxyLogLevel', 'info', '--prometheusPort', String(prometheusPort)], env: { PROXY_CONFIG: JSON.stringify(proxyConfig) } });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--log_as_json', '--proxyLogLevel', 'info', '--prometheusPort', String(prometheusPort)],
+      env: { PROXY_CONFIG: JSON.stringify(proxyConfig) },
+    });
     deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     const answer = await eventually('the regex route', async () => {
       const response = await get(listenerPort, '/kappa/some-name/v2');
@@ -124,7 +139,10 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
   it('refuses the same route once runtimeValues removes the RE2 default (as before the runtime layer), and warns for nothing', async () => {
     await using stack = new AsyncDisposableStack();
     const from = peer.log.entries.length;
-    const agent = await startAgent({ discoveryAddress: peer.address, env: { PROXY_CONFIG: JSON.stringify({ runtimeValues: { 're2.max_program_size.error_level': '' } }) } });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      env: { PROXY_CONFIG: JSON.stringify({ runtimeValues: { 're2.max_program_size.error_level': '' } }) },
+    });
     deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     const nack = await peer.log.waitFor((entry) => entry.event === 'request' && typeof entry.error === 'string' && entry.error !== '', 20_000, 'a NACK', from);
     assert.match(String(nack.error), /program size/i);
@@ -137,7 +155,11 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
     await using stack = new AsyncDisposableStack();
     const prometheusPort = await freePort();
     const proxyConfig = { proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '1' } };
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--prometheusPort', String(prometheusPort)], env: { PROXY_CONFIG: JSON.stringify(proxyConfig) } });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--prometheusPort', String(prometheusPort)],
+      env: { PROXY_CONFIG: JSON.stringify(proxyConfig) },
+    });
     deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     const first = await eventually('the regex listener', async () => {
       const socket = await openSocket(listenerPort);
@@ -155,7 +177,27 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
 
   it('with --log_as_json the rendered bootstrap makes the real Envoy write Istio\'s JSON lines on stderr', async () => {
     const dir = await tempDir(cleanup, 'pilot-agent-jsonlog-');
-    const printed = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--discoveryAddress', '127.0.0.1:15010', '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'), '--log_as_json', '--print-bootstrap'], { reject: false, env: {}, extendEnv: false });
+    const printed = await execa(
+      nodeBin,
+      [
+        agentBin,
+        'proxy',
+        'sidecar',
+        '--serviceregistry',
+        'Other',
+        '--ip',
+        '127.0.0.1',
+        '--discoveryAddress',
+        '127.0.0.1:15010',
+        '--configPath',
+        join(dir, 'config'),
+        '--certDir',
+        join(dir, 'certs'),
+        '--log_as_json',
+        '--print-bootstrap',
+      ],
+      { reject: false, env: {}, extendEnv: false },
+    );
     assert.equal(printed.exitCode, 0, printed.stderr);
     await writeFile(join(dir, 'bootstrap.json'), printed.stdout);
     const validated = await execa(envoyBin, ['--mode', 'validate', '-c', join(dir, 'bootstrap.json'), '-l', 'info'], { reject: false });

@@ -26,54 +26,129 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
     { name: 'sidecar, SotW', args: ['sidecar', '--deltaXds=false'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
     { name: 'router, Delta (the default)', args: ['router'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
-    { name: "sidecar: Istio's internal listener extension and its last stats prefixes", args: ['sidecar'], check: (b) => {
-      assert.deepEqual(b.bootstrap_extensions.map((extension: { name: string }) => extension.name), ['envoy.bootstrap.internal_listener']);
-      assert.deepEqual(b.stats_config.stats_matcher.inclusion_list.patterns.slice(-2), [{ prefix: 'component' }, { prefix: 'istio' }]);
-    } },
-    { name: 'ingress; xDS goes through the agent\'s socket', args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'], check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/) },
-    { name: 'zipkin tracing', args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'], check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin') },
-    { name: 'statsd sink', args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'], check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd') },
-    { name: 'mutual TLS to the discovery server is the relay\'s, not Envoy\'s', args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], check: (b) => {
-      // Also true for NONE: the policy itself must reach the node metadata, as Istio's PROXY_CONFIG carries it.
-      assert.equal(b.static_resources.clusters[0].transport_socket, undefined);
-      assert.equal(b.node.metadata.PROXY_CONFIG.controlPlaneAuthPolicy, 'MUTUAL_TLS');
-    } },
+    {
+      name: "sidecar: Istio's internal listener extension and its last stats prefixes",
+      args: ['sidecar'],
+      check: (b) => {
+        assert.deepEqual(
+          b.bootstrap_extensions.map((extension: { name: string }) => extension.name),
+          ['envoy.bootstrap.internal_listener'],
+        );
+        assert.deepEqual(b.stats_config.stats_matcher.inclusion_list.patterns.slice(-2), [{ prefix: 'component' }, { prefix: 'istio' }]);
+      },
+    },
+    {
+      name: "ingress; xDS goes through the agent's socket",
+      args: ['ingress', '--discoveryAddress', 'istio-pilot.istio-system:15010'],
+      check: (b) => assert.match(b.static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe.path, /\/XDS$/),
+    },
+    {
+      name: 'zipkin tracing',
+      args: ['sidecar', '--zipkinAddress', 'zipkin.istio-system:9411'],
+      check: (b) => assert.equal(b.tracing.http.typed_config.collector_cluster, 'zipkin'),
+    },
+    {
+      name: 'statsd sink',
+      args: ['sidecar', '--statsdUdpAddress', '127.0.0.1:8125'],
+      check: (b) => assert.equal(b.stats_sinks[0].name, 'envoy.stat_sinks.statsd'),
+    },
+    {
+      name: "mutual TLS to the discovery server is the relay's, not Envoy's",
+      args: ['sidecar', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'],
+      check: (b) => {
+        // Also true for NONE: the policy itself must reach the node metadata, as Istio's PROXY_CONFIG carries it.
+        assert.equal(b.static_resources.clusters[0].transport_socket, undefined);
+        assert.equal(b.node.metadata.PROXY_CONFIG.controlPlaneAuthPolicy, 'MUTUAL_TLS');
+      },
+    },
     {
       name: 'Kubernetes registry with metadata',
       args: ['sidecar', '--serviceregistry', 'Kubernetes', '--ip', '', '--connectTimeout', '250ms', '--serviceCluster', 'productpage.default'],
-      env: { INSTANCE_IP: '198.19.4.6', POD_NAME: 'productpage-v1', POD_NAMESPACE: 'default', ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_METAJSON_LABELS: '{"app":"productpage"}' },
+      env: {
+        INSTANCE_IP: '198.19.4.6',
+        POD_NAME: 'productpage-v1',
+        POD_NAMESPACE: 'default',
+        ISTIO_META_INTERCEPTION_MODE: 'REDIRECT',
+        ISTIO_METAJSON_LABELS: '{"app":"productpage"}',
+      },
       check: (b) => {
         assert.equal(b.node.id, 'sidecar~198.19.4.6~productpage-v1.default~default.svc.cluster.local');
         const { INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME, INSTANCE_IPS } = b.node.metadata;
-        assert.deepEqual({ INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME }, { INTERCEPTION_MODE: 'REDIRECT', LABELS: { app: 'productpage' }, STATIC_LABELS: { app: 'productpage' }, NAMESPACE: 'default', NAME: 'productpage-v1' });
+        assert.deepEqual(
+          { INTERCEPTION_MODE, LABELS, STATIC_LABELS, NAMESPACE, NAME },
+          {
+            INTERCEPTION_MODE: 'REDIRECT',
+            LABELS: { app: 'productpage' },
+            STATIC_LABELS: { app: 'productpage' },
+            NAMESPACE: 'default',
+            NAME: 'productpage-v1',
+          },
+        );
         assert.match(INSTANCE_IPS, /^198\.19\.4\.6(,|$)/);
         assert.equal(b.static_resources.clusters[0].connect_timeout, '0.25s');
       },
     },
-    { name: 'readiness listener and agent cluster with the status server on', args: ['sidecar', '--statusPort', '15020'], check: (b) => assert.ok(b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
-    { name: 'no readiness listener with the status server off', args: ['sidecar', '--statusPort', '0'], check: (b) => assert.ok(!b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)) },
+    {
+      name: 'readiness listener and agent cluster with the status server on',
+      args: ['sidecar', '--statusPort', '15020'],
+      check: (b) => assert.ok(b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)),
+    },
+    {
+      name: 'no readiness listener with the status server off',
+      args: ['sidecar', '--statusPort', '0'],
+      check: (b) => assert.ok(!b.static_resources.listeners.some((l: any) => l.address.socket_address.port_value === 15021)),
+    },
     {
       name: 'runtimeValues, no stats compression and a connection limit from PROXY_CONFIG',
       args: ['sidecar'],
-      env: { PROXY_CONFIG: JSON.stringify({ runtimeValues: { 'envoy.reloadable_features.a_feature': 'true', 're2.max_program_size.error_level': '1000' }, statsCompression: false, proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '5000' } }) },
+      env: {
+        PROXY_CONFIG: JSON.stringify({
+          runtimeValues: { 'envoy.reloadable_features.a_feature': 'true', 're2.max_program_size.error_level': '1000' },
+          statsCompression: false,
+          proxyMetadata: { ISTIO_META_GLOBAL_DOWNSTREAM_MAX_CONNECTIONS: '5000' },
+        }),
+      },
       check: (b) => {
-        assert.deepEqual([b.layered_runtime.layers[0].static_layer['re2.max_program_size.error_level'], b.layered_runtime.layers[0].static_layer['envoy.reloadable_features.a_feature']], ['1000', true]);
+        assert.deepEqual(
+          [
+            b.layered_runtime.layers[0].static_layer['re2.max_program_size.error_level'],
+            b.layered_runtime.layers[0].static_layer['envoy.reloadable_features.a_feature'],
+          ],
+          ['1000', true],
+        );
         assert.equal(b.overload_manager.resource_monitors[0].typed_config.max_active_downstream_connections, 5000);
         assert.equal(b.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.http_filters.length, 1);
       },
     },
-    { name: 'JSON log lines for Envoy too', args: ['sidecar', '--log_as_json'], check: (b) => assert.equal(b.application_log_config.log_format.json_format.msg, '%j') },
+    {
+      name: 'JSON log lines for Envoy too',
+      args: ['sidecar', '--log_as_json'],
+      check: (b) => assert.equal(b.application_log_config.log_format.json_format.msg, '%j'),
+    },
     { name: 'custom template', args: ['sidecar', '--templateFile', 'TEMPLATE'], check: (b) => assert.deepEqual(Object.keys(b), ['node', 'admin']) },
   ];
 
   for (const variant of variants) {
     it(variant.name, async () => {
       const args = variant.args.map((arg) => (arg === 'TEMPLATE' ? join(dir, 'template.json') : arg));
-      const printed = await execa(nodeBin, [agentBin, 'proxy', ...args, ...common.filter((flag, i) => !shadowed(args, common, i)), '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs')], {
-        reject: false,
-        env: variant.env ?? {},
-        extendEnv: false,
-      });
+      const printed = await execa(
+        nodeBin,
+        [
+          agentBin,
+          'proxy',
+          ...args,
+          ...common.filter((flag, i) => !shadowed(args, common, i)),
+          '--configPath',
+          join(dir, 'config'),
+          '--certDir',
+          join(dir, 'certs'),
+        ],
+        {
+          reject: false,
+          env: variant.env ?? {},
+          extendEnv: false,
+        },
+      );
       assert.equal(printed.exitCode, 0, printed.stderr);
       const bootstrap = JSON.parse(printed.stdout);
       variant.check(bootstrap);

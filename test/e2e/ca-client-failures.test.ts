@@ -27,7 +27,11 @@ describe('CA call failures at renewal: one line each, the old certificate kept',
       const rig = await startCaRig({ ttlSeconds: 60, env: { SECRET_GRACE_PERIOD_RATIO: '0.95' } });
       try {
         await epochLive(rig.agent, 0);
-        await waitUntil('a certificate the CA issued', async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''), 30_000);
+        await waitUntil(
+          'a certificate the CA issued',
+          async () => issuedSerials(rig).includes((await readServedSerial(rig.listenerPort)).serial ?? ''),
+          30_000,
+        );
         const before = await servedSerial(rig.listenerPort);
         await rig.ca.setMode(failure.mode);
         const since = rig.agent.log.entries.length;

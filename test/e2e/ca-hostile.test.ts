@@ -94,7 +94,11 @@ describe('a hostile CA: no answer ends the agent, none is served', () => {
       await waitUntil('readiness 503 at expiry', async () => (await readiness(rig)).status === 503, notAfter + 2500 - Date.now());
       const body = (await readiness(rig)).body;
       assert.match(body, /the workload certificate expired at/);
-      assert.equal(rig.agent.log.entries.filter((entry) => entry.msg === 'no workload certificate: the CA request failed').length, 0, 'no retry had failed yet');
+      assert.equal(
+        rig.agent.log.entries.filter((entry) => entry.msg === 'no workload certificate: the CA request failed').length,
+        0,
+        'no retry had failed yet',
+      );
     } finally {
       await rig.close();
       await assertGone(rig.agent.envoyPids());

@@ -77,8 +77,20 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     const xds = options.xdsTls && (await xdsTlsSetup(options.xdsTls, { dir, tls, root: signer.root }));
     const peer: Peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }), { args: xds?.peerArgs });
     cleanups.push(() => peer.stop());
-    const env = { CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`, CA_ROOT_CA: files.root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', ...xds?.env, ...options.env };
-    const agent = await startAgent({ discoveryAddress: peer.address, env, args: [...(options.tokenText === null ? [] : ['--xdsTokenFile', files.token]), '--statusPort', String(statusPort)] });
+    const env = {
+      CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`,
+      CA_ROOT_CA: files.root,
+      ISTIOD_SAN: istiodName,
+      POD_NAMESPACE: 'default',
+      SERVICE_ACCOUNT: 'app',
+      ...xds?.env,
+      ...options.env,
+    };
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      env,
+      args: [...(options.tokenText === null ? [] : ['--xdsTokenFile', files.token]), '--statusPort', String(statusPort)],
+    });
     cleanups.push(() => agent.stop('SIGTERM'));
     return { ca, peer, listenerPort, statusPort, agent, files, close };
   } catch (error) {
@@ -93,7 +105,18 @@ async function xdsTlsSetup(options: XdsTlsOptions, rig: { dir: string; tls: { ce
   const xdsRoot = join(rig.dir, 'xds-root.pem');
   await writeFile(clientCa, options.otherClientCa ? await otherRoot() : rig.root);
   await writeFile(xdsRoot, options.wrongXdsRoot ? await otherRoot() : rig.root);
-  const peerArgs = ['--tls-cert', rig.tls.cert, '--tls-key', rig.tls.key, '--require-token', token, '--client-ca', clientCa, '--client-cert', options.clientCert];
+  const peerArgs = [
+    '--tls-cert',
+    rig.tls.cert,
+    '--tls-key',
+    rig.tls.key,
+    '--require-token',
+    token,
+    '--client-ca',
+    clientCa,
+    '--client-cert',
+    options.clientCert,
+  ];
   if (options.maxConnectionAge) peerArgs.push('--max-connection-age', options.maxConnectionAge);
   return { peerArgs, env: { XDS_ROOT_CA: xdsRoot } };
 }

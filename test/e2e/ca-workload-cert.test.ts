@@ -26,7 +26,13 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
       });
       const [keepAlive, fresh] = await loads;
       assert.deepEqual([...served].filter((serial) => !issuedSerials(rig).includes(serial)), [], 'Envoy served only what the CA issued');
-      t.diagnostic(JSON.stringify({ issued: issuedSerials(rig).length, keepAlive: { ok: keepAlive.ok, failed: keepAlive.failed }, fresh: { ok: fresh.ok, failed: fresh.failed } }));
+      t.diagnostic(
+        JSON.stringify({
+          issued: issuedSerials(rig).length,
+          keepAlive: { ok: keepAlive.ok, failed: keepAlive.failed },
+          fresh: { ok: fresh.ok, failed: fresh.failed },
+        }),
+      );
       assert.ok(keepAlive.ok > 100 && fresh.ok > 50, 'the load really ran');
       assert.equal(keepAlive.failed, 0, keepAlive.samples.join('; '));
       assert.equal(fresh.failed, 0, fresh.samples.join('; '));
@@ -54,7 +60,11 @@ describe('a workload certificate from the CA, served over SDS, with the real Env
       await waitForSerial(rig.listenerPort, last);
       await waitUntil('two more refused renewals', () => refused() >= 3);
       assert.equal(await servedSerial(rig.listenerPort), last, 'the old certificate still serves');
-      assert.ok(rig.agent.log.entries.some((entry) => entry.msg === 'certificate renewal failed; the current certificate keeps serving' && entry.code === 'UNAVAILABLE'));
+      assert.ok(
+        rig.agent.log.entries.some(
+          (entry) => entry.msg === 'certificate renewal failed; the current certificate keeps serving' && entry.code === 'UNAVAILABLE',
+        ),
+      );
       assert.equal((await readiness(rig)).status, 200, 'still ready: the certificate is valid');
       await rig.ca.setMode({});
       await waitUntil('a certificate after the CA came back', () => issuedSerials(rig).at(-1) !== last);

@@ -32,7 +32,8 @@ const nameTable = {
   'big.mesh.internal': { ips: Array.from({ length: 6_000 }, (_, at) => `198.18.${at >> 8}.${at & 255}`), registry: 'External' },
 };
 
-const query = (id: number, name = 'db.legacy.internal', extra: Partial<dnsPacket.Packet> = {}) => dnsPacket.encode({ id, type: 'query', questions: [{ name, type: 'A' }], ...extra });
+const query = (id: number, name = 'db.legacy.internal', extra: Partial<dnsPacket.Packet> = {}) =>
+  dnsPacket.encode({ id, type: 'query', questions: [{ name, type: 'A' }], ...extra });
 const rssBytes = (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) * 1024;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -71,7 +72,8 @@ async function askUdp(host: string, message: Buffer): Promise<{ packet: dnsPacke
 }
 
 const bound = (socket: UdpSocket, port: number, host: string) => new Promise<void>((resolve) => socket.bind(port, host, () => resolve()));
-const sent = (socket: UdpSocket, message: Buffer, port: number, host: string) => new Promise<void>((resolve) => socket.send(message, port, host, () => resolve()));
+const sent = (socket: UdpSocket, message: Buffer, port: number, host: string) =>
+  new Promise<void>((resolve) => socket.send(message, port, host, () => resolve()));
 
 /**
  * The pod's resolver on the namespace's host end, port 53: each query the
@@ -85,7 +87,8 @@ async function startSpoofedResolver(cleanup: Cleanup, host: string): Promise<voi
   cleanup.defer(() => new Promise<void>((resolve) => resolver.close(() => spoofer.close(() => resolve()))));
   await bound(resolver, 53, host);
   await bound(spoofer, 0, host);
-  const reply = (id: number, name: string, data: string) => dnsPacket.encode({ id, type: 'response', questions: [{ name, type: 'A' }], answers: [{ type: 'A', name, ttl: 60, data }] });
+  const reply = (id: number, name: string, data: string) =>
+    dnsPacket.encode({ id, type: 'response', questions: [{ name, type: 'A' }], answers: [{ type: 'A', name, ttl: 60, data }] });
   resolver.on('message', (message, from) => {
     const query = dnsPacket.decode(message);
     const name = query.questions?.[0]?.name ?? '';
@@ -137,7 +140,10 @@ describe('DNS proxy against hostile clients', { skip, timeout: 180_000 }, () => 
 
   it('answers an EDNS0 size of 65535 with a large answer within one datagram, truncated', async () => {
     await setUp();
-    const answer = await askUdp(podIp, query(5, 'big.mesh.internal', { additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 65_535 }] as dnsPacket.Packet['additionals'] }));
+    const answer = await askUdp(
+      podIp,
+      query(5, 'big.mesh.internal', { additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 65_535 }] as dnsPacket.Packet['additionals'] }),
+    );
     assert.ok(answer, 'an answer came');
     assert.ok(answer.bytes <= 65_507, `${answer.bytes} bytes`);
     assert.ok(((answer.packet.flags ?? 0) & dnsPacket.TRUNCATED_RESPONSE) !== 0, 'TC set');

@@ -16,12 +16,28 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
-import { appUid, clusterDnsIp, getent, proxyUid, runClient, runIstioInit, startClusterDns, startResolver, writeNetnsResolvConf, type ClientResult, type ResolverLogEntry } from '../support/dns-netns.ts';
+import {
+  appUid,
+  clusterDnsIp,
+  getent,
+  proxyUid,
+  runClient,
+  runIstioInit,
+  startClusterDns,
+  startResolver,
+  writeNetnsResolvConf,
+  type ClientResult,
+  type ResolverLogEntry,
+} from '../support/dns-netns.ts';
 import { uidCannotRunCheckout } from '../support/paths.ts';
 import { makeNetns, netnsSkipReason, type Netns } from '../support/netns.ts';
 import { startPeer, type NameTableJson, type Peer } from '../support/peer.ts';
 
-const skip = (await netnsSkipReason()) ?? ((await execa('iptables', ['--version'], { reject: false })).exitCode === 0 ? undefined : 'iptables is missing (run scripts/setup-iptables.sh)') ?? uidCannotRunCheckout(appUid) ?? uidCannotRunCheckout(proxyUid);
+const skip =
+  (await netnsSkipReason()) ??
+  ((await execa('iptables', ['--version'], { reject: false })).exitCode === 0 ? undefined : 'iptables is missing (run scripts/setup-iptables.sh)') ??
+  uidCannotRunCheckout(appUid) ??
+  uidCannotRunCheckout(proxyUid);
 const t = (name: string) => `type.googleapis.com/${name}`;
 const vips = { db: '240.240.0.1', reviews: '240.240.0.2' };
 /** The port the app dials on a VIP; the capture sends it to Envoy's outbound listener. */
@@ -41,14 +57,35 @@ const nameTable: NameTableJson = {
 function meshResources(upstream: { host: string; port: number }): unknown[] {
   return [
     {
-      '@type': t('envoy.config.listener.v3.Listener'), name: 'outbound', address: { socket_address: { address: '0.0.0.0', port_value: outboundPort } },
-      filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-        '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'), stat_prefix: 'outbound',
-        route_config: { name: 'r', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'db' } }] }] },
-        http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
-      } }] }],
+      '@type': t('envoy.config.listener.v3.Listener'),
+      name: 'outbound',
+      address: { socket_address: { address: '0.0.0.0', port_value: outboundPort } },
+      filter_chains: [
+        {
+          filters: [
+            {
+              name: 'envoy.filters.network.http_connection_manager',
+              typed_config: {
+                '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
+                stat_prefix: 'outbound',
+                route_config: { name: 'r', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, route: { cluster: 'db' } }] }] },
+                http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
+              },
+            },
+          ],
+        },
+      ],
     },
-    { '@type': t('envoy.config.cluster.v3.Cluster'), name: 'db', type: 'STATIC', connect_timeout: '1s', load_assignment: { cluster_name: 'db', endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: upstream.host, port_value: upstream.port } } } }] }] } },
+    {
+      '@type': t('envoy.config.cluster.v3.Cluster'),
+      name: 'db',
+      type: 'STATIC',
+      connect_timeout: '1s',
+      load_assignment: {
+        cluster_name: 'db',
+        endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: upstream.host, port_value: upstream.port } } } }] }],
+      },
+    },
   ];
 }
 
@@ -74,7 +111,10 @@ async function setUp(cleanup: Cleanup, table: NameTableJson | undefined, options
   const upstream: Server = createServer((_request, response) => response.end('hello from the legacy db'));
   await new Promise<void>((resolve) => upstream.listen(0, netns.hostIp, resolve));
   cleanup.defer(() => new Promise<void>((resolve) => (upstream.closeAllConnections(), upstream.close(() => resolve()))));
-  const peer = await startPeer(meshResources({ host: netns.hostIp, port: (upstream.address() as { port: number }).port }), { address: `${netns.hostIp}:0`, nameTable: table });
+  const peer = await startPeer(meshResources({ host: netns.hostIp, port: (upstream.address() as { port: number }).port }), {
+    address: `${netns.hostIp}:0`,
+    nameTable: table,
+  });
   cleanup.defer(() => peer.stop());
   const dir = await tempDir(cleanup, 'pilot-agent-dns-');
   await chown(dir, proxyUid, proxyUid);
@@ -151,11 +191,19 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
         assert.deepEqual(external!.addresses, ['198.19.100.7'], JSON.stringify(external));
         assert.deepEqual(externalAres!.addresses, ['198.19.100.7']);
         assert.equal(nowhere!.rcode, 3, 'the resolver\'s NXDOMAIN comes back as is');
-        assert.deepEqual({ status: http!.status, body: http!.body }, { status: 200, body: 'hello from the legacy db' }, 'the app reaches the upstream by name, through Envoy');
+        assert.deepEqual(
+          { status: http!.status, body: http!.body },
+          { status: 200, body: 'hello from the legacy db' },
+          'the app reaches the upstream by name, through Envoy',
+        );
         assert.ok(world.resolverLog().some((entry) => entry.name === 'external.test'), 'the resolver saw the forwarded query');
         // Had the capture taken the agent's own forwards, they would have come back to it and never reached the resolver.
         const upstreamRequests = Number(/^istio_agent_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
-        assert.equal(upstreamRequests, world.resolverLog().filter((entry) => entry.event === 'query').length, 'every forward the agent sent reached the resolver');
+        assert.equal(
+          upstreamRequests,
+          world.resolverLog().filter((entry) => entry.event === 'query').length,
+          'every forward the agent sent reached the resolver',
+        );
         assert.ok(!world.resolverLog().some((entry) => entry.name?.startsWith('db.legacy.internal')), 'mesh names never reach the resolver');
         assert.match(await getent(world.netns.name, 'reviews'), /^240\.240\.0\.2\s+reviews/);
         assert.match(await getent(world.netns.name, 'db.legacy.internal'), new RegExp(`^${vips.db.replaceAll('.', '\\.')}\\s+db\\.legacy\\.internal`));
@@ -185,10 +233,21 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       ]);
       assert.deepEqual([udp!.answers, udp!.aa], [['A external.test 198.19.100.7'], false], JSON.stringify(udp));
       assert.deepEqual([tcp!.answers, tcp!.aa], [['A external.test 198.19.100.7'], false], JSON.stringify(tcp));
-      assert.deepEqual([known!.answers, known!.aa], [[`A db.legacy.internal ${vips.db}`], true], 'the app\'s query to the loopback resolver was captured to the agent');
+      assert.deepEqual(
+        [known!.answers, known!.aa],
+        [[`A db.legacy.internal ${vips.db}`], true],
+        "the app's query to the loopback resolver was captured to the agent",
+      );
       const upstreamRequests = Number(/^istio_agent_dns_upstream_requests_total (\d+)/m.exec((await status(world, '/stats/prometheus')).body!)?.[1]);
       const queries = world.resolverLog().filter((entry) => entry.event === 'query');
-      assert.deepEqual(queries.map((entry) => [entry.proto, entry.name]), [['udp', 'external.test'], ['tcp', 'external.test']], 'only the agent\'s forwards reached the resolver');
+      assert.deepEqual(
+        queries.map((entry) => [entry.proto, entry.name]),
+        [
+          ['udp', 'external.test'],
+          ['tcp', 'external.test'],
+        ],
+        "only the agent's forwards reached the resolver",
+      );
       assert.equal(upstreamRequests, queries.length);
     });
   });
@@ -214,7 +273,15 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       await world.peer.setNameTable(nameTable);
       assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
       assert.equal((await status(world, '/healthz/ready')).status, 200);
-      const ndsz = JSON.parse((await status(world, '/debug/ndsz')).body!) as { loaded: boolean; source: string; entries: number; names: number; version: string; ageSeconds: number; table: Record<string, string[]> };
+      const ndsz = JSON.parse((await status(world, '/debug/ndsz')).body!) as {
+        loaded: boolean;
+        source: string;
+        entries: number;
+        names: number;
+        version: string;
+        ageSeconds: number;
+        table: Record<string, string[]>;
+      };
       assert.equal(ndsz.loaded, true);
       assert.equal(ndsz.source, 'nds');
       assert.equal(ndsz.entries, 3);

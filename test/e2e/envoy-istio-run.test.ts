@@ -43,7 +43,12 @@ describe('Envoy as Istio\'s injection template runs it', () => {
     await writeFile(override, 'node:\n  metadata:\n    DATADOG_AGENT: "$(HOST_IP):8126"\n');
     const agent = await startAgent({
       discoveryAddress: peer.address,
-      env: { ISTIO_CPU_LIMIT: '1.5', HOST_IP: '198.19.9.7', ISTIO_BOOTSTRAP_OVERRIDE: override, PROXY_CONFIG: JSON.stringify({ fileFlushInterval: '0.250s', extraStatTags: ['dlp_status'] }) },
+      env: {
+        ISTIO_CPU_LIMIT: '1.5',
+        HOST_IP: '198.19.9.7',
+        ISTIO_BOOTSTRAP_OVERRIDE: override,
+        PROXY_CONFIG: JSON.stringify({ fileFlushInterval: '0.250s', extraStatTags: ['dlp_status'] }),
+      },
     });
     deferStop(test, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     await agent.log.waitFor((entry) => entry.msg === 'epoch live', 30_000, 'epoch live');
@@ -69,7 +74,10 @@ describe('Envoy as Istio\'s injection template runs it', () => {
 
   it('ProxyConfig concurrency wins over ISTIO_CPU_LIMIT, and ENVOY_SKIP_DEPRECATED_LOGS=false keeps the deprecation lines', async () => {
     await using test = new AsyncDisposableStack();
-    const agent = await startAgent({ discoveryAddress: peer.address, env: { ISTIO_CPU_LIMIT: '3', ENVOY_SKIP_DEPRECATED_LOGS: 'false', PROXY_CONFIG: JSON.stringify({ concurrency: 1 }) } });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      env: { ISTIO_CPU_LIMIT: '3', ENVOY_SKIP_DEPRECATED_LOGS: 'false', PROXY_CONFIG: JSON.stringify({ concurrency: 1 }) },
+    });
     deferStop(test, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     await agent.log.waitFor((entry) => entry.msg === 'epoch live', 30_000, 'epoch live');
     const options = (JSON.parse(await admin(agent, '/server_info')) as { command_line_options: Record<string, unknown> }).command_line_options;
@@ -99,7 +107,9 @@ function customBootstrap(adminPort: number, listenerPort: number): unknown {
   };
   return {
     admin: { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } },
-    static_resources: { listeners: [{ name: 'custom', address: { socket_address: { address: '127.0.0.1', port_value: listenerPort } }, filter_chains: [{ filters: [direct] }] }] },
+    static_resources: {
+      listeners: [{ name: 'custom', address: { socket_address: { address: '127.0.0.1', port_value: listenerPort } }, filter_chains: [{ filters: [direct] }] }],
+    },
   };
 }
 
@@ -127,6 +137,9 @@ describe('a custom bootstrap\'s admin port', () => {
     await writeFile(file, JSON.stringify(customBootstrap(fileAdmin, await freePort())));
     const agent = await startAgent({ discoveryAddress: '127.0.0.1:1', args: ['--customConfigFile', file] });
     const line = await refused(agent);
-    assert.match(line, new RegExp(`^pilot-agent: --proxyAdminPort: ${agent.adminPort} disagrees with --customConfigFile ${file}, whose admin listens on port ${fileAdmin}`));
+    assert.match(
+      line,
+      new RegExp(`^pilot-agent: --proxyAdminPort: ${agent.adminPort} disagrees with --customConfigFile ${file}, whose admin listens on port ${fileAdmin}`),
+    );
   });
 });

@@ -89,7 +89,11 @@ describe('the pod network cannot steer the sidecar', { skip }, () => {
     const show = (list: RawAnswer[]) => list.map(({ port, method, path, status }) => `${status} ${method} :${port}${path}`);
     assert.deepEqual(show(answers.filter((answer) => ![400, 403, 404, 405].includes(answer.status))), [], 'every attack is refused with 400, 403, 404 or 405');
     const dotted = answers.filter((answer) => /\.\.|%2|\/\/|\/\.\//.test(answer.path));
-    assert.deepEqual(show(dotted.filter((answer) => answer.status !== 404 && answer.status !== 400)), [], 'a dotted, encoded or doubled path is unknown (404) or bad (400), never resolved');
+    assert.deepEqual(
+      show(dotted.filter((answer) => answer.status !== 404 && answer.status !== 400)),
+      [],
+      'a dotted, encoded or doubled path is unknown (404) or bad (400), never resolved',
+    );
     const direct = answers.filter((answer) => answer.port === ports.status && /^\/(quitquitquit|drain|debug\/\w+)$/.test(answer.path));
     assert.ok(direct.length > 0);
     assert.deepEqual(show(direct.filter((answer) => answer.status !== 403 && answer.status !== 405)), [], 'the status port refuses the pod network');

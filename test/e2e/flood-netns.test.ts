@@ -68,26 +68,37 @@ describe('connection floods from the pod network', { skip }, () => {
     await execa('prlimit', ['--pid', String(agent.pid), '--nofile=1024:1024']);
   });
 
-  it('2000 idle connections per port: readiness via Envoy and on loopback stay 200, a new pod-network client is answered, the agent holds a bounded number of descriptors', { timeout: 120_000 }, async () => {
-    await waitForStatus(ports.readiness, '/healthz/ready', (answer) => answer.status === 200, 30_000);
-    const baseline = fdCount(agent.pid);
-    const flood: ResultPromise = execa('ip', ['netns', 'exec', netns.name, nodeBin, '--input-type=module', '-e', flooder, netns.hostIp, JSON.stringify([ports.status, ports.readiness]), '2000'], { reject: false, buffer: false });
-    cleanup.defer(async () => void (flood.kill('SIGKILL'), await flood));
-    const opened = await new Promise<number>((resolve, reject) => {
-      flood.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()).opened as number));
-      void flood.then((result) => reject(new Error(`the flooder ended: ${String(result.stderr ?? result.exitCode)}`)));
-    });
-    assert.ok(opened >= 3000, `the flood connected (${opened} of 4000)`);
-    const peak = fdCount(agent.pid);
-    assert.ok(peak <= baseline + 128 + 64 + 32 + 16, `the agent holds ${peak} descriptors (${baseline} before the flood)`);
-    for (let i = 0; i < 5; i++) {
-      assert.equal((await get(ports.readiness, '/healthz/ready')).status, 200, 'readiness through Envoy');
-      assert.equal((await get(ports.status, '/healthz/ready')).status, 200, 'readiness on the status port from loopback');
-    }
-    const [fresh] = await netns.send([{ port: ports.status, method: 'GET', path: '/healthz/ready' }]);
-    assert.equal(fresh!.status, 200, 'a new client from the pod network is answered (an idle one made room)');
-    assert.ok(isAlive(agent.pid));
-    assert.ok(agent.log.entries.some((entry) => entry.msg.startsWith('connection cap:')), 'the shedding is logged');
-    assert.ok(agent.log.entries.filter((entry) => entry.msg.startsWith('connection cap:')).length <= 4, 'once a minute per listener, not per connection');
-  });
+  it(
+    '2000 idle connections per port: readiness via Envoy and on loopback stay 200, a new pod-network client is answered, the agent holds a bounded number of descriptors',
+    { timeout: 120_000 },
+    async () => {
+      await waitForStatus(ports.readiness, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+      const baseline = fdCount(agent.pid);
+      const flood: ResultPromise = execa(
+        'ip',
+        ['netns', 'exec', netns.name, nodeBin, '--input-type=module', '-e', flooder, netns.hostIp, JSON.stringify([ports.status, ports.readiness]), '2000'],
+        { reject: false, buffer: false },
+      );
+      cleanup.defer(async () => void (flood.kill('SIGKILL'), await flood));
+      const opened = await new Promise<number>((resolve, reject) => {
+        flood.stdout!.once('data', (chunk: Buffer) => resolve(JSON.parse(chunk.toString()).opened as number));
+        void flood.then((result) => reject(new Error(`the flooder ended: ${String(result.stderr ?? result.exitCode)}`)));
+      });
+      assert.ok(opened >= 3000, `the flood connected (${opened} of 4000)`);
+      const peak = fdCount(agent.pid);
+      assert.ok(peak <= baseline + 128 + 64 + 32 + 16, `the agent holds ${peak} descriptors (${baseline} before the flood)`);
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await get(ports.readiness, '/healthz/ready')).status, 200, 'readiness through Envoy');
+        assert.equal((await get(ports.status, '/healthz/ready')).status, 200, 'readiness on the status port from loopback');
+      }
+      const [fresh] = await netns.send([{ port: ports.status, method: 'GET', path: '/healthz/ready' }]);
+      assert.equal(fresh!.status, 200, 'a new client from the pod network is answered (an idle one made room)');
+      assert.ok(isAlive(agent.pid));
+      assert.ok(
+        agent.log.entries.some((entry) => entry.msg.startsWith('connection cap:')),
+        'the shedding is logged',
+      );
+      assert.ok(agent.log.entries.filter((entry) => entry.msg.startsWith('connection cap:')).length <= 4, 'once a minute per listener, not per connection');
+    },
+  );
 });

@@ -23,7 +23,14 @@ interface Run {
 /** Runs `pilot-agent <argv>` as a process with an empty environment; output as written (final newlines kept). */
 async function run(argv: string[], stdin = ''): Promise<Run> {
   assertBundleFresh();
-  const result = await execa(nodeBin, [agentBin, ...argv], { input: stdin, env: {}, extendEnv: false, reject: false, stripFinalNewline: false, timeout: 30_000 });
+  const result = await execa(nodeBin, [agentBin, ...argv], {
+    input: stdin,
+    env: {},
+    extendEnv: false,
+    reject: false,
+    stripFinalNewline: false,
+    timeout: 30_000,
+  });
   return { code: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -76,7 +83,10 @@ describe('pilot-agent inject', () => {
     await writeFile(join(dir, 'keep.yaml'), 'previous output\n');
     const result = await run(['inject', '-f', join(dir, 'bad.yaml'), '-o', join(dir, 'keep.yaml')]);
     assert.equal(result.code, 2);
-    assert.match(result.stderr, /^pilot-agent: .*bad\.yaml: document 2 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: port "80800" is not an integer from 1 to 65535\n$/);
+    assert.match(
+      result.stderr,
+      /^pilot-agent: .*bad\.yaml: document 2 \(Deployment\/web\): spec\.template\.spec\.containers\[0\]\.ports\[0\]\.containerPort: port "80800" is not an integer from 1 to 65535\n$/,
+    );
     assert.equal(await readFile(join(dir, 'keep.yaml'), 'utf8'), 'previous output\n');
   });
 
@@ -92,7 +102,26 @@ describe('pilot-agent inject', () => {
 
 describe('pilot-agent istio-iptables --dry-run', () => {
   it("prints the iptables-restore input for the injector's flags", async () => {
-    const result = await run(['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '8080', '-d', '15090,15021,15020', '--dry-run']);
+    const result = await run([
+      'istio-iptables',
+      '-p',
+      '15001',
+      '-z',
+      '15006',
+      '-u',
+      '1337',
+      '-m',
+      'REDIRECT',
+      '-i',
+      '*',
+      '-x',
+      '',
+      '-b',
+      '8080',
+      '-d',
+      '15090,15021,15020',
+      '--dry-run',
+    ]);
     assert.equal(result.code, 0);
     // One block per family; an IPv6 block follows when the host has an IPv6 address.
     assert.match(result.stdout, /^# iptables-restore --noflush\n\*nat\n:ISTIO_INBOUND - \[0:0\]\n/);

@@ -11,7 +11,21 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
-import { connectAll, connectOne, hostPort, iptablesSkipReason, makePodPair, proxyUid, runIptables, savedRules, startListener, templateArgs, v4, v6, type PodPair } from './iptables-support.ts';
+import {
+  connectAll,
+  connectOne,
+  hostPort,
+  iptablesSkipReason,
+  makePodPair,
+  proxyUid,
+  runIptables,
+  savedRules,
+  startListener,
+  templateArgs,
+  v4,
+  v6,
+  type PodPair,
+} from './iptables-support.ts';
 
 const reason = await iptablesSkipReason();
 const skip = reason ?? false;
@@ -73,7 +87,12 @@ COMMIT`;
 
 for (const variant of [
   { label: 'v6only', name: 'an IPv6-only pod (Istio: IPv6 rules)', families: { v4: false, v6: true }, env: {} as Record<string, string> },
-  { label: 'dual', name: 'a dual-stack pod with ISTIO_DUAL_STACK=true (Istio: IPv6 rules)', families: { v4: true, v6: true }, env: { ISTIO_DUAL_STACK: 'true' } },
+  {
+    label: 'dual',
+    name: 'a dual-stack pod with ISTIO_DUAL_STACK=true (Istio: IPv6 rules)',
+    families: { v4: true, v6: true },
+    env: { ISTIO_DUAL_STACK: 'true' },
+  },
 ]) {
   describe(`istio-iptables in ${variant.name}`, { timeout: 120_000 }, () => {
     const cleanup = suiteCleanup();
@@ -141,7 +160,10 @@ describe('istio-iptables in a dual-stack pod without ISTIO_DUAL_STACK (beyond Is
     }
     const missing = await runIptables(pair.appNs, templateArgs, { path: bin });
     assert.equal(missing.exitCode, 2, missing.stderr);
-    assert.match(missing.stderr.split('\n').at(-1)!, /^pilot-agent: ip6tables-restore: not found or does not run; the pod's IPv6 address 2001:2:0:251::1 needs IPv6 rules \(install ip6tables\)$/);
+    assert.match(
+      missing.stderr.split('\n').at(-1)!,
+      /^pilot-agent: ip6tables-restore: not found or does not run; the pod's IPv6 address 2001:2:0:251::1 needs IPv6 rules \(install ip6tables\)$/,
+    );
     assert.doesNotMatch(await savedRules(pair.appNs, 'v4'), /ISTIO/, 'nothing applied');
 
     const result = await runIptables(pair.appNs, templateArgs);

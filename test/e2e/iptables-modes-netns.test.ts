@@ -10,7 +10,20 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup } from '../support/cleanup.ts';
-import { askUdp, connectOne, iptablesSkipReason, makePodPair, proxyUid, runIptables, savedRules, startListener, startUdpServer, templateArgs, v4, type PodPair } from './iptables-support.ts';
+import {
+  askUdp,
+  connectOne,
+  iptablesSkipReason,
+  makePodPair,
+  proxyUid,
+  runIptables,
+  savedRules,
+  startListener,
+  startUdpServer,
+  templateArgs,
+  v4,
+  type PodPair,
+} from './iptables-support.ts';
 
 const reason = await iptablesSkipReason();
 const skip = reason ?? false;
@@ -71,7 +84,10 @@ describe('istio-iptables --redirect-dns: the app\'s DNS to the agent on 15053, n
     await writeFile(`${dir}/resolv.conf`, `nameserver ${v4.peer}\n`);
     const applied = await runIptables(pair.appNs, [...templateArgs, '--reconcile'], { env: { ISTIO_META_DNS_CAPTURE: 'true' } });
     assert.equal(applied.exitCode, 0, applied.stderr);
-    assert.match(await savedRules(pair.appNs, 'v4', 'nat'), new RegExp(`-A ISTIO_OUTPUT_DNS -d ${v4.peer}/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053`));
+    assert.match(
+      await savedRules(pair.appNs, 'v4', 'nat'),
+      new RegExp(`-A ISTIO_OUTPUT_DNS -d ${v4.peer}/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 15053`),
+    );
     assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53), 'agent-dns');
     assert.equal(await askUdp(pair, pair.appNs, v4.peer, 53, proxyUid), 'upstream-dns');
   });

@@ -113,7 +113,25 @@ describe('plaintext from the pod network never reaches an app port when the inbo
     // Envoy runs as the proxy user, as in the pod.
     await chmod(certs, 0o755);
     for (const name of await readdir(certs)) await chmod(join(certs, name), 0o644);
-    const envoy: ResultPromise = execa('ip', ['netns', 'exec', pair.appNs, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', envoyBin, '-c', join(certs, 'envoy.yaml'), '--disable-hot-restart', '-l', 'info'], { reject: false, all: true });
+    const envoy: ResultPromise = execa(
+      'ip',
+      [
+        'netns',
+        'exec',
+        pair.appNs,
+        'setpriv',
+        `--reuid=${proxyUid}`,
+        `--regid=${proxyUid}`,
+        '--clear-groups',
+        envoyBin,
+        '-c',
+        join(certs, 'envoy.yaml'),
+        '--disable-hot-restart',
+        '-l',
+        'info',
+      ],
+      { reject: false, all: true },
+    );
     cleanup.defer(async () => {
       envoy.kill('SIGTERM');
       await envoy;

@@ -9,7 +9,20 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup } from '../support/cleanup.ts';
-import { connectAll, connectOne, hostPort, iptablesSkipReason, makePodPair, proxyUid, runIptables, savedRules, startListener, templateArgs, v4, type PodPair } from './iptables-support.ts';
+import {
+  connectAll,
+  connectOne,
+  hostPort,
+  iptablesSkipReason,
+  makePodPair,
+  proxyUid,
+  runIptables,
+  savedRules,
+  startListener,
+  templateArgs,
+  v4,
+  type PodPair,
+} from './iptables-support.ts';
 
 const reason = await iptablesSkipReason();
 // Each test is skipped on its own (not the suite), so the runner counts and prints the skips.
@@ -97,7 +110,11 @@ describe('istio-iptables in an IPv4 pod, with the injection template\'s argument
     const before = await savedRules(pair.appNs, 'v4');
     for (const [args, env, line] of [
       [['-p', '15001', '-b', '8080', '-d', '8080'], {}, 'pilot-agent: -d: port 8080 is also in the captured inbound ports (-b)'],
-      [['--native-nftables'], {}, 'pilot-agent: --native-nftables: is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)'],
+      [
+        ['--native-nftables'],
+        {},
+        'pilot-agent: --native-nftables: is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)',
+      ],
       [[], { ISTIO_INBOUND_PORTS: '22,x' }, 'pilot-agent: env ISTIO_INBOUND_PORTS: port "x" is not an integer from 1 to 65535'],
     ] as const) {
       const result = await runIptables(pair.appNs, [...args], { env: { ...env } });

@@ -87,7 +87,9 @@ export async function iptablesSkipReason(): Promise<string | undefined> {
   if (unreadable) return unreadable;
   const probe = `pa-ipt-probe-${process.pid}`;
   if (!(await succeeds('ip', ['netns', 'add', probe]))) return '`ip netns add` is not allowed here';
-  const nat = (await succeeds('ip', ['netns', 'exec', probe, 'iptables', '-t', 'nat', '-S'])) && (await succeeds('ip', ['netns', 'exec', probe, 'ip6tables', '-t', 'nat', '-S']));
+  const nat =
+    (await succeeds('ip', ['netns', 'exec', probe, 'iptables', '-t', 'nat', '-S'])) &&
+    (await succeeds('ip', ['netns', 'exec', probe, 'ip6tables', '-t', 'nat', '-S']));
   await succeeds('ip', ['netns', 'del', probe]);
   return nat ? undefined : 'the nat table is not available inside a network namespace';
 }
@@ -127,11 +129,34 @@ const ipBin = (await execa('sh', ['-c', 'command -v ip'], { reject: false })).st
 export function runIptables(ns: string, args: string[], options: { env?: Record<string, string>; uid?: number; path?: string } = {}) {
   const asUser = options.uid === undefined ? [] : ['setpriv', `--reuid=${options.uid}`, `--regid=${options.uid}`, '--clear-groups'];
   const env = { ...options.env, ...(options.path === undefined ? {} : { PATH: options.path }) };
-  return execa(ipBin, ['netns', 'exec', ns, ...asUser, nodeBin, agentBin, 'istio-iptables', ...args], { reject: false, timeout: 30_000, env, extendEnv: options.path === undefined });
+  return execa(ipBin, ['netns', 'exec', ns, ...asUser, nodeBin, agentBin, 'istio-iptables', ...args], {
+    reject: false,
+    timeout: 30_000,
+    env,
+    extendEnv: options.path === undefined,
+  });
 }
 
 /** The arguments of Istio's injection template with the chart's defaults. */
-export const templateArgs = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020', '--log_output_level=default:info'];
+export const templateArgs = [
+  '-p',
+  '15001',
+  '-z',
+  '15006',
+  '-u',
+  String(proxyUid),
+  '-m',
+  'REDIRECT',
+  '-i',
+  '*',
+  '-x',
+  '',
+  '-b',
+  '*',
+  '-d',
+  '15090,15021,15020',
+  '--log_output_level=default:info',
+];
 
 /** The namespace's rules as iptables-save prints them, without its dated comments and packet counters. */
 export async function savedRules(ns: string, family: 'v4' | 'v6', table?: string): Promise<string> {
@@ -202,7 +227,10 @@ else:
 `;
 
 export async function startUdpServer(cleanup: Cleanup, pair: PodPair, ns: string, label: string, port: number): Promise<void> {
-  const child: ResultPromise = execa('ip', ['netns', 'exec', ns, pair.python, '-c', udpScript, 'serve', label, String(port)], { reject: false, timeout: 120_000 });
+  const child: ResultPromise = execa('ip', ['netns', 'exec', ns, pair.python, '-c', udpScript, 'serve', label, String(port)], {
+    reject: false,
+    timeout: 120_000,
+  });
   cleanup.defer(async () => {
     child.kill('SIGKILL');
     await child;

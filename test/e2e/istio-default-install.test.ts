@@ -34,7 +34,13 @@ const injectedEnv = (podIp: string, hostIp: string) => ({
   ISTIO_META_INTERCEPTION_MODE: 'REDIRECT', ISTIO_META_WORKLOAD_NAME: 'reviews-v1', ISTIO_META_MESH_ID: 'cluster.local',
   ISTIO_META_OWNER: 'kubernetes://apis/apps/v1/namespaces/default/deployments/reviews-v1', ISTIO_KUBE_APP_PROBERS: '{}',
 });
-const injectedArgs = ['--domain', 'default.svc.cluster.local', '--proxyLogLevel=warning', '--proxyComponentLogLevel=misc:error', '--log_output_level=default:info'];
+const injectedArgs = [
+  '--domain',
+  'default.svc.cluster.local',
+  '--proxyLogLevel=warning',
+  '--proxyComponentLogLevel=misc:error',
+  '--log_output_level=default:info',
+];
 
 /** The pod's files at Istio's paths under its root (the agent's working directory). */
 async function podRoot(dir: string, root: string, hostIp: string): Promise<string> {
@@ -65,46 +71,71 @@ async function waitReady(url: string, ms: number): Promise<void> {
 }
 
 describe('a default Istio install: only what the injector renders, and the agent finds istiod by Istio\'s defaults', { skip }, () => {
-  it('PROXY_CONFIG={} and no --discoveryAddress: TLS to istiod.istio-system.svc:15012 with the pod\'s token, a workload certificate, ready; node and ClusterID as Istio\'s agent sends them', { timeout: 120_000 }, async () => {
-    await using cleanup = new AsyncDisposableStack();
-    const signer = await makeCsrSigner();
-    cleanup.defer(() => signer.close());
-    const tls = await issueServerPair(signer, istiodName);
-    const ca = await startCaPeer({ ca: signer.files, tls, token, identity });
-    cleanup.defer(() => ca.stop());
-    const peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), { args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token] });
-    cleanup.defer(() => peer.stop());
-    const netns = await makeNetns('istio-defaults');
-    cleanup.defer(() => netns.remove());
-    const podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
-    const front = await startIstiodFront({
-      host: netns.hostIp, port: 15012, tls, peerCa: signer.root, peerName: istiodName,
-      routes: [{ pathPrefix: '/istio.v1.auth.IstioCertificateService/', url: `https://${ca.address}` }], fallback: `https://${peer.address}`,
-    });
-    cleanup.defer(() => front.close());
-    const dir = await tempDir(cleanup, 'pilot-agent-istio-pod-');
-    const hosts = await podRoot(dir, signer.root, netns.hostIp);
-    const agent = await startAgent({
-      injectedOnly: true, discoveryAddress: '', args: injectedArgs, env: injectedEnv(podIp, netns.hostIp), cwd: dir, dir,
-      wrap: ['ip', 'netns', 'exec', netns.name, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', podMounts, hosts, await realpath(envoyBin)],
-    });
-    deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
-    await waitReady(`http://${podIp}:15021/healthz/ready`, 60_000);
+  it(
+    "PROXY_CONFIG={} and no --discoveryAddress: TLS to istiod.istio-system.svc:15012 with the pod's token, a workload certificate, ready; node and ClusterID as Istio's agent sends them",
+    { timeout: 120_000 },
+    async () => {
+      await using cleanup = new AsyncDisposableStack();
+      const signer = await makeCsrSigner();
+      cleanup.defer(() => signer.close());
+      const tls = await issueServerPair(signer, istiodName);
+      const ca = await startCaPeer({ ca: signer.files, tls, token, identity });
+      cleanup.defer(() => ca.stop());
+      const peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), {
+        args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token],
+      });
+      cleanup.defer(() => peer.stop());
+      const netns = await makeNetns('istio-defaults');
+      cleanup.defer(() => netns.remove());
+      const podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
+      const front = await startIstiodFront({
+        host: netns.hostIp,
+        port: 15012,
+        tls,
+        peerCa: signer.root,
+        peerName: istiodName,
+        routes: [{ pathPrefix: '/istio.v1.auth.IstioCertificateService/', url: `https://${ca.address}` }],
+        fallback: `https://${peer.address}`,
+      });
+      cleanup.defer(() => front.close());
+      const dir = await tempDir(cleanup, 'pilot-agent-istio-pod-');
+      const hosts = await podRoot(dir, signer.root, netns.hostIp);
+      const agent = await startAgent({
+        injectedOnly: true,
+        discoveryAddress: '',
+        args: injectedArgs,
+        env: injectedEnv(podIp, netns.hostIp),
+        cwd: dir,
+        dir,
+        wrap: ['ip', 'netns', 'exec', netns.name, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', podMounts, hosts, await realpath(envoyBin)],
+      });
+      deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+      await waitReady(`http://${podIp}:15021/healthz/ready`, 60_000);
 
-    const node = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 10_000, 'the node at the xDS peer');
-    assert.equal(node.node, `sidecar~${podIp}~reviews-v1-abc.default~default.svc.cluster.local`);
-    assert.equal(node.cluster, 'reviews.default', 'the canonical service, not istio-proxy');
-    assert.deepEqual(node.locality, { region: 'eu-west1', zone: 'eu-west1-b' }, 'node.locality from the pod\'s locality label');
-    const metadata = node.metadata as Record<string, unknown>;
-    assert.equal((metadata.LABELS as Record<string, string>)['istio-locality'], 'eu-west1/eu-west1-b');
-    assert.deepEqual(metadata.PILOT_SAN, [istiodName]);
-    assert.deepEqual([metadata.METADATA_DISCOVERY, metadata.ENVOY_SKIP_DEPRECATED_LOGS, metadata.WORKLOAD_IDENTITY_SOCKET_FILE], ['false', 'true', 'socket']);
-    const proxyConfig = metadata.PROXY_CONFIG as Record<string, unknown>;
-    assert.deepEqual([proxyConfig.discoveryAddress, proxyConfig.controlPlaneAuthPolicy, proxyConfig.statNameLength], [`${istiodName}:15012`, 'MUTUAL_TLS', 189]);
-    const call = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'call_metadata', 10_000, 'the xDS call\'s metadata');
-    assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
-    assert.ok(ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial), 'the CA issued the pod\'s certificate');
-    // A healthy default pod logs nothing at warn or above (pino: warn is 40).
-    assert.deepEqual(agent.log.entries.filter((entry) => Number(entry.level) >= 40).map((entry) => entry.msg), []);
-  });
+      const node = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 10_000, 'the node at the xDS peer');
+      assert.equal(node.node, `sidecar~${podIp}~reviews-v1-abc.default~default.svc.cluster.local`);
+      assert.equal(node.cluster, 'reviews.default', 'the canonical service, not istio-proxy');
+      assert.deepEqual(node.locality, { region: 'eu-west1', zone: 'eu-west1-b' }, "node.locality from the pod's locality label");
+      const metadata = node.metadata as Record<string, unknown>;
+      assert.equal((metadata.LABELS as Record<string, string>)['istio-locality'], 'eu-west1/eu-west1-b');
+      assert.deepEqual(metadata.PILOT_SAN, [istiodName]);
+      assert.deepEqual([metadata.METADATA_DISCOVERY, metadata.ENVOY_SKIP_DEPRECATED_LOGS, metadata.WORKLOAD_IDENTITY_SOCKET_FILE], ['false', 'true', 'socket']);
+      const proxyConfig = metadata.PROXY_CONFIG as Record<string, unknown>;
+      assert.deepEqual(
+        [proxyConfig.discoveryAddress, proxyConfig.controlPlaneAuthPolicy, proxyConfig.statNameLength],
+        [`${istiodName}:15012`, 'MUTUAL_TLS', 189],
+      );
+      const call = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'call_metadata', 10_000, "the xDS call's metadata");
+      assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
+      assert.ok(
+        ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial),
+        "the CA issued the pod's certificate",
+      );
+      // A healthy default pod logs nothing at warn or above (pino: warn is 40).
+      assert.deepEqual(
+        agent.log.entries.filter((entry) => Number(entry.level) >= 40).map((entry) => entry.msg),
+        [],
+      );
+    },
+  );
 });

@@ -24,7 +24,26 @@ const proxyTemplateArgs = [
 ];
 
 /** The init container's arguments: defaults, then the CNI and logAsJson/forceApply variants. */
-const initArgs = ['istio-iptables', '-p', '15001', '-z', '15006', '-u', '1337', '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020', '--log_output_level=default:info'];
+const initArgs = [
+  'istio-iptables',
+  '-p',
+  '15001',
+  '-z',
+  '15006',
+  '-u',
+  '1337',
+  '-m',
+  'REDIRECT',
+  '-i',
+  '*',
+  '-x',
+  '',
+  '-b',
+  '*',
+  '-d',
+  '15090,15021,15020',
+  '--log_output_level=default:info',
+];
 
 describe("Istio's current injection template arguments", () => {
   let peer: Peer;
@@ -51,7 +70,10 @@ describe("Istio's current injection template arguments", () => {
   });
 
   it('old Istio flags (--applicationPorts, --availabilityZone) are accepted with one warning line each naming the flag', async () => {
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--applicationPorts', '8080,9090', '--availabilityZone', 'az-1', '--stsPort=15463'] });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--applicationPorts', '8080,9090', '--availabilityZone', 'az-1', '--stsPort=15463'],
+    });
     try {
       await agent.log.waitFor((entry) => entry.msg === 'envoy started', 30_000, 'Envoy to start');
       const warnings = agent.log.entries.filter((entry) => entry.level === 40);
@@ -75,11 +97,39 @@ describe("Istio's current injection template arguments", () => {
   const initCases: { name: string; extra: string[]; exitCode: number; stderr: RegExp; stdout: RegExp[] }[] = [
     // --dry-run stands in for the privileges an init container has; the rules are those it would apply.
     { name: 'defaults', extra: ['--dry-run'], exitCode: 0, stderr: /^$/, stdout: [/^-A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT$/m] },
-    { name: 'logAsJson and forceApplyIptables', extra: ['--log_as_json', '--force-apply', '--dry-run'], exitCode: 0, stderr: /^$/, stdout: [/^-A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT$/m] },
+    {
+      name: 'logAsJson and forceApplyIptables',
+      extra: ['--log_as_json', '--force-apply', '--dry-run'],
+      exitCode: 0,
+      stderr: /^$/,
+      stdout: [/^-A ISTIO_INBOUND -p tcp -j ISTIO_IN_REDIRECT$/m],
+    },
     // Nothing applied the rules here, so Istio's validation fails with its own exit code.
-    { name: 'CNI enabled (validation only)', extra: ['--run-validation', '--skip-rule-apply', '--probe-timeout', '1s'], exitCode: 126, stderr: /^pilot-agent istio-iptables: validation failed: [^\n]*$/, stdout: [/^$/] },
-    { name: 'annotations for outbound ports and interfaces', extra: ['-q', '80,443', '-c', 'eth1', '-k', 'veth0', '--dry-run'], exitCode: 0, stderr: /^$/, stdout: [/^-A ISTIO_OUTPUT -p tcp --dport 443 -j ISTIO_REDIRECT$/m, /^-A PREROUTING -i eth1 -j RETURN$/m, /^-I PREROUTING 1 -i veth0 -j ISTIO_REDIRECT$/m] },
-    { name: 'nativeNftables, which we do not have', extra: ['--native-nftables', '--dry-run'], exitCode: 2, stderr: /^pilot-agent: --native-nftables: is not supported[^\n]*$/, stdout: [/^$/] },
+    {
+      name: 'CNI enabled (validation only)',
+      extra: ['--run-validation', '--skip-rule-apply', '--probe-timeout', '1s'],
+      exitCode: 126,
+      stderr: /^pilot-agent istio-iptables: validation failed: [^\n]*$/,
+      stdout: [/^$/],
+    },
+    {
+      name: 'annotations for outbound ports and interfaces',
+      extra: ['-q', '80,443', '-c', 'eth1', '-k', 'veth0', '--dry-run'],
+      exitCode: 0,
+      stderr: /^$/,
+      stdout: [
+        /^-A ISTIO_OUTPUT -p tcp --dport 443 -j ISTIO_REDIRECT$/m,
+        /^-A PREROUTING -i eth1 -j RETURN$/m,
+        /^-I PREROUTING 1 -i veth0 -j ISTIO_REDIRECT$/m,
+      ],
+    },
+    {
+      name: 'nativeNftables, which we do not have',
+      extra: ['--native-nftables', '--dry-run'],
+      exitCode: 2,
+      stderr: /^pilot-agent: --native-nftables: is not supported[^\n]*$/,
+      stdout: [/^$/],
+    },
   ];
   const initSkip = process.getuid?.() === 0 ? false : 'needs root for a network namespace of its own';
 

@@ -46,24 +46,42 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
     }
   }));
 
-  it("when Envoy itself cannot bind (no probe: a custom bootstrap), another agent's LIVE Envoy is not taken for ours: exit 2 naming the flag", () => withPeer(async (peer) => {
-    await using cleanup = new AsyncDisposableStack();
-    const first = await startAgent({ discoveryAddress: peer.address });
-    deferStop(cleanup, first);
-    const dir = await tempDir(cleanup, 'custom-bootstrap-');
-    await epochLive(first, 0);
-    const custom = join(dir, 'bootstrap.json');
-    await writeFile(custom, JSON.stringify({ node: { id: 'second', cluster: 'second' }, admin: { address: { socket_address: { address: '127.0.0.1', port_value: first.adminPort } } } }));
-    const second = await startAgent({ discoveryAddress: peer.address, args: ['--customConfigFile', custom, '--proxyAdminPort', String(first.adminPort)] });
-    const result = await second.exited;
-    await second.stop();
-    assert.equal(result.exitCode, 2, second.stderr());
-    assertOneLine(second.stderr(), new RegExp(`^pilot-agent: --proxyAdminPort: Envoy cannot bind port ${first.adminPort} on 127.0.0.1 \\(Address already in use\\)$`));
-    assert.equal(second.log.find((entry) => entry.msg === 'epoch live'), undefined, "the first agent's Envoy answering on admin is not our epoch");
-    assert.equal(second.log.find((entry) => entry.msg === 'retry scheduled'), undefined, 'bad input is not retried');
-    await assertGone(second.envoyPids());
-    assert.equal((await serverInfo(adminClient(first.adminPort)))?.state, 'LIVE');
-  }));
+  it("when Envoy itself cannot bind (no probe: a custom bootstrap), another agent's LIVE Envoy is not taken for ours: exit 2 naming the flag", () =>
+    withPeer(async (peer) => {
+      await using cleanup = new AsyncDisposableStack();
+      const first = await startAgent({ discoveryAddress: peer.address });
+      deferStop(cleanup, first);
+      const dir = await tempDir(cleanup, 'custom-bootstrap-');
+      await epochLive(first, 0);
+      const custom = join(dir, 'bootstrap.json');
+      await writeFile(
+        custom,
+        JSON.stringify({
+          node: { id: 'second', cluster: 'second' },
+          admin: { address: { socket_address: { address: '127.0.0.1', port_value: first.adminPort } } },
+        }),
+      );
+      const second = await startAgent({ discoveryAddress: peer.address, args: ['--customConfigFile', custom, '--proxyAdminPort', String(first.adminPort)] });
+      const result = await second.exited;
+      await second.stop();
+      assert.equal(result.exitCode, 2, second.stderr());
+      assertOneLine(
+        second.stderr(),
+        new RegExp(`^pilot-agent: --proxyAdminPort: Envoy cannot bind port ${first.adminPort} on 127.0.0.1 \\(Address already in use\\)$`),
+      );
+      assert.equal(
+        second.log.find((entry) => entry.msg === 'epoch live'),
+        undefined,
+        "the first agent's Envoy answering on admin is not our epoch",
+      );
+      assert.equal(
+        second.log.find((entry) => entry.msg === 'retry scheduled'),
+        undefined,
+        'bad input is not retried',
+      );
+      await assertGone(second.envoyPids());
+      assert.equal((await serverInfo(adminClient(first.adminPort)))?.state, 'LIVE');
+    }));
 
   for (const binary of ['/bin/true', '/bin/false']) {
     it(`--binaryPath ${binary}: not an Envoy, exit 2 naming --binaryPath`, async () => {
@@ -87,7 +105,10 @@ describe("Envoy's ports and binary are the operator's to fix: exit 2, one line",
   it('exit 1 says why on stderr too, in one line', async () => {
     await using cleanup = new AsyncDisposableStack();
     const dir = await tempDir(cleanup, 'crashing-');
-    const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--binaryPath', await writeCrashingEnvoy(dir), '--retryInitialDelay', '10ms', '--retryBudget', '1'] });
+    const agent = await startAgent({
+      discoveryAddress: '127.0.0.1:9',
+      args: ['--binaryPath', await writeCrashingEnvoy(dir), '--retryInitialDelay', '10ms', '--retryBudget', '1'],
+    });
     deferStop(cleanup, agent);
     assert.equal((await agent.exited).exitCode, 1);
     assertOneLine(agent.stderr(), /^pilot-agent: retry budget spent trying to start Envoy with config [0-9a-f]{12}: exit code 3: .*crashing on purpose$/);

@@ -36,56 +36,72 @@ it("through a hot restart and a stop: no log line repeats a key, and the chain's
   assert.deepEqual(repeated.map(([line, keys]) => `${keys.join(',')}: ${line.slice(0, 160)}`), []);
 });
 
-it('the shared memory a SIGKILLed agent left (its base id still in --configPath) is removed when the next agent starts there', { timeout: 60_000 }, async () => {
-  await using cleanup = new AsyncDisposableStack();
-  const dir = await tempDir(cleanup, 'stale-base-id-');
-  const configPath = join(dir, 'config');
-  // A base id no Envoy on this host picked: Envoy's own ids stay far below it.
-  const staleId = 2_000_000_000 + (process.pid % 100_000);
-  const stale = `/dev/shm/envoy_shared_memory_${staleId * 10}`;
-  await mkdir(configPath, { mode: 0o700 });
-  await writeFile(join(configPath, 'envoy-base-id'), `${staleId}\n`);
-  await writeFile(stale, '');
-  cleanup.defer(() => rm(stale, { force: true }));
-  const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
-  deferStop(cleanup, agent);
-  await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
-  assert.equal(await exists(stale), false, `${stale} left behind`);
-});
+it(
+  'the shared memory a SIGKILLed agent left (its base id still in --configPath) is removed when the next agent starts there',
+  { timeout: 60_000 },
+  async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'stale-base-id-');
+    const configPath = join(dir, 'config');
+    // A base id no Envoy on this host picked: Envoy's own ids stay far below it.
+    const staleId = 2_000_000_000 + (process.pid % 100_000);
+    const stale = `/dev/shm/envoy_shared_memory_${staleId * 10}`;
+    await mkdir(configPath, { mode: 0o700 });
+    await writeFile(join(configPath, 'envoy-base-id'), `${staleId}\n`);
+    await writeFile(stale, '');
+    cleanup.defer(() => rm(stale, { force: true }));
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
+    deferStop(cleanup, agent);
+    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+    assert.equal(await exists(stale), false, `${stale} left behind`);
+  },
+);
 
-it('a start that fails part way (the status port taken by the DNS proxy) undoes what had started: no socket left, no Envoy, one line', { timeout: 60_000 }, async (t) => {
-  await using cleanup = new AsyncDisposableStack();
-  const peer = await startPeer([]);
-  cleanup.defer(() => peer.stop());
-  const statusPort = await freePort();
-  // Checked free before anything starts; the DNS proxy, started first, then holds it on 127.0.0.1.
-  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--statusPort', String(statusPort)], env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: `127.0.0.1:${statusPort}` } });
-  deferStop(cleanup, agent);
-  const result = await agent.exited;
-  assert.notEqual(result.exitCode, 0, agent.stderr());
-  const lines = agent.stderr().trim().split('\n');
-  assert.equal(lines.length, 1, agent.stderr());
-  assert.match(lines[0]!, /EADDRINUSE/);
-  t.diagnostic(`exit ${result.exitCode}: ${lines[0]}`);
-  assert.deepEqual(agent.envoyPids(), [], 'no Envoy was started');
-  for (const socket of [join(agent.dir, 'config', 'XDS'), join(agent.dir, 'sds.sock')]) assert.equal(await exists(socket), false, `${socket} left behind`);
-});
+it(
+  'a start that fails part way (the status port taken by the DNS proxy) undoes what had started: no socket left, no Envoy, one line',
+  { timeout: 60_000 },
+  async (t) => {
+    await using cleanup = new AsyncDisposableStack();
+    const peer = await startPeer([]);
+    cleanup.defer(() => peer.stop());
+    const statusPort = await freePort();
+    // Checked free before anything starts; the DNS proxy, started first, then holds it on 127.0.0.1.
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort)],
+      env: { ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: `127.0.0.1:${statusPort}` },
+    });
+    deferStop(cleanup, agent);
+    const result = await agent.exited;
+    assert.notEqual(result.exitCode, 0, agent.stderr());
+    const lines = agent.stderr().trim().split('\n');
+    assert.equal(lines.length, 1, agent.stderr());
+    assert.match(lines[0]!, /EADDRINUSE/);
+    t.diagnostic(`exit ${result.exitCode}: ${lines[0]}`);
+    assert.deepEqual(agent.envoyPids(), [], 'no Envoy was started');
+    for (const socket of [join(agent.dir, 'config', 'XDS'), join(agent.dir, 'sds.sock')]) assert.equal(await exists(socket), false, `${socket} left behind`);
+  },
+);
 
-it('an Envoy a SIGKILLed agent left on the same --configPath (before Envoy armed its parent-death signal) is stopped when the next agent starts there', { timeout: 60_000 }, async () => {
-  await using cleanup = new AsyncDisposableStack();
-  const dir = await tempDir(cleanup, 'left-envoy-');
-  const configPath = join(dir, 'config');
-  await mkdir(configPath, { mode: 0o700 });
-  const bootstrap = join(configPath, 'envoy-rev0.json');
-  await writeFile(bootstrap, JSON.stringify({ admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } } }));
-  // The outer shell exits at once, so this Envoy is an orphan, as one is whose agent was SIGKILLed.
-  const spawned = execFileSync('sh', ['-c', `"$0" -c "$1" --use-dynamic-base-id >/dev/null 2>&1 & echo $!`, envoyBin, bootstrap], { encoding: 'utf8' });
-  const leftover = Number(spawned.trim());
-  cleanup.defer(() => void (isAlive(leftover) && process.kill(leftover, 'SIGKILL')));
-  const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
-  deferStop(cleanup, agent);
-  const line = await agent.log.waitFor((entry) => entry.msg === 'stopped an Envoy an earlier agent left running', 15_000, 'the leftover line');
-  assert.deepEqual(line.pids, [leftover]);
-  await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
-  await assertGone([leftover]);
-});
+it(
+  'an Envoy a SIGKILLed agent left on the same --configPath (before Envoy armed its parent-death signal) is stopped when the next agent starts there',
+  { timeout: 60_000 },
+  async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const dir = await tempDir(cleanup, 'left-envoy-');
+    const configPath = join(dir, 'config');
+    await mkdir(configPath, { mode: 0o700 });
+    const bootstrap = join(configPath, 'envoy-rev0.json');
+    await writeFile(bootstrap, JSON.stringify({ admin: { address: { socket_address: { address: '127.0.0.1', port_value: 0 } } } }));
+    // The outer shell exits at once, so this Envoy is an orphan, as one is whose agent was SIGKILLed.
+    const spawned = execFileSync('sh', ['-c', `"$0" -c "$1" --use-dynamic-base-id >/dev/null 2>&1 & echo $!`, envoyBin, bootstrap], { encoding: 'utf8' });
+    const leftover = Number(spawned.trim());
+    cleanup.defer(() => void (isAlive(leftover) && process.kill(leftover, 'SIGKILL')));
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
+    deferStop(cleanup, agent);
+    const line = await agent.log.waitFor((entry) => entry.msg === 'stopped an Envoy an earlier agent left running', 15_000, 'the leftover line');
+    assert.deepEqual(line.pids, [leftover]);
+    await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
+    await assertGone([leftover]);
+  },
+);

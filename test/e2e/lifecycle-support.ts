@@ -12,18 +12,35 @@ function fileTlsListener(port: number, withRoot: boolean): unknown {
   return {
     name: 'file_tls',
     address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{
-      transport_socket: { name: 'envoy.transport_sockets.tls', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', common_tls_context: tls } },
-      filters: [{
-        name: 'envoy.filters.network.http_connection_manager',
-        typed_config: {
-          '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
-          stat_prefix: 'file_tls',
-          route_config: { virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'hello from a file certificate' } } }] }] },
-          http_filters: [{ name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } }],
+    filter_chains: [
+      {
+        transport_socket: {
+          name: 'envoy.transport_sockets.tls',
+          typed_config: { '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext', common_tls_context: tls },
         },
-      }],
-    }],
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': 'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager',
+              stat_prefix: 'file_tls',
+              route_config: {
+                virtual_hosts: [
+                  {
+                    name: 'all',
+                    domains: ['*'],
+                    routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'hello from a file certificate' } } }],
+                  },
+                ],
+              },
+              http_filters: [
+                { name: 'envoy.filters.http.router', typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router' } },
+              ],
+            },
+          },
+        ],
+      },
+    ],
   };
 }
 
@@ -46,6 +63,22 @@ function plainListener(port: number): unknown {
 /** A key and self-signed certificate on NIST P-224: a consistent pair that Envoy (BoringSSL) refuses to load. */
 export async function p224Pair(dir: string): Promise<{ cert: string; key: string }> {
   const [key, cert] = [join(dir, 'p224.key'), join(dir, 'p224.crt')];
-  await execa('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-224', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=localhost']);
+  await execa('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:P-224',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=localhost',
+  ]);
   return { cert: await readFile(cert, 'utf8'), key: await readFile(key, 'utf8') };
 }

@@ -22,7 +22,13 @@ export async function get(port: number, path: string): Promise<string> {
 
 /** Polls until GET answers `expected`; fails with the last answer. */
 export async function waitForBody(port: number, path: string, expected: string, timeoutMs = 20_000): Promise<void> {
-  await pollUntil(() => get(port, path), { what: `GET :${port}${path} to answer "${expected}"`, timeoutMs, intervalMs: 50, accept: (answer) => answer === expected, show: String });
+  await pollUntil(() => get(port, path), {
+    what: `GET :${port}${path} to answer "${expected}"`,
+    timeoutMs,
+    intervalMs: 50,
+    accept: (answer) => answer === expected,
+    show: String,
+  });
 }
 
 /** Sends `count` requests one after the other; returns the answers that were not `expected`. */

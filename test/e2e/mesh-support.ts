@@ -25,9 +25,14 @@ export async function startEchoApp(name: string): Promise<EchoApp> {
 
 /** The inbound side of a sidecar: STRICT mTLS on `port`, then plaintext to the app; the caller's cert is forwarded. */
 export function sidecarInbound(options: { port: number; appPort: number; name: string }): unknown[] {
-  const listener = inboundMtlsListener({ name: `inbound_${options.name}`, port: options.port, routeName: `inbound_${options.name}` }) as { filter_chains: Array<{ filters: Array<{ typed_config: Record<string, unknown> }> }> };
+  const listener = inboundMtlsListener({ name: `inbound_${options.name}`, port: options.port, routeName: `inbound_${options.name}` }) as {
+    filter_chains: Array<{ filters: Array<{ typed_config: Record<string, unknown> }> }>;
+  };
   // The app learns the caller's identity and certificate: proof the hop was mutual TLS.
-  Object.assign(listener.filter_chains[0]!.filters[0]!.typed_config, { forward_client_cert_details: 'SANITIZE_SET', set_current_client_cert_details: { uri: true, cert: true } });
+  Object.assign(listener.filter_chains[0]!.filters[0]!.typed_config, {
+    forward_client_cert_details: 'SANITIZE_SET',
+    set_current_client_cert_details: { uri: true, cert: true },
+  });
   const cluster = `inbound|${options.appPort}||`;
   return [listener, routeConfig(`inbound_${options.name}`, [{ prefix: '/', cluster }]), edsCluster(cluster), endpoints(cluster, options.appPort)];
 }

@@ -24,17 +24,22 @@ describe('the Node flags of the image', () => {
     cleanup.defer(() => peer.stop());
   });
 
-  it('started through the shebang, a live agent runs with a 1 MB semi-space, one V8 worker and two malloc arenas: at most 7 threads (10 without)', { timeout: 90_000 }, async () => {
-    const agent = await startAgent({ discoveryAddress: peer.address, viaShebang: true });
-    cleanup.defer(async () => {
-      await agent.stop(isAlive(agent.pid) ? 'SIGTERM' : 'SIGKILL');
-      await assertGone(agent.envoyPids(), 15_000);
-    });
-    await epochLive(agent, 0);
-    const argv = (await readFile(`/proc/${agent.pid}/cmdline`, 'utf8')).split('\0');
-    for (const flag of ['--disable-sigusr1', '--max-semi-space-size=1', '--v8-pool-size=1']) assert.ok(argv.includes(flag), `node runs with ${flag}: ${argv.join(' ')}`);
-    const env = (await readFile(`/proc/${agent.pid}/environ`, 'utf8')).split('\0');
-    assert.ok(env.includes('MALLOC_ARENA_MAX=2'), "the agent's env has MALLOC_ARENA_MAX=2");
-    assert.ok((await threads(agent.pid)) <= 7, `at most 7 threads, not ${await threads(agent.pid)}`);
-  });
+  it(
+    'started through the shebang, a live agent runs with a 1 MB semi-space, one V8 worker and two malloc arenas: at most 7 threads (10 without)',
+    { timeout: 90_000 },
+    async () => {
+      const agent = await startAgent({ discoveryAddress: peer.address, viaShebang: true });
+      cleanup.defer(async () => {
+        await agent.stop(isAlive(agent.pid) ? 'SIGTERM' : 'SIGKILL');
+        await assertGone(agent.envoyPids(), 15_000);
+      });
+      await epochLive(agent, 0);
+      const argv = (await readFile(`/proc/${agent.pid}/cmdline`, 'utf8')).split('\0');
+      for (const flag of ['--disable-sigusr1', '--max-semi-space-size=1', '--v8-pool-size=1'])
+        assert.ok(argv.includes(flag), `node runs with ${flag}: ${argv.join(' ')}`);
+      const env = (await readFile(`/proc/${agent.pid}/environ`, 'utf8')).split('\0');
+      assert.ok(env.includes('MALLOC_ARENA_MAX=2'), "the agent's env has MALLOC_ARENA_MAX=2");
+      assert.ok((await threads(agent.pid)) <= 7, `at most 7 threads, not ${await threads(agent.pid)}`);
+    },
+  );
 });

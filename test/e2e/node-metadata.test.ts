@@ -42,9 +42,18 @@ describe('node metadata: the JSON types istiod declares, as Envoy sends them', (
   for (const type of ['sidecar', 'ingress'] as const) {
     it(`proxy ${type}: the peer receives typed metadata and a node type istiod accepts`, async () => {
       const { podInfoDir, ...env } = podEnv(join(dir, 'pod'));
-      const agent = await startAgent({ type, discoveryAddress: peer.address, env, args: ['--podInfoDir', podInfoDir, '--ingressCertDir', join(dir, 'ingress-certs')] });
+      const agent = await startAgent({
+        type,
+        discoveryAddress: peer.address,
+        env,
+        args: ['--podInfoDir', podInfoDir, '--ingressCertDir', join(dir, 'ingress-certs')],
+      });
       try {
-        const seen = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node' && String(entry.node).startsWith(type === 'sidecar' ? 'sidecar~' : 'router~'), 30_000, `a ${type} node`);
+        const seen = await peer.log.waitFor(
+          (entry: PeerEvent) => entry.event === 'node' && String(entry.node).startsWith(type === 'sidecar' ? 'sidecar~' : 'router~'),
+          30_000,
+          `a ${type} node`,
+        );
         const metadata = seen.metadata as Record<string, unknown>;
         assert.equal(metadata.ENVOY_STATUS_PORT, 15021, 'ports are numbers');
         assert.equal(metadata.DNS_CAPTURE, 'true', 'string booleans stay strings');
@@ -79,22 +88,59 @@ describe('node metadata that istiod would refuse ends the agent with exit 2, nam
     dir = await mkdtemp(join(tmpdir(), 'pilot-agent-node-bad-'));
     await mkdir(join(dir, 'pod'));
     await writeFile(join(dir, 'pod', 'labels'), 'app=reviews\n');
-    ok = ['sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1'];
+    ok = [
+      'sidecar',
+      '--serviceregistry',
+      'Other',
+      '--ip',
+      '127.0.0.1',
+      '--configPath',
+      join(dir, 'config'),
+      '--binaryPath',
+      envoyBin,
+      '--discoveryAddress',
+      '127.0.0.1:1',
+    ];
   });
 
   after(() => rm(dir, { recursive: true, force: true }));
 
   const cases: { name: string; env?: Record<string, string>; args?: () => string[]; line: RegExp }[] = [
-    { name: 'a port that is not a number', env: { ISTIO_META_ENVOY_STATUS_PORT: 'status' }, line: /^pilot-agent: env ISTIO_META_ENVOY_STATUS_PORT: must be a port number/ },
-    { name: 'a string boolean that is not a boolean', env: { ISTIO_META_DNS_CAPTURE: 'yes' }, line: /^pilot-agent: env ISTIO_META_DNS_CAPTURE: "yes" is not a boolean/ },
-    { name: 'a PROXY_CONFIG field of the wrong type', env: { PROXY_CONFIG: '{"drainDuration":45}' }, line: /^pilot-agent: env PROXY_CONFIG: field drainDuration must be a duration/ },
-    { name: 'ISTIO_METAJSON_ nested 5000 deep', env: { ISTIO_METAJSON_X: `${'['.repeat(5000)}${']'.repeat(5000)}` }, line: /^pilot-agent: env ISTIO_METAJSON_X: nests deeper than 64 levels$/ },
-    { name: 'a labels file not in downward-API format', args: () => ['--podInfoDir', join(dir, 'pod')], line: /^pilot-agent: .*pod\/labels: line 1: value is not a double-quoted string/ },
+    {
+      name: 'a port that is not a number',
+      env: { ISTIO_META_ENVOY_STATUS_PORT: 'status' },
+      line: /^pilot-agent: env ISTIO_META_ENVOY_STATUS_PORT: must be a port number/,
+    },
+    {
+      name: 'a string boolean that is not a boolean',
+      env: { ISTIO_META_DNS_CAPTURE: 'yes' },
+      line: /^pilot-agent: env ISTIO_META_DNS_CAPTURE: "yes" is not a boolean/,
+    },
+    {
+      name: 'a PROXY_CONFIG field of the wrong type',
+      env: { PROXY_CONFIG: '{"drainDuration":45}' },
+      line: /^pilot-agent: env PROXY_CONFIG: field drainDuration must be a duration/,
+    },
+    {
+      name: 'ISTIO_METAJSON_ nested 5000 deep',
+      env: { ISTIO_METAJSON_X: `${'['.repeat(5000)}${']'.repeat(5000)}` },
+      line: /^pilot-agent: env ISTIO_METAJSON_X: nests deeper than 64 levels$/,
+    },
+    {
+      name: 'a labels file not in downward-API format',
+      args: () => ['--podInfoDir', join(dir, 'pod')],
+      line: /^pilot-agent: .*pod\/labels: line 1: value is not a double-quoted string/,
+    },
   ];
 
   for (const testCase of cases) {
     it(testCase.name, async () => {
-      const result = await execa(nodeBin, [agentBin, 'proxy', ...ok, ...(testCase.args?.() ?? [])], { reject: false, timeout: 30_000, env: testCase.env ?? {}, extendEnv: false });
+      const result = await execa(nodeBin, [agentBin, 'proxy', ...ok, ...(testCase.args?.() ?? [])], {
+        reject: false,
+        timeout: 30_000,
+        env: testCase.env ?? {},
+        extendEnv: false,
+      });
       assert.equal(result.exitCode, 2, `exit code; stderr: ${result.stderr}`);
       const lines = result.stderr.trim().split('\n');
       assert.equal(lines.length, 1, `one line on stderr, got:\n${result.stderr}`);

@@ -10,7 +10,9 @@ import { agentBin, nodeBin } from '../support/paths.ts';
 
 type Bootstrap = any;
 const statsdHost = (bootstrap: Bootstrap) => bootstrap.stats_sinks[0].typed_config.address.socket_address.address;
-const zipkinHost = (bootstrap: Bootstrap) => bootstrap.static_resources.clusters.find((cluster: Bootstrap) => cluster.name === 'zipkin').load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address;
+const zipkinHost = (bootstrap: Bootstrap) =>
+  bootstrap.static_resources.clusters.find((cluster: Bootstrap) => cluster.name === 'zipkin').load_assignment.endpoints[0].lb_endpoints[0].endpoint.address
+    .socket_address.address;
 
 /** ProxyConfig from the mesh file, PROXY_CONFIG and the pod annotation, through the real CLI. */
 describe('ProxyConfig sources under the flags', () => {
@@ -18,7 +20,10 @@ describe('ProxyConfig sources under the flags', () => {
   let peer: Peer;
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'proxy-config-e2e-'));
-    await writeFile(join(dir, 'mesh'), 'defaultConfig:\n  zipkinAddress: ignored-below\n  tracing:\n    zipkin:\n      address: zipkin.mesh:9411\n  statsdUdpAddress: 127.0.0.10:8125\n  noSuchField: 1\n');
+    await writeFile(
+      join(dir, 'mesh'),
+      'defaultConfig:\n  zipkinAddress: ignored-below\n  tracing:\n    zipkin:\n      address: zipkin.mesh:9411\n  statsdUdpAddress: 127.0.0.10:8125\n  noSuchField: 1\n',
+    );
     await writeFile(join(dir, 'annotations'), 'proxy.istio.io/config="statsdUdpAddress: 127.0.0.11:8125\\nconcurrency: 1\\n"\n');
     peer = await startPeer([]);
   });
@@ -28,7 +33,27 @@ describe('ProxyConfig sources under the flags', () => {
   });
 
   const printBootstrap = (args: string[], env: Record<string, string>) =>
-    execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--meshConfig', join(dir, 'mesh'), '--podInfoDir', dir, '--print-bootstrap', ...args], { env, reject: false });
+    execa(
+      nodeBin,
+      [
+        agentBin,
+        'proxy',
+        'sidecar',
+        '--serviceregistry',
+        'Other',
+        '--ip',
+        '127.0.0.1',
+        '--configPath',
+        join(dir, 'config'),
+        '--meshConfig',
+        join(dir, 'mesh'),
+        '--podInfoDir',
+        dir,
+        '--print-bootstrap',
+        ...args,
+      ],
+      { env, reject: false },
+    );
 
   it('the mesh file, then PROXY_CONFIG, then the annotation, then the command line', async () => {
     const result = await printBootstrap([], { PROXY_CONFIG: '{"tracing":{"zipkin":{"address":"zipkin.env:9411"}}}' });
@@ -51,7 +76,24 @@ describe('ProxyConfig sources under the flags', () => {
     const mesh = join(dir, 'mesh-50m');
     await writeFile(mesh, `defaultConfig:\n  concurrency: 1\n#${'x'.repeat(50 * 1024 * 1024)}\n`);
     try {
-      const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--meshConfig', mesh, '--print-bootstrap'], { reject: false });
+      const result = await execa(
+        nodeBin,
+        [
+          agentBin,
+          'proxy',
+          'sidecar',
+          '--serviceregistry',
+          'Other',
+          '--ip',
+          '127.0.0.1',
+          '--configPath',
+          join(dir, 'config'),
+          '--meshConfig',
+          mesh,
+          '--print-bootstrap',
+        ],
+        { reject: false },
+      );
       assert.equal(result.exitCode, 2, result.stderr);
       assert.equal(result.stderr.trim(), `pilot-agent: --meshConfig ${mesh}: is ${(await stat(mesh)).size} bytes, more than the 1048576 allowed`);
     } finally {
@@ -63,7 +105,24 @@ describe('ProxyConfig sources under the flags', () => {
     const podInfo = join(dir, 'pod-info-fifo');
     await execa('mkdir', ['-p', podInfo]);
     await execa('mkfifo', [join(podInfo, 'labels')]);
-    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--podInfoDir', podInfo, '--print-bootstrap'], { reject: false, timeout: 20_000 });
+    const result = await execa(
+      nodeBin,
+      [
+        agentBin,
+        'proxy',
+        'sidecar',
+        '--serviceregistry',
+        'Other',
+        '--ip',
+        '127.0.0.1',
+        '--configPath',
+        join(dir, 'config'),
+        '--podInfoDir',
+        podInfo,
+        '--print-bootstrap',
+      ],
+      { reject: false, timeout: 20_000 },
+    );
     assert.equal(result.exitCode, 2, result.stderr);
     assert.equal(result.stderr.trim(), `pilot-agent: ${join(podInfo, 'labels')}: is not a regular file (a FIFO)`);
   });

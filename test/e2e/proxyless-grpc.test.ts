@@ -36,10 +36,15 @@ const provider = (certificate: string) => ({ instance_name: 'default', certifica
 
 /** What istiod sends a gRPC client: an API listener named like the target, and an mTLS cluster checking the server's SPIFFE id. */
 function clientResources(serverPort: number): unknown[] {
-  const cluster = { ...(edsCluster('echo') as object), transport_socket: tls('Upstream', {
-    tls_certificate_provider_instance: provider('default'),
-    combined_validation_context: { default_validation_context: { ca_certificate_provider_instance: provider('ROOTCA'), match_subject_alt_names: [{ exact: identity }] } },
-  }) };
+  const cluster = {
+    ...(edsCluster('echo') as object),
+    transport_socket: tls('Upstream', {
+      tls_certificate_provider_instance: provider('default'),
+      combined_validation_context: {
+        default_validation_context: { ca_certificate_provider_instance: provider('ROOTCA'), match_subject_alt_names: [{ exact: identity }] },
+      },
+    }),
+  };
   const assignment = endpoints('echo', serverPort) as { endpoints: object[] };
   return [
     {
@@ -63,21 +68,37 @@ function serverListener(port: number): unknown {
     '@type': t('envoy.config.listener.v3.Listener'),
     name: `xds.istio.io/grpc/lds/inbound/127.0.0.1:${port}`,
     address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{
-      filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-        '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
-        stat_prefix: 'inbound',
-        route_config: { name: 'inbound', virtual_hosts: [{ name: 'inbound', domains: ['*'], routes: [{ match: { prefix: '/' }, non_forwarding_action: {} }] }] },
-        http_filters: [{ name: 'router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
-      } }],
-      transport_socket: tls('Downstream', { tls_certificate_provider_instance: provider('default'), validation_context: { ca_certificate_provider_instance: provider('ROOTCA') } }, { require_client_certificate: true }),
-    }],
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
+              stat_prefix: 'inbound',
+              route_config: {
+                name: 'inbound',
+                virtual_hosts: [{ name: 'inbound', domains: ['*'], routes: [{ match: { prefix: '/' }, non_forwarding_action: {} }] }],
+              },
+              http_filters: [{ name: 'router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
+            },
+          },
+        ],
+        transport_socket: tls(
+          'Downstream',
+          { tls_certificate_provider_instance: provider('default'), validation_context: { ca_certificate_provider_instance: provider('ROOTCA') } },
+          { require_client_certificate: true },
+        ),
+      },
+    ],
   };
 }
 
 function callSay(client: Client, text: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(sayPath, raw, raw, Buffer.from(text), { deadline: Date.now() + 15_000 }, (error, reply) => (error ? reject(error) : resolve(reply!.toString())));
+    client.makeUnaryRequest(sayPath, raw, raw, Buffer.from(text), { deadline: Date.now() + 15_000 }, (error, reply) =>
+      error ? reject(error) : resolve(reply!.toString()),
+    );
   });
 }
 
@@ -98,7 +119,10 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     const dir = await tempDir(cleanup, 'proxyless-');
     const root = join(dir, 'root-cert.pem');
     const tokenFile = join(dir, 'istio-token');
-    await Promise.all([import('node:fs/promises').then((fs) => fs.writeFile(root, signer.root)), import('node:fs/promises').then((fs) => fs.writeFile(tokenFile, token))]);
+    await Promise.all([
+      import('node:fs/promises').then((fs) => fs.writeFile(root, signer.root)),
+      import('node:fs/promises').then((fs) => fs.writeFile(tokenFile, token)),
+    ]);
     // 20 s certificates: the agent renews at half-life, so the test sees a rotation.
     ca = await startCaPeer({ ca: signer.files, tls: await issueServerPair(signer, istiodName, ['localhost']), token, identity, ttlSeconds: 20 });
     cleanup.defer(() => ca.stop());
@@ -110,7 +134,17 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     bootstrapPath = join(dir, 'bootstrap', 'grpc-bootstrap.json');
     agent = await startAgent({
       discoveryAddress: peer.address,
-      env: { DISABLE_ENVOY: 'true', GRPC_XDS_BOOTSTRAP: bootstrapPath, OUTPUT_CERTS: certsDir, CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`, CA_ROOT_CA: root, ISTIOD_SAN: istiodName, POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'app', SECRET_TTL: '2m' },
+      env: {
+        DISABLE_ENVOY: 'true',
+        GRPC_XDS_BOOTSTRAP: bootstrapPath,
+        OUTPUT_CERTS: certsDir,
+        CA_ADDR: `localhost:${ca.address.split(':').at(-1)}`,
+        CA_ROOT_CA: root,
+        ISTIOD_SAN: istiodName,
+        POD_NAMESPACE: 'default',
+        SERVICE_ACCOUNT: 'app',
+        SECRET_TTL: '2m',
+      },
       args: ['--statusPort', String(statusPort), '--xdsTokenFile', tokenFile],
     });
     deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
@@ -147,25 +181,57 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
       seen.push(cert?.subjectaltname ?? 'no client certificate');
       callback(null, Buffer.from(`pong:${call.request.toString()}`));
     };
-    server.addService({ Say: { path: sayPath, requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw } }, { Say: say });
+    server.addService(
+      {
+        Say: {
+          path: sayPath,
+          requestStream: false,
+          responseStream: false,
+          requestSerialize: raw,
+          requestDeserialize: raw,
+          responseSerialize: raw,
+          responseDeserialize: raw,
+        },
+      },
+      { Say: say },
+    );
     const port = serverPort;
     const client = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
     try {
       // Together: the peer (go-control-plane in ADS mode) answers a listener request only once it names every listener it serves.
       const connected = new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 20_000, (error) => (error ? reject(error) : resolve())));
-      const bound = new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, new xds.XdsServerCredentials(ServerCredentials.createInsecure()), (error) => (error ? reject(error) : resolve())));
+      const bound = new Promise<void>((resolve, reject) =>
+        server.bindAsync(`127.0.0.1:${port}`, new xds.XdsServerCredentials(ServerCredentials.createInsecure()), (error) => (error ? reject(error) : resolve())),
+      );
       // gRPC's xDS client holds no ref on the event loop: the deadline does, and names what never came.
-      await within(Promise.all([bound, connected]), 20_000, 'the gRPC server and client to get their config through the relay and connect').catch((error: Error) => {
-        throw new Error(`${error.message}; peer: ${peer.log.raw.slice(-4).join(' | ')}; agent: ${agent.log.raw.slice(-4).join(' | ')}`);
-      });
+      await within(Promise.all([bound, connected]), 20_000, 'the gRPC server and client to get their config through the relay and connect').catch(
+        (error: Error) => {
+          throw new Error(`${error.message}; peer: ${peer.log.raw.slice(-4).join(' | ')}; agent: ${agent.log.raw.slice(-4).join(' | ')}`);
+        },
+      );
       assert.equal(await callSay(client, 'ping'), 'pong:ping');
       assert.deepEqual(seen, [`URI:${identity}`], 'the server saw the client\'s CA certificate');
-      assert.ok(peer.log.entries.some((entry) => entry.event === 'node' && entry.metadata && (entry.metadata as { GENERATOR?: string }).GENERATOR === 'grpc'), 'istiod is told GENERATOR=grpc');
+      assert.ok(
+        peer.log.entries.some((entry) => entry.event === 'node' && entry.metadata && (entry.metadata as { GENERATOR?: string }).GENERATOR === 'grpc'),
+        'istiod is told GENERATOR=grpc',
+      );
 
       const before = await readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
-      await agent.log.waitFor((entry) => entry.msg === 'workload certificate issued by the CA' && entry.serial !== agent.log.find((first) => first.msg === 'workload certificate issued by the CA')?.serial, 30_000, 'the renewed certificate');
+      await agent.log.waitFor(
+        (entry) =>
+          entry.msg === 'workload certificate issued by the CA' &&
+          entry.serial !== agent.log.find((first) => first.msg === 'workload certificate issued by the CA')?.serial,
+        30_000,
+        'the renewed certificate',
+      );
       const chain = () => readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
-      await pollUntil(chain, { what: 'OUTPUT_CERTS to hold the renewed certificate', timeoutMs: 5000, intervalMs: 50, accept: (now) => now !== before, show: () => 'the first one' });
+      await pollUntil(chain, {
+        what: 'OUTPUT_CERTS to hold the renewed certificate',
+        timeoutMs: 5000,
+        intervalMs: 50,
+        accept: (now) => now !== before,
+        show: () => 'the first one',
+      });
       const again = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
       try {
         assert.equal(await within(callSay(again, 'after rotation'), 15_000, 'a call after the rotation'), 'pong:after rotation');

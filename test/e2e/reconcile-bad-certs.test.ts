@@ -18,7 +18,12 @@ const inconsistent = 'certificate files are not a consistent set; keeping the ru
 async function expectRejected(agent: RunningAgent, change: () => Promise<unknown>, file: string, reason: RegExp): Promise<void> {
   const from = agent.log.entries.length;
   await change();
-  const line = await agent.log.waitFor((entry) => entry.msg === inconsistent && entry.file === file && reason.test(String(entry.reason)), 10_000, `a rejection of ${file}`, from);
+  const line = await agent.log.waitFor(
+    (entry) => entry.msg === inconsistent && entry.file === file && reason.test(String(entry.reason)),
+    10_000,
+    `a rejection of ${file}`,
+    from,
+  );
   assert.equal(line.level, 40, 'a warning');
   assert.equal(agent.envoyPids().length, 1, 'no new epoch');
 }
@@ -74,7 +79,11 @@ describe('bad certificate files never restart Envoy into a broken config', () =>
     cleanup.defer(() => peer.stop());
     const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms'] });
     deferStop(cleanup, agent);
-    const warning = await agent.log.waitFor((entry) => entry.msg === 'certificate dir does not exist; running without its certificates until it appears', 10_000, 'the missing dir warning');
+    const warning = await agent.log.waitFor(
+      (entry) => entry.msg === 'certificate dir does not exist; running without its certificates until it appears',
+      10_000,
+      'the missing dir warning',
+    );
     assert.equal(warning.dir, certDir);
     await epochLive(agent, 0);
     await sleep(300);

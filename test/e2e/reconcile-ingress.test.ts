@@ -25,9 +25,15 @@ describe('proxy ingress: the --ingressCertDir certificate rotates', () => {
       const upstream = await startUpstream('through the gateway');
       cleanup.push(() => upstream.close());
       const listenerPort = await freePort();
-      const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir: ingressCertDir, files: { chain: 'tls.crt', key: 'tls.key' } }));
+      const peer = await startPeer(
+        httpsService({ listenerPort, upstreamPort: upstream.port, certDir: ingressCertDir, files: { chain: 'tls.crt', key: 'tls.key' } }),
+      );
       cleanup.push(() => peer.stop());
-      const agent = await startAgent({ type: 'ingress', discoveryAddress: peer.address, args: ['--ingressCertDir', ingressCertDir, '--certDebounce', '100ms'] });
+      const agent = await startAgent({
+        type: 'ingress',
+        discoveryAddress: peer.address,
+        args: ['--ingressCertDir', ingressCertDir, '--certDebounce', '100ms'],
+      });
       cleanup.push(() => agent.stop('SIGTERM'));
 
       await epochLive(agent, 0);

@@ -25,7 +25,11 @@ describe('retries after Envoy fails', () => {
       const retry = await rig.agent.log.waitFor((entry) => entry.msg === 'retry scheduled', 10_000, 'a retry');
       assert.equal(retry.delayMs, 200);
       await rig.agent.log.waitFor((entry) => entry.msg === 'envoy started' && entry.envoyPid !== first, 10_000, 'a new Envoy');
-      await rig.agent.log.waitFor((entry) => entry.msg === 'epoch live' && rig.agent.log.entries.indexOf(entry) > rig.agent.log.entries.indexOf(retry), 30_000, 'the new epoch LIVE');
+      await rig.agent.log.waitFor(
+        (entry) => entry.msg === 'epoch live' && rig.agent.log.entries.indexOf(entry) > rig.agent.log.entries.indexOf(retry),
+        30_000,
+        'the new epoch LIVE',
+      );
       await waitForSerial(rig.listenerPort, serial);
       assert.equal(rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').at(-1)?.epoch, 0, 'the retry starts a fresh chain at epoch 0');
     } finally {
@@ -68,7 +72,14 @@ describe('retries after Envoy fails', () => {
     deferStop(cleanup, agent);
     await agent.log.waitFor((entry) => entry.msg === 'envoy started', 10_000, 'epoch 0');
     await writeSecretVolume(join(root, 'certs'), sidecarFiles(ca, await ca.issue('localhost')));
-    await agent.log.waitFor((entry) => entry.msg === 'desired config changed' && agent.log.entries.indexOf(entry) > 0 && entry.config !== agent.log.entries.find((first) => first.msg === 'desired config changed')?.config, 10_000, 'the rotation');
+    await agent.log.waitFor(
+      (entry) =>
+        entry.msg === 'desired config changed' &&
+        agent.log.entries.indexOf(entry) > 0 &&
+        entry.config !== agent.log.entries.find((first) => first.msg === 'desired config changed')?.config,
+      10_000,
+      'the rotation',
+    );
     // Epoch 1 on top of a parent that is still initializing is refused by Envoy; it is not even tried.
     await sleep(2000);
     assert.equal(agent.log.find((entry) => entry.msg === 'starting epoch' && entry.epoch === 1), undefined, 'epoch 1 waits for epoch 0');

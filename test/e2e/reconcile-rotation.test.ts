@@ -17,7 +17,11 @@ describe('certificate rotation with the real Envoy and the peer', () => {
       const next = await rig.rotate();
       await epochLive(rig.agent, 1);
       await waitForSerial(rig.listenerPort, next.serial);
-      const parentExit = await rig.agent.log.waitFor((entry) => entry.msg === 'epoch exited normally' && entry.epoch === 0, 20_000, 'epoch 0 to exit after the hot restart');
+      const parentExit = await rig.agent.log.waitFor(
+        (entry) => entry.msg === 'epoch exited normally' && entry.epoch === 0,
+        20_000,
+        'epoch 0 to exit after the hot restart',
+      );
       assert.ok(parentExit);
       const configDir = join(rig.agent.dir, 'config');
       assert.equal(await exists(join(configDir, 'envoy-rev1.json')), true);

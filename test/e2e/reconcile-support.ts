@@ -22,7 +22,9 @@ export function httpsService(options: { listenerPort: number; upstreamPort: numb
     typed_config: {
       '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
       common_tls_context: {
-        tls_certificates: [{ certificate_chain: { filename: join(options.certDir, files.chain) }, private_key: { filename: join(options.certDir, files.key) } }],
+        tls_certificates: [
+          { certificate_chain: { filename: join(options.certDir, files.chain) }, private_key: { filename: join(options.certDir, files.key) } },
+        ],
       },
     },
   };
@@ -58,7 +60,10 @@ export async function servedSerial(port: number): Promise<string> {
 /** Polls until the server presents the certificate with this serial. */
 export async function waitForSerial(port: number, serial: string, timeoutMs = 20_000): Promise<void> {
   await pollUntil(() => readServedSerial(port), {
-    what: `port ${port} to present serial ${serial}`, timeoutMs, accept: (served) => served.serial === serial, show: (served) => String(served.serial ?? served.error),
+    what: `port ${port} to present serial ${serial}`,
+    timeoutMs,
+    accept: (served) => served.serial === serial,
+    show: (served) => String(served.serial ?? served.error),
   });
 }
 

@@ -116,7 +116,11 @@ describe('the SDS server: debug, metrics and bad input', () => {
       });
       const service = '/envoy.service.secret.v3.SecretDiscoveryService';
       assert.equal(await rawCall(sdsSocket(rig), `${service}/StreamSecrets`, Buffer.from([7, 0, 0, 0, 1, 0])), '3', 'a bad frame flag: INVALID_ARGUMENT');
-      assert.equal(await rawCall(sdsSocket(rig), `${service}/StreamSecrets`, Buffer.from([0, 0, 0, 0, 3, 0xff, 0xff, 0xff])), '3', 'a message that is not protobuf: INVALID_ARGUMENT');
+      assert.equal(
+        await rawCall(sdsSocket(rig), `${service}/StreamSecrets`, Buffer.from([0, 0, 0, 0, 3, 0xff, 0xff, 0xff])),
+        '3',
+        'a message that is not protobuf: INVALID_ARGUMENT',
+      );
       assert.equal(await rawCall(sdsSocket(rig), `${service}/DeltaSecrets`, Buffer.alloc(0)), '12', 'Delta: UNIMPLEMENTED');
       assert.equal(await rawCall(sdsSocket(rig), `${service}/FetchSecrets`, Buffer.alloc(0)), '12', 'Fetch: UNIMPLEMENTED');
       const client = new SdsTestClient(sdsSocket(rig));

@@ -54,32 +54,48 @@ async function callUntil(port: number, predicate: (result: Awaited<ReturnType<ty
 
 const serialOf = (pem: string | undefined) => (pem ? BigInt(`0x${new X509Certificate(pem).serialNumber}`).toString(16).toUpperCase() : undefined);
 
-it('two sidecars and a router, certificates over SDS: router → sidecar and sidecar → sidecar over mTLS; a rotated identity is seen by the peer without a restart', { timeout: 120_000 }, async () => {
-  await using cleanup = new AsyncDisposableStack();
-  const ca = await makeCa();
-  cleanup.defer(() => ca.close());
-  const apps: EchoApp[] = [];
-  for (const name of ['a', 'b']) {
-    const app = await startEchoApp(name);
-    cleanup.defer(() => app.close());
-    apps.push(app);
-  }
-  const [aIn, bIn, aOut, routerIn] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const proxies: Proxy[] = [];
-  proxies.push(await startProxy(cleanup, ca, 'sidecar', 'a', [...sidecarInbound({ port: aIn, appPort: apps[0]!.port, name: 'a' }), ...outboundTo({ listenerPort: aOut, name: 'a', target: { port: bIn, serviceAccount: 'b' } })]));
-  proxies.push(await startProxy(cleanup, ca, 'sidecar', 'b', sidecarInbound({ port: bIn, appPort: apps[1]!.port, name: 'b' })));
-  proxies.push(await startProxy(cleanup, ca, 'router', 'router', outboundTo({ listenerPort: routerIn, name: 'router', target: { port: aIn, serviceAccount: 'a' } })));
-  await Promise.all(proxies.map((proxy) => epochLive(proxy.agent, 0)));
+it(
+  'two sidecars and a router, certificates over SDS: router → sidecar and sidecar → sidecar over mTLS; a rotated identity is seen by the peer without a restart',
+  { timeout: 120_000 },
+  async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const ca = await makeCa();
+    cleanup.defer(() => ca.close());
+    const apps: EchoApp[] = [];
+    for (const name of ['a', 'b']) {
+      const app = await startEchoApp(name);
+      cleanup.defer(() => app.close());
+      apps.push(app);
+    }
+    const [aIn, bIn, aOut, routerIn] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const proxies: Proxy[] = [];
+    proxies.push(
+      await startProxy(cleanup, ca, 'sidecar', 'a', [
+        ...sidecarInbound({ port: aIn, appPort: apps[0]!.port, name: 'a' }),
+        ...outboundTo({ listenerPort: aOut, name: 'a', target: { port: bIn, serviceAccount: 'b' } }),
+      ]),
+    );
+    proxies.push(await startProxy(cleanup, ca, 'sidecar', 'b', sidecarInbound({ port: bIn, appPort: apps[1]!.port, name: 'b' })));
+    proxies.push(
+      await startProxy(cleanup, ca, 'router', 'router', outboundTo({ listenerPort: routerIn, name: 'router', target: { port: aIn, serviceAccount: 'a' } })),
+    );
+    await Promise.all(proxies.map((proxy) => epochLive(proxy.agent, 0)));
 
-  const viaRouter = await callUntil(routerIn, (result) => result.app === 'a', 'the router never reached sidecar a\'s app');
-  assert.equal(parseXfcc(viaRouter.xfcc ?? null).uri, spiffeId('router'), 'a\'s Envoy saw the router\'s SPIFFE identity: mTLS');
-  const aToB = await callUntil(aOut, (result) => result.app === 'b', 'sidecar a never reached sidecar b\'s app');
-  assert.equal(parseXfcc(aToB.xfcc ?? null).uri, spiffeId('a'), 'b\'s Envoy saw a\'s SPIFFE identity: mTLS');
-  assert.match((await call(bIn)).error ?? '', /.+/, 'b\'s inbound port refuses plaintext');
+    const viaRouter = await callUntil(routerIn, (result) => result.app === 'a', "the router never reached sidecar a's app");
+    assert.equal(parseXfcc(viaRouter.xfcc ?? null).uri, spiffeId('router'), "a's Envoy saw the router's SPIFFE identity: mTLS");
+    const aToB = await callUntil(aOut, (result) => result.app === 'b', "sidecar a never reached sidecar b's app");
+    assert.equal(parseXfcc(aToB.xfcc ?? null).uri, spiffeId('a'), "b's Envoy saw a's SPIFFE identity: mTLS");
+    assert.match((await call(bIn)).error ?? '', /.+/, "b's inbound port refuses plaintext");
 
-  const rotated = await ca.issue('a', spiffeId('a'));
-  await writeSecretVolume(proxies[0]!.certDir, sidecarFiles(ca, rotated));
-  await callUntil(aOut, (result) => serialOf(parseXfcc(result.xfcc ?? null).cert) === rotated.serial, 'b never saw a\'s new certificate');
-  await callUntil(routerIn, (result) => result.app === 'a', 'the router lost sidecar a after the rotation');
-  for (const proxy of proxies) assert.deepEqual(proxy.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch), [0], 'no hot restart anywhere');
-});
+    const rotated = await ca.issue('a', spiffeId('a'));
+    await writeSecretVolume(proxies[0]!.certDir, sidecarFiles(ca, rotated));
+    await callUntil(aOut, (result) => serialOf(parseXfcc(result.xfcc ?? null).cert) === rotated.serial, "b never saw a's new certificate");
+    await callUntil(routerIn, (result) => result.app === 'a', 'the router lost sidecar a after the rotation');
+    for (const proxy of proxies)
+      assert.deepEqual(
+        proxy.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch),
+        [0],
+        'no hot restart anywhere',
+      );
+  },
+);

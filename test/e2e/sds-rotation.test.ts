@@ -7,7 +7,8 @@ import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
 import { epochLive, servedSerial, waitForSerial } from './reconcile-support.ts';
 import { startSdsRig } from './sds-support.ts';
 
-const startedEpochs = (rig: Awaited<ReturnType<typeof startSdsRig>>) => rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);
+const startedEpochs = (rig: Awaited<ReturnType<typeof startSdsRig>>) =>
+  rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);
 
 describe('certificates over SDS with the real Envoy', () => {
   it('rotation under load: Envoy serves the new serial with 0 failed requests and no new epoch', { timeout: 120_000 }, async (t) => {
@@ -45,7 +46,11 @@ describe('certificates over SDS with the real Envoy', () => {
       const old = await rig.ca.issue('localhost');
       // The new certificate with a key that is not its own: a writer half done.
       await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'key.pem': old.key });
-      await rig.agent.log.waitFor((entry) => entry.msg === 'certificate files are not a consistent set; keeping the running config until they are' && entry.file !== undefined, 10_000, 'the mismatch to be noticed');
+      await rig.agent.log.waitFor(
+        (entry) => entry.msg === 'certificate files are not a consistent set; keeping the running config until they are' && entry.file !== undefined,
+        10_000,
+        'the mismatch to be noticed',
+      );
       await sleep(500);
       assert.equal(await servedSerial(rig.listenerPort), first, 'the mismatched certificate is not served');
       await writeSecretVolume(rig.certDir, sidecarFiles(rig.ca, next));

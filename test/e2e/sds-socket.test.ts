@@ -32,7 +32,11 @@ describe('the SDS socket', () => {
     cleanup.defer(() => peer.stop());
     const agent = await startAgent({ discoveryAddress: peer.address, args: ['--sdsSocket', socket] });
     deferStop(cleanup, agent);
-    await agent.log.waitFor((entry) => entry.msg === 'SDS socket is served by another process; Envoy reads its certificates there', 10_000, 'the agent to leave the socket alone');
+    await agent.log.waitFor(
+      (entry) => entry.msg === 'SDS socket is served by another process; Envoy reads its certificates there',
+      10_000,
+      'the agent to leave the socket alone',
+    );
     // The stand-in speaks no SDS, so Envoy's listener keeps warming: wait for Envoy, not for LIVE.
     await agent.log.waitFor((entry) => entry.msg === 'envoy started', 10_000, 'Envoy to start');
     for (let i = 0; i < 100 && connections < 2; i++) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -44,7 +48,33 @@ describe('the SDS socket', () => {
     const dir = await mkdtemp(join(tmpdir(), 'sds-flag-'));
     try {
       await writeFile(join(dir, 'socket'), 'a file');
-      const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'), '--binaryPath', envoyBin, '--discoveryAddress', '127.0.0.1:1', '--proxyAdminPort', String(await freePort()), '--statusPort', '0', '--sdsSocket', join(dir, 'socket')], { reject: false, timeout: 20_000 });
+      const result = await execa(
+        nodeBin,
+        [
+          agentBin,
+          'proxy',
+          'sidecar',
+          '--serviceregistry',
+          'Other',
+          '--ip',
+          '127.0.0.1',
+          '--configPath',
+          join(dir, 'config'),
+          '--certDir',
+          join(dir, 'certs'),
+          '--binaryPath',
+          envoyBin,
+          '--discoveryAddress',
+          '127.0.0.1:1',
+          '--proxyAdminPort',
+          String(await freePort()),
+          '--statusPort',
+          '0',
+          '--sdsSocket',
+          join(dir, 'socket'),
+        ],
+        { reject: false, timeout: 20_000 },
+      );
       assert.equal(result.exitCode, 2, result.stderr);
       assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
       assert.match(result.stderr, /--sdsSocket: .*exists and is not a socket/);

@@ -14,7 +14,9 @@ import { startUpstream, type Upstream } from '../support/upstream.ts';
  * test covers ROOTCA on both ends.
  */
 export function sdsHttpsService(options: { listenerPort: number; upstreamPort: number }): unknown[] {
-  const listener = inboundMtlsListener({ name: 'https_sds', port: options.listenerPort, routeName: 'local_route', requireClientCertificate: false }) as { filter_chains: Array<{ transport_socket: { typed_config: { common_tls_context: Record<string, unknown> } } }> };
+  const listener = inboundMtlsListener({ name: 'https_sds', port: options.listenerPort, routeName: 'local_route', requireClientCertificate: false }) as {
+    filter_chains: Array<{ transport_socket: { typed_config: { common_tls_context: Record<string, unknown> } } }>;
+  };
   delete listener.filter_chains[0]!.transport_socket.typed_config.common_tls_context.combined_validation_context;
   return [
     listener,
@@ -54,7 +56,10 @@ export async function startSdsRig(agentArgs: string[] = []): Promise<SdsRig> {
   const [listenerPort, statusPort] = [await freePort(), await freePort()];
   const peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }));
   undo.defer(() => peer.stop());
-  const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...agentArgs] });
+  const agent = await startAgent({
+    discoveryAddress: peer.address,
+    args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...agentArgs],
+  });
   undo.defer(async () => {
     await agent.stop('SIGTERM');
   });

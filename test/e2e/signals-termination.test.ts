@@ -69,21 +69,22 @@ describe('signals', () => {
     assert.ok(rig.agent.log.find((entry) => entry.msg === 'draining listeners'));
   }));
 
-  it('SIGKILL of the agent takes every Envoy with it (PR_SET_PDEATHSIG, though spawned detached)', () => withRig(['--parentShutdownDuration', '30s'], undefined, async (rig) => {
-    await epochLive(rig.agent, 0);
-    await rig.rotate();
-    await epochLive(rig.agent, 1);
-    const pids = rig.agent.envoyPids();
-    assert.equal(pids.length, 2);
-    // The leftover check finds Envoys in /proc, not through the agent's log: it must see both here.
-    assert.deepEqual([...rig.agent.liveEnvoys()].sort(), [...pids].sort(), 'both Envoys found in /proc');
-    // Both epochs get SIGTERM at once. When the child is mid-RPC to its dying
-    // parent, Envoy retries the refused sendmsg() 10 times, 1 s apart, before
-    // the child exits (4 runs in 10 on a loaded machine, none on an idle one);
-    // stop() waits for that before it reports a leftover Envoy.
-    const result = await rig.agent.stop('SIGKILL');
-    assert.equal(result.signal, 'SIGKILL');
-  }));
+  it('SIGKILL of the agent takes every Envoy with it (PR_SET_PDEATHSIG, though spawned detached)', () =>
+    withRig(['--parentShutdownDuration', '30s'], undefined, async (rig) => {
+      await epochLive(rig.agent, 0);
+      await rig.rotate();
+      await epochLive(rig.agent, 1);
+      const pids = rig.agent.envoyPids();
+      assert.equal(pids.length, 2);
+      // The leftover check finds Envoys in /proc, not through the agent's log: it must see both here.
+      assert.deepEqual([...rig.agent.liveEnvoys()].sort(), [...pids].sort(), 'both Envoys found in /proc');
+      // Both epochs get SIGTERM at once. When the child is mid-RPC to its dying
+      // parent, Envoy retries the refused sendmsg() 10 times, 1 s apart, before
+      // the child exits (4 runs in 10 on a loaded machine, none on an idle one);
+      // stop() waits for that before it reports a leftover Envoy.
+      const result = await rig.agent.stop('SIGKILL');
+      assert.equal(result.signal, 'SIGKILL');
+    }));
 
   it('a second SIGTERM cuts a long drain short; Envoy itself was draining', () => withRig(['--terminationDrainDuration', '120'], undefined, async (rig) => {
     await epochLive(rig.agent, 0);
@@ -96,30 +97,43 @@ describe('signals', () => {
     assert.equal((await stopping).exitCode, 0);
   }));
 
-  it('with EXIT_ON_ZERO_ACTIVE_CONNECTIONS the drain ends once the last connection closes', () => withRig(['--terminationDrainDuration', '120', '--minimumDrainDuration', '0s'], { EXIT_ON_ZERO_ACTIVE_CONNECTIONS: 'true' }, async (rig) => {
-    await epochLive(rig.agent, 0);
-    const socket = await idleConnection(rig.listenerPort);
-    const stopping = rig.agent.stop('SIGTERM');
-    const waiting = await rig.agent.log.waitFor((entry) => entry.msg === 'waiting for active downstream connections to close', 10_000, 'a wait on the open connection');
-    assert.equal(waiting.activeConnections, 1);
-    await assertEnvoyDraining(rig);
-    socket.destroy();
-    await rig.agent.log.waitFor((entry) => entry.msg === 'no active downstream connections; stopping', 10_000, 'the drain to end');
-    assert.equal((await stopping).exitCode, 0);
-  }));
+  it('with EXIT_ON_ZERO_ACTIVE_CONNECTIONS the drain ends once the last connection closes', () =>
+    withRig(['--terminationDrainDuration', '120', '--minimumDrainDuration', '0s'], { EXIT_ON_ZERO_ACTIVE_CONNECTIONS: 'true' }, async (rig) => {
+      await epochLive(rig.agent, 0);
+      const socket = await idleConnection(rig.listenerPort);
+      const stopping = rig.agent.stop('SIGTERM');
+      const waiting = await rig.agent.log.waitFor(
+        (entry) => entry.msg === 'waiting for active downstream connections to close',
+        10_000,
+        'a wait on the open connection',
+      );
+      assert.equal(waiting.activeConnections, 1);
+      await assertEnvoyDraining(rig);
+      socket.destroy();
+      await rig.agent.log.waitFor((entry) => entry.msg === 'no active downstream connections; stopping', 10_000, 'the drain to end');
+      assert.equal((await stopping).exitCode, 0);
+    }));
 
-  it('native sidecar: preStop\'s `request --debug-port=<status> POST drain` drains for good (skip_exit), and the SIGTERM that follows stops at once', async () => {
+  it("native sidecar: preStop's `request --debug-port=<status> POST drain` drains for good (skip_exit), and the SIGTERM that follows stops at once", async () => {
     await using cleanup = new AsyncDisposableStack();
     const upstream = await startUpstream('hello');
     cleanup.defer(() => upstream.close());
     const listenerPort = await freePort();
     // An inbound listener: a sidecar drains inbound listeners only.
     const inbound = { ...(httpListener('inbound_0', listenerPort, 'local_route') as object), traffic_direction: 'INBOUND' };
-    const peer = await startPeer([inbound, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', upstream.port)]);
+    const peer = await startPeer([
+      inbound,
+      routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]),
+      edsCluster('upstream'),
+      endpoints('upstream', upstream.port),
+    ]);
     cleanup.defer(() => peer.stop());
     const statusPort = await freePort();
     // Envoy's own drain time (--drain-time-s) is 1 s; the agent's termination drain 120 s.
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--statusPort', String(statusPort), '--drainDuration', '1s', '--terminationDrainDuration', '120s'] });
+    const agent = await startAgent({
+      discoveryAddress: peer.address,
+      args: ['--statusPort', String(statusPort), '--drainDuration', '1s', '--terminationDrainDuration', '120s'],
+    });
     deferStop(cleanup, agent);
     await epochLive(agent, 0);
     await waitForStatus(listenerPort, '/', (answer) => answer.status === 200 && answer.body === 'hello');
@@ -140,6 +154,10 @@ describe('signals', () => {
     assert.equal(result.exitCode, 0, agent.stderr());
     assert.ok(tookMs < 15_000, `SIGTERM after /drain stopped in ${tookMs} ms, not after the 120 s termination drain`);
     assert.ok(agent.log.find((entry) => entry.msg === 'already drained by /drain; stopping without a second drain'));
-    assert.equal(agent.log.find((entry) => entry.msg === 'draining listeners'), undefined, 'no second drain');
+    assert.equal(
+      agent.log.find((entry) => entry.msg === 'draining listeners'),
+      undefined,
+      'no second drain',
+    );
   });
 });

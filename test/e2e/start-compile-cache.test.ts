@@ -29,8 +29,12 @@ describe('the start reads the compile cache made at build time', () => {
     assert.match(await startDebug(), accepted);
   });
 
-  it('as uid 1337, the proxy in a pod, started as node runs it and through the shebang', { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : uidCannotRunCheckout(1337) }, async () => {
-    assert.match(await startDebug(1337), accepted);
-    assert.match(await startDebug(1337, true), accepted);
-  });
+  it(
+    'as uid 1337, the proxy in a pod, started as node runs it and through the shebang',
+    { skip: process.getuid?.() !== 0 ? 'needs root to run as uid 1337' : uidCannotRunCheckout(1337) },
+    async () => {
+      assert.match(await startDebug(1337), accepted);
+      assert.match(await startDebug(1337, true), accepted);
+    },
+  );
 });

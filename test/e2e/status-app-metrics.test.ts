@@ -177,12 +177,18 @@ describe('several app targets (Istio\'s `targets`) with PILOT_AGENT_MERGE_ENVOY_
     cleanup.defer(() => peer.stop());
     const first = await startMetricsApp();
     cleanup.defer(() => first.close());
-    const second = createServer((request, response) => void (request.url === '/b' ? response.end('# TYPE app_b_up gauge\napp_b_up 1\n# EOF\n') : response.writeHead(404).end()));
+    const second = createServer(
+      (request, response) => void (request.url === '/b' ? response.end('# TYPE app_b_up gauge\napp_b_up 1\n# EOF\n') : response.writeHead(404).end()),
+    );
     await new Promise<void>((resolve) => second.listen(0, '127.0.0.1', resolve));
     cleanup.defer(() => new Promise<void>((resolve) => (second.closeAllConnections(), second.close(() => resolve()))));
     const downPort = await freePort();
     statusPort = await freePort();
-    const targets = [{ port: String(first.port), path: '/custom/metrics' }, { port: String((second.address() as { port: number }).port), path: '/b' }, { port: String(downPort), path: '' }];
+    const targets = [
+      { port: String(first.port), path: '/custom/metrics' },
+      { port: String((second.address() as { port: number }).port), path: '/b' },
+      { port: String(downPort), path: '' },
+    ];
     const agent = await startAgent({
       discoveryAddress: peer.address,
       args: ['--statusPort', String(statusPort), '--readinessPort', String(await freePort())],

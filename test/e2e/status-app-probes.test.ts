@@ -10,7 +10,16 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { makeCa } from '../support/certs.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
-import { startGrpcApp, startHttpApp, startRecordingHttpApp, startRecordingTcpApp, startTcpApp, type ProbeApp, type RecordingApp, type SeenRequest } from '../support/probe-apps.ts';
+import {
+  startGrpcApp,
+  startHttpApp,
+  startRecordingHttpApp,
+  startRecordingTcpApp,
+  startTcpApp,
+  type ProbeApp,
+  type RecordingApp,
+  type SeenRequest,
+} from '../support/probe-apps.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
 import { get } from './status-support.ts';
@@ -39,7 +48,10 @@ describe('/app-health probes the app as the injector configured, with the real E
     cleanup.defer(() => grpc.close());
     statusPort = await freePort();
     const probers = {
-      '/app-health/web/livez': { httpGet: { path: '/healthz', port: http.port, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'kubelet' }] }, timeoutSeconds: 1 },
+      '/app-health/web/livez': {
+        httpGet: { path: '/healthz', port: http.port, scheme: 'HTTP', httpHeaders: [{ name: 'X-Probe', value: 'kubelet' }] },
+        timeoutSeconds: 1,
+      },
       '/app-health/web/startupz': { httpGet: { path: '/slow', port: http.port }, timeoutSeconds: 1 },
       '/app-health/moved/livez': { httpGet: { path: '/moved', port: http.port }, timeoutSeconds: 1 },
       '/app-health/db/readyz': { tcpSocket: { port: tcp.port }, timeoutSeconds: 1 },
@@ -96,7 +108,13 @@ describe('/app-health probes the app as the injector configured, with the real E
   });
 
   it('answers 404 for an unknown container or probe and takes no target from the request', async () => {
-    for (const path of ['/app-health/nope/livez', '/app-health/web/readyz', '/app-health/web/livez/x', `/app-health/127.0.0.1:${http.port}/livez`, '/app-lifecycle/web/livez']) {
+    for (const path of [
+      '/app-health/nope/livez',
+      '/app-health/web/readyz',
+      '/app-health/web/livez/x',
+      `/app-health/127.0.0.1:${http.port}/livez`,
+      '/app-lifecycle/web/livez',
+    ]) {
       assert.equal((await get(statusPort, path)).status, 404, path);
     }
     assert.equal((await get(statusPort, '/app-health/web/livez', 'POST')).status, 405);
@@ -239,9 +257,15 @@ describe('malformed app env values exit 2 naming the variable, before --configPa
   async function runWithBadEnv(env: Record<string, string>, args: string[] = []) {
     await using cleanup = new AsyncDisposableStack();
     const configPath = join(await tempDir(cleanup, 'bad-app-env-'), 'config');
-    const result = await execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', configPath, ...args], {
-      reject: false, timeout: 60_000, env,
-    });
+    const result = await execa(
+      nodeBin,
+      [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '127.0.0.1', '--configPath', configPath, ...args],
+      {
+        reject: false,
+        timeout: 60_000,
+        env,
+      },
+    );
     assert.equal(result.exitCode, 2, result.stderr);
     assert.equal(result.stderr.trim().split('\n').length, 1, result.stderr);
     assert.equal(existsSync(configPath), false, 'bad input leaves no --configPath behind');

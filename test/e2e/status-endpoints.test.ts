@@ -59,7 +59,9 @@ describe('status endpoints, request and wait with the real Envoy', () => {
       assert.ok(families.has('envoy_server_live'), 'Envoy\'s part follows');
       assert.ok(metrics.body.indexOf('istio_agent_') < metrics.body.indexOf('envoy_'), 'agent first');
       // Ours only: Envoy's own gauge cluster.membership_total is Envoy's name, passed on as Istio does.
-      const misnamed = [...families.values()].filter((family) => family.name.startsWith('istio_agent_') && family.name.endsWith('_total') && family.type !== 'COUNTER');
+      const misnamed = [...families.values()].filter(
+        (family) => family.name.startsWith('istio_agent_') && family.name.endsWith('_total') && family.type !== 'COUNTER',
+      );
       assert.deepEqual(misnamed.map((family) => family.name), [], 'only counters end in _total');
 
       const epochs = JSON.parse((await get(statusPort, '/debug/epochs')).body) as { live: { epoch: number; pid: number; live: boolean }[] };
@@ -118,7 +120,17 @@ describe('status endpoints, request and wait with the real Envoy', () => {
 
   it('wait exits 1 on timeout and request fails when admin is down', async () => {
     const port = await freePort();
-    const wait = await cli(['wait', '--url', `http://127.0.0.1:${port}/healthz/ready`, '--timeoutSeconds', '1', '--periodMillis', '100', '--requestTimeoutMillis', '100']);
+    const wait = await cli([
+      'wait',
+      '--url',
+      `http://127.0.0.1:${port}/healthz/ready`,
+      '--timeoutSeconds',
+      '1',
+      '--periodMillis',
+      '100',
+      '--requestTimeoutMillis',
+      '100',
+    ]);
     assert.equal(wait.exitCode, 1);
     assert.match(wait.stderr, /timeout waiting for Envoy proxy to become ready\. Last error: .*ECONNREFUSED/);
     const request = await cli(['request', 'GET', '/stats', '--debug-port', String(port)]);

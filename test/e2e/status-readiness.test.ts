@@ -58,8 +58,16 @@ describe('status server readiness with the real Envoy', () => {
   });
 
   it('says the config was rejected when Envoy NACKs the listeners', async () => {
-    const badListener = { ...(httpListener('listener_bad', 1, 'local_route') as Record<string, unknown>), address: { socket_address: { address: '127.0.0.1', port_value: 70000 } } };
-    const peer = await startPeer([badListener, routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]), edsCluster('upstream'), endpoints('upstream', upstream.port)]);
+    const badListener = {
+      ...(httpListener('listener_bad', 1, 'local_route') as Record<string, unknown>),
+      address: { socket_address: { address: '127.0.0.1', port_value: 70000 } },
+    };
+    const peer = await startPeer([
+      badListener,
+      routeConfig('local_route', [{ prefix: '/', cluster: 'upstream' }]),
+      edsCluster('upstream'),
+      endpoints('upstream', upstream.port),
+    ]);
     const { agent, statusPort } = await startStatusAgent(peer.address);
     try {
       // Not just /rejected/: the counts ("0 rejected") say it while LDS is still on its way.

@@ -19,7 +19,23 @@ import { freePort } from '../support/ports.ts';
 /** A self-signed certificate (also the root) valid for `days`, written as the sidecar's three files. */
 async function mountedCerts(dir: string, days: number): Promise<void> {
   await mkdir(dir, { recursive: true });
-  await execa('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert-chain.pem'), '-days', String(days), '-subj', '/CN=localhost']);
+  await execa('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    join(dir, 'key.pem'),
+    '-out',
+    join(dir, 'cert-chain.pem'),
+    '-days',
+    String(days),
+    '-subj',
+    '/CN=localhost',
+  ]);
   await execa('cp', [join(dir, 'cert-chain.pem'), join(dir, 'root-cert.pem')]);
 }
 

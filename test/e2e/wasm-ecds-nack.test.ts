@@ -38,11 +38,19 @@ for (const mode of ['sotw', 'delta'] as const) {
     });
 
     it('NACKs it with an error detail, Envoy keeps its one stream, and the next good response is accepted', async () => {
-      const agent = await startAgent({ discoveryAddress: peer.address, args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'], env: { WASM_CACHE_DIR: await tempDir(cleanup, 'wasm-cache-') } });
+      const agent = await startAgent({
+        discoveryAddress: peer.address,
+        args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'],
+        env: { WASM_CACHE_DIR: await tempDir(cleanup, 'wasm-cache-') },
+      });
       try {
         await until(port, (status) => status === 200);
         await peer.setResources([listener(port, true), codelessPlugin()]);
-        const nack = await peer.log.waitFor((entry) => entry.event === 'request' && ecds(entry) && Boolean(entry.error) && responseNonces(peer).has(entry.nonce), 15_000, 'the ECDS NACK');
+        const nack = await peer.log.waitFor(
+          (entry) => entry.event === 'request' && ecds(entry) && Boolean(entry.error) && responseNonces(peer).has(entry.nonce),
+          15_000,
+          'the ECDS NACK',
+        );
         assert.match(String(nack.error), /neither remote nor local code/);
         // Envoy would reset its stream every ~200 ms on a response it cannot read: watch 1.5 s of that.
         await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -52,7 +60,11 @@ for (const mode of ['sotw', 'delta'] as const) {
         const digest = registry.manifestDigest('wasm/headers', 'v1');
         await peer.setResources([listener(port, true), wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: digest })]);
         await until(port, withPlugin);
-        const ack = await peer.log.waitFor((entry) => entry.event === 'request' && ecds(entry) && !entry.error && entry.nonce !== nack.nonce && responseNonces(peer).has(entry.nonce), 15_000, 'the ECDS ACK');
+        const ack = await peer.log.waitFor(
+          (entry) => entry.event === 'request' && ecds(entry) && !entry.error && entry.nonce !== nack.nonce && responseNonces(peer).has(entry.nonce),
+          15_000,
+          'the ECDS ACK',
+        );
         assert.ok(ack.nonce);
         assert.equal(peer.log.entries.filter((entry) => entry.event === 'stream_open').length, 1, 'still the one stream');
         assert.ok(agent.log.entries.some((entry) => entry.msg === 'ECDS response rejected by the agent (NACK)'));

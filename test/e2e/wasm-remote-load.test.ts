@@ -33,7 +33,12 @@ for (const mode of ['sotw', 'delta'] as const) {
       cacheDir = await tempDir(cleanup, 'wasm-cache-');
     });
 
-    const agentFor = (env: Record<string, string> = {}) => startAgent({ discoveryAddress: peer.address, args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'], env: { WASM_CACHE_DIR: cacheDir, WASM_HTTP_REQUEST_MAX_RETRIES: '2', ...env } });
+    const agentFor = (env: Record<string, string> = {}) =>
+      startAgent({
+        discoveryAddress: peer.address,
+        args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'],
+        env: { WASM_CACHE_DIR: cacheDir, WASM_HTTP_REQUEST_MAX_RETRIES: '2', ...env },
+      });
     const stopClean = async (agent: RunningAgent) => {
       const result = await agent.stop('SIGTERM');
       assert.equal(result.exitCode, 0, agent.stderr());
@@ -73,7 +78,10 @@ for (const mode of ['sotw', 'delta'] as const) {
         try {
           await peer.setResources([listener(port, true), wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: 'ab'.repeat(32) })]);
           await until(port, (status) => status === 403);
-          await peer.setResources([listener(port, true), wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: 'cd'.repeat(32), failOpen: true })]);
+          await peer.setResources([
+            listener(port, true),
+            wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: 'cd'.repeat(32), failOpen: true }),
+          ]);
           await until(port, (status, header) => status === 200 && header === null);
           assert.ok(agent.log.entries.some((entry) => entry.fallback === 'deny-all' && errorMessage(entry).includes('not ' + 'ab'.repeat(32))));
         } finally {
@@ -87,7 +95,10 @@ for (const mode of ['sotw', 'delta'] as const) {
         const names = Array.from({ length: 12 }, (_, index) => `extensions.istio.io/wasmplugin/default.headers-${index}`);
         const before = registry.requests.length;
         try {
-          await peer.setResources([listener(port, true, names), ...names.map((name) => wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: digest, name }))]);
+          await peer.setResources([
+            listener(port, true, names),
+            ...names.map((name) => wasmPlugin({ uri: `oci://${registry.host}/wasm/headers:v1`, sha256: digest, name })),
+          ]);
           // Each filter adds its header: twelve 'loaded' means every filter runs the module.
           await until(port, (status, header) => status === 200 && header?.split(', ').filter((value) => value === 'loaded').length === 12, 60_000);
           assert.equal(agent.log.entries.filter((entry) => entry.fallback === 'deny-all').length, 0, 'no filter fell back to deny-all');

@@ -6,17 +6,40 @@ export const filterName = 'extensions.istio.io/wasmplugin/default.headers';
 
 /** A listener answering 200 itself, with the Wasm filter slot filled over ECDS when `withFilter` (or one slot per name of `names`). */
 export function listener(port: number, withFilter: boolean, names = [filterName]): unknown {
-  const wasmSlot = (name: string) => ({ name, config_discovery: { config_source: { ads: {}, resource_api_version: 'V3' }, type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm'), t('envoy.extensions.filters.http.rbac.v3.RBAC')] } });
+  const wasmSlot = (name: string) => ({
+    name,
+    config_discovery: {
+      config_source: { ads: {}, resource_api_version: 'V3' },
+      type_urls: [t('envoy.extensions.filters.http.wasm.v3.Wasm'), t('envoy.extensions.filters.http.rbac.v3.RBAC')],
+    },
+  });
   return {
     '@type': t('envoy.config.listener.v3.Listener'),
     name: 'listener_0',
     address: { socket_address: { address: '127.0.0.1', port_value: port } },
-    filter_chains: [{ filters: [{ name: 'envoy.filters.network.http_connection_manager', typed_config: {
-      '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
-      stat_prefix: 'in',
-      route_config: { name: 'local', virtual_hosts: [{ name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'app' } } }] }] },
-      http_filters: [...(withFilter ? names.map(wasmSlot) : []), { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } }],
-    } }] }],
+    filter_chains: [
+      {
+        filters: [
+          {
+            name: 'envoy.filters.network.http_connection_manager',
+            typed_config: {
+              '@type': t('envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager'),
+              stat_prefix: 'in',
+              route_config: {
+                name: 'local',
+                virtual_hosts: [
+                  { name: 'all', domains: ['*'], routes: [{ match: { prefix: '/' }, direct_response: { status: 200, body: { inline_string: 'app' } } }] },
+                ],
+              },
+              http_filters: [
+                ...(withFilter ? names.map(wasmSlot) : []),
+                { name: 'envoy.filters.http.router', typed_config: { '@type': t('envoy.extensions.filters.http.router.v3.Router') } },
+              ],
+            },
+          },
+        ],
+      },
+    ],
   };
 }
 

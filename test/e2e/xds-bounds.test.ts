@@ -86,9 +86,14 @@ describe('the XDS socket bounds what one client can make the relay hold', () => 
       stream.on('error', () => undefined);
       for (let i = 0; i < 500; i++) stream.write(frame(sotwRequest({ typeUrl: `type.googleapis.com/bogus.Type${i}`, nodeId: 'n' })));
       stream.write(frame(sotwRequest({ typeUrl: 'type.googleapis.com/envoy.config.cluster.v3.Cluster' })));
-      await waitUntil(() => (relay.debug().types['other']?.requests ?? 0) === 500 && relay.debug().types['type.googleapis.com/envoy.config.cluster.v3.Cluster'] !== undefined);
+      await waitUntil(
+        () => (relay.debug().types['other']?.requests ?? 0) === 500 && relay.debug().types['type.googleapis.com/envoy.config.cluster.v3.Cluster'] !== undefined,
+      );
       const series = (await registry.metrics()).split('\n').filter((line) => line.startsWith('istio_agent_xds_proxy_requests{'));
-      assert.deepEqual(series.sort(), ['istio_agent_xds_proxy_requests{type="envoy.config.cluster.v3.Cluster"} 1', 'istio_agent_xds_proxy_requests{type="other"} 500']);
+      assert.deepEqual(series.sort(), [
+        'istio_agent_xds_proxy_requests{type="envoy.config.cluster.v3.Cluster"} 1',
+        'istio_agent_xds_proxy_requests{type="other"} 500',
+      ]);
       assert.equal(Object.keys(relay.debug().types).length, 2);
     } finally {
       session.destroy();

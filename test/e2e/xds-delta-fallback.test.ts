@@ -28,7 +28,8 @@ async function getThrough(port: number): Promise<string> {
 }
 
 const adsApiType = async (dir: string, epoch: number) =>
-  (JSON.parse(await readFile(join(dir, 'config', `envoy-rev${epoch}.json`), 'utf8')) as { dynamic_resources: { ads_config: { api_type: string } } }).dynamic_resources.ads_config.api_type;
+  (JSON.parse(await readFile(join(dir, 'config', `envoy-rev${epoch}.json`), 'utf8')) as { dynamic_resources: { ads_config: { api_type: string } } })
+    .dynamic_resources.ads_config.api_type;
 
 describe('Delta xDS by default, State of the World with a server without Delta', () => {
   it('a default agent speaks Delta to a server that has it: a Delta stream, no fallback', { timeout: 90_000 }, async () => {

@@ -37,14 +37,31 @@ function apiListener(name: string, routeName: string): unknown {
 async function startBackend(): Promise<{ port: number; server: Server }> {
   const server = new Server();
   const say = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => callback(null, Buffer.from(`pong:${call.request.toString()}`));
-  server.addService({ Say: { path: sayPath, requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity } }, { Say: say });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  server.addService(
+    {
+      Say: {
+        path: sayPath,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity,
+      },
+    },
+    { Say: say },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
   return { port, server };
 }
 
 function callSay(client: Client, text: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(sayPath, identity, identity, Buffer.from(text), { deadline: Date.now() + 15_000 }, (error, reply) => (error ? reject(error) : resolve(reply!.toString())));
+    client.makeUnaryRequest(sayPath, identity, identity, Buffer.from(text), { deadline: Date.now() + 15_000 }, (error, reply) =>
+      error ? reject(error) : resolve(reply!.toString()),
+    );
   });
 }
 
@@ -58,7 +75,12 @@ describe('a proxyless gRPC client (@grpc/grpc-js-xds) resolves through the relay
   before(async () => {
     backend = await startBackend();
     cleanup.defer(() => backend.server.forceShutdown());
-    peer = await startPeer([apiListener('echo.test', 'echo_route'), routeConfig('echo_route', [{ prefix: '', cluster: 'echo' }]), edsCluster('echo'), localEndpoints('echo', backend.port)]);
+    peer = await startPeer([
+      apiListener('echo.test', 'echo_route'),
+      routeConfig('echo_route', [{ prefix: '', cluster: 'echo' }]),
+      edsCluster('echo'),
+      localEndpoints('echo', backend.port),
+    ]);
     cleanup.defer(() => peer.stop());
     agent = await startAgent({ discoveryAddress: peer.address });
     deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
@@ -76,7 +98,10 @@ describe('a proxyless gRPC client (@grpc/grpc-js-xds) resolves through the relay
     try {
       assert.equal(await callSay(client, 'ping'), 'pong:ping');
       const nodes = peer.log.entries.filter((entry) => entry.event === 'node').map((entry) => entry.node);
-      assert.ok(nodes.includes('sidecar~127.0.0.1~grpc-client~default.svc.cluster.local'), `peer saw the gRPC client's node through the relay: ${nodes.join(', ')}`);
+      assert.ok(
+        nodes.includes('sidecar~127.0.0.1~grpc-client~default.svc.cluster.local'),
+        `peer saw the gRPC client's node through the relay: ${nodes.join(', ')}`,
+      );
     } finally {
       client.close();
     }

@@ -12,7 +12,8 @@ import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { freePort } from '../support/ports.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
-const failures = async (registry: Registry) => Number(/ (\d+)$/m.exec(await registry.getSingleMetricAsString('istio_agent_xds_proxy_upstream_failures_total'))?.[1] ?? 0);
+const failures = async (registry: Registry) =>
+  Number(/ (\d+)$/m.exec(await registry.getSingleMetricAsString('istio_agent_xds_proxy_upstream_failures_total'))?.[1] ?? 0);
 
 describe('last-known-good in the relay: a grpc-js ADS client, nothing listening upstream', () => {
   let dir: string;
@@ -25,9 +26,22 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
   before(async () => {
     dir = await tempDir(cleanup, 'lkg-relay-');
     const lastKnownGood = new LastKnownGoodConfig();
-    lastKnownGood.keepSotw(cds, 'v7', [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])], Date.now());
+    lastKnownGood.keepSotw(
+      cds,
+      'v7',
+      [Buffer.concat([lenField(1, 'v7'), lenField(2, lenField(1, cds)), lenField(4, cds), lenField(5, 'server-nonce')])],
+      Date.now(),
+    );
     // A redial far away: every dial in these tests is one a stream made itself.
-    relay = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir }, registry, clock: systemClock, logger: silentLogger, lastKnownGood, backoff: { initialMs: 600_000, multiplier: 1, jitter: 0, maxMs: 600_000 } });
+    relay = new XdsRelay({
+      socketPath: join(dir, 'XDS'),
+      upstream: { address: { host: '127.0.0.1', port: await freePort() }, policy: 'NONE', certDir: dir },
+      registry,
+      clock: systemClock,
+      logger: silentLogger,
+      lastKnownGood,
+      backoff: { initialMs: 600_000, multiplier: 1, jitter: 0, maxMs: 600_000 },
+    });
     await relay.start();
     cleanup.defer(() => relay.stop());
     cleanup.defer(() => clients.forEach((client) => client.close()));

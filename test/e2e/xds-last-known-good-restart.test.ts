@@ -21,7 +21,11 @@ interface LastKnownGoodFileText {
 }
 
 /** Every protobuf payload in the kept file, decoded, as one string to search. */
-const payloads = (file: LastKnownGoodFileText) => file.types.flatMap((type) => [type.response ?? '', ...(type.resources ?? []).map((entry) => entry.bytes)]).map((b64) => Buffer.from(b64, 'base64').toString('latin1')).join('\n');
+const payloads = (file: LastKnownGoodFileText) =>
+  file.types
+    .flatMap((type) => [type.response ?? '', ...(type.resources ?? []).map((entry) => entry.bytes)])
+    .map((b64) => Buffer.from(b64, 'base64').toString('latin1'))
+    .join('\n');
 
 for (const mode of ['sotw', 'delta'] as const) {
   describe(`last-known-good xDS across an agent restart (${mode})`, () => {
@@ -63,7 +67,14 @@ for (const mode of ['sotw', 'delta'] as const) {
 
     it('the kept file is written 0600 without the Secret Envoy got over ADS', async () => {
       const tlsPort = await freePort();
-      peer = await startPeer([...routedService(listenerPort, [{ prefix: '/', cluster: 'cluster_a', port: upstream.port }]), sdsListener(tlsPort, 'server-cert'), secret('server-cert', pair)], { address: peerAddress });
+      peer = await startPeer(
+        [
+          ...routedService(listenerPort, [{ prefix: '/', cluster: 'cluster_a', port: upstream.port }]),
+          sdsListener(tlsPort, 'server-cert'),
+          secret('server-cert', pair),
+        ],
+        { address: peerAddress },
+      );
       const agent = await start();
       await waitForBody(listenerPort, '/', `a (${mode})`);
       await waitForSerial(tlsPort, pair.serial);
@@ -122,5 +133,10 @@ for (const mode of ['sotw', 'delta'] as const) {
 async function waitForLastKnownGoodFile(path: string, types: string[], timeoutMs = 30_000): Promise<LastKnownGoodFileText> {
   const read = () => readFile(path, 'utf8').then((text) => JSON.parse(text) as LastKnownGoodFileText);
   const holdsAll = (file: LastKnownGoodFileText) => types.every((type) => file.types.some((entry) => entry.typeUrl.endsWith(`.${type}`)));
-  return pollUntil(read, { what: `${path} to hold ${types.join(', ')}`, timeoutMs, accept: holdsAll, show: (file) => file.types.map((entry) => entry.typeUrl).join(', ') });
+  return pollUntil(read, {
+    what: `${path} to hold ${types.join(', ')}`,
+    timeoutMs,
+    accept: holdsAll,
+    show: (file) => file.types.map((entry) => entry.typeUrl).join(', '),
+  });
 }

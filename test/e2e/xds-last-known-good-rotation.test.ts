@@ -60,10 +60,16 @@ for (const mode of ['sotw', 'delta'] as const) {
         await peer?.stop();
       });
       // A server that takes the call and sends nothing: reached, so Envoy could have had config, and nothing is kept.
-      const silent = await startScriptedUpstream((stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc' }), Number(peerAddress.split(':')[1]));
+      const silent = await startScriptedUpstream(
+        (stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc' }),
+        Number(peerAddress.split(':')[1]),
+      );
       cleanup.defer(() => silent.close());
       await writeSecretVolume(certDir, sidecarFiles(ca, await ca.issue('localhost')));
-      const agent = await startAgent({ discoveryAddress: peerAddress, args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...modeArgs] });
+      const agent = await startAgent({
+        discoveryAddress: peerAddress,
+        args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...modeArgs],
+      });
       deferStop(cleanup, agent);
       await envoyStarted(agent, 0);
       // Envoy's stream takes the predial's call as it opens (a stream that opened after the call closed would not have reached the server).
@@ -75,7 +81,11 @@ for (const mode of ['sotw', 'delta'] as const) {
       await epochLive(agent, 0, 90_000);
       const next = await ca.issue('localhost');
       await writeSecretVolume(certDir, sidecarFiles(ca, next));
-      const held = await agent.log.waitFor((entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config', 20_000, 'the held restart');
+      const held = await agent.log.waitFor(
+        (entry) => entry.msg === 'hot restart held: the running epoch keeps serving until the new one can get its config',
+        20_000,
+        'the held restart',
+      );
       assert.match(String(held.reason), /cannot be reached/);
       assert.match((await getStatus(statusPort, '/stats/prometheus')).body, /^istio_agent_restart_held 1$/m);
       assert.equal(agent.envoyPids().length, 1, 'no new epoch while held');

@@ -37,7 +37,10 @@ for (const mode of ['sotw', 'delta'] as const) {
         await peer?.stop();
       });
       statusPort = await freePort();
-      agent = await startAgent({ discoveryAddress: peerAddress, args: ['--statusPort', String(statusPort), ...(mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'])] });
+      agent = await startAgent({
+        discoveryAddress: peerAddress,
+        args: ['--statusPort', String(statusPort), ...(mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'])],
+      });
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     });
 

@@ -18,7 +18,17 @@ const mib = 1024 * 1024;
 function bigResponse(nonce: string): Buffer {
   const resource = Buffer.concat([Buffer.from([0x12, 120]), Buffer.alloc(120, 0x61)]);
   const resources = Array.from({ length: 8000 }, () => resource);
-  return frame(Buffer.concat([Buffer.from([0x0a, 2]), Buffer.from('v1'), ...resources, Buffer.from([0x22, clusterType.length]), Buffer.from(clusterType), Buffer.from([0x2a, nonce.length]), Buffer.from(nonce)]));
+  return frame(
+    Buffer.concat([
+      Buffer.from([0x0a, 2]),
+      Buffer.from('v1'),
+      ...resources,
+      Buffer.from([0x22, clusterType.length]),
+      Buffer.from(clusterType),
+      Buffer.from([0x2a, nonce.length]),
+      Buffer.from(nonce),
+    ]),
+  );
 }
 
 /** Writes responses as fast as HTTP/2 takes them, up to `totalBytes`; `accepted` is how far it got. */
@@ -65,7 +75,10 @@ describe('xDS relay back-pressure: an Envoy that stops reading holds the server 
       // Envoy's side reads nothing: no 'data' listener, the stream stays paused.
       const held = await waitForPlateau(() => progress.accepted, { quietMs: 1500, timeoutMs: 60_000 });
       // One upstream window (stream and connection, 16 MiB), Envoy's small window, and socket buffers; not the flood.
-      assert.ok(held < upstreamWindowBytes + 24 * mib, `the server got ${(held / mib).toFixed(1)} MiB out while Envoy read nothing (of ${totalBytes / mib} MiB)`);
+      assert.ok(
+        held < upstreamWindowBytes + 24 * mib,
+        `the server got ${(held / mib).toFixed(1)} MiB out while Envoy read nothing (of ${totalBytes / mib} MiB)`,
+      );
       assert.ok(held > 0, 'the server did start sending');
 
       // Envoy reads again: everything arrives, so the stall held bytes back rather than dropping them.
@@ -73,7 +86,12 @@ describe('xDS relay back-pressure: an Envoy that stops reading holds the server 
       const all = new Promise<void>((resolve) => stream.on('data', (chunk: Buffer) => (received += chunk.length) >= totalBytes && resolve()));
       stream.resume();
       const bound = new AbortController();
-      await Promise.race([all, sleep(60_000, undefined, { signal: bound.signal }).then(() => assert.fail(`only ${received} of ${progress.accepted} bytes reached Envoy's side after it read again`))]).finally(() => bound.abort());
+      await Promise.race([
+        all,
+        sleep(60_000, undefined, { signal: bound.signal }).then(() =>
+          assert.fail(`only ${received} of ${progress.accepted} bytes reached Envoy's side after it read again`),
+        ),
+      ]).finally(() => bound.abort());
       await waitForPlateau(() => received, { quietMs: 300, timeoutMs: 10_000 });
       assert.equal(received, progress.accepted, 'every byte the server sent reached Envoy\'s side');
       t.diagnostic(`held back at ${(held / mib).toFixed(1)} MiB of ${(progress.accepted / mib).toFixed(1)} MiB`);

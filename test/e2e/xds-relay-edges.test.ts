@@ -205,7 +205,13 @@ describe('xDS relay predial over a slow link (TLS peer, the handshake held back)
     // Bytes towards the peer wait 300 ms before they are sent on: the dial is under way for at least that long.
     const link = await slowLink(peer.port, 300);
     cleanup.defer(() => link.close());
-    const { relay, target } = await startRelay(dir, { address: { host: '127.0.0.1', port: link.port }, policy: 'TLS', certDir: dir, rootCaFile: root, serverName: 'istiod.istio-system.svc' });
+    const { relay, target } = await startRelay(dir, {
+      address: { host: '127.0.0.1', port: link.port },
+      policy: 'TLS',
+      certDir: dir,
+      rootCaFile: root,
+      serverName: 'istiod.istio-system.svc',
+    });
     cleanup.defer(() => relay.stop());
     relay.predial('sotw');
     const client = new AdsTestClient(target);

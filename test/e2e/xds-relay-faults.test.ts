@@ -18,7 +18,15 @@ const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };
 /** A response with `resources` resources of `size` bytes each, and a nonce. */
 function response(nonce: string, resources = 1, size = 10): Buffer {
   const resource = Buffer.concat([Buffer.from([0x12]), Buffer.from([size]), Buffer.alloc(size, 0x61)]);
-  return Buffer.concat([Buffer.from([0x0a, 2]), Buffer.from('v1'), ...Array.from({ length: resources }, () => resource), Buffer.from([0x22, clusterType.length]), Buffer.from(clusterType), Buffer.from([0x2a, nonce.length]), Buffer.from(nonce)]);
+  return Buffer.concat([
+    Buffer.from([0x0a, 2]),
+    Buffer.from('v1'),
+    ...Array.from({ length: resources }, () => resource),
+    Buffer.from([0x22, clusterType.length]),
+    Buffer.from(clusterType),
+    Buffer.from([0x2a, nonce.length]),
+    Buffer.from(nonce),
+  ]);
 }
 
 describe('xDS relay faults (scripted discovery server)', () => {
@@ -48,7 +56,11 @@ describe('xDS relay faults (scripted discovery server)', () => {
       stream.on('data', count);
     });
     // The server sends the rest only once Envoy's side holds the first half.
-    await within(receivedAtLeast(5 + half), 10_000, `the first ${5 + half} of ${5 + body.length} bytes before the rest is sent (does the relay store and forward?)`);
+    await within(
+      receivedAtLeast(5 + half),
+      10_000,
+      `the first ${5 + half} of ${5 + body.length} bytes before the rest is sent (does the relay store and forward?)`,
+    );
     const rest = receivedAtLeast(5 + body.length);
     sendRest();
     await within(rest, 10_000, 'the rest of the response');
@@ -77,7 +89,9 @@ describe('xDS relay faults (scripted discovery server)', () => {
 
   it('reports an upstream refusal (Trailers-Only) with its code, and tells Envoy UNAVAILABLE', async () => {
     await using cleanup = new AsyncDisposableStack();
-    const upstream = await startScriptedUpstream((stream) => stream.respond({ ...grpcOk, 'grpc-status': '16', 'grpc-message': 'bad%20token' }, { endStream: true }));
+    const upstream = await startScriptedUpstream((stream) =>
+      stream.respond({ ...grpcOk, 'grpc-status': '16', 'grpc-message': 'bad%20token' }, { endStream: true }),
+    );
     cleanup.defer(() => upstream.close());
     const { registry, client } = await relayWithClient(cleanup, dir, upstream.port);
     client.send(sotwRequest({ typeUrl: clusterType, nodeId: 'n' }));
@@ -113,7 +127,9 @@ describe('xDS relay faults from Envoy\'s side (real peer)', () => {
     const client = new Client(target, credentials.createInsecure());
     cleanup.defer(() => client.close());
     const identity = (message: Buffer) => message;
-    const call = new Promise<{ code: number } | null>((resolve) => client.makeUnaryRequest('/no.Such/Method', identity, identity, Buffer.alloc(0), (failure) => resolve(failure)));
+    const call = new Promise<{ code: number } | null>((resolve) =>
+      client.makeUnaryRequest('/no.Such/Method', identity, identity, Buffer.alloc(0), (failure) => resolve(failure)),
+    );
     assert.equal((await within(call, 10_000, 'the answer to an unknown method'))?.code, status.UNIMPLEMENTED);
   });
 

@@ -25,16 +25,28 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
   let upstream: Upstream;
   let peer: Peer;
   let listenerPort: number;
-  const files = () => ({ root: join(dir, 'root-cert.pem'), wrongRoot: join(dir, 'other-root.pem'), token: join(dir, 'istio-token'), wrongToken: join(dir, 'wrong-token') });
+  const files = () => ({
+    root: join(dir, 'root-cert.pem'),
+    wrongRoot: join(dir, 'other-root.pem'),
+    token: join(dir, 'istio-token'),
+    wrongToken: join(dir, 'wrong-token'),
+  });
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'xds-tls-token-'));
     [signer, otherSigner] = await Promise.all([makeCsrSigner(), makeCsrSigner()]);
-    await Promise.all([writeFile(files().root, signer.root), writeFile(files().wrongRoot, otherSigner.root), writeFile(files().token, `${token}\n`), writeFile(files().wrongToken, 'not-it')]);
+    await Promise.all([
+      writeFile(files().root, signer.root),
+      writeFile(files().wrongRoot, otherSigner.root),
+      writeFile(files().token, `${token}\n`),
+      writeFile(files().wrongToken, 'not-it'),
+    ]);
     const tls = await issueServerPair(signer, istiodName);
     upstream = await startUpstream('through istiod-shaped xDS');
     listenerPort = await freePort();
-    peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }), { args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token] });
+    peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }), {
+      args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token],
+    });
   });
 
   after(async () => {
@@ -43,7 +55,12 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
     await Promise.all([signer?.close(), otherSigner?.close(), rm(dir, { recursive: true, force: true })]);
   });
 
-  async function withAgent(env: Record<string, string>, args: string[], check: (agent: RunningAgent) => Promise<void>, discoveryAddress = peer.address): Promise<void> {
+  async function withAgent(
+    env: Record<string, string>,
+    args: string[],
+    check: (agent: RunningAgent) => Promise<void>,
+    discoveryAddress = peer.address,
+  ): Promise<void> {
     const agent = await startAgent({ discoveryAddress, env: { ISTIOD_SAN: istiodName, ...env }, args });
     try {
       await check(agent);
@@ -53,7 +70,8 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
     }
   }
 
-  const withAgentOn = (discoveryAddress: string, args: string[], check: () => Promise<void>) => withAgent({ XDS_ROOT_CA: files().root }, args, check, discoveryAddress);
+  const withAgentOn = (discoveryAddress: string, args: string[], check: () => Promise<void>) =>
+    withAgent({ XDS_ROOT_CA: files().root }, args, check, discoveryAddress);
 
   const streamEnded = (agent: RunningAgent, pattern: RegExp) =>
     agent.log.waitFor((entry) => entry.msg === 'xDS stream ended' && pattern.test(String(entry.details)), 20_000, `a stream ending with ${pattern}`);
@@ -61,7 +79,12 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
   it('with istiod\'s root and the token, Envoy gets its config and traffic flows', { timeout: 60_000 }, async () => {
     await withAgent({ XDS_ROOT_CA: files().root }, ['--xdsTokenFile', files().token], async () => {
       const body = () => fetch(`http://127.0.0.1:${listenerPort}/`, { signal: AbortSignal.timeout(2000) }).then((response) => response.text());
-      await pollUntil(body, { what: 'config through istiod-shaped xDS', timeoutMs: 20_000, accept: (last) => last === 'through istiod-shaped xDS', show: String });
+      await pollUntil(body, {
+        what: 'config through istiod-shaped xDS',
+        timeoutMs: 20_000,
+        accept: (last) => last === 'through istiod-shaped xDS',
+        show: String,
+      });
       assert.ok(peer.log.entries.some((entry) => entry.event === 'tls_handshake'), 'the peer saw a TLS handshake');
     });
   });
@@ -92,7 +115,10 @@ describe('xDS to a discovery server that wants TLS and a token (istiod\'s 15012)
     await writeFile(tokenFile, 'token-one\n');
     const tls = await issueServerPair(signer, istiodName);
     const fixedPort = await freePort();
-    const peerArgs = (wanted: string) => ({ address: `127.0.0.1:${fixedPort}`, args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', wanted] });
+    const peerArgs = (wanted: string) => ({
+      address: `127.0.0.1:${fixedPort}`,
+      args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', wanted],
+    });
     const resources = simpleHttpService({ listenerPort: await freePort(), upstreamPort: upstream.port });
     let current: Peer | undefined = await startPeer(resources, peerArgs('token-one'));
     try {

@@ -14,7 +14,9 @@ const root = new URL('../../', import.meta.url).pathname;
 /** Where addresses are made: the shared supports, the e2e supports and the benches (not the certificate builder, whose dotted numbers are OIDs). */
 function addressFiles(): string[] {
   const list = (dir: string, keep: (name: string) => boolean) =>
-    readdirSync(join(root, dir)).filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts') && name !== 'cert-builder.ts' && keep(name)).map((name) => join(dir, name));
+    readdirSync(join(root, dir))
+      .filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts') && name !== 'cert-builder.ts' && keep(name))
+      .map((name) => join(dir, name));
   return [...list('test/support', () => true), ...list('test/e2e', (name) => name.includes('support')), ...list('bench', () => true)];
 }
 
@@ -40,6 +42,12 @@ test('test and bench supports give namespaces, links and routes only loopback an
 });
 
 test('the scan finds a private or public address, and passes the allowed ones', () => {
-  assert.deepEqual(strayAddresses("ip addr add 10.253.0.1/30; `10.253.${x}`; 192.168.1.1; fd00:251::1; 8.8.8.8; // 10.9.9.9 in a comment"), ['10.253.0.1', '10.253.${', '192.168.1.1', '8.8.8.8', 'fd00:251::1']);
+  assert.deepEqual(strayAddresses('ip addr add 10.253.0.1/30; `10.253.${x}`; 192.168.1.1; fd00:251::1; 8.8.8.8; // 10.9.9.9 in a comment'), [
+    '10.253.0.1',
+    '10.253.${',
+    '192.168.1.1',
+    '8.8.8.8',
+    'fd00:251::1',
+  ]);
   assert.deepEqual(strayAddresses('127.0.0.1 198.18.3.1 `198.19.${x}` 0.0.0.0 ::1 2001:2:0:251::1 255.255.255.252'), []);
 });

@@ -39,7 +39,10 @@ export class AdsTestClient {
   autoAck = true;
 
   constructor(target: string, options: { credentials?: ChannelCredentials; nodeId?: string } = {}) {
-    this.#client = new Client(target, options.credentials ?? credentials.createInsecure(), { 'grpc.max_receive_message_length': -1, 'grpc-node.flow_control_window': 16 * 1024 * 1024 });
+    this.#client = new Client(target, options.credentials ?? credentials.createInsecure(), {
+      'grpc.max_receive_message_length': -1,
+      'grpc-node.flow_control_window': 16 * 1024 * 1024,
+    });
     const identity = (message: Buffer) => message;
     this.stream = this.#client.makeBidiStreamRequest(adsMethods.sotw, identity, identity);
     this.ended = new Promise((resolve) => {

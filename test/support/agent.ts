@@ -97,14 +97,27 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // A clean stop may take the drain plus the agent's own 5 s SIGKILL grace for
   // Envoy; killing the agent sooner would orphan Envoy and fail for the wrong reason.
   // Own process group, owned by processes.ts: reaped even when the test or its runner dies.
-  const [file, argv, path] = options.viaShebang ? [args[0]!, args.slice(1), { PATH: `${dirname(nodeBin)}:${process.env.PATH ?? ''}` }] : [nodeBin, [...(options.nodeArgs ?? []), ...args], {}];
+  const [file, argv, path] = options.viaShebang
+    ? [args[0]!, args.slice(1), { PATH: `${dirname(nodeBin)}:${process.env.PATH ?? ''}` }]
+    : [nodeBin, [...(options.nodeArgs ?? []), ...args], {}];
   // `wrap` execs the agent (e.g. `ip netns exec <name>`): the pid stays the agent's.
   const [command, ...prefix] = [...(options.wrap ?? []), file];
-  const child: ResultPromise = execa(command!, [...prefix, ...argv], { reject: false, buffer: false, stdin: 'ignore', env: { ...options.env, ...path }, cwd: options.cwd, forceKillAfterDelay: 30_000, detached: true });
+  const child: ResultPromise = execa(command!, [...prefix, ...argv], {
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    env: { ...options.env, ...path },
+    cwd: options.cwd,
+    forceKillAfterDelay: 30_000,
+    detached: true,
+  });
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';
-  const log = new LineLog<AgentLogEntry>(child.stdout!, () => `the agent's stdout closed (exit code ${child.exitCode ?? '?'}); stderr: ${stderr.trim() || '(empty)'}`);
+  const log = new LineLog<AgentLogEntry>(
+    child.stdout!,
+    () => `the agent's stdout closed (exit code ${child.exitCode ?? '?'}); stderr: ${stderr.trim() || '(empty)'}`,
+  );
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
   own(child, exited, `agent ${dir}`);
@@ -117,7 +130,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     if (left.length > 0) throw new Error(`Envoy process(es) left behind (found in /proc, not from the agent's log): ${left.join(', ')}`);
   };
   const exitedWithin = () => new Promise<{ exitCode?: number; signal?: string }>((resolve, reject) => {
-    const why = () => `the agent (pid ${child.pid}) did not exit within ${exitDeadlineMs} ms; stderr: ${stderr.trim() || '(empty)'}; last lines:\n${log.raw.slice(-15).join('\n')}`;
+    const why = () =>
+      `the agent (pid ${child.pid}) did not exit within ${exitDeadlineMs} ms; stderr: ${stderr.trim() || '(empty)'}; last lines:\n${log.raw.slice(-15).join('\n')}`;
     // unref: a wait the test gave up on (a race) keeps no process alive.
     const timer = setTimeout(() => reject(new Error(why())), exitDeadlineMs).unref();
     void exited.then((result) => (clearTimeout(timer), resolve(result)));

@@ -28,6 +28,9 @@ let checked = false;
 export function assertBundleFresh(): void {
   if (checked) return;
   const stale = staleSources();
-  if (stale.length > 0) throw new Error(`dist/bundle is older than ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ` and ${stale.length - 3} more` : ''}: run bash scripts/build-agent.sh`);
+  if (stale.length > 0)
+    throw new Error(
+      `dist/bundle is older than ${stale.slice(0, 3).join(', ')}${stale.length > 3 ? ` and ${stale.length - 3} more` : ''}: run bash scripts/build-agent.sh`,
+    );
   checked = true;
 }

@@ -49,12 +49,29 @@ export interface CaPeerOptions {
 
 /** Starts test/peers/ca-server: istiod's CreateCertificate over TLS, checking token and identity. */
 export async function startCaPeer(options: CaPeerOptions): Promise<CaPeer> {
-  const child: ResultPromise = execa(caPeerBin, [
-    '--address', options.address ?? '127.0.0.1:0', '--ca-cert', options.ca.cert, '--ca-key', options.ca.key,
-    '--tls-cert', options.tls.cert, '--tls-key', options.tls.key,
-    ...(options.altTls ? ['--alt-tls-cert', options.altTls.cert, '--alt-tls-key', options.altTls.key] : []), '--token', options.token, '--identity', options.identity,
-    '--ttl', `${options.ttlSeconds ?? 86_400}s`,
-  ], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', detached: true });
+  const child: ResultPromise = execa(
+    caPeerBin,
+    [
+      '--address',
+      options.address ?? '127.0.0.1:0',
+      '--ca-cert',
+      options.ca.cert,
+      '--ca-key',
+      options.ca.key,
+      '--tls-cert',
+      options.tls.cert,
+      '--tls-key',
+      options.tls.key,
+      ...(options.altTls ? ['--alt-tls-cert', options.altTls.cert, '--alt-tls-key', options.altTls.key] : []),
+      '--token',
+      options.token,
+      '--identity',
+      options.identity,
+      '--ttl',
+      `${options.ttlSeconds ?? 86_400}s`,
+    ],
+    { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit', detached: true },
+  );
   own(child, child, 'CA peer');
   const log = new LineLog<CaPeerEvent>(child.stdout!);
   try {

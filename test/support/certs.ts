@@ -36,8 +36,29 @@ async function issue(input: { dir: string; caCert: string; caKey: string; name: 
   const base = join(input.dir, input.serial);
   await execa('openssl', ['req', ...ec, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', `/CN=${input.name}`]);
   await writeFile(`${base}.ext`, `subjectAltName=DNS:localhost,IP:127.0.0.1${input.uri ? `,URI:${input.uri}` : ''}\n`);
-  await execa('openssl', ['x509', '-req', '-in', `${base}.csr`, '-CA', input.caCert, '-CAkey', input.caKey, '-set_serial', `0x${input.serial}`, '-days', '2', '-extfile', `${base}.ext`, '-out', `${base}.crt`]);
-  return { cert: await readFile(`${base}.crt`, 'utf8'), key: await readFile(`${base}.key`, 'utf8'), serial: BigInt(`0x${input.serial}`).toString(16).toUpperCase() };
+  await execa('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    `${base}.csr`,
+    '-CA',
+    input.caCert,
+    '-CAkey',
+    input.caKey,
+    '-set_serial',
+    `0x${input.serial}`,
+    '-days',
+    '2',
+    '-extfile',
+    `${base}.ext`,
+    '-out',
+    `${base}.crt`,
+  ]);
+  return {
+    cert: await readFile(`${base}.crt`, 'utf8'),
+    key: await readFile(`${base}.key`, 'utf8'),
+    serial: BigInt(`0x${input.serial}`).toString(16).toUpperCase(),
+  };
 }
 
 /**
@@ -78,5 +99,21 @@ export async function writeTestCerts(dir: string, name: string): Promise<void> {
   await run(['req', '-x509', ...ec, '-keyout', 'root-key.pem', '-out', 'root-cert.pem', '-subj', '/CN=test-root', '-days', '2']);
   await run(['req', ...ec, '-keyout', 'key.pem', '-out', 'leaf.csr', '-subj', `/CN=${name}`]);
   await writeFile(`${dir}/leaf.ext`, `subjectAltName=DNS:${name}\n`);
-  await run(['x509', '-req', '-in', 'leaf.csr', '-CA', 'root-cert.pem', '-CAkey', 'root-key.pem', '-CAcreateserial', '-out', 'cert-chain.pem', '-days', '2', '-extfile', 'leaf.ext']);
+  await run([
+    'x509',
+    '-req',
+    '-in',
+    'leaf.csr',
+    '-CA',
+    'root-cert.pem',
+    '-CAkey',
+    'root-key.pem',
+    '-CAcreateserial',
+    '-out',
+    'cert-chain.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'leaf.ext',
+  ]);
 }

@@ -77,7 +77,12 @@ export interface Resolver {
 
 /** Starts the test resolver inside `netns`, on `address` port 53 (UDP and TCP). */
 export async function startResolver(netns: string, address: string): Promise<Resolver> {
-  const child: ResultPromise = execa('ip', ['netns', 'exec', netns, nodeBin, '-e', resolverScript, address], { reject: false, buffer: false, stdin: 'ignore', stderr: 'inherit' });
+  const child: ResultPromise = execa('ip', ['netns', 'exec', netns, nodeBin, '-e', resolverScript, address], {
+    reject: false,
+    buffer: false,
+    stdin: 'ignore',
+    stderr: 'inherit',
+  });
   own(child, child, `DNS resolver in ${netns}`);
   const log = new LineLog<ResolverLogEntry>(child.stdout!);
   const stop = async () => {
@@ -127,7 +132,10 @@ export async function startClusterDns(podNetns: string): Promise<Resolver & { ne
 export async function writeNetnsResolvConf(netns: string, nameserver = clusterDnsIp): Promise<() => Promise<void>> {
   const dir = join('/etc/netns', netns);
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'resolv.conf'), `nameserver ${nameserver}\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:2 attempts:1\n`);
+  await writeFile(
+    join(dir, 'resolv.conf'),
+    `nameserver ${nameserver}\nsearch default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:2 attempts:1\n`,
+  );
   return () => rm(dir, { recursive: true, force: true });
 }
 
@@ -138,8 +146,15 @@ export async function istioInitForDnsCapture(): Promise<{ args: string[]; env: R
   const dir = await mkdtemp(join(tmpdir(), 'pa-dns-init-'));
   try {
     await writeFile(join(dir, 'values.yaml'), 'proxyMetadata: {DNS_CAPTURE: "true"}\n');
-    const result = await execa(nodeBin, [agentBin, 'inject', '-f', '-', '--values', join(dir, 'values.yaml')], { input: pod, env: {}, extendEnv: false, timeout: 30_000 });
-    const spec = (parseAllDocuments(result.stdout)[0]!.toJS() as { spec: { initContainers: { name: string; args: string[]; env?: { name: string; value: string }[] }[] } }).spec;
+    const result = await execa(nodeBin, [agentBin, 'inject', '-f', '-', '--values', join(dir, 'values.yaml')], {
+      input: pod,
+      env: {},
+      extendEnv: false,
+      timeout: 30_000,
+    });
+    const spec = (
+      parseAllDocuments(result.stdout)[0]!.toJS() as { spec: { initContainers: { name: string; args: string[]; env?: { name: string; value: string }[] }[] } }
+    ).spec;
     const init = spec.initContainers.find((container) => container.name === 'istio-init');
     if (!init) throw new Error(`pilot-agent inject rendered no istio-init: ${result.stdout.slice(0, 500)}`);
     return { args: init.args, env: Object.fromEntries((init.env ?? []).map((entry) => [entry.name, entry.value])) };
@@ -155,7 +170,11 @@ export async function istioInitForDnsCapture(): Promise<{ args: string[]; env: R
  */
 export async function runIstioInit(netns: string): Promise<{ args: string[]; env: Record<string, string> }> {
   const init = await istioInitForDnsCapture();
-  await execa('ip', ['netns', 'exec', netns, nodeBin, agentBin, ...init.args], { env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...init.env }, extendEnv: false, timeout: 30_000 });
+  await execa('ip', ['netns', 'exec', netns, nodeBin, agentBin, ...init.args], {
+    env: { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', ...init.env },
+    extendEnv: false,
+    timeout: 30_000,
+  });
   return init;
 }
 
@@ -232,6 +251,9 @@ export async function runClient(netns: string, ops: ClientOp[], uid = appUid): P
 
 /** `getent hosts <name>` as the app: glibc's resolver, search list and all. */
 export async function getent(netns: string, name: string): Promise<string> {
-  const result = await execa('ip', ['netns', 'exec', netns, 'setpriv', `--reuid=${appUid}`, `--regid=${appUid}`, '--clear-groups', 'getent', 'hosts', name], { reject: false, timeout: 20_000 });
+  const result = await execa('ip', ['netns', 'exec', netns, 'setpriv', `--reuid=${appUid}`, `--regid=${appUid}`, '--clear-groups', 'getent', 'hosts', name], {
+    reject: false,
+    timeout: 20_000,
+  });
   return result.stdout.trim();
 }

@@ -13,7 +13,10 @@ export async function listEnvoyLoggers(envoyBin: string): Promise<string[]> {
   const dir = await mkdtemp(join(tmpdir(), 'envoy-loggers-'));
   const addressPath = join(dir, 'admin-address');
   await writeFile(join(dir, 'bootstrap.yaml'), 'admin:\n  address: { socket_address: { address: 127.0.0.1, port_value: 0 } }\n');
-  const envoy = execa(envoyBin, ['-c', join(dir, 'bootstrap.yaml'), '--admin-address-path', addressPath, '--disable-hot-restart', '-l', 'error'], { reject: false, stdin: 'ignore' });
+  const envoy = execa(envoyBin, ['-c', join(dir, 'bootstrap.yaml'), '--admin-address-path', addressPath, '--disable-hot-restart', '-l', 'error'], {
+    reject: false,
+    stdin: 'ignore',
+  });
   try {
     const address = await waitForFile(addressPath);
     const body = await (await fetch(`http://${address}/logging`, { method: 'POST' })).text();

@@ -12,7 +12,12 @@ export function sdsSecret(name: string): unknown {
   return {
     name,
     sds_config: {
-      api_config_source: { api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'sds-grpc' } }], set_node_on_first_message_only: true, transport_api_version: 'V3' },
+      api_config_source: {
+        api_type: 'GRPC',
+        grpc_services: [{ envoy_grpc: { cluster_name: 'sds-grpc' } }],
+        set_node_on_first_message_only: true,
+        transport_api_version: 'V3',
+      },
       initial_fetch_timeout: '0s',
       resource_api_version: 'V3',
     },
@@ -25,7 +30,10 @@ function meshTlsContext(sanMatch: Record<string, string>, alpn: string[]): unkno
     tls_params: { tls_minimum_protocol_version: 'TLSv1_2', tls_maximum_protocol_version: 'TLSv1_3' },
     alpn_protocols: alpn,
     tls_certificate_sds_secret_configs: [sdsSecret('default')],
-    combined_validation_context: { default_validation_context: { match_subject_alt_names: [sanMatch] }, validation_context_sds_secret_config: sdsSecret('ROOTCA') },
+    combined_validation_context: {
+      default_validation_context: { match_subject_alt_names: [sanMatch] },
+      validation_context_sds_secret_config: sdsSecret('ROOTCA'),
+    },
   };
 }
 
@@ -52,10 +60,21 @@ export function outboundMtlsCluster(name: string, serverIdentity: string): unkno
       match: { tlsMode: 'istio' },
       transport_socket: {
         name: 'envoy.transport_sockets.tls',
-        typed_config: { '@type': t('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext'), common_tls_context: meshTlsContext({ exact: serverIdentity }, ['istio']), sni: name },
+        typed_config: {
+          '@type': t('envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext'),
+          common_tls_context: meshTlsContext({ exact: serverIdentity }, ['istio']),
+          sni: name,
+        },
       },
     },
-    { name: 'tlsMode-disabled', match: {}, transport_socket: { name: 'envoy.transport_sockets.raw_buffer', typed_config: { '@type': t('envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer') } } },
+    {
+      name: 'tlsMode-disabled',
+      match: {},
+      transport_socket: {
+        name: 'envoy.transport_sockets.raw_buffer',
+        typed_config: { '@type': t('envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer') },
+      },
+    },
   ];
   return cluster;
 }

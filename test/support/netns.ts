@@ -100,7 +100,11 @@ process.stdout.write(JSON.stringify(answers));
 `;
 
 async function sendRaw(name: string, host: string, requests: RawRequest[]): Promise<RawAnswer[]> {
-  const result = await execa('ip', ['netns', 'exec', name, nodeBin, '--input-type=module', '-e', clientScript, host, JSON.stringify(requests)], { timeout: 120_000, reject: false });
-  if (result.exitCode !== 0) throw new Error(`the client in ${name} failed (${result.timedOut ? 'timed out' : `exit ${result.exitCode}`}): ${result.stderr.slice(0, 500)}`);
+  const result = await execa('ip', ['netns', 'exec', name, nodeBin, '--input-type=module', '-e', clientScript, host, JSON.stringify(requests)], {
+    timeout: 120_000,
+    reject: false,
+  });
+  if (result.exitCode !== 0)
+    throw new Error(`the client in ${name} failed (${result.timedOut ? 'timed out' : `exit ${result.exitCode}`}): ${result.stderr.slice(0, 500)}`);
   return JSON.parse(result.stdout) as RawAnswer[];
 }

@@ -15,7 +15,11 @@ export const caPeerBin = `${repoRoot}.tools/bin/ca-server`;
  */
 export function uidCannotRunCheckout(uid: number): string | undefined {
   const files = [nodeBin, agentBin, envoyBin, `${repoRoot}dist/bundle/pilot-agent.js`];
-  const result = spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', 'sh', '-c', 'for f; do [ -r "$f" ] || { echo "$f"; exit 1; }; done', 'sh', ...files], { encoding: 'utf8', timeout: 10_000 });
+  const result = spawnSync(
+    'setpriv',
+    [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--', 'sh', '-c', 'for f; do [ -r "$f" ] || { echo "$f"; exit 1; }; done', 'sh', ...files],
+    { encoding: 'utf8', timeout: 10_000 },
+  );
   if (result.error) return `setpriv is missing (${result.error.message})`;
   return result.status === 0 ? undefined : `uid ${uid} cannot read ${result.stdout.trim() || 'this checkout'} (a clone other users cannot enter)`;
 }

@@ -181,7 +181,12 @@ export interface PodOptions {
  * uid 1337) and the template's env, it lays out the files it expects there
  * and says what to exec, with which env.
  */
-export type ForeignAgent = (pod: { dir: string; env: Record<string, string>; mesh: Mesh; netns: { name: string; ip: string } }) => Promise<{ argv: string[]; env: Record<string, string> }>;
+export type ForeignAgent = (pod: {
+  dir: string;
+  env: Record<string, string>;
+  mesh: Mesh;
+  netns: { name: string; ip: string };
+}) => Promise<{ argv: string[]; env: Record<string, string> }>;
 
 /** A peer's host:port with istiod's name for the host (the pod's hosts file maps it). */
 const byName = (address: string) => `${istiodName}:${address.slice(address.lastIndexOf(':') + 1)}`;
@@ -209,7 +214,34 @@ export async function makePodNamespace(mesh: Mesh, index: number): Promise<{ nam
     await ip('-n', name, 'link', 'set', 'lo', 'up');
     await ip('-n', name, 'route', 'add', 'default', 'via', mesh.hostIp);
     // The injection template's init container, with the agent's own capture.
-    await execa('ip', ['netns', 'exec', name, nodeBin, agentBin, 'istio-iptables', '-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'REDIRECT', '-i', '*', '-x', '', '-b', '*', '-d', '15090,15021,15020'], { timeout: 20_000 });
+    await execa(
+      'ip',
+      [
+        'netns',
+        'exec',
+        name,
+        nodeBin,
+        agentBin,
+        'istio-iptables',
+        '-p',
+        '15001',
+        '-z',
+        '15006',
+        '-u',
+        String(proxyUid),
+        '-m',
+        'REDIRECT',
+        '-i',
+        '*',
+        '-x',
+        '',
+        '-b',
+        '*',
+        '-d',
+        '15090,15021,15020',
+      ],
+      { timeout: 20_000 },
+    );
   } catch (error) {
     await remove();
     throw error;
@@ -232,7 +264,13 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   await chown(join(dir, 'etc/istio/proxy'), proxyUid, proxyUid);
   const env: Record<string, string> = {
     PATH: `${options.viaShebang ? `${dirname(nodeBin)}:` : ''}${process.env.PATH ?? '/usr/bin:/bin'}`,
-    PROXY_CONFIG: JSON.stringify({ discoveryAddress: byName(mesh.peer.address), statusPort: 15_020, terminationDrainDuration: '1s', drainDuration: '1s', parentShutdownDuration: '3s' }),
+    PROXY_CONFIG: JSON.stringify({
+      discoveryAddress: byName(mesh.peer.address),
+      statusPort: 15_020,
+      terminationDrainDuration: '1s',
+      drainDuration: '1s',
+      parentShutdownDuration: '3s',
+    }),
     CA_ADDR: byName(mesh.ca.address),
     ISTIOD_SAN: istiodName,
     PILOT_CERT_PROVIDER: 'istiod',
@@ -259,9 +297,20 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   const command = options.foreign ? await options.foreign({ dir, env, mesh, netns }) : { argv: ours, env };
   const execWallMs = Date.now();
   const execAt = performance.now();
-  const child: ResultPromise = execa('ip', ['netns', 'exec', netns.name, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', '--', ...command.argv], {
-    reject: false, buffer: false, stdin: 'ignore', cwd: dir, env: command.env, extendEnv: false, detached: true, forceKillAfterDelay: 20_000,
-  });
+  const child: ResultPromise = execa(
+    'ip',
+    ['netns', 'exec', netns.name, 'setpriv', `--reuid=${proxyUid}`, `--regid=${proxyUid}`, '--clear-groups', '--', ...command.argv],
+    {
+      reject: false,
+      buffer: false,
+      stdin: 'ignore',
+      cwd: dir,
+      env: command.env,
+      extendEnv: false,
+      detached: true,
+      forceKillAfterDelay: 20_000,
+    },
+  );
   own(child, child, `pod ${netns.name}`);
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -293,7 +342,10 @@ export async function untilPodReady(pod: Pod, timeoutMs = 60_000, periodMs = 10)
   for (;;) {
     const status = await fetch(`http://${pod.ip}:15021/healthz/ready`, { signal: AbortSignal.timeout(1000) }).then((r) => r.status, () => 0);
     if (status === 200) return performance.now() - pod.execAt;
-    if (pod.exitCode() !== undefined || performance.now() > deadline) throw new Error(`pod ${pod.name} not ready (exit code ${pod.exitCode() ?? 'none yet'}, ${timeoutMs} ms at most); stderr: ${pod.stderr().trim()}; log tail:\n${pod.log.raw.slice(-10).join('\n')}`);
+    if (pod.exitCode() !== undefined || performance.now() > deadline)
+      throw new Error(
+        `pod ${pod.name} not ready (exit code ${pod.exitCode() ?? 'none yet'}, ${timeoutMs} ms at most); stderr: ${pod.stderr().trim()}; log tail:\n${pod.log.raw.slice(-10).join('\n')}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, periodMs));
   }
 }

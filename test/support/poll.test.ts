@@ -14,7 +14,10 @@ it('fails naming what was awaited and the last value seen', async () => {
   await assert.rejects(pollUntil(() => ({ status: 503 }), { what: 'a 200', accept: (answer) => answer.status === 200, timeoutMs: 5, intervalMs: 1 }), {
     message: /^timed out after 5 ms waiting for a 200; last: \{"status":503\}$/,
   });
-  await assert.rejects(pollUntil(() => Promise.reject(new Error('ECONNREFUSED')), { what: 'the port', timeoutMs: 5, intervalMs: 1 }), /last: threw ECONNREFUSED$/);
+  await assert.rejects(
+    pollUntil(() => Promise.reject(new Error('ECONNREFUSED')), { what: 'the port', timeoutMs: 5, intervalMs: 1 }),
+    /last: threw ECONNREFUSED$/,
+  );
 });
 
 it('a falsy value is not accepted by default', async () => {

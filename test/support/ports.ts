@@ -167,7 +167,15 @@ let shared: PortAllocator | undefined;
 function allocator(): PortAllocator {
   if (shared) return shared;
   const owner = processOwner(process.pid);
-  shared = new PortAllocator({ dir: testPortLockDir, range: testPortRange, ephemeral: ephemeralRange(), owner, ownerAlive, bindable: canBind, start: process.pid * 97 });
+  shared = new PortAllocator({
+    dir: testPortLockDir,
+    range: testPortRange,
+    ephemeral: ephemeralRange(),
+    owner,
+    ownerAlive,
+    bindable: canBind,
+    start: process.pid * 97,
+  });
   const created = shared;
   process.once('exit', () => created.releaseAll());
   return created;

@@ -57,7 +57,15 @@ export async function startTcpApp(): Promise<ProbeApp> {
 
 const identity = (bytes: Buffer) => bytes;
 const healthService: grpc.ServiceDefinition = {
-  Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity },
+  Check: {
+    path: '/grpc.health.v1.Health/Check',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  },
 };
 
 /** gRPC on `host`: a grpc-js grpc.health.v1 service answering SERVING (1) or NOT_SERVING (2), recording each call's service and source address. */
@@ -71,7 +79,9 @@ export async function startGrpcApp(host = '127.0.0.1'): Promise<ProbeApp & { ser
       callback(null, Buffer.from([0x08, app.healthy ? 1 : 2]));
     },
   });
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:0`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(`${host}:0`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
   return {
     port,
     services: app.services,
@@ -99,7 +109,10 @@ export interface RecordingApp {
 /** HTTP/1.1 on `host`; with `tls`, HTTPS that also speaks h2 (ALPN) unless `http1Only`. */
 export async function startRecordingHttpApp(host: string, tls?: { cert: string; key: string; http1Only?: boolean }): Promise<RecordingApp> {
   const seen: SeenRequest[] = [];
-  const handle = (request: { socket: { remoteAddress?: string; remotePort?: number }; url?: string; httpVersion: string }, response: { writeHead(status: number): { end(body: string): void } }) => {
+  const handle = (
+    request: { socket: { remoteAddress?: string; remotePort?: number }; url?: string; httpVersion: string },
+    response: { writeHead(status: number): { end(body: string): void } },
+  ) => {
     seen.push({ address: request.socket.remoteAddress ?? '', port: request.socket.remotePort ?? 0, path: request.url ?? '', httpVersion: request.httpVersion });
     response.writeHead(200).end('ok');
   };

@@ -33,28 +33,39 @@ async function gone(pids: number[], ms: number): Promise<boolean> {
   return !pids.some(alive);
 }
 
-it('a SIGKILLed test process leaves nothing: the reaper kills its owned groups and whatever names its dirs, and removes the dirs', { timeout: 20_000 }, async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'reaper-test-'));
-  // Not a test-runner child itself: no NODE_TEST_CONTEXT, so no after() hook reaps before the kill.
-  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-  const runner = execa(nodeBin, ['--input-type=module', '-e', fixture, dir], { reject: false, buffer: false, stdin: 'ignore', env, extendEnv: false, detached: true });
-  own(runner, runner, 'fixture');
-  const log = new LineLog<{ peer: number; envoy: number }>(runner.stdout!);
-  const { peer, envoy } = await log.waitFor(() => true, 10_000, 'the fixture to start');
-  try {
-    assert.deepEqual(findEnvoys({ marks: [dir] }), [envoy], 'the fake Envoy is found by its dir alone');
-    runner.kill('SIGKILL');
-    await runner;
-    assert.ok(await gone([peer, envoy], 5000), 'the owned process and the Envoy naming the dir died with the runner');
-    // The reaper removes the dirs after the kills: give it the same bound.
-    const deadline = Date.now() + 5000;
-    while (existsSync(dir) && Date.now() < deadline) await sleep(50);
-    assert.equal(existsSync(dir), false, 'the owned dir was removed');
-  } finally {
-    runner.kill('SIGKILL');
-    for (const pid of [peer, envoy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
-  }
-});
+it(
+  'a SIGKILLed test process leaves nothing: the reaper kills its owned groups and whatever names its dirs, and removes the dirs',
+  { timeout: 20_000 },
+  async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'reaper-test-'));
+    // Not a test-runner child itself: no NODE_TEST_CONTEXT, so no after() hook reaps before the kill.
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const runner = execa(nodeBin, ['--input-type=module', '-e', fixture, dir], {
+      reject: false,
+      buffer: false,
+      stdin: 'ignore',
+      env,
+      extendEnv: false,
+      detached: true,
+    });
+    own(runner, runner, 'fixture');
+    const log = new LineLog<{ peer: number; envoy: number }>(runner.stdout!);
+    const { peer, envoy } = await log.waitFor(() => true, 10_000, 'the fixture to start');
+    try {
+      assert.deepEqual(findEnvoys({ marks: [dir] }), [envoy], 'the fake Envoy is found by its dir alone');
+      runner.kill('SIGKILL');
+      await runner;
+      assert.ok(await gone([peer, envoy], 5000), 'the owned process and the Envoy naming the dir died with the runner');
+      // The reaper removes the dirs after the kills: give it the same bound.
+      const deadline = Date.now() + 5000;
+      while (existsSync(dir) && Date.now() < deadline) await sleep(50);
+      assert.equal(existsSync(dir), false, 'the owned dir was removed');
+    } finally {
+      runner.kill('SIGKILL');
+      for (const pid of [peer, envoy]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+  },
+);
 
 it('findEnvoys finds a child by its parent alone, and skips --mode validate runs', { timeout: 10_000 }, async () => {
   const idle = ['-e', 'setInterval(() => {}, 1000)'];

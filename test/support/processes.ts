@@ -145,7 +145,8 @@ export async function reapAll(): Promise<void> {
   dirs.clear();
   if (reaper) reaper.stdin!.end('done\n');
   reaper = undefined;
-  if (envoys.length) throw new Error(`Envoy(s) left behind after their agents ended: ${envoys.join(', ')} (still running at the end: ${running.join(', ') || 'none'})`);
+  if (envoys.length)
+    throw new Error(`Envoy(s) left behind after their agents ended: ${envoys.join(', ')} (still running at the end: ${running.join(', ') || 'none'})`);
 }
 
 // Only under the test runner: bench/ and scripts/ import these helpers too.

@@ -1,4 +1,12 @@
-import { connect as connectHttp2, createServer, type ClientHttp2Session, type ClientHttp2Stream, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import {
+  connect as connectHttp2,
+  createServer,
+  type ClientHttp2Session,
+  type ClientHttp2Stream,
+  type Http2Session,
+  type IncomingHttpHeaders,
+  type ServerHttp2Stream,
+} from 'node:http2';
 import { connect as connectSocket, createServer as createTcpServer, type Socket } from 'node:net';
 import { adsMethods } from '../../src/xds/relay/relay.ts';
 

@@ -36,7 +36,8 @@ export function withinSync<T>(what: string, body: () => T, ms = syncDeadlineMs):
   try {
     const result = call.runInContext(context, { timeout: ms }) as T;
     // The deadline covers only what runs before the first await.
-    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function') throw new Error(`${what}: withinSync is for synchronous bodies; an async one needs within()`);
+    if (typeof (result as PromiseLike<unknown> | undefined)?.then === 'function')
+      throw new Error(`${what}: withinSync is for synchronous bodies; an async one needs within()`);
     return result;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') {

@@ -61,9 +61,12 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
   const { buildCapturePlan, dnsPlan } = await import('../../iptables/rules.ts');
   const host: HostFacts = { ipv6: ipv6.mode, ...dnsServers(config) };
   const plan = buildCapturePlan(config, host);
-  if (config.redirectDns && !dnsPlan(config, host).enabled) note('--redirect-dns is set, but /etc/resolv.conf names no server and --capture-all-dns is off: DNS is not captured');
+  if (config.redirectDns && !dnsPlan(config, host).enabled)
+    note('--redirect-dns is set, but /etc/resolv.conf names no server and --capture-all-dns is off: DNS is not captured');
   if (ipv6.mode === 'reject' && plan.v6.length > 0) {
-    note(`the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`);
+    note(
+      `the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`,
+    );
   }
   if (run.dryRun) return printPlan(plan, context);
   const { applyRules, binariesFor, hasBinary, removeRules } = await import('../../iptables/apply.ts');
@@ -130,6 +133,8 @@ async function validate(config: CaptureConfig, run: RunConfig, { ipv6, note, con
     note('validation passed: connections are redirected to the proxy');
     return;
   }
-  note(`validation failed: a connection to 127.0.0.6:${run.probePort} did not reach the capture ports within ${run.probeTimeoutMs} ms; the pod is not ready for the mesh (with Istio CNI: the node's CNI agent has not set up this pod)`);
+  note(
+    `validation failed: a connection to 127.0.0.6:${run.probePort} did not reach the capture ports within ${run.probeTimeoutMs} ms; the pod is not ready for the mesh (with Istio CNI: the node's CNI agent has not set up this pod)`,
+  );
   context.exitCode = validationExitCode;
 }

@@ -16,7 +16,13 @@ export function proxyCommand(context: CommandContext): Command {
   for (const spec of proxyFlags) command.addOption(toOption(spec));
   return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
-    const { config, applied, proxyConfig, env } = await readAgentInputs({ proxyType: type, commandLine, env: context.env, meshConfigPath: String(flags.meshConfig), podInfoDir: String(flags.podInfoDir) });
+    const { config, applied, proxyConfig, env } = await readAgentInputs({
+      proxyType: type,
+      commandLine,
+      env: context.env,
+      meshConfigPath: String(flags.meshConfig),
+      podInfoDir: String(flags.podInfoDir),
+    });
     checkResolvedConfig(config);
     // Loaded on use: `version`, `wait` and `inject` start without the agent's runtime.
     const { runProxy } = await import('../run-proxy.ts');

@@ -33,7 +33,11 @@ export function requestCommand(context: CommandContext): Command {
 
 async function send(url: string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {
   try {
-    const response = await fetch(url, { method, body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body, signal: timeoutSignal(requestTimeoutMs) });
+    const response = await fetch(url, {
+      method,
+      body: body === undefined || method === 'GET' || method === 'HEAD' ? undefined : body,
+      signal: timeoutSignal(requestTimeoutMs),
+    });
     return { status: response.status, body: Buffer.from(await response.arrayBuffer()) };
   } catch (error) {
     const cause = (error as Error).cause ?? error;

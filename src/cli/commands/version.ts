@@ -21,7 +21,10 @@ function versionText(flags: { short?: boolean; output?: 'json' | 'yaml' }): stri
   const version = agentVersion();
   const clientVersion = { version, revision: 'unknown', golang_version: `node ${process.version}`, status: 'Clean', tag: version };
   if (flags.output === 'json') return `${JSON.stringify({ clientVersion }, null, 2)}\n`;
-  if (flags.output === 'yaml') return `clientVersion:\n${Object.entries(clientVersion).map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`).join('\n')}\n`;
+  if (flags.output === 'yaml')
+    return `clientVersion:\n${Object.entries(clientVersion)
+      .map(([key, value]) => `  ${key}: ${JSON.stringify(value)}`)
+      .join('\n')}\n`;
   if (flags.short) return `client version: ${version}\n`;
   return `pilot-agent ${version}\n`;
 }

@@ -10,7 +10,12 @@ describe('parseAppProbers', () => {
   const accepted: { name: string; value: unknown; path: string; probe: AppProbe }[] = [
     {
       name: 'httpGet with everything the injector passes, to the pod IP',
-      value: { '/app-health/web/livez': { httpGet: { path: '/healthz', port: 8080, scheme: 'HTTPS', httpHeaders: [{ name: 'X-Probe', value: 'yes' }] }, timeoutSeconds: 3 } },
+      value: {
+        '/app-health/web/livez': {
+          httpGet: { path: '/healthz', port: 8080, scheme: 'HTTPS', httpHeaders: [{ name: 'X-Probe', value: 'yes' }] },
+          timeoutSeconds: 3,
+        },
+      },
       path: '/app-health/web/livez',
       probe: { action: { kind: 'http', scheme: 'https', host: podIp, port: 8080, path: '/healthz', headers: [['X-Probe', 'yes']] }, timeoutMs: 3000 },
     },
@@ -51,7 +56,11 @@ describe('parseAppProbers', () => {
 
   it('probes the destination, with a warning, whatever other host the probe names (as Istio)', () => {
     const warnings: string[] = [];
-    const probes = parseAppProbers(JSON.stringify({ '/app-health/a/livez': { httpGet: { host: '169.254.169.254', port: 80, path: 'ready' } } }), podIp, (message) => warnings.push(message));
+    const probes = parseAppProbers(
+      JSON.stringify({ '/app-health/a/livez': { httpGet: { host: '169.254.169.254', port: 80, path: 'ready' } } }),
+      podIp,
+      (message) => warnings.push(message),
+    );
     assert.deepEqual(probes.get('/app-health/a/livez')?.action, { kind: 'http', scheme: 'http', host: podIp, port: 80, path: '/ready', headers: [] });
     assert.deepEqual(warnings, [`/app-health/a/livez: host "169.254.169.254" is ignored: the agent probes its own pod, at ${podIp}`]);
   });
@@ -74,7 +83,11 @@ describe('parseAppProbers', () => {
     { name: 'a host that is not a string', value: { '/app-health/a/livez': { httpGet: { host: 7, port: 80 } } }, says: /host 7/ },
     { name: 'an unknown scheme', value: { '/app-health/a/livez': { httpGet: { port: 80, scheme: 'FTP' } } }, says: /scheme "FTP"/ },
     { name: 'a path with a space', value: { '/app-health/a/livez': { httpGet: { port: 80, path: '/a b' } } }, says: /path "\/a b"/ },
-    { name: 'a header with a newline', value: { '/app-health/a/livez': { httpGet: { port: 80, httpHeaders: [{ name: 'a', value: 'b\r\nc: d' }] } } }, says: /httpHeaders entry/ },
+    {
+      name: 'a header with a newline',
+      value: { '/app-health/a/livez': { httpGet: { port: 80, httpHeaders: [{ name: 'a', value: 'b\r\nc: d' }] } } },
+      says: /httpHeaders entry/,
+    },
     { name: 'a fractional timeout', value: { '/app-health/a/livez': { tcpSocket: { port: 1 }, timeoutSeconds: 0.5 } }, says: /timeoutSeconds/ },
   ];
   for (const { name, value, says } of rejected) {

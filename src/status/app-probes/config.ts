@@ -28,7 +28,11 @@ type Json = Record<string, unknown>;
  * the agent probes its own pod only, as Istio's. A probe that names another
  * host gets a warning. Throws BAD_ENV naming the variable.
  */
-export function parseAppProbers(value: string | undefined, destination = '127.0.0.1', warn: (message: string) => void = () => undefined): Map<string, AppProbe> {
+export function parseAppProbers(
+  value: string | undefined,
+  destination = '127.0.0.1',
+  warn: (message: string) => void = () => undefined,
+): Map<string, AppProbe> {
   const probes = new Map<string, AppProbe>();
   if (value === undefined || value.trim() === '') return probes;
   const fail = (reason: string) => badEnv(probersEnv, reason);
@@ -88,7 +92,8 @@ function grpcAction(body: Json, context: Context): ProbeAction {
 /** The injector resolves named ports, so only numbers arrive here. */
 function port(body: Json, context: Context): number {
   const value = typeof body.port === 'string' && /^\d+$/.test(body.port) ? Number(body.port) : body.port;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535) throw context.fail(`port ${JSON.stringify(body.port)} is not a number in 1-65535`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535)
+    throw context.fail(`port ${JSON.stringify(body.port)} is not a number in 1-65535`);
   return value;
 }
 
@@ -105,7 +110,13 @@ function headers(value: unknown, context: Context): [string, string][] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) throw context.fail('httpHeaders must be a list of {name, value}');
   return value.map((header) => {
-    if (!isObject(header) || typeof header.name !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.name) || typeof header.value !== 'string' || /[\r\n\0]/.test(header.value)) {
+    if (
+      !isObject(header) ||
+      typeof header.name !== 'string' ||
+      !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(header.name) ||
+      typeof header.value !== 'string' ||
+      /[\r\n\0]/.test(header.value)
+    ) {
       throw context.fail(`httpHeaders entry ${JSON.stringify(header)} is not a valid {name, value}`);
     }
     return [header.name, header.value];

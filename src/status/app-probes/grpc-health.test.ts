@@ -30,7 +30,15 @@ interface SeenCheck {
 
 const identity = (bytes: Buffer) => bytes;
 const health: grpc.ServiceDefinition = {
-  Check: { path: '/grpc.health.v1.Health/Check', requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity },
+  Check: {
+    path: '/grpc.health.v1.Health/Check',
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: identity,
+    requestDeserialize: identity,
+    responseSerialize: identity,
+    responseDeserialize: identity,
+  },
 };
 
 /** How the app answers, by the service name asked for. */
@@ -57,12 +65,20 @@ describe('checkGrpcHealth: Health/Check through grpc-js, from the probe source a
         answers[service]!(callback);
       },
     });
-    port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    );
   });
   after(() => server.forceShutdown());
 
   const check = (service: string, options: Partial<GrpcHealthCheck> = {}) =>
-    checkGrpcHealth({ action: { kind: 'grpc', host: '127.0.0.1', port, service }, localAddress: '127.0.0.6', timeoutMs: 5000, signal: new AbortController().signal, ...options });
+    checkGrpcHealth({
+      action: { kind: 'grpc', host: '127.0.0.1', port, service },
+      localAddress: '127.0.0.6',
+      timeoutMs: 5000,
+      signal: new AbortController().signal,
+      ...options,
+    });
 
   it('SERVING is healthy; the call comes from 127.0.0.6, names the service and carries the probe timeout as its deadline', async () => {
     const before = Date.now();
@@ -106,8 +122,13 @@ describe('checkGrpcHealth: Health/Check through grpc-js, from the probe source a
 
   it('nobody listening fails as UNAVAILABLE', async () => {
     const closed = new grpc.Server();
-    const deadPort = await new Promise<number>((resolve, reject) => closed.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    const deadPort = await new Promise<number>((resolve, reject) =>
+      closed.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    );
     closed.forceShutdown();
-    await assert.rejects(check('api', { action: { kind: 'grpc', host: '127.0.0.1', port: deadPort, service: 'api' } }), (error: grpc.ServiceError) => error.code === grpc.status.UNAVAILABLE);
+    await assert.rejects(
+      check('api', { action: { kind: 'grpc', host: '127.0.0.1', port: deadPort, service: 'api' } }),
+      (error: grpc.ServiceError) => error.code === grpc.status.UNAVAILABLE,
+    );
   });
 });

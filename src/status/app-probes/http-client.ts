@@ -29,7 +29,8 @@ export function httpProbeClient(network: ProbeNetwork): HttpProbeClient {
   /** HTTPS origins that answered ALPN without h2: with keep-alive, later GETs go through the HTTP/1.1 agent. */
   const http1Only = new Set<string>();
 
-  const http1 = (hop: HttpAction, signal: AbortSignal, socket?: TLSSocket) => httpOne(hop, signal, { network, agent: socket ? undefined : agents?.[hop.scheme], socket });
+  const http1 = (hop: HttpAction, signal: AbortSignal, socket?: TLSSocket) =>
+    httpOne(hop, signal, { network, agent: socket ? undefined : agents?.[hop.scheme], socket });
 
   const viaAlpn = async (hop: HttpAction, signal: AbortSignal): Promise<HopAnswer> => {
     const key = origin(hop);

@@ -19,19 +19,66 @@ function app(answers: Record<string, HopAnswer>) {
 describe('followRedirects', () => {
   const cases: [string, Record<string, HopAnswer>, number | RegExp, string[]][] = [
     ['a plain answer is the verdict', { '/start': { status: 503 } }, 503, ['http://127.0.0.1:8080/start']],
-    ['a same-host redirect is followed to its failure', { '/start': { status: 302, location: '/health' }, '/health': { status: 500 } }, 500, ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/health']],
-    ['an absolute same-host redirect may change port and query', { '/start': { status: 301, location: 'http://127.0.0.1:9090/h?x=1' }, '/h?x=1': { status: 204 } }, 204, ['http://127.0.0.1:8080/start', 'http://127.0.0.1:9090/h?x=1']],
-    ['a redirect to another host is a success, not followed', { '/start': { status: 302, location: 'http://example.com/' } }, 200, ['http://127.0.0.1:8080/start']],
+    [
+      'a same-host redirect is followed to its failure',
+      { '/start': { status: 302, location: '/health' }, '/health': { status: 500 } },
+      500,
+      ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/health'],
+    ],
+    [
+      'an absolute same-host redirect may change port and query',
+      { '/start': { status: 301, location: 'http://127.0.0.1:9090/h?x=1' }, '/h?x=1': { status: 204 } },
+      204,
+      ['http://127.0.0.1:8080/start', 'http://127.0.0.1:9090/h?x=1'],
+    ],
+    [
+      'a redirect to another host is a success, not followed',
+      { '/start': { status: 302, location: 'http://example.com/' } },
+      200,
+      ['http://127.0.0.1:8080/start'],
+    ],
     ['a redirect without Location is a success', { '/start': { status: 307 } }, 200, ['http://127.0.0.1:8080/start']],
     ['a non-http scheme is not followed', { '/start': { status: 302, location: 'file:///etc/passwd' } }, 200, ['http://127.0.0.1:8080/start']],
-    ['299 is a verdict, 300 a redirect', { '/start': { status: 300, location: '/a' }, '/a': { status: 299 } }, 299, ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/a']],
-    ['399 is a redirect, 400 a verdict', { '/start': { status: 399, location: '/a' }, '/a': { status: 400 } }, 400, ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/a']],
-    ['to https on the same host without a port: 443', { '/start': { status: 302, location: 'https://127.0.0.1/s' } }, 404, ['http://127.0.0.1:8080/start', 'https://127.0.0.1:443/s']],
-    ['to http on the same host without a port: 80', { '/start': { status: 302, location: 'http://127.0.0.1/p' } }, 404, ['http://127.0.0.1:8080/start', 'http://127.0.0.1:80/p']],
+    [
+      '299 is a verdict, 300 a redirect',
+      { '/start': { status: 300, location: '/a' }, '/a': { status: 299 } },
+      299,
+      ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/a'],
+    ],
+    [
+      '399 is a redirect, 400 a verdict',
+      { '/start': { status: 399, location: '/a' }, '/a': { status: 400 } },
+      400,
+      ['http://127.0.0.1:8080/start', 'http://127.0.0.1:8080/a'],
+    ],
+    [
+      'to https on the same host without a port: 443',
+      { '/start': { status: 302, location: 'https://127.0.0.1/s' } },
+      404,
+      ['http://127.0.0.1:8080/start', 'https://127.0.0.1:443/s'],
+    ],
+    [
+      'to http on the same host without a port: 80',
+      { '/start': { status: 302, location: 'http://127.0.0.1/p' } },
+      404,
+      ['http://127.0.0.1:8080/start', 'http://127.0.0.1:80/p'],
+    ],
     ['a Location that does not parse is a success', { '/start': { status: 302, location: 'http://[' } }, 200, ['http://127.0.0.1:8080/start']],
-    ['exactly 10 redirects, then the verdict', Object.fromEntries([...Array.from({ length: 10 }, (_, at) => [at === 0 ? '/start' : `/r${at}`, { status: 302, location: `/r${at + 1}` }]), ['/r10', { status: 204 }]]), 204,
-      ['http://127.0.0.1:8080/start', ...Array.from({ length: 10 }, (_, at) => `http://127.0.0.1:8080/r${at + 1}`)]],
-    ['a redirect loop stops after 10 redirects', { '/start': { status: 302, location: '/start' } }, /stopped after 10 redirects/, Array(11).fill('http://127.0.0.1:8080/start')],
+    [
+      'exactly 10 redirects, then the verdict',
+      Object.fromEntries([
+        ...Array.from({ length: 10 }, (_, at) => [at === 0 ? '/start' : `/r${at}`, { status: 302, location: `/r${at + 1}` }]),
+        ['/r10', { status: 204 }],
+      ]),
+      204,
+      ['http://127.0.0.1:8080/start', ...Array.from({ length: 10 }, (_, at) => `http://127.0.0.1:8080/r${at + 1}`)],
+    ],
+    [
+      'a redirect loop stops after 10 redirects',
+      { '/start': { status: 302, location: '/start' } },
+      /stopped after 10 redirects/,
+      Array(11).fill('http://127.0.0.1:8080/start'),
+    ],
   ];
   for (const [name, answers, expected, hops] of cases) {
     it(name, async () => {

@@ -42,12 +42,36 @@ describe('last-known-good file codec', () => {
     { name: 'two days old', input: text, now: expect.now + 48 * hour, reason: /^written 2880 minutes ago, more than the 1440 allowed$/ },
     { name: 'a malformed entry', input: text.replace('"mode":"sotw"', '"mode":"rest"'), reason: /malformed entry \(unknown stream kind\)/, secret: 'rest' },
     { name: 'JSON null', input: 'null', reason: /not a pilot-agent\/last-known-good\/v1 file/ },
-    { name: 'types that are not a list', input: text.replace('"types":[', '"types":{"x":[').replace(/]}$/, ']}}'), reason: /not a pilot-agent\/last-known-good\/v1 file/ },
-    { name: 'a writtenAt that is not a number', input: text.replace(`"writtenAt":${expect.now}`, `"writtenAt":"${expect.now}"`), reason: /not a pilot-agent\/last-known-good\/v1 file/ },
-    { name: 'a type without typeUrl', input: text.replace(`"typeUrl":"${cds}"`, '"typeUrl":7'), reason: /malformed entry \(type without typeUrl, version or names\)/ },
-    { name: 'a type without version', input: text.replace('"version":"v1"', '"version":null'), reason: /malformed entry \(type without typeUrl, version or names\)/ },
-    { name: 'a type whose names are not a list', input: text.replace('"names":[]', '"names":"all"'), reason: /malformed entry \(type without typeUrl, version or names\)/ },
-    { name: 'a SotW type without its response', input: text.replace('"response":', '"answer":'), reason: /malformed entry \(a state-of-the-world type has no response\)/ },
+    {
+      name: 'types that are not a list',
+      input: text.replace('"types":[', '"types":{"x":[').replace(/]}$/, ']}}'),
+      reason: /not a pilot-agent\/last-known-good\/v1 file/,
+    },
+    {
+      name: 'a writtenAt that is not a number',
+      input: text.replace(`"writtenAt":${expect.now}`, `"writtenAt":"${expect.now}"`),
+      reason: /not a pilot-agent\/last-known-good\/v1 file/,
+    },
+    {
+      name: 'a type without typeUrl',
+      input: text.replace(`"typeUrl":"${cds}"`, '"typeUrl":7'),
+      reason: /malformed entry \(type without typeUrl, version or names\)/,
+    },
+    {
+      name: 'a type without version',
+      input: text.replace('"version":"v1"', '"version":null'),
+      reason: /malformed entry \(type without typeUrl, version or names\)/,
+    },
+    {
+      name: 'a type whose names are not a list',
+      input: text.replace('"names":[]', '"names":"all"'),
+      reason: /malformed entry \(type without typeUrl, version or names\)/,
+    },
+    {
+      name: 'a SotW type without its response',
+      input: text.replace('"response":', '"answer":'),
+      reason: /malformed entry \(a state-of-the-world type has no response\)/,
+    },
     { name: 'a Delta type without resources', input: text.replace('"resources":[', '"kept":['), reason: /malformed entry \(a delta type has no resources\)/ },
     { name: 'a type that is null', input: text.replace('"types":[', '"types":[null,'), reason: /malformed entry \(bad value\)/ },
   ];

@@ -28,14 +28,23 @@ interface LastKnownGoodFileBody {
 
 /** Secrets (SDS over ADS) are kept in memory only: never written to disk. */
 export function encodeLastKnownGood(lastKnownGood: LastKnownGoodConfig, node: string, now: number): string {
-  const types = (['sotw', 'delta'] as const).flatMap((mode) => lastKnownGood.types(mode).filter((entry) => entry.typeUrl !== secretType).map((entry) => fileType(mode, entry)));
+  const types = (['sotw', 'delta'] as const).flatMap((mode) =>
+    lastKnownGood
+      .types(mode)
+      .filter((entry) => entry.typeUrl !== secretType)
+      .map((entry) => fileType(mode, entry)),
+  );
   return JSON.stringify({ format: lastKnownGoodFormat, node, writtenAt: now, types } satisfies LastKnownGoodFileBody);
 }
 
 function fileType(mode: XdsMode, entry: LastKnownGoodType): FileType {
   const { typeUrl, version, ackedAt, names } = entry;
   if (entry.response) return { mode, typeUrl, version, ackedAt, names, response: Buffer.concat(entry.response).toString('base64') };
-  const resources = [...entry.resources!.values()].map((resource) => ({ name: resource.name, version: resource.version, bytes: resource.bytes.toString('base64') }));
+  const resources = [...entry.resources!.values()].map((resource) => ({
+    name: resource.name,
+    version: resource.version,
+    bytes: resource.bytes.toString('base64'),
+  }));
   return { mode, typeUrl, version, ackedAt, names, resources };
 }
 
@@ -50,7 +59,8 @@ export function decodeLastKnownGood(text: string, expect: { node: string; now: n
     // JSON.parse's message quotes the text: a reason never carries the file's content.
     return { ok: false, reason: `not a kept-config file (not JSON: ${(error as Error).name})` };
   }
-  if (body?.format !== lastKnownGoodFormat || !Array.isArray(body.types) || typeof body.writtenAt !== 'number') return { ok: false, reason: `not a ${lastKnownGoodFormat} file` };
+  if (body?.format !== lastKnownGoodFormat || !Array.isArray(body.types) || typeof body.writtenAt !== 'number')
+    return { ok: false, reason: `not a ${lastKnownGoodFormat} file` };
   if (body.node !== expect.node) return { ok: false, reason: 'written for another node' };
   const age = expect.now - body.writtenAt;
   if (age > expect.maxAgeMs) return { ok: false, reason: `written ${Math.round(age / 60_000)} minutes ago, more than the ${expect.maxAgeMs / 60_000} allowed` };
@@ -66,13 +76,19 @@ class LastKnownGoodEntryError extends Error {}
 
 function decodeType(type: FileType): { mode: XdsMode; entry: LastKnownGoodType } {
   if (type.mode !== 'sotw' && type.mode !== 'delta') throw new LastKnownGoodEntryError('unknown stream kind');
-  if (typeof type.typeUrl !== 'string' || typeof type.version !== 'string' || !Array.isArray(type.names)) throw new LastKnownGoodEntryError('type without typeUrl, version or names');
+  if (typeof type.typeUrl !== 'string' || typeof type.version !== 'string' || !Array.isArray(type.names))
+    throw new LastKnownGoodEntryError('type without typeUrl, version or names');
   const base = { typeUrl: type.typeUrl, version: type.version, ackedAt: Number(type.ackedAt), names: type.names.map(String) };
   if (type.mode === 'sotw') {
     if (typeof type.response !== 'string') throw new LastKnownGoodEntryError('a state-of-the-world type has no response');
     return { mode: 'sotw', entry: { ...base, response: [Buffer.from(type.response, 'base64')] } };
   }
   if (!Array.isArray(type.resources)) throw new LastKnownGoodEntryError('a delta type has no resources');
-  const resources = new Map(type.resources.map((resource) => [String(resource.name), { name: String(resource.name), version: String(resource.version), bytes: Buffer.from(String(resource.bytes), 'base64') }]));
+  const resources = new Map(
+    type.resources.map((resource) => [
+      String(resource.name),
+      { name: String(resource.name), version: String(resource.version), bytes: Buffer.from(String(resource.bytes), 'base64') },
+    ]),
+  );
   return { mode: 'delta', entry: { ...base, resources } };
 }

@@ -101,7 +101,10 @@ export class LastKnownGoodConfig {
     const describe = (entry: LastKnownGoodType) => ({
       version: entry.version,
       ackedAt: new Date(entry.ackedAt).toISOString(),
-      bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce((sum, bytes) => sum + bytes.length, 0),
+      bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce(
+        (sum, bytes) => sum + bytes.length,
+        0,
+      ),
       ...(entry.resources ? { resources: entry.resources.size } : {}),
     });
     const of = (mode: XdsMode) => Object.fromEntries(this.types(mode).map((entry) => [entry.typeUrl, describe(entry)]));

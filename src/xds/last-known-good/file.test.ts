@@ -98,7 +98,8 @@ describe('LastKnownGoodFile', () => {
       clock.advance(1000);
       await file.close();
       assert.equal(await stat(file.path).then(() => true, () => false), written, `limit ${limit}`);
-      if (!written) assert.deepEqual((lines[0] as unknown as { bytes: number; limit: number; file: string }), { ...lines[0], bytes: size, limit, file: file.path });
+      if (!written)
+        assert.deepEqual(lines[0] as unknown as { bytes: number; limit: number; file: string }, { ...lines[0], bytes: size, limit, file: file.path });
     }
   });
 
@@ -119,7 +120,12 @@ describe('LastKnownGoodFile', () => {
     const kept = new LastKnownGoodConfig();
     kept.keepSotw(cds, 'v1', [lenField(4, cds)], 0);
     await writeFile(join(dir, lastKnownGoodFileName), encodeLastKnownGood(kept, 'sidecar~1~a~b', clock.now()), { mode: 0o600 });
-    const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({ configPath: dir, node: 'sidecar~1~a~b', clock, logger: pino({ level: 'silent' }) });
+    const { lastKnownGood, lastKnownGoodFile } = await loadLastKnownGoodConfig({
+      configPath: dir,
+      node: 'sidecar~1~a~b',
+      clock,
+      logger: pino({ level: 'silent' }),
+    });
     assert.equal(lastKnownGood.get('sotw', cds)?.version, 'v1');
     lastKnownGood.keepSotw(cds, 'v2', [lenField(4, cds)], 0);
     await lastKnownGoodFile.close();
@@ -190,10 +196,26 @@ describe('LastKnownGoodFile', () => {
   const hostile: { name: string; make: (path: string, dir: string) => Promise<void>; reason: RegExp }[] = [
     { name: 'a FIFO (would hang a blocking open)', make: async (path) => void execFileSync('mkfifo', [path]), reason: /not a regular file \(a FIFO\)/ },
     { name: 'a symlink to a device (would stream without end)', make: (path) => symlink('/dev/zero', path), reason: /symlink/ },
-    { name: 'a symlink to another file (whose bytes would reach the log)', make: async (path, dir) => (await writeFile(join(dir, 'other'), 'SECRET-CONTENT', { mode: 0o600 }), symlink(join(dir, 'other'), path)), reason: /symlink/ },
-    { name: 'a file of another owner', make: async (path) => (await writeFile(path, 'SECRET-CONTENT', { mode: 0o600 }), chown(path, 4242, 4242)), reason: /owned by uid 4242/ },
-    { name: 'a world-writable file', make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o666)), reason: /writable by group or others \(mode 0666\)/ },
-    { name: 'a group-writable file', make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o620)), reason: /writable by group or others/ },
+    {
+      name: 'a symlink to another file (whose bytes would reach the log)',
+      make: async (path, dir) => (await writeFile(join(dir, 'other'), 'SECRET-CONTENT', { mode: 0o600 }), symlink(join(dir, 'other'), path)),
+      reason: /symlink/,
+    },
+    {
+      name: 'a file of another owner',
+      make: async (path) => (await writeFile(path, 'SECRET-CONTENT', { mode: 0o600 }), chown(path, 4242, 4242)),
+      reason: /owned by uid 4242/,
+    },
+    {
+      name: 'a world-writable file',
+      make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o666)),
+      reason: /writable by group or others \(mode 0666\)/,
+    },
+    {
+      name: 'a group-writable file',
+      make: async (path) => (await writeFile(path, 'SECRET-CONTENT'), chmod(path, 0o620)),
+      reason: /writable by group or others/,
+    },
     { name: 'a directory', make: (path) => mkdir(path), reason: /not a regular file \(a directory\)/ },
     { name: 'our own file of garbage', make: (path) => writeFile(path, 'SECRET-CONTENT', { mode: 0o600 }), reason: /not a kept-config file/ },
   ];

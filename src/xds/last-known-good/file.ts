@@ -106,7 +106,10 @@ export class LastKnownGoodFile {
     try {
       if (Buffer.byteLength(text) > this.#maxBytes) {
         await rm(this.path, { force: true }); // an older, smaller one would be a config Envoy has moved on from
-        return void logger.warn({ file: this.path, bytes: Buffer.byteLength(text), limit: this.#maxBytes }, 'kept config too large to write; an agent restart will not have it');
+        return void logger.warn(
+          { file: this.path, bytes: Buffer.byteLength(text), limit: this.#maxBytes },
+          'kept config too large to write; an agent restart will not have it',
+        );
       }
       await writeAtomically(this.path, text);
     } catch (error) {
@@ -132,7 +135,9 @@ export class LastKnownGoodFile {
 }
 
 /** The last-known-good config as the last agent left it (when trustworthy), written on from now on. */
-export async function loadLastKnownGoodConfig(options: LastKnownGoodFileOptions): Promise<{ lastKnownGood: LastKnownGoodConfig; lastKnownGoodFile: LastKnownGoodFile }> {
+export async function loadLastKnownGoodConfig(
+  options: LastKnownGoodFileOptions,
+): Promise<{ lastKnownGood: LastKnownGoodConfig; lastKnownGoodFile: LastKnownGoodFile }> {
   const lastKnownGood = new LastKnownGoodConfig();
   const lastKnownGoodFile = new LastKnownGoodFile(options);
   await lastKnownGoodFile.load(lastKnownGood);

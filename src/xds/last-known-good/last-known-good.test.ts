@@ -16,7 +16,10 @@ const sotwResponse = (version: string, nonce: string, resources: string[]) =>
 /** A Delta Resource: version 1, name 3, the body as resource (2). */
 const resource = (name: string, version: string) => Buffer.concat([lenField(1, version), lenField(2, `body of ${name}`), lenField(3, name)]);
 const deltaMessage = (typeUrl: string, version: string, nonce: string, names: string[], removed: string[] = []) =>
-  Buffer.concat([deltaResponse({ typeUrl, version, nonce, resources: names.map((name) => resource(name, version)) }), ...removed.map((name) => lenField(6, name))]);
+  Buffer.concat([
+    deltaResponse({ typeUrl, version, nonce, resources: names.map((name) => resource(name, version)) }),
+    ...removed.map((name) => lenField(6, name)),
+  ]);
 const request = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields =>
   ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
 
@@ -75,13 +78,21 @@ describe('LastKnownGoodRecorder: only what Envoy ACKed is kept', () => {
 
   it('Delta: a stream whose Envoy holds nothing starts the type afresh; one that holds resources builds on them', () => {
     const fresh = record('delta');
-    fresh.lastKnownGood.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['stale'])).resources, removed: [], reset: true }, 0);
+    fresh.lastKnownGood.applyDelta(
+      eds,
+      { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['stale'])).resources, removed: [], reset: true },
+      0,
+    );
     fresh.recorder.request(request(eds));
     fresh.relay(deltaMessage(eds, 'v1', 'n1', ['a']));
     fresh.recorder.request(request(eds, { nonce: 'n1' }));
     assert.deepEqual(names(fresh.lastKnownGood, eds), ['a']);
     const resumed = record('delta');
-    resumed.lastKnownGood.applyDelta(eds, { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['kept'])).resources, removed: [], reset: true }, 0);
+    resumed.lastKnownGood.applyDelta(
+      eds,
+      { version: 'old', resources: readDeltaChanges(deltaMessage(eds, 'old', 'x', ['kept'])).resources, removed: [], reset: true },
+      0,
+    );
     resumed.recorder.request(request(eds, { initialVersions: 1 }));
     resumed.relay(deltaMessage(eds, 'v1', 'n1', ['a']));
     resumed.recorder.request(request(eds, { nonce: 'n1' }));
@@ -107,9 +118,14 @@ describe('LastKnownGoodAnswers: a stream served from the last-known-good config'
 
   it('Delta: the subscribed names only, later subscriptions as they come; a wildcard gets everything', () => {
     const lastKnownGood = new LastKnownGoodConfig();
-    lastKnownGood.applyDelta(eds, { version: 'v1', resources: readDeltaChanges(deltaMessage(eds, 'v1', 'x', ['a', 'b', 'c'])).resources, removed: [], reset: true }, 0);
+    lastKnownGood.applyDelta(
+      eds,
+      { version: 'v1', resources: readDeltaChanges(deltaMessage(eds, 'v1', 'x', ['a', 'b', 'c'])).resources, removed: [], reset: true },
+      0,
+    );
     const answers = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-2');
-    const sentNames = (outcome: ReturnType<LastKnownGoodAnswers['answer']>) => readDeltaChanges((outcome as { message: Buffer }).message).resources.map((entry) => entry.name);
+    const sentNames = (outcome: ReturnType<LastKnownGoodAnswers['answer']>) =>
+      readDeltaChanges((outcome as { message: Buffer }).message).resources.map((entry) => entry.name);
     assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['a'] }))), ['a']);
     assert.equal(answers.answer(request(eds, { nonce: 'lkg-2-1' })).kind, 'ack');
     assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['c', 'zz'] }))), ['c']);

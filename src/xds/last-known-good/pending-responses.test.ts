@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PendingResponses, type PendingResponse } from './pending-responses.ts';
 
-const response = (typeUrl: string, nonce: string, length: number): PendingResponse => ({ typeUrl, version: `v-${nonce}`, nonce, chunks: [Buffer.alloc(length)], length });
+const response = (typeUrl: string, nonce: string, length: number): PendingResponse => ({
+  typeUrl,
+  version: `v-${nonce}`,
+  nonce,
+  chunks: [Buffer.alloc(length)],
+  length,
+});
 
 function rig(options: { limitBytes: number; latestOnly: boolean }) {
   const lost: string[] = [];
@@ -18,7 +24,8 @@ describe('PendingResponses', () => {
 
   it('settles the answered response: its type\'s older ones go with it, other types and later ones stay', () => {
     const { pending, lost } = rig({ limitBytes: 100, latestOnly: false });
-    for (const entry of [response('A', '1', 1), response('B', '2', 2), response('A', '3', 4), response('A', '4', 8), response('B', '5', 16)]) pending.add(entry);
+    for (const entry of [response('A', '1', 1), response('B', '2', 2), response('A', '3', 4), response('A', '4', 8), response('B', '5', 16)])
+      pending.add(entry);
     assert.equal(pending.bytes, 31);
     assert.equal(pending.settle('A', '9'), undefined, 'no response has that nonce');
     assert.equal(pending.settle('B', '3'), undefined, 'that nonce is another type\'s');

@@ -9,7 +9,16 @@ import { LastKnownGoodRecorder } from './recorder.ts';
 
 const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
-const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
+const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({
+  typeUrl,
+  versionInfo: '',
+  nonce: '',
+  error: undefined,
+  names: [],
+  node: undefined,
+  initialVersions: 0,
+  ...fields,
+});
 const fields = (typeUrl: string, nonce: string): ResponseFields => ({ typeUrl, version: `v-${nonce}`, nonce, resources: 1, removed: 0 });
 
 function rig(mode: XdsMode, pendingBytes: number) {
@@ -53,7 +62,10 @@ describe('LastKnownGoodRecorder on hostile or unkeepable responses', () => {
     relay(Buffer.alloc(17), fields(cds, 'n1'));
     assert.equal(recorder.pendingBytes, 0);
     assert.equal(lastKnownGood.get('sotw', cds), undefined);
-    assert.deepEqual(lines.map((line) => [line.msg, line.type, line.limitBytes]), [['a response too large to hold until its ACK; its type is not kept', cds, 16]]);
+    assert.deepEqual(
+      lines.map((line) => [line.msg, line.type, line.limitBytes]),
+      [['a response too large to hold until its ACK; its type is not kept', cds, 16]],
+    );
     relay(Buffer.alloc(16), fields(cds, 'n2'));
     assert.equal(recorder.pendingBytes, 16, 'exactly the budget is held');
     recorder.request(ask(cds, { nonce: 'n2' }));
@@ -85,7 +97,8 @@ describe('LastKnownGoodRecorder on hostile or unkeepable responses', () => {
 
 describe('LastKnownGoodRecorder after it lost track of a type', () => {
   const resource = (name: string) => lenField(2, Buffer.concat([lenField(1, 'v'), lenField(3, name)]));
-  const delta = (nonce: string, names: string[], pad = 0) => Buffer.concat([...names.map(resource), lenField(4, eds), lenField(5, nonce), ...(pad ? [lenField(9, Buffer.alloc(pad))] : [])]);
+  const delta = (nonce: string, names: string[], pad = 0) =>
+    Buffer.concat([...names.map(resource), lenField(4, eds), lenField(5, nonce), ...(pad ? [lenField(9, Buffer.alloc(pad))] : [])]);
 
   it('Delta: a response too large to hold leaves the type unkept for the rest of the stream (later changes build on what it missed)', () => {
     const { lastKnownGood, recorder, relay } = rig('delta', 200);

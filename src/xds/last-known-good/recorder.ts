@@ -79,7 +79,11 @@ export class LastKnownGoodRecorder {
     if (this.#untracked.has(answered.typeUrl)) return;
     const reset = this.#fresh.delete(answered.typeUrl);
     try {
-      lastKnownGood.applyDelta(answered.typeUrl, { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) }, clock.now());
+      lastKnownGood.applyDelta(
+        answered.typeUrl,
+        { version: answered.version, reset, ...readDeltaChanges(Buffer.concat(answered.chunks, answered.length)) },
+        clock.now(),
+      );
     } catch (error) {
       this.#options.logger.warn({ type: answered.typeUrl, err: error }, 'cannot read an ACKed Delta response; its type is not kept');
       lastKnownGood.forget(mode, answered.typeUrl);

@@ -40,7 +40,9 @@ export class LastKnownGoodAnswers {
     const { typeUrl } = request;
     const sent = this.#sent.get(typeUrl);
     if (sent && request.nonce === sent.nonce) {
-      return request.error === undefined ? { kind: 'ack', typeUrl, version: sent.version } : { kind: 'nack', typeUrl, version: sent.version, error: request.error };
+      return request.error === undefined
+        ? { kind: 'ack', typeUrl, version: sent.version }
+        : { kind: 'nack', typeUrl, version: sent.version, error: request.error };
     }
     const lastKnownGood = this.#lastKnownGood.get(this.#mode, typeUrl);
     if (!lastKnownGood) return { kind: 'missing', typeUrl };
@@ -50,7 +52,13 @@ export class LastKnownGoodAnswers {
   #sotw(lastKnownGood: LastKnownGoodType, alreadySent: boolean): LastKnownGoodOutcome {
     if (alreadySent) return { kind: 'nothing', typeUrl: lastKnownGood.typeUrl };
     const nonce = this.#nonce(lastKnownGood);
-    return { kind: 'send', typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, message: withNonce(lastKnownGood.response!, nonce), resources: countResources(lastKnownGood.response!) };
+    return {
+      kind: 'send',
+      typeUrl: lastKnownGood.typeUrl,
+      version: lastKnownGood.version,
+      message: withNonce(lastKnownGood.response!, nonce),
+      resources: countResources(lastKnownGood.response!),
+    };
   }
 
   #deltaAnswer(lastKnownGood: LastKnownGoodType, request: RequestFields): LastKnownGoodOutcome {
@@ -60,7 +68,9 @@ export class LastKnownGoodAnswers {
       this.#delta.set(lastKnownGood.typeUrl, state);
     }
     for (const name of request.names) name === '*' ? (state.wildcard = true) : state.subscribed.add(name);
-    const due = [...lastKnownGood.resources!.values()].filter((resource) => (state.wildcard || state.subscribed.has(resource.name)) && !state.sent.has(resource.name));
+    const due = [...lastKnownGood.resources!.values()].filter(
+      (resource) => (state.wildcard || state.subscribed.has(resource.name)) && !state.sent.has(resource.name),
+    );
     if (due.length === 0 && this.#sent.has(lastKnownGood.typeUrl)) return { kind: 'nothing', typeUrl: lastKnownGood.typeUrl };
     for (const resource of due) state.sent.add(resource.name);
     const nonce = this.#nonce(lastKnownGood);

@@ -98,7 +98,16 @@ describe('LastKnownGoodSession: redials with jittered backoff and hands over', (
 describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () => {
   const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
   const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment';
-  const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
+  const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields => ({
+    typeUrl,
+    versionInfo: '',
+    nonce: '',
+    error: undefined,
+    names: [],
+    node: undefined,
+    initialVersions: 0,
+    ...fields,
+  });
 
   it('sends the kept response once, counts it, and tells an ACK, a NACK and a missing type apart', async () => {
     const lines: { level: number; msg: string; type?: string; version?: string; resources?: number; error?: string; stream?: number }[] = [];
@@ -108,7 +117,19 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     const clock = new FakeClock(5_000);
     const registry = new Registry();
     const sent: Buffer[] = [];
-    const session = new LastKnownGoodSession({ id: 7, mode: 'sotw', lastKnownGood, clock, logger, stats: new XdsStats(registry, clock), send: (message) => void sent.push(message), dial: () => new Promise(() => undefined), handover: () => undefined, reachable: () => undefined, backoff });
+    const session = new LastKnownGoodSession({
+      id: 7,
+      mode: 'sotw',
+      lastKnownGood,
+      clock,
+      logger,
+      stats: new XdsStats(registry, clock),
+      send: (message) => void sent.push(message),
+      dial: () => new Promise(() => undefined),
+      handover: () => undefined,
+      reachable: () => undefined,
+      backoff,
+    });
     session.start('refused');
     session.request(ask(cds));
     const nonce = readResponse(sent[0]!, 'sotw').nonce;
@@ -125,7 +146,14 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
       [40, 'Envoy rejected a last-known-good response (NACK)'],
       [40, 'nothing kept for a type Envoy asks for; it waits for the discovery server'],
     ]);
-    assert.deepEqual(lines.slice(1).map(({ stream, type, version }) => ({ stream, type, version })), [{ stream: 7, type: cds, version: 'v1' }, { stream: 7, type: cds, version: 'v1' }, { stream: 7, type: eds, version: undefined }]);
+    assert.deepEqual(
+      lines.slice(1).map(({ stream, type, version }) => ({ stream, type, version })),
+      [
+        { stream: 7, type: cds, version: 'v1' },
+        { stream: 7, type: cds, version: 'v1' },
+        { stream: 7, type: eds, version: undefined },
+      ],
+    );
     assert.equal(lines[1]!.resources, 1);
     assert.equal(lines[2]!.error, 'bad cluster');
     const metrics = await registry.metrics();
@@ -134,7 +162,10 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     assert.match(metrics, /^istio_agent_xds_last_known_good_streams 0$/m, 'a second stop is not counted twice');
     assert.equal(session.since, 5_000);
     const start = lines[0] as unknown as { stream: number; mode: string; since: string; reason: string };
-    assert.deepEqual({ stream: start.stream, mode: start.mode, since: start.since, reason: start.reason }, { stream: 7, mode: 'sotw', since: new Date(5_000).toISOString(), reason: 'refused' });
+    assert.deepEqual(
+      { stream: start.stream, mode: start.mode, since: start.since, reason: start.reason },
+      { stream: 7, mode: 'sotw', since: new Date(5_000).toISOString(), reason: 'refused' },
+    );
   });
 
   it('a dial that answers after the stream ended is closed, not handed over', async () => {
@@ -164,8 +195,18 @@ describe('LastKnownGoodSession: the handover line', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const clock = new FakeClock(50_000);
     const session = new LastKnownGoodSession({
-      id: 3, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger, stats: new XdsStats(new Registry(), clock),
-      send: () => undefined, dial: async () => ({ close: () => undefined }) as unknown as UpstreamStream, handover: () => undefined, reachable: () => undefined, backoff, random: () => 0.5,
+      id: 3,
+      mode: 'sotw',
+      lastKnownGood: new LastKnownGoodConfig(),
+      clock,
+      logger,
+      stats: new XdsStats(new Registry(), clock),
+      send: () => undefined,
+      dial: async () => ({ close: () => undefined }) as unknown as UpstreamStream,
+      handover: () => undefined,
+      reachable: () => undefined,
+      backoff,
+      random: () => 0.5,
     });
     session.start('refused');
     await advance(clock, 1000);
@@ -180,8 +221,17 @@ describe('LastKnownGoodSession with a clock that ignores the abort signal', () =
     const clock = Object.assign(new FakeClock(0), { sleep: () => new Promise<void>((resolve) => (wake = resolve)) });
     let dials = 0;
     const session = new LastKnownGoodSession({
-      id: 1, mode: 'sotw', lastKnownGood: new LastKnownGoodConfig(), clock, logger: silentLogger, stats: new XdsStats(new Registry(), clock),
-      send: () => undefined, dial: async () => (dials++, ({ close: () => undefined }) as unknown as UpstreamStream), handover: () => undefined, reachable: () => undefined, backoff,
+      id: 1,
+      mode: 'sotw',
+      lastKnownGood: new LastKnownGoodConfig(),
+      clock,
+      logger: silentLogger,
+      stats: new XdsStats(new Registry(), clock),
+      send: () => undefined,
+      dial: async () => (dials++, { close: () => undefined } as unknown as UpstreamStream),
+      handover: () => undefined,
+      reachable: () => undefined,
+      backoff,
     });
     session.start('refused');
     await settle();

@@ -47,7 +47,10 @@ export class LastKnownGoodSession {
 
   start(reason: string): void {
     const { logger, stats, mode } = this.#options;
-    logger.warn({ stream: this.#options.id, mode, since: new Date(this.since).toISOString(), reason }, 'serving last-known-good config: the discovery server cannot be reached');
+    logger.warn(
+      { stream: this.#options.id, mode, since: new Date(this.since).toISOString(), reason },
+      'serving last-known-good config: the discovery server cannot be reached',
+    );
     stats.lastKnownGoodStreamOpened();
     void this.#probe();
   }

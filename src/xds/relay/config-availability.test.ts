@@ -26,15 +26,99 @@ function play(steps: Step[]) {
 
 const rows: { name: string; steps: Step[]; available: boolean; lastDialFailed: boolean; told: boolean[] }[] = [
   { name: 'nothing dialled yet', steps: [], available: true, lastDialFailed: false, told: [] },
-  { name: 'the first dials fail, the server never reached: no Envoy got config through the relay, so a new one loses nothing', steps: [['dialed', false], ['dialed', false]], available: true, lastDialFailed: true, told: [] },
+  {
+    name: 'the first dials fail, the server never reached: no Envoy got config through the relay, so a new one loses nothing',
+    steps: [
+      ['dialed', false],
+      ['dialed', false],
+    ],
+    available: true,
+    lastDialFailed: true,
+    told: [],
+  },
   { name: 'the server reached', steps: [['dialed', true]], available: true, lastDialFailed: false, told: [] },
-  { name: 'reached, then the last dial failed with nothing kept', steps: [['dialed', true], ['dialed', false]], available: false, lastDialFailed: true, told: [false] },
-  { name: 'reached, failed, reached again', steps: [['dialed', true], ['dialed', false], ['dialed', true]], available: true, lastDialFailed: false, told: [false, true] },
-  { name: 'failed with every asked SotW type kept', steps: [['dialed', true], ['asked', 'sotw', clusters], ['kept', 'sotw', clusters], ['dialed', false]], available: true, lastDialFailed: true, told: [] },
-  { name: 'failed with every asked Delta type kept', steps: [['dialed', true], ['asked', 'delta', clusters], ['kept', 'delta', clusters], ['dialed', false]], available: true, lastDialFailed: true, told: [] },
-  { name: 'failed with only some asked types kept', steps: [['dialed', true], ['asked', 'sotw', clusters], ['asked', 'sotw', listeners], ['kept', 'sotw', clusters], ['dialed', false]], available: false, lastDialFailed: true, told: [false] },
-  { name: 'failed, then the missing type kept', steps: [['dialed', true], ['asked', 'sotw', clusters], ['dialed', false], ['kept', 'sotw', clusters]], available: true, lastDialFailed: true, told: [false, true] },
-  { name: 'failed, covered, then the kept type forgotten', steps: [['dialed', true], ['kept', 'sotw', clusters], ['dialed', false], ['forgotten', 'sotw', clusters]], available: false, lastDialFailed: true, told: [false] },
+  {
+    name: 'reached, then the last dial failed with nothing kept',
+    steps: [
+      ['dialed', true],
+      ['dialed', false],
+    ],
+    available: false,
+    lastDialFailed: true,
+    told: [false],
+  },
+  {
+    name: 'reached, failed, reached again',
+    steps: [
+      ['dialed', true],
+      ['dialed', false],
+      ['dialed', true],
+    ],
+    available: true,
+    lastDialFailed: false,
+    told: [false, true],
+  },
+  {
+    name: 'failed with every asked SotW type kept',
+    steps: [
+      ['dialed', true],
+      ['asked', 'sotw', clusters],
+      ['kept', 'sotw', clusters],
+      ['dialed', false],
+    ],
+    available: true,
+    lastDialFailed: true,
+    told: [],
+  },
+  {
+    name: 'failed with every asked Delta type kept',
+    steps: [
+      ['dialed', true],
+      ['asked', 'delta', clusters],
+      ['kept', 'delta', clusters],
+      ['dialed', false],
+    ],
+    available: true,
+    lastDialFailed: true,
+    told: [],
+  },
+  {
+    name: 'failed with only some asked types kept',
+    steps: [
+      ['dialed', true],
+      ['asked', 'sotw', clusters],
+      ['asked', 'sotw', listeners],
+      ['kept', 'sotw', clusters],
+      ['dialed', false],
+    ],
+    available: false,
+    lastDialFailed: true,
+    told: [false],
+  },
+  {
+    name: 'failed, then the missing type kept',
+    steps: [
+      ['dialed', true],
+      ['asked', 'sotw', clusters],
+      ['dialed', false],
+      ['kept', 'sotw', clusters],
+    ],
+    available: true,
+    lastDialFailed: true,
+    told: [false, true],
+  },
+  {
+    name: 'failed, covered, then the kept type forgotten',
+    steps: [
+      ['dialed', true],
+      ['kept', 'sotw', clusters],
+      ['dialed', false],
+      ['forgotten', 'sotw', clusters],
+    ],
+    available: false,
+    lastDialFailed: true,
+    told: [false],
+  },
 ];
 
 describe('ConfigAvailability: would a new Envoy get config now', () => {

@@ -9,13 +9,30 @@ import { lenField } from '../../grpc/proto-wire.ts';
 import { readRequest, type RequestFields } from '../../discovery/wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
-const response = (type: string, nonce: string, payload = 'x') => Buffer.concat([lenField(2, Buffer.concat([lenField(1, type), lenField(2, payload)])), lenField(4, type), lenField(5, nonce)]);
-const ecdsRequest: RequestFields = { typeUrl: extensionConfigType, versionInfo: 'v1', nonce: '', error: undefined, names: ['ext-a'], node: undefined, initialVersions: 0 };
+const response = (type: string, nonce: string, payload = 'x') =>
+  Buffer.concat([lenField(2, Buffer.concat([lenField(1, type), lenField(2, payload)])), lenField(4, type), lenField(5, nonce)]);
+const ecdsRequest: RequestFields = {
+  typeUrl: extensionConfigType,
+  versionInfo: 'v1',
+  nonce: '',
+  error: undefined,
+  names: ['ext-a'],
+  node: undefined,
+  initialVersions: 0,
+};
 
 function setup(convert: (message: Buffer) => Promise<EcdsOutcome>) {
   const out: Buffer[] = [];
   const sent: Buffer[] = [];
-  const interceptor = new EcdsInterceptor({ mode: 'sotw', forward: (bytes) => out.push(bytes), convert, send: (request) => sent.push(request), failed: (error) => assert.fail(error), maxBytes: 1 << 20, logger: silentLogger });
+  const interceptor = new EcdsInterceptor({
+    mode: 'sotw',
+    forward: (bytes) => out.push(bytes),
+    convert,
+    send: (request) => sent.push(request),
+    failed: (error) => assert.fail(error),
+    maxBytes: 1 << 20,
+    logger: silentLogger,
+  });
   return { interceptor, out, sent, joined: () => Buffer.concat(out) };
 }
 

@@ -18,7 +18,8 @@ const rows: { reason: TerminationReason; expected: boolean; istiod?: string; env
   { reason: 'dial_failed', expected: false },
 ];
 
-const counted = async (registry: Registry, name: string) => (await registry.getSingleMetric(name)!.get()).values.filter((value) => value.value > 0).map((value) => value.labels['type']);
+const counted = async (registry: Registry, name: string) =>
+  (await registry.getSingleMetric(name)!.get()).values.filter((value) => value.value > 0).map((value) => value.labels['type']);
 
 describe('the endings table: one answer for the log and the metrics', () => {
   it('names every reason once', () => {
@@ -34,7 +35,10 @@ describe('the endings table: one answer for the log and the metrics', () => {
       stats.streamEnded(row.reason);
       assert.deepEqual(await counted(registry, 'istio_agent_istiod_connection_terminations'), row.istiod ? [row.istiod] : []);
       assert.deepEqual(await counted(registry, 'istio_agent_envoy_connection_terminations'), row.envoy ? [row.envoy] : []);
-      assert.deepEqual((await registry.getSingleMetric('istio_agent_xds_proxy_stream_terminations_total')!.get()).values.map((value) => [value.labels['reason'], value.value]), [[row.reason, 1]]);
+      assert.deepEqual(
+        (await registry.getSingleMetric('istio_agent_xds_proxy_stream_terminations_total')!.get()).values.map((value) => [value.labels['reason'], value.value]),
+        [[row.reason, 1]],
+      );
       assert.deepEqual(stats.snapshot().terminations, { [row.reason]: 1 });
     });
   }

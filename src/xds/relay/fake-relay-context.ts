@@ -27,7 +27,13 @@ export function fakeRelayContext(options: { upstreams?: (FakeUpstream | Error)[]
   const clock = new FakeClock();
   const registry = new Registry();
   const script = options.upstreams ?? [new FakeUpstream()];
-  const told = { dials: [] as XdsMode[], dialed: [] as boolean[], spares: [] as UpstreamStream[], deltaUnimplemented: 0, node: undefined as Buffer | undefined };
+  const told = {
+    dials: [] as XdsMode[],
+    dialed: [] as boolean[],
+    spares: [] as UpstreamStream[],
+    deltaUnimplemented: 0,
+    node: undefined as Buffer | undefined,
+  };
   let lastDialFailed = options.lastDialFailed ?? false;
   const context: RelayContext = {
     stats: new XdsStats(registry, clock),

@@ -14,7 +14,9 @@ const any = (typeUrl: string, value: Buffer) => Buffer.concat([lenField(1, typeU
 
 /** A response as Go servers write it: version, resources, type, nonce (Delta resources wrap the Any). */
 function response(mode: XdsMode, typeUrl: string, resources: Buffer[], nonce: string): Buffer {
-  const wrapped = resources.map((value) => (mode === 'sotw' ? any(typeUrl, value) : Buffer.concat([lenField(1, 'r1'), lenField(2, any(typeUrl, value)), lenField(3, 'name')])));
+  const wrapped = resources.map((value) =>
+    mode === 'sotw' ? any(typeUrl, value) : Buffer.concat([lenField(1, 'r1'), lenField(2, any(typeUrl, value)), lenField(3, 'name')]),
+  );
   return Buffer.concat([lenField(1, 'v1'), ...wrapped.map((resource) => lenField(2, resource)), lenField(4, typeUrl), lenField(5, nonce)]);
 }
 
@@ -23,7 +25,12 @@ const table = encodeNameTable([['db.legacy.internal', { ips: ['240.240.0.1'] }]]
 function split(mode: XdsMode, stream: Buffer, chunkSize: number) {
   const forwarded: Buffer[] = [];
   const tables: Buffer[] = [];
-  const splitter = new NdsSplitter({ mode, forward: (bytes) => forwarded.push(Buffer.from(bytes)), nameTable: (message) => tables.push(message), maxBytes: 1 << 26 });
+  const splitter = new NdsSplitter({
+    mode,
+    forward: (bytes) => forwarded.push(Buffer.from(bytes)),
+    nameTable: (message) => tables.push(message),
+    maxBytes: 1 << 26,
+  });
   for (let at = 0; at < stream.length; at += chunkSize) splitter.push(stream.subarray(at, at + chunkSize));
   return { forwarded: Buffer.concat(forwarded), tables };
 }

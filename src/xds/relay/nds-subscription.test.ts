@@ -8,7 +8,15 @@ import { lenField } from '../../grpc/proto-wire.ts';
 import { readRequest } from '../../discovery/wire.ts';
 
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
-const ndsResponse = (table: Buffer, nonce: string) => frame(Buffer.concat([lenField(1, 'v9'), lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, table)])), lenField(4, nameTableType), lenField(5, nonce)]));
+const ndsResponse = (table: Buffer, nonce: string) =>
+  frame(
+    Buffer.concat([
+      lenField(1, 'v9'),
+      lenField(2, Buffer.concat([lenField(1, nameTableType), lenField(2, table)])),
+      lenField(4, nameTableType),
+      lenField(5, nonce),
+    ]),
+  );
 
 function subscription(accept: (table: Buffer) => string | undefined) {
   const sent: ReturnType<typeof readRequest>[] = [];
@@ -40,7 +48,10 @@ describe('NdsSubscription', () => {
     nds.push(ndsResponse(Buffer.from([0x0a, 0x00]), 'n1'));
     await done;
     assert.deepEqual(tables, [Buffer.from([0x0a, 0x00])]);
-    assert.deepEqual({ type: sent[1]!.typeUrl, version: sent[1]!.versionInfo, nonce: sent[1]!.nonce, error: sent[1]!.error }, { type: nameTableType, version: 'v9', nonce: 'n1', error: undefined });
+    assert.deepEqual(
+      { type: sent[1]!.typeUrl, version: sent[1]!.versionInfo, nonce: sent[1]!.nonce, error: sent[1]!.error },
+      { type: nameTableType, version: 'v9', nonce: 'n1', error: undefined },
+    );
   });
 
   it('NACKs a table the sink refused, with its reason', async () => {

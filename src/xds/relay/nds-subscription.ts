@@ -30,7 +30,12 @@ export class NdsSubscription {
 
   constructor(options: NdsSubscriptionOptions) {
     this.#options = options;
-    this.#splitter = new NdsSplitter({ mode: options.mode, forward: options.forward, nameTable: (message) => this.#received(message), maxBytes: options.maxBytes });
+    this.#splitter = new NdsSplitter({
+      mode: options.mode,
+      forward: options.forward,
+      nameTable: (message) => this.#received(message),
+      maxBytes: options.maxBytes,
+    });
   }
 
   /** Upstream bytes: Envoy's go on, NDS responses stop here. Throws WireError on a malformed frame. */

@@ -67,7 +67,11 @@ export class RelayListener {
     await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
     const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
-    const cap = new ConnectionCap<Http2Session>({ ...xdsConnectionLimits, trusted: () => false, onShed: shedLog((fields, message) => logger.warn(fields, message), 'xds socket') });
+    const cap = new ConnectionCap<Http2Session>({
+      ...xdsConnectionLimits,
+      trusted: () => false,
+      onShed: shedLog((fields, message) => logger.warn(fields, message), 'xds socket'),
+    });
     cap.attach(server, false);
     server.on('session', (session) => cap.admit(session) && this.#track(session));
     server.on('stream', (stream, headers) => {
@@ -107,6 +111,7 @@ export class RelayListener {
 async function removeStaleSocket(socketPath: string): Promise<void> {
   const info = await lstat(socketPath).catch(() => undefined);
   if (!info) return;
-  if (!info.isSocket()) throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
+  if (!info.isSocket())
+    throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
   await rm(socketPath, { force: true });
 }

@@ -14,7 +14,8 @@ import { RelayStream } from './relay-stream.ts';
 const listenerType = 'type.googleapis.com/envoy.config.listener.v3.Listener';
 const clusterType = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 const request = (type: string, nonce?: string) => Buffer.concat([lenField(4, type), ...(nonce ? [lenField(5, nonce)] : [])]);
-const response = (type: string, version: string, nonce: string, payload = 'x') => Buffer.concat([lenField(1, version), lenField(2, Buffer.concat([lenField(1, type), lenField(2, payload)])), lenField(4, type), lenField(5, nonce)]);
+const response = (type: string, version: string, nonce: string, payload = 'x') =>
+  Buffer.concat([lenField(1, version), lenField(2, Buffer.concat([lenField(1, type), lenField(2, payload)])), lenField(4, type), lenField(5, nonce)]);
 const settle = async () => {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
 };
@@ -103,7 +104,10 @@ describe('RelayStream: dial and phases', () => {
     assert.deepEqual(ads.finished, { status: GrpcStatus.UNAVAILABLE, details: 'cannot reach the discovery server: connect ECONNREFUSED' });
     assert.deepEqual(kit.told.dialed, [false]);
     assert.equal(lines.find((line) => line.msg === 'xDS stream ended')?.level, 40);
-    assert.deepEqual((await kit.registry.getSingleMetric('istio_agent_xds_proxy_upstream_failures_total')!.get()).values.map((value) => value.labels['code']), ['DIAL']);
+    assert.deepEqual(
+      (await kit.registry.getSingleMetric('istio_agent_xds_proxy_upstream_failures_total')!.get()).values.map((value) => value.labels['code']),
+      ['DIAL'],
+    );
   });
 
   it('an ACK is not a NACK: no NACK line', async () => {

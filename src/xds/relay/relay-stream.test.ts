@@ -20,7 +20,8 @@ const request = (mode: XdsMode, fields: { node?: string; nonce?: string } = {}) 
   ...(fields.nonce ? [lenField(numbers[mode].nonce, fields.nonce)] : []),
 ]);
 const response = (version: string, nonce: string) => Buffer.concat([lenField(1, version), lenField(4, clusterType), lenField(5, nonce)]);
-const failures = async (registry: Registry) => (await registry.getSingleMetric('istio_agent_xds_proxy_upstream_failures_total')!.get()).values.map((value) => value.labels['code']);
+const failures = async (registry: Registry) =>
+  (await registry.getSingleMetric('istio_agent_xds_proxy_upstream_failures_total')!.get()).values.map((value) => value.labels['code']);
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 /** One RelayStream between a FakeAdsStream (Envoy) and scripted upstreams. */
@@ -118,22 +119,145 @@ describe('RelayStream: relaying', () => {
 });
 
 /** How the stream ends, by what happens; every row is checked for its status, its log level and that the upstream call is closed. */
-const endingRows: { name: string; mode?: XdsMode; act(s: Awaited<ReturnType<typeof relay>>): void; reason: TerminationReason; details: RegExp; status: number; level: 'info' | 'warn'; failure?: string }[] = [
-  { name: 'Envoy resets the call', details: /^Envoy closed the stream$/, act: (s) => s.ads.reset(), reason: 'envoy_closed', level: 'info', status: GrpcStatus.CANCELLED },
-  { name: 'Envoy half-closes between messages', details: /^Envoy ended the stream$/, act: (s) => (s.ads.request(request('sotw')), s.ads.end()), reason: 'envoy_closed', level: 'info', status: GrpcStatus.CANCELLED },
-  { name: 'Envoy half-closes inside a message', details: /^malformed request from Envoy: stream ended inside a message$/, act: (s) => (s.ads.bytes(Buffer.from([0, 0, 0, 0, 9, 1])), s.ads.end()), reason: 'bad_envoy_frame', level: 'warn', status: GrpcStatus.INVALID_ARGUMENT },
-  { name: 'Envoy sends a request over the size limit', details: /^malformed request from Envoy: ./, act: (s) => s.ads.bytes(Buffer.from([0, 0, 0, 8, 0])), reason: 'bad_envoy_frame', level: 'warn', status: GrpcStatus.RESOURCE_EXHAUSTED },
-  { name: 'Envoy sends a request that is not protobuf', details: /^malformed request from Envoy: ./, act: (s) => s.ads.request(Buffer.from([0xff, 0xff])), reason: 'bad_envoy_frame', level: 'warn', status: GrpcStatus.INVALID_ARGUMENT },
-  { name: 'the server answers HTTP 503', details: /^discovery server answered HTTP 503$/, act: (s) => s.upstream!.answer({ ':status': 503 }), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'HTTP_503' },
-  { name: 'the server ends the call OK', details: /^discovery server ended the stream: OK$/, act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.OK)), reason: 'upstream_closed', level: 'warn', status: GrpcStatus.UNAVAILABLE },
-  { name: 'the server ends the call with an error', details: /^discovery server ended the stream: PERMISSION_DENIED no$/, act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.PERMISSION_DENIED, 'no')), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'PERMISSION_DENIED' },
-  { name: 'the server resets the call', details: /^discovery server ended the stream: reset \(HTTP\/2 code 2, boom\)$/, act: (s) => (s.upstream!.answer(), s.upstream!.closeCall(2, new Error('boom'))), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'RESET' },
-  { name: 'the server stops inside a response', details: /^discovery server ended the stream: it stopped inside a response$/, act: (s) => (s.upstream!.answer(), s.upstream!.bytes(frame(response('v1', 'n1')).subarray(0, 8)), s.upstream!.trailers(GrpcStatus.OK)), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'TRUNCATED' },
-  { name: 'the server sends a response cut inside a field', details: /^malformed response from the discovery server: ./, act: (s) => (s.upstream!.answer(), s.upstream!.respond(Buffer.from([0x22]))), reason: 'bad_upstream_frame', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'BAD_FRAME' },
-  { name: 'the server sends a response over the size limit', details: /^malformed response from the discovery server: ./, act: (s) => (s.upstream!.answer(), s.upstream!.bytes(Buffer.from([0, 0, 0, 0x20, 0]))), reason: 'bad_upstream_frame', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'BAD_FRAME' },
-  { name: 'a Delta server without Delta (Trailers-Only UNIMPLEMENTED)', details: /^the discovery server does not implement Delta xDS$/, mode: 'delta', act: (s) => (s.upstream!.answer({ ':status': 200, 'grpc-status': String(GrpcStatus.UNIMPLEMENTED) }), s.upstream!.closeCall()), reason: 'delta_unsupported', level: 'info', status: GrpcStatus.UNAVAILABLE, failure: 'UNIMPLEMENTED' },
-  { name: 'a SotW call answered UNIMPLEMENTED is an error, not a fallback', details: /^discovery server ended the stream: UNIMPLEMENTED $/, act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.UNIMPLEMENTED)), reason: 'upstream_error', level: 'warn', status: GrpcStatus.UNAVAILABLE, failure: 'UNIMPLEMENTED' },
-  { name: 'the relay stops', details: /^the agent is stopping$/, act: (s) => s.stream.stop(), reason: 'relay_stopped', level: 'info', status: GrpcStatus.UNAVAILABLE },
+const endingRows: {
+  name: string;
+  mode?: XdsMode;
+  act(s: Awaited<ReturnType<typeof relay>>): void;
+  reason: TerminationReason;
+  details: RegExp;
+  status: number;
+  level: 'info' | 'warn';
+  failure?: string;
+}[] = [
+  {
+    name: 'Envoy resets the call',
+    details: /^Envoy closed the stream$/,
+    act: (s) => s.ads.reset(),
+    reason: 'envoy_closed',
+    level: 'info',
+    status: GrpcStatus.CANCELLED,
+  },
+  {
+    name: 'Envoy half-closes between messages',
+    details: /^Envoy ended the stream$/,
+    act: (s) => (s.ads.request(request('sotw')), s.ads.end()),
+    reason: 'envoy_closed',
+    level: 'info',
+    status: GrpcStatus.CANCELLED,
+  },
+  {
+    name: 'Envoy half-closes inside a message',
+    details: /^malformed request from Envoy: stream ended inside a message$/,
+    act: (s) => (s.ads.bytes(Buffer.from([0, 0, 0, 0, 9, 1])), s.ads.end()),
+    reason: 'bad_envoy_frame',
+    level: 'warn',
+    status: GrpcStatus.INVALID_ARGUMENT,
+  },
+  {
+    name: 'Envoy sends a request over the size limit',
+    details: /^malformed request from Envoy: ./,
+    act: (s) => s.ads.bytes(Buffer.from([0, 0, 0, 8, 0])),
+    reason: 'bad_envoy_frame',
+    level: 'warn',
+    status: GrpcStatus.RESOURCE_EXHAUSTED,
+  },
+  {
+    name: 'Envoy sends a request that is not protobuf',
+    details: /^malformed request from Envoy: ./,
+    act: (s) => s.ads.request(Buffer.from([0xff, 0xff])),
+    reason: 'bad_envoy_frame',
+    level: 'warn',
+    status: GrpcStatus.INVALID_ARGUMENT,
+  },
+  {
+    name: 'the server answers HTTP 503',
+    details: /^discovery server answered HTTP 503$/,
+    act: (s) => s.upstream!.answer({ ':status': 503 }),
+    reason: 'upstream_error',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'HTTP_503',
+  },
+  {
+    name: 'the server ends the call OK',
+    details: /^discovery server ended the stream: OK$/,
+    act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.OK)),
+    reason: 'upstream_closed',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+  },
+  {
+    name: 'the server ends the call with an error',
+    details: /^discovery server ended the stream: PERMISSION_DENIED no$/,
+    act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.PERMISSION_DENIED, 'no')),
+    reason: 'upstream_error',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'PERMISSION_DENIED',
+  },
+  {
+    name: 'the server resets the call',
+    details: /^discovery server ended the stream: reset \(HTTP\/2 code 2, boom\)$/,
+    act: (s) => (s.upstream!.answer(), s.upstream!.closeCall(2, new Error('boom'))),
+    reason: 'upstream_error',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'RESET',
+  },
+  {
+    name: 'the server stops inside a response',
+    details: /^discovery server ended the stream: it stopped inside a response$/,
+    act: (s) => (s.upstream!.answer(), s.upstream!.bytes(frame(response('v1', 'n1')).subarray(0, 8)), s.upstream!.trailers(GrpcStatus.OK)),
+    reason: 'upstream_error',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'TRUNCATED',
+  },
+  {
+    name: 'the server sends a response cut inside a field',
+    details: /^malformed response from the discovery server: ./,
+    act: (s) => (s.upstream!.answer(), s.upstream!.respond(Buffer.from([0x22]))),
+    reason: 'bad_upstream_frame',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'BAD_FRAME',
+  },
+  {
+    name: 'the server sends a response over the size limit',
+    details: /^malformed response from the discovery server: ./,
+    act: (s) => (s.upstream!.answer(), s.upstream!.bytes(Buffer.from([0, 0, 0, 0x20, 0]))),
+    reason: 'bad_upstream_frame',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'BAD_FRAME',
+  },
+  {
+    name: 'a Delta server without Delta (Trailers-Only UNIMPLEMENTED)',
+    details: /^the discovery server does not implement Delta xDS$/,
+    mode: 'delta',
+    act: (s) => (s.upstream!.answer({ ':status': 200, 'grpc-status': String(GrpcStatus.UNIMPLEMENTED) }), s.upstream!.closeCall()),
+    reason: 'delta_unsupported',
+    level: 'info',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'UNIMPLEMENTED',
+  },
+  {
+    name: 'a SotW call answered UNIMPLEMENTED is an error, not a fallback',
+    details: /^discovery server ended the stream: UNIMPLEMENTED $/,
+    act: (s) => (s.upstream!.answer(), s.upstream!.trailers(GrpcStatus.UNIMPLEMENTED)),
+    reason: 'upstream_error',
+    level: 'warn',
+    status: GrpcStatus.UNAVAILABLE,
+    failure: 'UNIMPLEMENTED',
+  },
+  {
+    name: 'the relay stops',
+    details: /^the agent is stopping$/,
+    act: (s) => s.stream.stop(),
+    reason: 'relay_stopped',
+    level: 'info',
+    status: GrpcStatus.UNAVAILABLE,
+  },
 ];
 
 describe('RelayStream: how it ends', () => {

@@ -172,7 +172,8 @@ export class RelayStream {
     const message = this.#withNode(request, fields.node);
     const acked = phase.responses.answered(fields);
     this.#context.stats.request(fields, request.length, acked);
-    if (acked && fields.error !== undefined) this.#logger.warn({ type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
+    if (acked && fields.error !== undefined)
+      this.#logger.warn({ type: fields.typeUrl, version: acked.version, error: fields.error }, 'Envoy rejected a response (NACK)');
     const upstream = phase.upstream.stream;
     if (!upstream.write(frame(message))) pauseUntilDrained(this.#ads, (then) => upstream.once('drain', then));
     this.#recorder.request(fields); // after the write: the ACK leaves first

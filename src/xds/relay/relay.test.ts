@@ -42,7 +42,8 @@ function relay(script: (FakeUpstream | Error)[] = []) {
     await settle();
     return { ads, stream };
   };
-  const metric = async (name: string) => (await registry.getSingleMetric(name)!.get()).values.map((value) => [value.labels['type'] ?? value.labels['reason'] ?? '', value.value]);
+  const metric = async (name: string) =>
+    (await registry.getSingleMetric(name)!.get()).values.map((value) => [value.labels['type'] ?? value.labels['reason'] ?? '', value.value]);
   return { xds, clock, dials, open, metric, script };
 }
 
@@ -139,7 +140,16 @@ describe('XdsRelay: the core over in-memory streams and a scripted upstream', ()
     assert.equal(debug.upstream, '198.18.0.1:15012');
     assert.equal(debug.servingLastKnownGoodSince, new Date(5_000).toISOString());
     assert.equal(xds.servingLastKnownGoodSince(), 5_000);
-    assert.deepEqual(debug.streams, [{ id: served.stream.id, mode: 'sotw', since: served.stream.since.toISOString(), upstream: 'last-known-good', credential: undefined, lastKnownGoodSince: new Date(5_000).toISOString() }]);
+    assert.deepEqual(debug.streams, [
+      {
+        id: served.stream.id,
+        mode: 'sotw',
+        since: served.stream.since.toISOString(),
+        upstream: 'last-known-good',
+        credential: undefined,
+        lastKnownGoodSince: new Date(5_000).toISOString(),
+      },
+    ]);
     assert.deepEqual(Object.keys(debug.kept as object), ['sotw', 'delta']);
     served.ads.reset();
     await served.stream.done;
@@ -150,8 +160,13 @@ describe('XdsRelay: the core over in-memory streams and a scripted upstream', ()
   it('keepLastKnownGood false: an ACKed response is not kept', async () => {
     const upstream = new FakeUpstream();
     const xds = new XdsRelay({
-      socketPath: '/nonexistent/XDS', upstream: { address: { host: '198.18.0.1', port: 15012 } } as UpstreamOptions, registry: new Registry(), clock: new FakeClock(), logger: silentLogger,
-      keepLastKnownGood: false, dialUpstream: () => Promise.resolve(upstream),
+      socketPath: '/nonexistent/XDS',
+      upstream: { address: { host: '198.18.0.1', port: 15012 } } as UpstreamOptions,
+      registry: new Registry(),
+      clock: new FakeClock(),
+      logger: silentLogger,
+      keepLastKnownGood: false,
+      dialUpstream: () => Promise.resolve(upstream),
     });
     const ads = new FakeAdsStream();
     xds.serve('sotw', ads);
@@ -194,7 +209,14 @@ describe('XdsRelay: predial', () => {
     const dir = await mkdtemp(join(tmpdir(), 'relay-predial-'));
     dirs.push(dir);
     const kit = relay();
-    const xds = new XdsRelay({ socketPath: join(dir, 'XDS'), upstream: { address: { host: '198.18.0.1', port: 15012 } } as UpstreamOptions, registry: new Registry(), clock: kit.clock, logger: silentLogger, dialUpstream: (mode) => (kit.dials.push(mode), Promise.resolve(script.shift() as UpstreamStream)) });
+    const xds = new XdsRelay({
+      socketPath: join(dir, 'XDS'),
+      upstream: { address: { host: '198.18.0.1', port: 15012 } } as UpstreamOptions,
+      registry: new Registry(),
+      clock: kit.clock,
+      logger: silentLogger,
+      dialUpstream: (mode) => (kit.dials.push(mode), Promise.resolve(script.shift() as UpstreamStream)),
+    });
     await xds.start();
     return { ...kit, xds };
   }

@@ -114,7 +114,13 @@ export class XdsRelay {
   /** Listens on the socket (owner-only unless `socketMode` says otherwise); rejects when it cannot. */
   async start(): Promise<void> {
     const { socketPath, socketMode, logger } = this.#options;
-    const listener = new RelayListener({ socketPath, socketMode: socketMode ?? 0o600, keepalive: this.#keepalive, logger, serve: (mode, ads) => this.serve(mode, ads) });
+    const listener = new RelayListener({
+      socketPath,
+      socketMode: socketMode ?? 0o600,
+      keepalive: this.#keepalive,
+      logger,
+      serve: (mode, ads) => this.serve(mode, ads),
+    });
     await listener.listen();
     this.#listener = listener;
     logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
@@ -209,7 +215,14 @@ export class XdsRelay {
       socket: this.#options.socketPath,
       upstream: formatHostPort(this.#options.upstream.address),
       servingLastKnownGoodSince: iso(this.servingLastKnownGoodSince()),
-      streams: [...this.#streams].map((stream) => ({ id: stream.id, mode: stream.mode, since: stream.since.toISOString(), upstream: stream.upstreamState, credential: stream.upstreamCredential, lastKnownGoodSince: iso(stream.lastKnownGoodSince) })),
+      streams: [...this.#streams].map((stream) => ({
+        id: stream.id,
+        mode: stream.mode,
+        since: stream.since.toISOString(),
+        upstream: stream.upstreamState,
+        credential: stream.upstreamCredential,
+        lastKnownGoodSince: iso(stream.lastKnownGoodSince),
+      })),
       ...this.#stats.snapshot(),
       kept: this.lastKnownGood.summary(),
     };

@@ -37,7 +37,8 @@ export function readRequests(options: RequestLegOptions): void {
     },
     ended: () => {
       if (options.ending()) return;
-      if (!requests.atBoundary) return end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
+      if (!requests.atBoundary)
+        return end({ reason: 'bad_envoy_frame', status: GrpcStatus.INVALID_ARGUMENT, details: 'malformed request from Envoy: stream ended inside a message' });
       options.finished();
     },
   });

@@ -81,13 +81,27 @@ export class ResponseLeg {
   #listen(): void {
     const { upstream, nameTables, ecds, logger, maxBytes, mode } = this.#options;
     const passOn = (bytes: Buffer) => this.#passOn(bytes);
-    if (nameTables) this.#nds = new NdsSubscription({ mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes, logger });
+    if (nameTables)
+      this.#nds = new NdsSubscription({ mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes, logger });
     const afterEcds = (bytes: Buffer) => (this.#nds ? this.#nds.push(bytes) : passOn(bytes));
     const badFrame = (error: Error) => {
       this.#options.stats.upstreamFailure('BAD_FRAME');
-      this.#options.end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details: `malformed response from the discovery server: ${error.message}` });
+      this.#options.end({
+        reason: 'bad_upstream_frame',
+        status: GrpcStatus.UNAVAILABLE,
+        details: `malformed response from the discovery server: ${error.message}`,
+      });
     };
-    if (ecds) this.#ecds = new EcdsInterceptor({ mode, convert: ecds, forward: (bytes) => !this.#options.ending() && afterEcds(bytes), send: (request) => void upstream.write(frame(request)), failed: badFrame, maxBytes, logger });
+    if (ecds)
+      this.#ecds = new EcdsInterceptor({
+        mode,
+        convert: ecds,
+        forward: (bytes) => !this.#options.ending() && afterEcds(bytes),
+        send: (request) => void upstream.write(frame(request)),
+        failed: badFrame,
+        maxBytes,
+        logger,
+      });
     upstream.on('response', (headers) => this.#onHeaders(headers));
     upstream.on('data', (chunk: Buffer) => {
       if (this.#options.ending()) return;
@@ -143,7 +157,8 @@ export class ResponseLeg {
       this.#options.end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#error ? `, ${this.#error.message}` : ''})`);
-    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false) return ended('TRUNCATED', 'it stopped inside a response');
+    if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false)
+      return ended('TRUNCATED', 'it stopped inside a response');
     if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.mode === 'delta' && this.#options.deltaUnimplemented) return this.#deltaUnimplemented();
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#options.end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });

@@ -25,7 +25,14 @@ export interface TypeDebug {
 export interface RelayDebug {
   socket: string;
   upstream: string;
-  streams: { id: number; mode: XdsMode; since: string; upstream: 'dialing' | 'open' | 'last-known-good'; credential?: UpstreamCredential; lastKnownGoodSince?: string }[];
+  streams: {
+    id: number;
+    mode: XdsMode;
+    since: string;
+    upstream: 'dialing' | 'open' | 'last-known-good';
+    credential?: UpstreamCredential;
+    lastKnownGoodSince?: string;
+  }[];
   /** Set while some Envoy stream is served from the last-known-good config. */
   servingLastKnownGoodSince?: string;
   /** What is kept, per stream kind and type. */
@@ -56,20 +63,68 @@ export class XdsStats {
     this.#clock = clock;
     const registers = [registry];
     this.#metrics = {
-      requests: new Counter({ name: 'istio_agent_xds_proxy_requests', help: 'xDS requests relayed from Envoy to the discovery server', labelNames: ['type'], registers }),
-      responses: new Counter({ name: 'istio_agent_xds_proxy_responses', help: 'xDS responses relayed from the discovery server to Envoy', labelNames: ['type'], registers }),
-      bytes: new Counter({ name: 'istio_agent_xds_proxy_bytes_total', help: 'xDS message bytes relayed, by direction', labelNames: ['type', 'direction'], registers }),
+      requests: new Counter({
+        name: 'istio_agent_xds_proxy_requests',
+        help: 'xDS requests relayed from Envoy to the discovery server',
+        labelNames: ['type'],
+        registers,
+      }),
+      responses: new Counter({
+        name: 'istio_agent_xds_proxy_responses',
+        help: 'xDS responses relayed from the discovery server to Envoy',
+        labelNames: ['type'],
+        registers,
+      }),
+      bytes: new Counter({
+        name: 'istio_agent_xds_proxy_bytes_total',
+        help: 'xDS message bytes relayed, by direction',
+        labelNames: ['type', 'direction'],
+        registers,
+      }),
       nacks: new Counter({ name: 'istio_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
-      dials: new Counter({ name: 'istio_agent_xds_proxy_upstream_dials_total', help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)', labelNames: ['credential', 'result'], registers }),
-      upstreamFailures: new Counter({ name: 'istio_agent_xds_proxy_upstream_failures_total', help: 'Upstream streams that failed (connect or mid-stream)', labelNames: ['code'], registers }),
-      terminations: new Counter({ name: 'istio_agent_xds_proxy_stream_terminations_total', help: 'Relayed streams ended, by reason', labelNames: ['reason'], registers }),
+      dials: new Counter({
+        name: 'istio_agent_xds_proxy_upstream_dials_total',
+        help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)',
+        labelNames: ['credential', 'result'],
+        registers,
+      }),
+      upstreamFailures: new Counter({
+        name: 'istio_agent_xds_proxy_upstream_failures_total',
+        help: 'Upstream streams that failed (connect or mid-stream)',
+        labelNames: ['code'],
+        registers,
+      }),
+      terminations: new Counter({
+        name: 'istio_agent_xds_proxy_stream_terminations_total',
+        help: 'Relayed streams ended, by reason',
+        labelNames: ['reason'],
+        registers,
+      }),
       // Istio's own names for the same events, which its dashboards and alerts query.
       istiodFailures: new Counter({ name: 'istio_agent_istiod_connection_failures', help: 'Connections to the discovery server that failed', registers }),
-      istiodTerminations: new Counter({ name: 'istio_agent_istiod_connection_terminations', help: 'Upstream xDS streams ended by the discovery server: cancelled (closed), error', labelNames: ['type'], registers }),
-      envoyTerminations: new Counter({ name: 'istio_agent_envoy_connection_terminations', help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)', labelNames: ['type'], registers }),
+      istiodTerminations: new Counter({
+        name: 'istio_agent_istiod_connection_terminations',
+        help: 'Upstream xDS streams ended by the discovery server: cancelled (closed), error',
+        labelNames: ['type'],
+        registers,
+      }),
+      envoyTerminations: new Counter({
+        name: 'istio_agent_envoy_connection_terminations',
+        help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)',
+        labelNames: ['type'],
+        registers,
+      }),
       streams: new Gauge({ name: 'istio_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
-      upstreams: new Gauge({ name: 'istio_agent_xds_proxy_upstreams_connected', help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)', registers }),
-      lastKnownGoodStreams: new Gauge({ name: 'istio_agent_xds_last_known_good_streams', help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)', registers }),
+      upstreams: new Gauge({
+        name: 'istio_agent_xds_proxy_upstreams_connected',
+        help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)',
+        registers,
+      }),
+      lastKnownGoodStreams: new Gauge({
+        name: 'istio_agent_xds_last_known_good_streams',
+        help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)',
+        registers,
+      }),
       lastKnownGoodSince: new Gauge({
         name: 'istio_agent_xds_last_known_good_since_seconds',
         help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
@@ -79,15 +134,37 @@ export class XdsStats {
           this.set(since === undefined ? 0 : since / 1000);
         },
       }),
-      lastKnownGoodResponses: new Counter({ name: 'istio_agent_xds_last_known_good_responses_total', help: 'Responses the agent sent Envoy from the last-known-good config', labelNames: ['type'], registers }),
-      lastKnownGoodNacks: new Counter({ name: 'istio_agent_xds_last_known_good_nacks_total', help: 'Last-known-good responses Envoy rejected', labelNames: ['type'], registers }),
+      lastKnownGoodResponses: new Counter({
+        name: 'istio_agent_xds_last_known_good_responses_total',
+        help: 'Responses the agent sent Envoy from the last-known-good config',
+        labelNames: ['type'],
+        registers,
+      }),
+      lastKnownGoodNacks: new Counter({
+        name: 'istio_agent_xds_last_known_good_nacks_total',
+        help: 'Last-known-good responses Envoy rejected',
+        labelNames: ['type'],
+        registers,
+      }),
     };
   }
 
   #type(typeUrl: string): TypeDebug {
     let entry = this.#types.get(typeUrl);
     if (!entry) {
-      entry = { version: '', nonce: '', lastPushAt: undefined, ack: undefined, nack: undefined, requests: 0, responses: 0, requestBytes: 0, responseBytes: 0, nacks: 0, names: [] };
+      entry = {
+        version: '',
+        nonce: '',
+        lastPushAt: undefined,
+        ack: undefined,
+        nack: undefined,
+        requests: 0,
+        responses: 0,
+        requestBytes: 0,
+        responseBytes: 0,
+        nacks: 0,
+        names: [],
+      };
       this.#types.set(typeUrl, entry);
     }
     return entry;

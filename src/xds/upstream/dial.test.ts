@@ -31,13 +31,22 @@ test('a certificate the discovery server refused is held back until the CA issue
 });
 
 /** dialWithCredentials with a fake dial: what it logged, counted and held back. */
-async function dialOnce(options: { policy: UpstreamOptions['policy']; dial: (upstream: UpstreamOptions) => Partial<UpstreamStream> | UpstreamDialError; held?: HeldCertificate }) {
+async function dialOnce(options: {
+  policy: UpstreamOptions['policy'];
+  dial: (upstream: UpstreamOptions) => Partial<UpstreamStream> | UpstreamDialError;
+  held?: HeldCertificate;
+}) {
   const lines: { level: number; msg: string; credential?: string; reason?: string; next?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const counted: string[] = [];
   const stats = { upstreamDial: (credential: string, result: string) => void counted.push(`${credential} ${result}`) } as unknown as XdsStats;
   const refused = new RefusedCertificate();
-  const upstream: UpstreamOptions = { address: { host: 'istiod', port: 15012 }, policy: options.policy, certDir: '/certs', heldCertificate: options.held && (() => options.held) };
+  const upstream: UpstreamOptions = {
+    address: { host: 'istiod', port: 15012 },
+    policy: options.policy,
+    certDir: '/certs',
+    heldCertificate: options.held && (() => options.held),
+  };
   const seen: (Buffer | undefined)[] = [];
   const dial = async (filtered: UpstreamOptions) => {
     seen.push(filtered.heldCertificate?.()?.chain);
@@ -46,23 +55,88 @@ async function dialOnce(options: { policy: UpstreamOptions['policy']; dial: (ups
     return outcome as UpstreamStream;
   };
   const clock = new FakeClock(0);
-  const result = await dialWithCredentials({ upstream, refused, path: '/ads', keepalive: keepaliveDefaults, clock, stats, logger, dial }).catch((error: Error) => error);
-  const again = await dialWithCredentials({ upstream, refused, path: '/ads', keepalive: keepaliveDefaults, clock, stats, logger, dial: async (filtered) => (seen.push(filtered.heldCertificate?.()?.chain), connected({})) }).catch((error: Error) => error);
+  const result = await dialWithCredentials({ upstream, refused, path: '/ads', keepalive: keepaliveDefaults, clock, stats, logger, dial }).catch(
+    (error: Error) => error,
+  );
+  const again = await dialWithCredentials({
+    upstream,
+    refused,
+    path: '/ads',
+    keepalive: keepaliveDefaults,
+    clock,
+    stats,
+    logger,
+    dial: async (filtered) => (seen.push(filtered.heldCertificate?.()?.chain), connected({})),
+  }).catch((error: Error) => error);
   return { lines, counted, result, again, seen };
 }
 
-const connected = (extra: Partial<UpstreamStream>): UpstreamStream => ({ credential: 'token', held: { present: false, reason: 'none-held' }, ...extra } as UpstreamStream);
+const connected = (extra: Partial<UpstreamStream>): UpstreamStream =>
+  ({ credential: 'token', held: { present: false, reason: 'none-held' }, ...extra }) as UpstreamStream;
 const refusal = (credential: UpstreamCredential) => new UpstreamDialError('refused', { cause: undefined, credential, tls: 'client-certificate-refused' });
 
 test('a dial says which credential it carried, and a refused client certificate is loud and, for TLS, held back', async () => {
   const held = certificate('mine');
-  const rows: { name: string; policy: UpstreamOptions['policy']; dial: () => Partial<UpstreamStream> | UpstreamDialError; counted: string[]; logs: string[]; secondOffers: string | undefined }[] = [
-    { name: 'connected with the token', policy: 'TLS', dial: () => connected({ credential: 'certificate+token', held: { present: true, certificate: held } }), counted: ['certificate+token connected', 'token connected'], logs: ['connected to the discovery server', 'connected to the discovery server'], secondOffers: 'mine' },
-    { name: 'the token unreadable', policy: 'TLS', dial: () => connected({ credential: 'certificate', tokenProblem: 'cannot read' }), counted: ['certificate connected', 'token connected'], logs: ['token left out: unreadable, and the workload certificate speaks for us', 'connected to the discovery server', 'connected to the discovery server'], secondOffers: 'mine' },
-    { name: 'the held certificate expired', policy: 'TLS', dial: () => connected({ held: { present: false, reason: 'expired' } }), counted: ['token connected', 'token connected'], logs: ['the workload certificate has expired: the token alone speaks for us', 'connected to the discovery server', 'connected to the discovery server'], secondOffers: 'mine' },
-    { name: 'TLS: our certificate refused', policy: 'TLS', dial: () => refusal('certificate+token'), counted: ['certificate+token certificate_refused', 'token connected'], logs: ['the discovery server refused our client certificate', 'connected to the discovery server'], secondOffers: undefined },
-    { name: 'MUTUAL_TLS: our files refused', policy: 'MUTUAL_TLS', dial: () => refusal('certificate'), counted: ['certificate certificate_refused', 'token connected'], logs: ['the discovery server refused our client certificate', 'connected to the discovery server'], secondOffers: 'mine' },
-    { name: 'a server down', policy: 'TLS', dial: () => new UpstreamDialError('down', { cause: undefined, credential: 'token' }), counted: ['token failed', 'token connected'], logs: ['connected to the discovery server'], secondOffers: 'mine' },
+  const rows: {
+    name: string;
+    policy: UpstreamOptions['policy'];
+    dial: () => Partial<UpstreamStream> | UpstreamDialError;
+    counted: string[];
+    logs: string[];
+    secondOffers: string | undefined;
+  }[] = [
+    {
+      name: 'connected with the token',
+      policy: 'TLS',
+      dial: () => connected({ credential: 'certificate+token', held: { present: true, certificate: held } }),
+      counted: ['certificate+token connected', 'token connected'],
+      logs: ['connected to the discovery server', 'connected to the discovery server'],
+      secondOffers: 'mine',
+    },
+    {
+      name: 'the token unreadable',
+      policy: 'TLS',
+      dial: () => connected({ credential: 'certificate', tokenProblem: 'cannot read' }),
+      counted: ['certificate connected', 'token connected'],
+      logs: [
+        'token left out: unreadable, and the workload certificate speaks for us',
+        'connected to the discovery server',
+        'connected to the discovery server',
+      ],
+      secondOffers: 'mine',
+    },
+    {
+      name: 'the held certificate expired',
+      policy: 'TLS',
+      dial: () => connected({ held: { present: false, reason: 'expired' } }),
+      counted: ['token connected', 'token connected'],
+      logs: ['the workload certificate has expired: the token alone speaks for us', 'connected to the discovery server', 'connected to the discovery server'],
+      secondOffers: 'mine',
+    },
+    {
+      name: 'TLS: our certificate refused',
+      policy: 'TLS',
+      dial: () => refusal('certificate+token'),
+      counted: ['certificate+token certificate_refused', 'token connected'],
+      logs: ['the discovery server refused our client certificate', 'connected to the discovery server'],
+      secondOffers: undefined,
+    },
+    {
+      name: 'MUTUAL_TLS: our files refused',
+      policy: 'MUTUAL_TLS',
+      dial: () => refusal('certificate'),
+      counted: ['certificate certificate_refused', 'token connected'],
+      logs: ['the discovery server refused our client certificate', 'connected to the discovery server'],
+      secondOffers: 'mine',
+    },
+    {
+      name: 'a server down',
+      policy: 'TLS',
+      dial: () => new UpstreamDialError('down', { cause: undefined, credential: 'token' }),
+      counted: ['token failed', 'token connected'],
+      logs: ['connected to the discovery server'],
+      secondOffers: 'mine',
+    },
   ];
   for (const row of rows) {
     const { lines, counted, result, again, seen } = await dialOnce({ policy: row.policy, dial: row.dial, held });
@@ -75,7 +149,11 @@ test('a dial says which credential it carried, and a refused client certificate 
     const refusedLine = lines.find((line) => line.msg.includes('refused our client certificate'));
     if (refusedLine) {
       assert.equal(refusedLine.level, 50, row.name);
-      assert.equal(refusedLine.next, row.policy === 'TLS' ? 'the token only, until the CA issues another certificate' : 'the same files, until they change', row.name);
+      assert.equal(
+        refusedLine.next,
+        row.policy === 'TLS' ? 'the token only, until the CA issues another certificate' : 'the same files, until they change',
+        row.name,
+      );
       assert.equal(refusedLine.reason, 'refused', row.name);
     }
   }
@@ -87,7 +165,7 @@ test('a failure that is not a dial error passes through uncounted', async () => 
   assert.deepEqual(counted, ['token connected']);
 });
 
-test('the dial gets the path, keepalive and the clock\'s now; the lines carry the credential and the token problem; a refusal with no certificate held still counts', async () => {
+test("the dial gets the path, keepalive and the clock's now; the lines carry the credential and the token problem; a refusal with no certificate held still counts", async () => {
   const lines: { msg: string; credential?: string; reason?: string }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const counted: string[] = [];
@@ -97,10 +175,21 @@ test('the dial gets the path, keepalive and the clock\'s now; the lines carry th
   const options = { upstream, refused: new RefusedCertificate(), path: '/ads', keepalive: keepaliveDefaults, clock: new FakeClock(1234), stats, logger };
   await dialWithCredentials({ ...options, dial: async (_upstream, dial) => (seen.push(dial), connected({ credential: 'token', tokenProblem: 'ENOENT' })) });
   assert.deepEqual(seen, [{ path: '/ads', keepalive: keepaliveDefaults, now: 1234 }]);
-  assert.deepEqual(lines.map(({ msg, credential, reason }) => ({ msg, credential, reason })), [
-    { msg: 'token left out: unreadable, and the workload certificate speaks for us', credential: undefined, reason: 'ENOENT' },
-    { msg: 'connected to the discovery server', credential: 'token', reason: undefined },
-  ]);
-  await assert.rejects(dialWithCredentials({ ...options, dial: async () => { throw refusal('token'); } }), UpstreamDialError);
+  assert.deepEqual(
+    lines.map(({ msg, credential, reason }) => ({ msg, credential, reason })),
+    [
+      { msg: 'token left out: unreadable, and the workload certificate speaks for us', credential: undefined, reason: 'ENOENT' },
+      { msg: 'connected to the discovery server', credential: 'token', reason: undefined },
+    ],
+  );
+  await assert.rejects(
+    dialWithCredentials({
+      ...options,
+      dial: async () => {
+        throw refusal('token');
+      },
+    }),
+    UpstreamDialError,
+  );
   assert.deepEqual(counted, ['token connected', 'token certificate_refused']);
 });

@@ -50,7 +50,11 @@ export async function dialWithCredentials(options: UpstreamDialOptions): Promise
   const { stats, logger, refused } = options;
   const presenting = options.upstream.heldCertificate?.();
   try {
-    const upstream = await (options.dial ?? dialUpstream)(refused.filter(options.upstream), { path: options.path, keepalive: options.keepalive, now: options.clock.now() });
+    const upstream = await (options.dial ?? dialUpstream)(refused.filter(options.upstream), {
+      path: options.path,
+      keepalive: options.keepalive,
+      now: options.clock.now(),
+    });
     if (upstream.tokenProblem) logger.warn({ reason: upstream.tokenProblem }, 'token left out: unreadable, and the workload certificate speaks for us');
     if (!upstream.held.present && upstream.held.reason === 'expired') logger.warn('the workload certificate has expired: the token alone speaks for us');
     logger.info({ credential: upstream.credential }, 'connected to the discovery server');

@@ -39,7 +39,12 @@ async function certDir(name: string, files: { chain?: string; key?: string; root
   return path;
 }
 
-const mutual = (path: string, tokenFile?: string): UpstreamOptions => ({ address: { host: '127.0.0.1', port: 15012 }, policy: 'MUTUAL_TLS', certDir: path, tokenFile });
+const mutual = (path: string, tokenFile?: string): UpstreamOptions => ({
+  address: { host: '127.0.0.1', port: 15012 },
+  policy: 'MUTUAL_TLS',
+  certDir: path,
+  tokenFile,
+});
 
 test('MUTUAL_TLS carries the three files of --certDir, the token beside them', async () => {
   const path = await certDir('good', { chain: pair.cert, key: pair.key, root: ca.cert });
@@ -59,7 +64,11 @@ test('MUTUAL_TLS refuses files it could only fail on at handshake time, naming t
     { name: 'a chain that is not PEM', files: { chain: 'garbage', key: pair.key, root: ca.cert }, error: /\/cert-chain\.pem: not a PEM certificate$/ },
     { name: 'a key that is not PEM', files: { chain: pair.cert, key: 'garbage', root: ca.cert }, error: /\/key\.pem: not a PEM private key$/ },
     { name: 'a root that is not PEM', files: { chain: pair.cert, key: pair.key, root: 'garbage' }, error: /\/root-cert\.pem: not a PEM certificate$/ },
-    { name: 'the key of another certificate', files: { chain: pair.cert, key: other.key, root: ca.cert }, error: /\/key\.pem: does not match the certificate in cert-chain\.pem$/ },
+    {
+      name: 'the key of another certificate',
+      files: { chain: pair.cert, key: other.key, root: ca.cert },
+      error: /\/key\.pem: does not match the certificate in cert-chain\.pem$/,
+    },
     { name: 'a key that is a FIFO', files: { chain: pair.cert, key: 'fifo', root: ca.cert }, error: /\/key\.pem: cannot read \(.*not a regular file.*\)/ },
   ];
   for (const [index, row] of rows.entries()) {
@@ -77,19 +86,43 @@ test('TLS refuses a root it cannot read or that is not PEM, and a token that is 
   execFileSync('mkfifo', [join(dir, 'fifo')]);
   await writeFile(join(dir, 'garbage'), 'not a certificate');
   await writeFile(join(dir, 'huge'), Buffer.alloc(1024 * 1024 + 1, 'a'));
-  const tls = (rootCaFile: string, tokenFile?: string): UpstreamOptions => ({ address: { host: '127.0.0.1', port: 15012 }, policy: 'TLS', certDir: dir, rootCaFile, tokenFile });
+  const tls = (rootCaFile: string, tokenFile?: string): UpstreamOptions => ({
+    address: { host: '127.0.0.1', port: 15012 },
+    policy: 'TLS',
+    certDir: dir,
+    rootCaFile,
+    tokenFile,
+  });
   const rows: { name: string; options: UpstreamOptions; error: RegExp }[] = [
-    { name: 'no root', options: tls(join(dir, 'absent')), error: /absent: cannot read \(ENOENT\); the discovery server's TLS root \(--xdsRootCa, XDS_ROOT_CA\)$/ },
+    {
+      name: 'no root',
+      options: tls(join(dir, 'absent')),
+      error: /absent: cannot read \(ENOENT\); the discovery server's TLS root \(--xdsRootCa, XDS_ROOT_CA\)$/,
+    },
     { name: 'a root that is not PEM', options: tls(join(dir, 'garbage')), error: /garbage: not a PEM certificate; the discovery server's TLS root/ },
     { name: 'a root that is a FIFO', options: tls(join(dir, 'fifo')), error: /fifo: cannot read \(.*not a regular file/ },
-    { name: 'a token that is a FIFO', options: tls(join(dir, 'garbage'), join(dir, 'fifo')), error: /--xdsTokenFile: cannot read .*fifo \(.*not a regular file/ },
-    { name: 'a token over 1 MiB', options: tls(join(dir, 'garbage'), join(dir, 'huge')), error: /--xdsTokenFile: cannot read .*huge \(.*more than the 1048576 allowed/ },
+    {
+      name: 'a token that is a FIFO',
+      options: tls(join(dir, 'garbage'), join(dir, 'fifo')),
+      error: /--xdsTokenFile: cannot read .*fifo \(.*not a regular file/,
+    },
+    {
+      name: 'a token over 1 MiB',
+      options: tls(join(dir, 'garbage'), join(dir, 'huge')),
+      error: /--xdsTokenFile: cannot read .*huge \(.*more than the 1048576 allowed/,
+    },
   ];
   for (const row of rows) await assert.rejects(loadMaterial(row.options), row.error, row.name);
 });
 
 test('plaintext (NONE) reads no TLS file; the token still goes along, trimmed', async () => {
-  const none = (tokenFile?: string): UpstreamOptions => ({ address: { host: '127.0.0.1', port: 15010 }, policy: 'NONE', certDir: join(dir, 'absent'), rootCaFile: join(dir, 'absent'), tokenFile });
+  const none = (tokenFile?: string): UpstreamOptions => ({
+    address: { host: '127.0.0.1', port: 15010 },
+    policy: 'NONE',
+    certDir: join(dir, 'absent'),
+    rootCaFile: join(dir, 'absent'),
+    tokenFile,
+  });
   const withToken = await loadMaterial(none(join(dir, 'token')));
   assert.equal(withToken.tls, undefined);
   assert.deepEqual(withToken.headers, { authorization: 'Bearer the-token' });

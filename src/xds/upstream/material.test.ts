@@ -27,11 +27,23 @@ after(async () => {
 });
 
 const tls = (token: string, certificate: HeldCertificate | undefined): UpstreamOptions => ({
-  address: { host: '127.0.0.1', port: 15012 }, policy: 'TLS', certDir: join(dir, 'certs'), rootCaFile: join(dir, 'root.pem'), tokenFile: join(dir, token), heldCertificate: () => certificate,
+  address: { host: '127.0.0.1', port: 15012 },
+  policy: 'TLS',
+  certDir: join(dir, 'certs'),
+  rootCaFile: join(dir, 'root.pem'),
+  tokenFile: join(dir, token),
+  heldCertificate: () => certificate,
 });
 
 test('what a TLS connection to istiod carries: the token, and the held certificate while it is valid', async () => {
-  const rows: [name: string, token: string, certificate: () => HeldCertificate | undefined, credential: string, sendsToken: boolean, sendsCertificate: boolean][] = [
+  const rows: [
+    name: string,
+    token: string,
+    certificate: () => HeldCertificate | undefined,
+    credential: string,
+    sendsToken: boolean,
+    sendsCertificate: boolean,
+  ][] = [
     ['no certificate yet', 'token', () => undefined, 'token', true, false],
     ['a certificate held', 'token', () => held, 'certificate+token', true, true],
     ['the held certificate expired', 'token', () => ({ ...held, expiresAt: now }), 'token', true, false],

@@ -57,7 +57,12 @@ export async function loadMaterial(options: UpstreamOptions, now = Date.now()): 
     });
     if (token !== undefined) headers.authorization = `Bearer ${token.trim()}`;
   }
-  const base = { headers, held, tokenProblem, credential: credentialLabel(held.present || options.policy === 'MUTUAL_TLS', headers.authorization !== undefined) };
+  const base = {
+    headers,
+    held,
+    tokenProblem,
+    credential: credentialLabel(held.present || options.policy === 'MUTUAL_TLS', headers.authorization !== undefined),
+  };
   if (options.policy === 'NONE') return { tls: undefined, ...base };
   if (options.policy === 'TLS') {
     const ca = await readRoot(options.rootCaFile!);

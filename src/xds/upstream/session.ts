@@ -98,7 +98,8 @@ function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: 
       const root = options.policy === 'MUTUAL_TLS' ? join(options.certDir, certFileNames.root) : options.rootCaFile;
       return `TLS: the discovery server's certificate is not trusted (${because}); root ${root}, expected name ${options.serverName ?? options.address.host}`;
     },
-    'client-certificate-refused': () => `TLS: the discovery server refused our client certificate (${because}); ${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
+    'client-certificate-refused': () =>
+      `TLS: the discovery server refused our client certificate (${because}); ${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
     'client-certificate-required': () => `TLS: the discovery server wants a client certificate and the agent holds none yet (${because})`,
   };
   return new UpstreamDialError(tls ? messages[tls]() : error.message, { cause: error, credential: material.credential, tls });
@@ -133,7 +134,13 @@ async function openSession(options: UpstreamOptions, material: UpstreamMaterial)
 /** The TCP or TLS socket under a session; Node's http2 forbids tuning it once the session owns it. */
 function openSocket({ address, serverName }: UpstreamOptions, material: UpstreamMaterial): Socket {
   const socket = material.tls
-    ? tlsConnect({ host: address.host, port: address.port, ...material.tls, servername: serverName ?? (isIP(address.host) ? undefined : address.host), ALPNProtocols: ['h2'] })
+    ? tlsConnect({
+        host: address.host,
+        port: address.port,
+        ...material.tls,
+        servername: serverName ?? (isIP(address.host) ? undefined : address.host),
+        ALPNProtocols: ['h2'],
+      })
     : netConnect({ host: address.host, port: address.port });
   socket.setNoDelay(true); // an ACK is one small write: it must not wait behind Nagle
   return socket;

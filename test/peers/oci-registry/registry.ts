@@ -78,7 +78,10 @@ export async function startOciRegistry(options: OciRegistryOptions): Promise<Oci
     const [, repository, kind, reference] = match as unknown as [string, string, string, string];
     const body = kind === 'blobs' ? blobs.get(reference) : manifests.get(`${repository}${reference.startsWith('sha256:') ? '@' : ':'}${reference}`);
     if (!body) return void response.writeHead(404).end();
-    const headers = kind === 'manifests' ? { 'content-type': manifestType, 'docker-content-digest': `sha256:${sha256(body)}` } : { 'content-type': 'application/octet-stream' };
+    const headers =
+      kind === 'manifests'
+        ? { 'content-type': manifestType, 'docker-content-digest': `sha256:${sha256(body)}` }
+        : { 'content-type': 'application/octet-stream' };
     response.writeHead(200, { ...headers, 'content-length': body.length }).end(body);
   }
 
