@@ -62,24 +62,28 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
     trustedRoots: () => readTrustedRoots(settings),
     publish: (certificate) => publish(store, certificate, settings, logger),
     reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires
-    onResult: (result) => {
-      metrics.requests.inc({ result: result.ok ? 'ok' : result.code });
-      metrics.outgoing.inc({ request_type: 'csr' });
-      if (!result.ok) metrics.failedOutgoing.inc({ request_type: 'csr' });
-    },
+    onResult: countResult(metrics),
   });
-  logger.info(
-    {
-      ca: settings.address,
-      plaintext: settings.plaintext || undefined,
-      identity: settings.identity,
-      key: settings.key,
-      certSigner: settings.certSigner,
-      caHeaders: Object.keys(settings.headers),
-    },
-    'asking the CA for the workload certificate',
-  );
+  logStart(logger, settings);
   void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.
+  return caRuntime(certificates, settings);
+}
+
+function countResult(metrics: ReturnType<typeof registerCaMetrics>) {
+  return (result: CaResult) => {
+    metrics.requests.inc({ result: result.ok ? 'ok' : result.code });
+    metrics.outgoing.inc({ request_type: 'csr' });
+    if (!result.ok) metrics.failedOutgoing.inc({ request_type: 'csr' });
+  };
+}
+
+function logStart(logger: Logger, settings: CaSettings): void {
+  const { address: ca, identity, key, certSigner } = settings;
+  const fields = { ca, plaintext: settings.plaintext || undefined, identity, key, certSigner, caHeaders: Object.keys(settings.headers) };
+  logger.info(fields, 'asking the CA for the workload certificate');
+}
+
+function caRuntime(certificates: WorkloadCertificates, settings: CaSettings): CaRuntime {
   return {
     problem: () => certificates.problem(),
     roots: () => (certificates.current ? Buffer.from(certificates.current.root) : undefined),

@@ -53,25 +53,16 @@ export interface RunProxyOptions {
  * reconcile loop until a signal or a permanent failure. Resolves the exit code.
  */
 export async function runProxy(resolved: AgentConfig, options: RunProxyOptions): Promise<number> {
-  let config = resolved;
-  const levels = parseLogLevels(options.logLevel);
-  // With --print-bootstrap stdout is the bootstrap: log lines go to stderr.
-  const logger = createLogger({
-    level: levels.default,
-    components: levels.components,
-    pretty: !options.printBootstrap && !options.logAsJson && process.stdout.isTTY,
-    fd: options.printBootstrap ? 2 : 1,
-  });
+  const logger = proxyLogger(options);
   processGuard.useReport((level, fields, message) => logger[level](fields, message));
-  noteIgnoredInputs(config, options, logger);
-  const ca = await resolveCaSettings(config, options.context.env);
+  noteIgnoredInputs(resolved, options, logger);
+  const ca = await resolveCaSettings(resolved, options.context.env);
   // Every env value was checked (readAgentInputs) before --configPath is made: bad input leaves nothing behind.
   const { env } = options;
-  const app = appSettings(config, env, logger);
-  const configYaml = config.bootstrapOverride ? await readBootstrapOverride(config.bootstrapOverride, env.hostIp) : undefined;
-  const { proxyless, dns, wasm } = env;
-  const bootstrap = await prepareBootstrap(config, options);
-  config = { ...config, serviceCluster: bootstrap.serviceCluster };
+  const app = appSettings(resolved, env, logger);
+  const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
+  const bootstrap = await prepareBootstrap(resolved, options);
+  let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
@@ -79,31 +70,63 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
-  const grpcBootstrapPath = proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
-  const upstream = xdsUpstream(config, env.xdsMetadata);
-  if (proxyless.disableEnvoy) {
-    await checkXdsUpstream(upstream);
-    logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
-    const caSettings = ca && { ...ca, outputShared: true };
-    const inputs = {
-      ...bootstrap,
-      caSettings,
-      upstream,
-      bootstrapPath: grpcBootstrapPath!,
-      xdsSocketPath: xdsSocketPath(config),
-      readinessSocketPath: readinessSocketPath(config),
-      guard: processGuard,
-    };
-    return runProxylessRecipe(runtimeContext(config, logger), inputs);
-  }
+  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata) };
+  return env.proxyless.disableEnvoy ? runWithoutEnvoy(run) : runWithEnvoy(run, { app, launch });
+}
+
+/** The agent's logger: with --print-bootstrap stdout is the bootstrap, so log lines go to stderr. */
+function proxyLogger(options: RunProxyOptions): Logger {
+  const levels = parseLogLevels(options.logLevel);
+  const pretty = !options.printBootstrap && !options.logAsJson && process.stdout.isTTY;
+  return createLogger({ level: levels.default, components: levels.components, pretty, fd: options.printBootstrap ? 2 : 1 });
+}
+
+/** What both recipes start from, once the bootstrap is rendered. */
+interface ProxyRun {
+  config: AgentConfig;
+  logger: Logger;
+  bootstrap: Awaited<ReturnType<typeof prepareBootstrap>>;
+  ca: Awaited<ReturnType<typeof resolveCaSettings>>;
+  env: AgentEnv;
+  upstream: ReturnType<typeof xdsUpstream>;
+}
+
+/** DISABLE_ENVOY: proxyless gRPC, the agent relays xDS for the app and writes its bootstrap. */
+async function runWithoutEnvoy({ config, logger, bootstrap, ca, env, upstream }: ProxyRun): Promise<number> {
+  await checkXdsUpstream(upstream);
+  logStarting(logger, bootstrap.nodeId, config);
+  const inputs = {
+    ...bootstrap,
+    caSettings: ca && { ...ca, outputShared: true },
+    upstream,
+    bootstrapPath: grpcBootstrapPath(config, env)!,
+    xdsSocketPath: xdsSocketPath(config),
+    readinessSocketPath: readinessSocketPath(config),
+    guard: processGuard,
+  };
+  return runProxylessRecipe(runtimeContext(config, logger), inputs);
+}
+
+async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSettings>; launch: EnvoyLaunch }): Promise<number> {
+  const { config, logger, bootstrap, env, upstream } = run;
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
   await checkEnvoyPortsFree(config);
-  logger.info({ node: bootstrap.nodeId, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
+  logStarting(logger, bootstrap.nodeId, config);
   return runEnvoyRecipe(runtimeContext(config, logger), {
-    bootstrap, launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
-    caSettings: ca, app, grpcBootstrapPath, dns: { settings: dns, namespace: env.namespace }, wasm, guard: processGuard,
+    bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
+    caSettings: run.ca, app: parts.app, grpcBootstrapPath: grpcBootstrapPath(config, env), dns: { settings: env.dns, namespace: env.namespace },
+    wasm: env.wasm, guard: processGuard,
   });
+}
+
+function logStarting(logger: Logger, node: string, config: AgentConfig): void {
+  logger.info({ node, version: agentVersion(), ...startupPorts(config), config }, 'pilot-agent starting');
+}
+
+/** GRPC_XDS_BOOTSTRAP, else <configPath>/grpc-bootstrap.json when Envoy is off. */
+function grpcBootstrapPath(config: AgentConfig, { proxyless }: AgentEnv): string | undefined {
+  return proxyless.grpcBootstrap ?? (proxyless.disableEnvoy ? join(config.configPath, 'grpc-bootstrap.json') : undefined);
 }
 
 /** One line for each input given but not used: obsolete, unimplemented or unknown flags and ProxyConfig fields. */

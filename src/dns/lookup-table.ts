@@ -67,12 +67,8 @@ export class LookupTable {
     const parts = pod.domain.split('.').filter(Boolean);
     if (parts[0] === pod.namespace) parts.shift();
     const first = pod.search[0];
-    this.#domain = {
-      namespace: pod.namespace,
-      domain: parts.join('.'),
-      parts,
-      firstSearch: first && (first.endsWith('.') ? first : `${first}.`).toLowerCase(),
-    };
+    const firstSearch = first && (first.endsWith('.') ? first : `${first}.`).toLowerCase();
+    this.#domain = { namespace: pod.namespace, domain: parts.join('.'), parts, firstSearch };
   }
 
   get size(): number {

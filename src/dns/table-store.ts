@@ -122,6 +122,14 @@ export class TableStore {
       return;
     }
     const table = new LookupTable(this.#pod, bytes);
+    const filled = await this.#fill(table, bytes);
+    // The swap: until this line every query was answered from the old table.
+    this.#loaded = { table, version, source, at: this.#now(), bytes: bytes.length, raw: bytes, ...filled };
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** Adds every entry to `table`, yielding to the loop every sliceMs; a build past maxBuildMs is refused. */
+  async #fill(table: LookupTable, bytes: Buffer) {
     let skipped = 0;
     let entries = 0;
     const clock = this.#monotonic;
@@ -144,21 +152,7 @@ export class TableStore {
     }
     longestStepMs = Math.max(longestStepMs, clock() - stepStarted);
     const round = (ms: number) => Math.round(ms * 100) / 100;
-    // The swap: until this line every query was answered from the old table.
-    this.#loaded = {
-      table,
-      version,
-      source,
-      at: this.#now(),
-      entries,
-      bytes: bytes.length,
-      skipped,
-      raw: bytes,
-      buildMs: round(clock() - started),
-      longestStepMs: round(longestStepMs),
-      slices,
-    };
-    for (const listener of this.#listeners) listener();
+    return { entries, skipped, buildMs: round(clock() - started), longestStepMs: round(longestStepMs), slices };
   }
 
   debug(withHosts: boolean): TableDebug & { table?: Record<string, string[]> } {

@@ -89,24 +89,7 @@ function inboundRules(plan: PlanBuilder, config: CaptureConfig): void {
   if (inboundPorts !== '*' && inboundPorts.length === 0) return;
   const tproxy = config.mode === 'TPROXY';
   const table: Table = tproxy ? 'mangle' : 'nat';
-  if (tproxy) {
-    // Marked packets are routed to loopback (see routes.ts), where TPROXY hands them to Envoy.
-    plan.add('both', 'mangle', Chain.divert, ['-j', 'MARK', '--set-mark', String(config.tproxyMark)]);
-    plan.add('both', 'mangle', Chain.divert, ['-j', 'ACCEPT']);
-    plan.versioned('mangle', Chain.tproxy, (family) => [
-      '!',
-      '-d',
-      family.loopback,
-      '-p',
-      'tcp',
-      '-j',
-      'TPROXY',
-      '--tproxy-mark',
-      `${config.tproxyMark}/0xffffffff`,
-      '--on-port',
-      String(config.inboundCapturePort),
-    ]);
-  }
+  if (tproxy) tproxyDivert(plan, config);
   plan.add('both', table, 'PREROUTING', ['-p', 'tcp', '-j', Chain.inbound]);
   const established = ['-m', 'conntrack', '--ctstate', 'RELATED,ESTABLISHED', '-j', Chain.divert];
   if (inboundPorts === '*') {
@@ -128,6 +111,14 @@ function inboundRules(plan: PlanBuilder, config: CaptureConfig): void {
       plan.add('both', 'nat', Chain.inbound, [...dport, '-j', Chain.inRedirect]);
     }
   }
+}
+
+/** Marked packets are routed to loopback (see routes.ts), where TPROXY hands them to Envoy. */
+function tproxyDivert(plan: PlanBuilder, config: CaptureConfig): void {
+  plan.add('both', 'mangle', Chain.divert, ['-j', 'MARK', '--set-mark', String(config.tproxyMark)]);
+  plan.add('both', 'mangle', Chain.divert, ['-j', 'ACCEPT']);
+  const onPort = ['--tproxy-mark', `${config.tproxyMark}/0xffffffff`, '--on-port', String(config.inboundCapturePort)];
+  plan.versioned('mangle', Chain.tproxy, (family) => ['!', '-d', family.loopback, '-p', 'tcp', '-j', 'TPROXY', ...onPort]);
 }
 
 interface OwnerOptions {

@@ -56,22 +56,9 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
-  const relay = stack.use(
-    await startRelayPart(ctx, {
-      socketPath: inputs.sockets.xds,
-      upstream: inputs.upstream,
-      node: bootstrap.nodeId,
-      ca,
-      nameTables: dns?.nameTables,
-      ecds: wasm?.convert,
-    }),
-  );
-  // A proxyless gRPC app beside Envoy reaches istiod through the same relay.
-  if (inputs.grpcBootstrapPath)
-    await writeGrpcBootstrap(
-      inputs.grpcBootstrapPath,
-      buildGrpcBootstrap({ xdsSocketPath: inputs.sockets.xds, nodeId: bootstrap.nodeId, metadata: bootstrap.metadata, certDir: inputs.caSettings?.outputDir }),
-    );
+  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert };
+  const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
+  if (inputs.grpcBootstrapPath) await writeSideBootstrap(inputs.grpcBootstrapPath, inputs);
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
   // While Envoy boots (~60 ms), the relay dials for its first stream (a custom bootstrap may not use the relay at all).
   if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
@@ -93,6 +80,12 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
+}
+
+/** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */
+async function writeSideBootstrap(path: string, { sockets, bootstrap, caSettings }: EnvoyRecipeInputs): Promise<void> {
+  const { nodeId, metadata } = bootstrap;
+  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, certDir: caSettings?.outputDir }));
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {

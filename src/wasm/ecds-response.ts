@@ -70,39 +70,21 @@ async function convertAny(anyBytes: Buffer, options: EcdsConverterOptions): Prom
 }
 
 async function convertExtension(bytes: Buffer, { cache, logger, metrics }: EcdsConverterOptions): Promise<Buffer | undefined> {
-  let parsed: ReturnType<typeof parseRemoteWasm>;
   const started = performance.now();
   const counted = (result: string) => {
     metrics?.conversions.inc({ result });
     metrics?.conversionMs.observe({}, performance.now() - started);
   };
-  try {
-    parsed = parseRemoteWasm(bytes);
-  } catch (error) {
-    if (error instanceof ProtoError) {
-      counted(conversionResult.unmarshalFailure);
-      throw new ConvertError(`ECDS resource is not a TypedExtensionConfig: ${error.message}`);
-    }
-    throw error;
-  }
+  const parsed = parseOrRefuse(bytes, counted);
   if (!parsed) return (counted(conversionResult.noRemoteLoad), undefined);
   try {
     if (!parsed.url) throw new Error('the remote code has no http_uri');
     // istiod names a secret it could not read with an empty value: pulling anonymously would hide that.
     if (parsed.pullSecret === '') throw new Error('the image pull secret is missing');
-    const path = await cache.get({
-      url: parsed.url,
-      checksum: parsed.sha256,
-      resourceName: parsed.name,
-      resourceVersion: parsed.resourceVersion,
-      pullPolicy: parsed.pullPolicy,
-      pullSecret: parsed.pullSecret,
-      timeoutMs: parsed.timeoutMs,
-    });
-    logger.info(
-      { filter: parsed.name, url: parsed.url, path, ms: Math.round(performance.now() - started) },
-      'Wasm module ready; Envoy gets it as a local file',
-    );
+    const { url, sha256: checksum, name: resourceName, resourceVersion, pullPolicy, pullSecret, timeoutMs } = parsed;
+    const path = await cache.get({ url, checksum, resourceName, resourceVersion, pullPolicy, pullSecret, timeoutMs });
+    const ms = Math.round(performance.now() - started);
+    logger.info({ filter: parsed.name, url, path, ms }, 'Wasm module ready; Envoy gets it as a local file');
     counted(conversionResult.success);
     return withLocalCode(parsed, path);
   } catch (error) {
@@ -110,5 +92,16 @@ async function convertExtension(bytes: Buffer, { cache, logger, metrics }: EcdsC
     const fallback = parsed.failOpen ? 'allow-all' : 'deny-all';
     logger.error({ filter: parsed.name, url: parsed.url, err: error, fallback }, `Wasm module not fetched; Envoy gets a ${fallback} RBAC filter instead`);
     return fallbackFilter(parsed.name, parsed.kind, parsed.failOpen);
+  }
+}
+
+/** A resource that is not a TypedExtensionConfig is a NACK (ConvertError), counted as an unmarshal failure. */
+function parseOrRefuse(bytes: Buffer, counted: (result: string) => void): ReturnType<typeof parseRemoteWasm> {
+  try {
+    return parseRemoteWasm(bytes);
+  } catch (error) {
+    if (!(error instanceof ProtoError)) throw error;
+    counted(conversionResult.unmarshalFailure);
+    throw new ConvertError(`ECDS resource is not a TypedExtensionConfig: ${error.message}`);
   }
 }

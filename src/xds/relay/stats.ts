@@ -1,9 +1,10 @@
-import { Counter, Gauge, type Registry } from '../../metrics/index.ts';
+import type { Registry } from '../../metrics/index.ts';
 import type { Clock } from '../../shared/clock.ts';
 import type { UpstreamCredential } from '../upstream/credentials.ts';
 import { typeKey } from '../../discovery/type-urls.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 import { endings, type TerminationReason } from './ending.ts';
+import { registerRelayMetrics } from './relay-metrics.ts';
 
 /** What the agent knows of one resource type, for the status server's JSON. */
 export interface TypeDebug {
@@ -61,92 +62,7 @@ export class XdsStats {
   /** `lastKnownGoodSince`: since when the oldest stream still served from last-known-good config is (ms), if any. */
   constructor(registry: Registry, clock: Clock, lastKnownGoodSince: () => number | undefined = () => undefined) {
     this.#clock = clock;
-    const registers = [registry];
-    this.#metrics = {
-      requests: new Counter({
-        name: 'istio_agent_xds_proxy_requests',
-        help: 'xDS requests relayed from Envoy to the discovery server',
-        labelNames: ['type'],
-        registers,
-      }),
-      responses: new Counter({
-        name: 'istio_agent_xds_proxy_responses',
-        help: 'xDS responses relayed from the discovery server to Envoy',
-        labelNames: ['type'],
-        registers,
-      }),
-      bytes: new Counter({
-        name: 'istio_agent_xds_proxy_bytes_total',
-        help: 'xDS message bytes relayed, by direction',
-        labelNames: ['type', 'direction'],
-        registers,
-      }),
-      nacks: new Counter({ name: 'istio_agent_xds_proxy_nacks_total', help: 'xDS responses Envoy rejected', labelNames: ['type'], registers }),
-      dials: new Counter({
-        name: 'istio_agent_xds_proxy_upstream_dials_total',
-        help: 'Connections to the discovery server, by credential (token, certificate+token…) and result (connected, certificate_refused, failed)',
-        labelNames: ['credential', 'result'],
-        registers,
-      }),
-      upstreamFailures: new Counter({
-        name: 'istio_agent_xds_proxy_upstream_failures_total',
-        help: 'Upstream streams that failed (connect or mid-stream)',
-        labelNames: ['code'],
-        registers,
-      }),
-      terminations: new Counter({
-        name: 'istio_agent_xds_proxy_stream_terminations_total',
-        help: 'Relayed streams ended, by reason',
-        labelNames: ['reason'],
-        registers,
-      }),
-      // Istio's own names for the same events, which its dashboards and alerts query.
-      istiodFailures: new Counter({ name: 'istio_agent_istiod_connection_failures', help: 'Connections to the discovery server that failed', registers }),
-      istiodTerminations: new Counter({
-        name: 'istio_agent_istiod_connection_terminations',
-        help: 'Upstream xDS streams ended by the discovery server: cancelled (closed), error',
-        labelNames: ['type'],
-        registers,
-      }),
-      envoyTerminations: new Counter({
-        name: 'istio_agent_envoy_connection_terminations',
-        help: 'xDS streams ended by Envoy: cancelled (closed), error (a bad frame)',
-        labelNames: ['type'],
-        registers,
-      }),
-      streams: new Gauge({ name: 'istio_agent_xds_proxy_streams', help: 'Envoy xDS streams open through the relay', registers }),
-      upstreams: new Gauge({
-        name: 'istio_agent_xds_proxy_upstreams_connected',
-        help: 'Upstream streams to the discovery server that are open (the upstream state: 0 means disconnected)',
-        registers,
-      }),
-      lastKnownGoodStreams: new Gauge({
-        name: 'istio_agent_xds_last_known_good_streams',
-        help: 'Envoy xDS streams served from the last-known-good config (the discovery server unreachable)',
-        registers,
-      }),
-      lastKnownGoodSince: new Gauge({
-        name: 'istio_agent_xds_last_known_good_since_seconds',
-        help: 'Unix time since which Envoy is served from the last-known-good config; 0 when it is not',
-        registers,
-        collect() {
-          const since = lastKnownGoodSince();
-          this.set(since === undefined ? 0 : since / 1000);
-        },
-      }),
-      lastKnownGoodResponses: new Counter({
-        name: 'istio_agent_xds_last_known_good_responses_total',
-        help: 'Responses the agent sent Envoy from the last-known-good config',
-        labelNames: ['type'],
-        registers,
-      }),
-      lastKnownGoodNacks: new Counter({
-        name: 'istio_agent_xds_last_known_good_nacks_total',
-        help: 'Last-known-good responses Envoy rejected',
-        labelNames: ['type'],
-        registers,
-      }),
-    };
+    this.#metrics = registerRelayMetrics(registry, lastKnownGoodSince);
   }
 
   #type(typeUrl: string): TypeDebug {
