@@ -230,7 +230,7 @@ export const rooms = {
   },
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
   cli: {
-    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/xds-transport.ts'],
+    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/runtime/xds-upstream.ts'],
     tests: [
       'src/cli/flag-checks.test.ts',
       'src/cli/log-levels.test.ts',

@@ -11,7 +11,7 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import { agentProxyConfig, nodeMetadata, readPodInfo } from './node-metadata.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
-import { xdsUpstream } from './xds-transport.ts';
+import { xdsUpstream } from '../runtime/xds-upstream.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'node-metadata-edges-'));
 after(() => rm(dir, { recursive: true, force: true }));

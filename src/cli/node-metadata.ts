@@ -8,7 +8,7 @@ import { instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { effectiveAuthPolicy } from './xds-transport.ts';
+import { effectiveAuthPolicy } from '../runtime/xds-upstream.ts';
 
 /** Kubernetes caps all of a pod's labels or annotations at 256 KiB; anything far past that is not a downward-API file. */
 const maxPodInfoBytes = 1024 * 1024;

@@ -7,7 +7,7 @@ import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { checkResolvedConfig } from './preflight.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
-import { xdsRootCaFile, xdsTransport, xdsUpstream } from './xds-transport.ts';
+import { xdsRootCaFile, xdsTransport, xdsUpstream } from '../runtime/xds-upstream.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
 function parse(args: string[]): AgentConfig | string {

@@ -2,7 +2,6 @@ import { constants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import { badFlag } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
-import { loadMaterial, type UpstreamOptions } from '../xds/upstream/material.ts';
 import { checkFlagCombinations } from './flag-checks.ts';
 
 /*
@@ -27,9 +26,4 @@ export async function checkBinary(path: string): Promise<void> {
   await access(path, constants.X_OK).catch(() => {
     throw badFlag('--binaryPath', `${path} is not executable`);
   });
-}
-
-/** TLS files (present, PEM, key matching cert) and the token file are checked before Envoy starts. */
-export async function checkXdsUpstream(upstream: UpstreamOptions): Promise<void> {
-  await loadMaterial(upstream);
 }

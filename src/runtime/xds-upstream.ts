@@ -1,7 +1,12 @@
 import { existsSync } from 'node:fs';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { certFilesIn, istioRootCertPath, istioTokenPath } from '../shared/istio-files.ts';
-import type { UpstreamOptions } from '../xds/upstream/material.ts';
+import { loadMaterial, type UpstreamOptions } from '../xds/upstream/material.ts';
+
+/*
+ * The relay's upstream as the flags make it, checked before anything starts
+ * (the CLI's preflight): the only place outside the relay's start that reads xds/.
+ */
 
 /** Where and how the xDS relay reaches the discovery server; `metadata` goes on every call (settings/xds-env.ts). */
 export function xdsUpstream(config: AgentConfig, metadata: Record<string, string> = { clusterid: '' }): UpstreamOptions {
@@ -43,4 +48,9 @@ export function xdsTransport(config: AgentConfig): UpstreamOptions['policy'] {
 /** The policy Istio's agent would report for this transport: MUTUAL_TLS is how it names TLS to istiod. */
 export function effectiveAuthPolicy(config: AgentConfig): 'NONE' | 'MUTUAL_TLS' {
   return xdsTransport(config) === 'NONE' ? 'NONE' : 'MUTUAL_TLS';
+}
+
+/** TLS files (present, PEM, key matching cert) and the token file are checked before Envoy starts. */
+export async function checkXdsUpstream(upstream: UpstreamOptions): Promise<void> {
+  await loadMaterial(upstream);
 }
