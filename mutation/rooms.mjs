@@ -351,7 +351,6 @@ export const rooms = {
       'src/envoy/cert-check.test.ts',
       'src/envoy/active-connections.test.ts',
       'src/envoy/output-edges.test.ts',
-      'src/envoy/drain-edges.test.ts',
       'src/envoy/cert-check-edges.test.ts',
       'src/envoy/active-connections-edges.test.ts',
       'src/envoy/leftovers-edges.test.ts',
@@ -369,11 +368,11 @@ export const rooms = {
     mutate: ['src/watch/cert-set.ts', 'src/watch/cert-files.ts', 'src/watch/cert-watch.ts'],
     tests: ['src/watch/cert-set.test.ts', 'src/watch/cert-files.test.ts', 'src/watch/cert-watch.test.ts'],
   },
-  // The reconcile reducer (its failure and shutdown rules). The restart gate is the certs room's:
+  // The reconcile reducer (its failure and shutdown rules) and the shutdown's drain wait. The restart gate is the certs room's:
   // one room per file, so a whole run mutates it once.
   agent: {
-    mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts'],
-    tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts'],
+    mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts', 'src/agent/drain-wait.ts'],
+    tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts', 'src/agent/drain-wait.test.ts'],
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
 import { Agent } from './agent.ts';
@@ -14,10 +15,12 @@ const exitOf = (agent: Agent) => within(agent.exited, 5000, 'the agent to resolv
 /** Lets promise callbacks (epoch exits) run; no time passes. */
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
+const drainMs = 5000;
+
 function setup() {
   const clock = new FakeClock();
   const proxy = new FakeProxy();
-  const agent = new Agent({ proxy, clock, logger: silentLogger, policy });
+  const agent = new Agent({ proxy, clock, logger: silentLogger, policy, drain: { durationMs: drainMs } });
   return { clock, proxy, agent };
 }
 
@@ -73,17 +76,52 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
   });
 
   it('shuts down: drains, aborts every epoch, resolves 0 once all have exited', async () => {
-    const { proxy, agent } = setup();
+    const { clock, proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     agent.dispatch({ type: 'shutdown' });
-    assert.equal(proxy.drains, 1);
-    assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain is over');
-    proxy.finishDrain();
+    assert.deepEqual(proxy.drains, [false], 'Envoy told to drain, and to exit after');
+    await flush();
+    clock.advance(drainMs - 1);
+    await flush();
+    assert.deepEqual(proxy.running, [0, 1], 'nothing stops before the drain duration is over');
+    clock.advance(1);
     assert.equal((await exitOf(agent)).error, undefined);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual(proxy.cleaned.sort(), [0, 1]);
+  });
+
+  it('says "draining listeners" with the duration once Envoy took the drain, and nothing of it when Envoy refused', async () => {
+    for (const drainTaken of [true, false]) {
+      const lines: Record<string, unknown>[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const clock = new FakeClock();
+      const proxy = new FakeProxy();
+      proxy.drainTaken = drainTaken;
+      const drain = { durationMs: drainMs, exitOnZeroActiveConnections: true, minDurationMs: 1000 };
+      const agent = new Agent({ proxy, clock, logger, policy, drain });
+      agent.dispatch({ type: 'config-changed', config: 'A' });
+      proxy.live(0);
+      proxy.connections.push(0);
+      agent.dispatch({ type: 'shutdown' });
+      await flush();
+      clock.advance(1000);
+      assert.equal((await exitOf(agent)).error, undefined);
+      const draining = lines.filter((line) => line.msg === 'draining listeners');
+      const want = drainTaken ? [{ durationMs: drainMs, exitOnZeroActiveConnections: true }] : [];
+      assert.deepEqual(draining.map(({ durationMs, exitOnZeroActiveConnections }) => ({ durationMs, exitOnZeroActiveConnections })), want);
+      assert.equal(lines.filter((line) => line.msg === 'no active downstream connections; stopping').length, 1, 'the wait still ran');
+    }
+  });
+
+  it('stopNow before any drain: Envoy is not told to drain, and the stop does not wait', async () => {
+    const { proxy, agent } = setup();
+    agent.dispatch({ type: 'config-changed', config: 'A' });
+    proxy.live(0);
+    agent.stopNow();
+    assert.equal((await exitOf(agent)).error, undefined);
+    assert.deepEqual(proxy.drains, []);
   });
 
   it('a second signal (hurry) cuts the drain short', async () => {
@@ -100,23 +138,24 @@ describe('Agent (interpreter) with a FakeProxy and a FakeClock', () => {
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
     assert.equal(await agent.requestDrain(), true);
-    assert.deepEqual(proxy.listenerDrainsSkipExit, [true], 'drained for good: Envoy stays up');
+    assert.deepEqual(proxy.drains, [true], 'drained for good: Envoy stays up');
     assert.equal(agent.state.drainedEarly, true);
     agent.dispatch({ type: 'shutdown' });
-    assert.equal(proxy.drains, 0, 'no second drain');
+    assert.deepEqual(proxy.drains, [true], 'no second drain');
     assert.equal((await agent.exited).error, undefined);
     assert.deepEqual(proxy.running, []);
   });
 
   it('an epoch that takes over during the drain is told to drain its listeners', async () => {
-    const { proxy, agent } = setup();
+    const { clock, proxy, agent } = setup();
     agent.dispatch({ type: 'config-changed', config: 'A' });
     proxy.live(0);
     agent.dispatch({ type: 'config-changed', config: 'B' });
     agent.dispatch({ type: 'shutdown' });
     proxy.live(1);
-    assert.equal(proxy.listenerDrains, 1);
-    proxy.finishDrain();
+    assert.deepEqual(proxy.drains, [false, false], 'the shutdown drain, then the new epoch told too');
+    await flush();
+    clock.advance(drainMs);
     assert.equal((await exitOf(agent)).error, undefined);
   });
 

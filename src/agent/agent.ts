@@ -2,6 +2,7 @@ import type { Clock, Timer } from '../shared/clock.ts';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import { shortHash } from '../shared/short-hash.ts';
+import { waitOutDrain, type DrainPolicy } from './drain-wait.ts';
 import type { LiveDetails, Proxy } from './proxy.ts';
 import { initialState, reduce } from './reconcile.ts';
 import type { Action, Event, RetryPolicy, State } from './reconcile-types.ts';
@@ -17,6 +18,8 @@ export interface AgentOptions {
   clock: Clock;
   logger: Logger;
   policy: RetryPolicy;
+  /** How long a shutdown's drain waits; none when absent. */
+  drain?: DrainPolicy;
 }
 
 /**
@@ -100,7 +103,7 @@ export class Agent {
         return this.#drainController.abort();
       case 'drain-listeners':
         return void this.#options.proxy
-          .drainListeners(this.#drainController.signal)
+          .drain({ signal: this.#drainController.signal })
           .catch((err: unknown) => this.#options.logger.warn({ err, epoch: action.epoch }, 'drain failed'));
       case 'log':
         return this.#options.logger[action.level](action.fields, action.message);
@@ -139,15 +142,27 @@ export class Agent {
   /** Not cut by a later hurry: the caller of POST /drain learns whether Envoy took it. */
   #drainEarly(): void {
     this.#earlyDrain = this.#options.proxy
-      .drainListeners(new AbortController().signal, { skipExit: true })
+      .drain({ signal: new AbortController().signal, skipExit: true })
       .catch((err: unknown) => (this.#options.logger.warn({ err }, 'drain failed'), false));
   }
 
   #drain(): void {
-    void this.#options.proxy
-      .drain(this.#drainController.signal)
+    void this.#drainAndWait()
       .catch((err: unknown) => this.#options.logger.warn({ err }, 'drain failed; stopping anyway'))
       .then(() => this.dispatch({ type: 'drained' }));
+  }
+
+  /** Envoy drains its listeners, then open connections get their time; a hurry cuts the wait. */
+  async #drainAndWait(): Promise<void> {
+    const signal = this.#drainController.signal;
+    // Already told to hurry (/quitquitquit, a second signal): stop without the admin calls.
+    if (signal.aborted) return;
+    const { proxy, clock, logger, drain: policy = { durationMs: 0 } } = this.#options;
+    // Envoy's refusal is logged by the proxy; the wait still gives open connections their time.
+    if (await proxy.drain({ signal })) {
+      logger.info({ durationMs: policy.durationMs, exitOnZeroActiveConnections: Boolean(policy.exitOnZeroActiveConnections) }, 'draining listeners');
+    }
+    await waitOutDrain({ clock, logger, signal, policy, activeConnections: (aborted) => proxy.activeConnections(aborted) });
   }
 
   /**

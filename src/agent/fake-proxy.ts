@@ -25,10 +25,12 @@ export class FakeProxy implements Proxy {
   /** Every start, in order: what the agent asked for. */
   readonly starts: { epoch: number; config: string }[] = [];
   readonly cleaned: number[] = [];
-  drains = 0;
-  /** Calls of drainListeners: epochs told to drain after the drain began. */
-  listenerDrains = 0;
-  #finishDrain: (() => void) | undefined;
+  /** The skipExit of every drain call, in order (POST /drain's are true). */
+  readonly drains: boolean[] = [];
+  /** What activeConnections answers, one count per call (then: cannot tell). */
+  readonly connections: number[] = [];
+  /** Whether Envoy takes a drain (false: admin refused it). */
+  drainTaken = true;
 
   constructor(options: FakeProxyOptions = {}) {
     this.#auto = options.auto ?? false;
@@ -67,27 +69,13 @@ export class FakeProxy implements Proxy {
     entry.resolve({ kind, detail });
   }
 
-  drain(signal: AbortSignal): Promise<void> {
-    this.drains++;
-    if (this.#auto || signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.#finishDrain = resolve;
-      signal.addEventListener('abort', () => resolve(), { once: true });
-    });
+  drain(options: { signal: AbortSignal; skipExit?: boolean }): Promise<boolean> {
+    this.drains.push(options.skipExit === true);
+    return Promise.resolve(this.drainTaken);
   }
 
-  /** The skipExit of every drainListeners call (POST /drain's are true). */
-  readonly listenerDrainsSkipExit: boolean[] = [];
-
-  drainListeners(_signal: AbortSignal, options: { skipExit?: boolean } = {}): Promise<boolean> {
-    this.listenerDrains++;
-    this.listenerDrainsSkipExit.push(options.skipExit === true);
-    return Promise.resolve(true);
-  }
-
-  /** Ends a drain started by the agent (manual mode). */
-  finishDrain(): void {
-    this.#finishDrain?.();
+  activeConnections(): Promise<number | undefined> {
+    return Promise.resolve(this.connections.shift());
   }
 
   cleanup(epoch: number): Promise<void> {

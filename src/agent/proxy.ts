@@ -26,13 +26,14 @@ export interface RunOptions {
 export interface Proxy {
   /** Runs one epoch to its end; never rejects. */
   run(epoch: number, config: string, options: RunOptions): Promise<ProxyExit>;
-  /** Starts draining the newest epoch's listeners; resolves when draining is over. */
-  drain(signal: AbortSignal): Promise<void>;
   /**
-   * Tells the epoch that serves now to drain its listeners, without waiting;
-   * `skipExit`: for good, Envoy does not exit once drained (POST /drain). Whether Envoy took it.
+   * Tells the epoch that serves now to fail health checks and drain its
+   * listeners, without waiting (the agent waits, drain-wait.ts); `skipExit`:
+   * for good, Envoy does not exit once drained (POST /drain). Whether Envoy took it.
    */
-  drainListeners(signal: AbortSignal, options?: { skipExit?: boolean }): Promise<boolean>;
+  drain(options: { signal: AbortSignal; skipExit?: boolean }): Promise<boolean>;
+  /** Downstream connections still open on the proxy's listeners; undefined when it cannot tell. */
+  activeConnections(signal: AbortSignal): Promise<number | undefined>;
   /** Removes what an exited epoch left behind (its bootstrap file). */
   cleanup(epoch: number): Promise<void>;
 }

@@ -8,7 +8,8 @@ import type { Logger } from '../shared/log.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { adminClient, type AdminClient } from './admin.ts';
 import { buildEnvoyArgs, validationArgs, type EnvoyLaunch } from './args.ts';
-import { drainEnvoy, drainListeners } from './drain.ts';
+import { activeConnections } from './active-connections.ts';
+import { drainListeners } from './drain.ts';
 import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
 import { watchLive } from './live.ts';
 import { stopLeftoverEnvoys } from './leftovers.ts';
@@ -191,21 +192,14 @@ export class EnvoyProxy implements Proxy {
     throw new Error(`${this.#baseIdPath}: epoch 0 never wrote its base id`);
   }
 
-  async drain(signal: AbortSignal): Promise<void> {
-    const { config, clock, logger } = this.#options;
-    await drainEnvoy({
-      admin: this.#admin, clock, logger, signal,
-      durationMs: config.terminationDrainDurationMs,
-      inboundOnly: config.proxyType === 'sidecar',
-      exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
-      minDurationMs: config.minimumDrainDurationMs,
-      ignoredPorts: [config.prometheusPort, config.readinessPort],
-    });
+  drain(options: { signal: AbortSignal; skipExit?: boolean }): Promise<boolean> {
+    const { config, logger } = this.#options;
+    return drainListeners({ admin: this.#admin, logger, signal: options.signal, inboundOnly: config.proxyType === 'sidecar', skipExit: options.skipExit });
   }
 
-  drainListeners(signal: AbortSignal, options: { skipExit?: boolean } = {}): Promise<boolean> {
-    const { config, logger } = this.#options;
-    return drainListeners({ admin: this.#admin, logger, signal, inboundOnly: config.proxyType === 'sidecar', skipExit: options.skipExit });
+  activeConnections(signal: AbortSignal): Promise<number | undefined> {
+    const { config } = this.#options;
+    return activeConnections(this.#admin, [config.prometheusPort, config.readinessPort], signal);
   }
 
   cleanup(epoch: number): Promise<void> {

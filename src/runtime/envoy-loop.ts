@@ -26,6 +26,13 @@ const retryPolicy = (config: AgentConfig) => ({
   parentInitializingDelayMs: 1000,
 });
 
+/** The shutdown's wait once Envoy drains (Istio's terminate step). */
+const drainPolicy = (config: AgentConfig) => ({
+  durationMs: config.terminationDrainDurationMs,
+  exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
+  minDurationMs: config.minimumDrainDurationMs,
+});
+
 /**
  * The reconcile loop over the proxy's epochs, with their metrics and the
  * restart gate; every spawn is told as `envoySpawned`. Disposing it stops the
@@ -35,7 +42,9 @@ export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; x
   const { config, registry, clock, logger } = ctx;
   const metrics = registerAgentMetrics(registry);
   const epochs = new EpochTracker({ clock, metrics });
-  const agent = new Agent({ proxy: epochs.wrap(parts.proxy), clock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config) });
+  const agent = new Agent({
+    proxy: epochs.wrap(parts.proxy), clock, logger: logger.child({ component: 'agent' }), policy: retryPolicy(config), drain: drainPolicy(config),
+  });
   registerStateGauges(registry, () => agent.state);
   agent.onEvent(countAgentEvents(metrics));
   agent.onEvent((event) => event.type === 'epoch-spawned' && ctx.events.envoySpawned.emit({ epoch: event.epoch, pid: event.pid }));

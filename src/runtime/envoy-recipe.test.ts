@@ -79,8 +79,8 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     proxy.live(0);
     guard.terminate[0]!('SIGTERM');
     await new Promise(setImmediate);
-    assert.deepEqual([proxy.drains, proxy.running], [1, [0]], 'Envoy serves while it drains');
-    proxy.finishDrain();
+    assert.deepEqual([proxy.drains, proxy.running], [[false], [0]], 'Envoy serves while it drains');
+    (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs);
     assert.equal(await within(run, 5000, 'the recipe to end'), 0);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual([await exists(join(dir, 'XDS')), await exists(join(dir, 'SDS'))], [false, false], 'sockets removed');
@@ -98,7 +98,7 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.match(metrics, /^istio_agent_epochs_started_total 1$/m);
     guard.terminate[0]!('SIGTERM');
     guard.terminate[0]!('SIGTERM');
-    assert.equal(await within(run, 5000, 'the recipe to end without finishDrain'), 0);
+    assert.equal(await within(run, 5000, 'the recipe to end before the drain duration'), 0);
     assert.deepEqual(proxy.running, []);
   });
 

@@ -16,8 +16,8 @@ function manualProxy() {
       options.onStarted?.({ pid: 1000 + epoch });
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
-    drain: async () => undefined,
-    drainListeners: async () => true,
+    drain: async () => true,
+    activeConnections: async () => undefined,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -68,8 +68,8 @@ describe('EpochTracker', () => {
     let onLive: (() => void) | undefined;
     const proxy: Proxy = {
       run: (_epoch, _config, options) => ((onLive = options.onLive), new Promise(() => undefined)),
-      drain: async () => undefined,
-      drainListeners: async () => true,
+      drain: async () => true,
+      activeConnections: async () => undefined,
       cleanup: async () => undefined,
     };
     let called = 0;
@@ -115,8 +115,8 @@ describe('countAgentEvents', () => {
     const runs = new Map<number, { options: RunOptions; end: (exit: ProxyExit) => void }>();
     const proxy = tracker.wrap({
       run: (epoch, _config, options) => new Promise((resolve) => runs.set(epoch, { options, end: resolve })),
-      drain: async () => undefined,
-      drainListeners: async () => true,
+      drain: async () => true,
+      activeConnections: async () => undefined,
       cleanup: async () => undefined,
     });
     const signal = new AbortController().signal;

@@ -52,8 +52,8 @@ export class EpochTracker {
   wrap(proxy: Proxy): Proxy {
     return {
       run: (epoch, config, options) => this.#run(proxy, epoch, config, options),
-      drain: (signal) => proxy.drain(signal),
-      drainListeners: (signal, options) => proxy.drainListeners(signal, options),
+      drain: (options) => proxy.drain(options),
+      activeConnections: (signal) => proxy.activeConnections(signal),
       cleanup: (epoch) => proxy.cleanup(epoch),
     };
   }

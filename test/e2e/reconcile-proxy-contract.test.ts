@@ -22,7 +22,7 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
   const config = {
     proxyType: 'router', configPath: dir, binaryPath: envoyBin, proxyAdminPort: adminPort,
     drainDurationMs: 1000, parentShutdownDurationMs: 1000, serviceCluster: 'contract',
-    // Far longer than the contract waits: a drain that ignores its signal fails the test.
+    // Far longer than the contract waits: a drain call that waits it out fails the test.
     terminationDrainDurationMs: 60_000,
     proxyLogLevel: 'warning', proxyComponentLogLevel: '', concurrency: 1, certDir: join(dir, 'certs'),
     fileFlushIntervalMs: 1000, skipDeprecatedLogs: true,
@@ -31,7 +31,6 @@ proxyContract('EnvoyProxy (real Envoy)', async () => {
   return {
     proxy,
     hasLeftovers: (epoch) => access(join(dir, `envoy-rev${epoch}.json`)).then(() => true, () => false),
-    longDrain: true,
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }, 20_000);
