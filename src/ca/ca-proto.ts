@@ -4,9 +4,9 @@ import { eachLenField, encodeVarint, lenField } from '../grpc/proto-wire.ts';
 /**
  * istio.v1.auth.IstioCertificateRequest / Response on the wire
  * (istio.io/api security/v1alpha1/ca.proto): two small messages, so they
- * are written and read by hand rather than through a protobuf runtime:
- * protobufjs 7 would cost +8.2 MB RSS / +3.9 MB anonymous and 37 ms on first
- * use against +0.8 / +0.2 MB and 2 ms (bench/library-cost.ts, as secret-proto.ts).
+ * are written and read by hand rather than through a protobuf runtime, which
+ * costs several MB and tens of ms on first use (bench/library-cost.ts; the
+ * figures are in docs/benchmarks.md).
  */
 export interface CertificateRequest {
   csr: string;

@@ -138,7 +138,7 @@ export class TableStore {
     let longestStepMs = 0;
     let slices = 1;
     for (const [at, entry] of nameTableEntriesAt(bytes)) {
-      // The clock is read for every name: ~40 ns against the ~3 µs a name takes.
+      // The clock is read for every name: a small fraction of what a name takes (docs/benchmarks.md).
       if (clock() - stepStarted >= this.#sliceMs) {
         longestStepMs = Math.max(longestStepMs, clock() - stepStarted);
         if (clock() - started > this.#maxBuildMs) throw new Error(`building the table took more than ${this.#maxBuildMs} ms (${entries} entries); refused`);

@@ -73,7 +73,7 @@ function spawnEnvoy(options: EnvoyProcessOptions, cancelSignal: AbortSignal) {
     stdin: 'ignore',
     // Nothing is kept: each line goes to the log as it comes (forwardOutput).
     // stdout and stderr are read apart: execa's `all` (one merged stream)
-    // cost ~3 ms more of the agent's CPU per spawn.
+    // cost more of the agent's CPU per spawn (docs/benchmarks.md).
     buffer: false,
   });
 }
