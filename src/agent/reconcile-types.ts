@@ -1,6 +1,9 @@
 import type { ErrorCode } from '../shared/errors.ts';
 
-/** The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`, `reconcile-failures.ts` and `reconcile-shutdown.ts`). */
+/**
+ * The reconcile reducer's state, the events it takes and the actions it returns (the rules are in `reconcile.ts`, `reconcile-failures.ts` and
+ * `reconcile-shutdown.ts`).
+ */
 
 export interface RetryPolicy {
   initialDelayMs: number;

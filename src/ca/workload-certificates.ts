@@ -90,7 +90,8 @@ export class WorkloadCertificates {
   problem(): string | undefined {
     const current = this.#current;
     if (current && current.expiresAt <= this.#options.clock.now()) {
-      return `the workload certificate expired at ${new Date(current.expiresAt).toISOString()} and no new one was issued${this.#lastFailure ? ` (last: ${this.#lastFailure})` : ''}`;
+      return `the workload certificate expired at ${new Date(current.expiresAt).toISOString()} and no new one was ` +
+        `issued${this.#lastFailure ? ` (last: ${this.#lastFailure})` : ''}`;
     }
     return this.#problem;
   }

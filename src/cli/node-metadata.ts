@@ -45,7 +45,7 @@ export function agentProxyConfig(config: AgentConfig): Record<string, unknown> {
     serviceCluster: config.serviceCluster,
     drainDuration: protoDuration(config.drainDurationMs),
     terminationDrainDuration: protoDuration(config.terminationDrainDurationMs),
-    discoveryAddress: `${config.discoveryAddress.host.includes(':') ? `[${config.discoveryAddress.host}]` : config.discoveryAddress.host}:${config.discoveryAddress.port}`,
+    discoveryAddress: `${bracketed(config.discoveryAddress.host)}:${config.discoveryAddress.port}`,
     proxyAdminPort: config.proxyAdminPort,
     statusPort: config.statusPort,
     // protojson leaves out NONE, the enum's zero, as Istio's node does.
@@ -85,3 +85,6 @@ async function readBounded(path: string): Promise<string | undefined> {
     throw badFile(path, `cannot read pod info (${code ?? (error as Error).message})`, error);
   }
 }
+
+/** An IPv6 host in brackets, as in a URL's authority. */
+const bracketed = (host: string) => (host.includes(':') ? `[${host}]` : host);

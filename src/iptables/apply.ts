@@ -45,7 +45,8 @@ export async function applyRules(rules: readonly Rule[], options: ApplyOptions):
   if (!options.forceApply && (await isInPlace(state, rules, (rule) => ruleExists(rule, options)))) return 'in-place';
   if (!options.reconcile && !options.forceApply) {
     throw new Error(
-      `${options.binaries.iptables}: the ISTIO_ rules of an earlier run differ from these; rerun with --reconcile to replace them, or --cleanup-only to remove them`,
+      `${options.binaries.iptables}: the ISTIO_ rules of an earlier run differ from these; rerun with --reconcile to replace them, or ` +
+        `--cleanup-only to remove them`,
     );
   }
   await restore(renderRestoreInput(rules, await cleanupFor(state, rules, options, false)), options);

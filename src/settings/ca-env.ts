@@ -13,13 +13,15 @@ export const caEnv = declareEnvSettings({
     env: 'CA_ADDR',
     parse: (text) => checkHostPort(text),
     description:
-      'host:port of the CA; unset: the discovery address, as Istio, when POD_NAMESPACE and SERVICE_ACCOUNT are both set (else no CA: certificates come from --certDir); port 15010 is plaintext, as Istio',
+      'host:port of the CA; unset: the discovery address, as Istio, when POD_NAMESPACE and SERVICE_ACCOUNT are both set (else no CA: certificates ' +
+        'come from --certDir); port 15010 is plaintext, as Istio',
   },
   rootsPath: { env: 'CA_ROOT_CA', default: istioRootCertPath, description: "Root the CA's TLS certificate must chain to" },
   serverName: {
     env: 'ISTIOD_SAN',
     description:
-      "Name the discovery server's TLS certificate must carry, and the CA's when CA_ADDR is unset (a CA_ADDR is checked against its own host, as Istio); also --xdsServerName's env",
+      "Name the discovery server's TLS certificate must carry, and the CA's when CA_ADDR is unset (a CA_ADDR is checked against its own host, as " +
+        "Istio); also --xdsServerName's env",
   },
   trustDomain: { env: 'TRUST_DOMAIN', default: 'cluster.local', description: 'Trust domain of the SPIFFE identity asked for' },
   namespace: { env: 'POD_NAMESPACE', required: identityReason, parse: (text) => pathSegment(text), description: 'Namespace of the SPIFFE identity' },

@@ -15,7 +15,8 @@ export const commandFlags = declareSettings([
     default: false,
     parse: bool,
     description:
-      "Agent logs as JSON lines even on a terminal (they always are otherwise); Envoy writes its own lines in Istio's JSON format (the bootstrap's application_log_config), which the agent reads into its log",
+      "Agent logs as JSON lines even on a terminal (they always are otherwise); Envoy writes its own lines in Istio's JSON format (the bootstrap's " +
+        "application_log_config), which the agent reads into its log",
   },
   { flag: 'print-bootstrap', default: false, description: 'Print the rendered bootstrap to stdout and exit without starting Envoy' },
   {

@@ -1,7 +1,10 @@
 import { badEnv } from '../shared/errors.ts';
 import type { EnvSetting } from './setting.ts';
 
-/* Reading env-only rows (setting.ts's EnvSetting): empty is unset, as Istio's env vars are; a value `parse` refuses is bad input naming the variable (exit 2). */
+/**
+ * Reading env-only rows (setting.ts's EnvSetting): empty is unset, as Istio's env vars are; a value `parse` refuses is bad input naming the variable
+ * (exit 2).
+ */
 export type { EnvSetting } from './setting.ts';
 
 /** Keeps each row's literal types for EnvValues. */

@@ -7,7 +7,8 @@ export const envoyEnv = declareEnvSettings({
     env: 'ISTIO_CPU_LIMIT',
     default: '0',
     parse: (text) => cpuCount(text),
-    description: `The container's CPU limit (Istio's injection template sets it from limits.cpu; ours passes --concurrency instead); Envoy's worker threads (--concurrency) when neither --concurrency nor ProxyConfig concurrency is set, rounded up, at most ${maxConcurrency}; 0: no limit`,
+    description: `The container's CPU limit (Istio's injection template sets it from limits.cpu; ours passes --concurrency instead); Envoy's worker ` +
+      `threads (--concurrency) when neither --concurrency nor ProxyConfig concurrency is set, rounded up, at most ${maxConcurrency}; 0: no limit`,
   },
 });
 

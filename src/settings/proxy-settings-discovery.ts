@@ -18,7 +18,8 @@ export const discoverySettings = declareSettings([
     value: '<file>',
     default: '',
     settle: emptyIsUnset,
-    description: `File whose content the agent sends to the discovery server as \`authorization: Bearer\`, read again for every new stream; with TLS to istiod, ${istioTokenPath} when empty`,
+    description: `File whose content the agent sends to the discovery server as \`authorization: Bearer\`, read again for every new stream; with ` +
+      `TLS to istiod, ${istioTokenPath} when empty`,
   },
   {
     flag: 'xdsRootCa',
@@ -26,7 +27,9 @@ export const discoverySettings = declareSettings([
     default: '',
     env: 'XDS_ROOT_CA',
     settle: emptyIsUnset,
-    description: `Root certificate the discovery server's TLS certificate must chain to; setting it (or a --discoveryAddress on port 15012, istiod's TLS port) makes the agent speak TLS to it with a token; SYSTEM: the OS trust store; when empty, ${certFileNames.root} in --certDir if there, else ${istioRootCertPath}`,
+    description: `Root certificate the discovery server's TLS certificate must chain to; setting it (or a --discoveryAddress on port 15012, ` +
+      `istiod's TLS port) makes the agent speak TLS to it with a token; SYSTEM: the OS trust store; when empty, ${certFileNames.root} in --certDir ` +
+      `if there, else ${istioRootCertPath}`,
   },
   {
     flag: 'podInfoDir',

@@ -2,7 +2,10 @@ import { bool, componentLevels, concurrency, duration, durationIn, envoyLogLevel
 import { declareSettings } from './setting.ts';
 import { emptyIsUnset, hostPort, optionalHostPort } from './settle-values.ts';
 
-/** `pilot-agent proxy` settings, part of `proxySettings`: envoy and its bootstrap: drain times on hot restart, the discovery server, admin, the template, worker threads and logs. */
+/**
+ * `pilot-agent proxy` settings, part of `proxySettings`: Envoy and its bootstrap: drain times on hot restart, the discovery server, admin, the
+ * template, worker threads and logs.
+ */
 export const envoySettings = declareSettings([
   {
     flag: 'drainDuration',
@@ -77,7 +80,8 @@ export const envoySettings = declareSettings([
     default: 'MUTUAL_TLS',
     choices: ['NONE', 'MUTUAL_TLS'],
     description:
-      "Security towards the discovery server. Unset: TLS with the pod's token on port 15012 or with --xdsRootCa, else plaintext; MUTUAL_TLS given: our certificate from --certDir too (Istio 1.1); NONE given: as unset",
+      "Security towards the discovery server. Unset: TLS with the pod's token on port 15012 or with --xdsRootCa, else plaintext; MUTUAL_TLS given: " +
+        "our certificate from --certDir too (Istio 1.1); NONE given: as unset",
   },
   {
     flag: 'customConfigFile',
@@ -86,7 +90,8 @@ export const envoySettings = declareSettings([
     default: '',
     settle: emptyIsUnset,
     description:
-      'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, which the copies keep); the agent watches the admin port it names (a given --proxyAdminPort that differs is exit 2)',
+      'Use this Envoy bootstrap as is, without rendering: JSON, or YAML when it ends in .yaml/.yml (Envoy reads the format from the extension, ' +
+        'which the copies keep); the agent watches the admin port it names (a given --proxyAdminPort that differs is exit 2)',
   },
   {
     flag: 'templateFile',
@@ -103,7 +108,8 @@ export const envoySettings = declareSettings([
     value: '<n>',
     default: '0',
     parse: concurrency,
-    description: `Envoy worker threads, at most ${maxConcurrency} (0: one per core); when neither this nor ProxyConfig concurrency is set, ISTIO_CPU_LIMIT decides`,
+    description: `Envoy worker threads, at most ${maxConcurrency} (0: one per core); when neither this nor ProxyConfig concurrency is set, ` +
+      `ISTIO_CPU_LIMIT decides`,
   },
   {
     flag: 'fileFlushInterval',
@@ -136,7 +142,8 @@ export const envoySettings = declareSettings([
     default: 'warning',
     parse: envoyLogLevels,
     description:
-      'Envoy log level: trace, debug, info, warning, error, critical, off; component:level parts may follow (info,misc:error) and then replace --proxyComponentLogLevel',
+      'Envoy log level: trace, debug, info, warning, error, critical, off; component:level parts may follow (info,misc:error) and then replace ' +
+        '--proxyComponentLogLevel',
   },
   {
     flag: 'proxyComponentLogLevel',

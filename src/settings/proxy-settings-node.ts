@@ -21,7 +21,8 @@ export const nodeSettings = declareSettings([
     default: './etc/istio/proxy',
     settle: workingDirPath,
     description:
-      'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode (a warning when others may enter it)',
+      'Directory for the rendered bootstraps (envoy-rev<epoch>.json) and the XDS socket; created 0700 when absent, an existing one keeps its mode ' +
+        '(a warning when others may enter it)',
   },
   {
     flag: 'binaryPath',

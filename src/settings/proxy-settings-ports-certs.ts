@@ -3,7 +3,10 @@ import { declareSettings } from './setting.ts';
 import { duration, durationIn, port } from './parse-values.ts';
 import { workingDirPath } from './settle-values.ts';
 
-/** `pilot-agent proxy` settings, part of `proxySettings`: the agent's ports, and the certificates Envoy serves: where they are and how a change reaches Envoy. */
+/**
+ * `pilot-agent proxy` settings, part of `proxySettings`: the agent's ports, and the certificates Envoy serves: where they are and how a change
+ * reaches Envoy.
+ */
 export const portsCertsSettings = declareSettings([
   {
     flag: 'statusPort',
@@ -58,7 +61,8 @@ export const portsCertsSettings = declareSettings([
     default: './var/run/secrets/workload-spiffe-uds/socket',
     settle: workingDirPath,
     description:
-      'Unix socket of the SDS server Envoy reads certificates from (bootstrap cluster sds-grpc); when another process (SPIRE) already serves it, the agent serves nothing there',
+      'Unix socket of the SDS server Envoy reads certificates from (bootstrap cluster sds-grpc); when another process (SPIRE) already serves it, ' +
+        'the agent serves nothing there',
   },
   {
     flag: 'certRotation',
@@ -66,6 +70,7 @@ export const portsCertsSettings = declareSettings([
     default: 'auto',
     choices: ['auto', 'sds', 'restart'],
     description:
-      'How changed certificate files reach Envoy: auto (over SDS when a stream holds them, else hot restart), sds (never restart), restart (always hot-restart)',
+      'How changed certificate files reach Envoy: auto (over SDS when a stream holds them, else hot restart), sds (never restart), restart (always ' +
+        'hot-restart)',
   },
 ]);

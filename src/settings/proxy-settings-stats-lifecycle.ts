@@ -50,7 +50,8 @@ export const statsLifecycleSettings = declareSettings([
     env: 'TERMINATION_DRAIN_DURATION_SECONDS',
     parse: secondsOrDuration,
     description:
-      "How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); independent of --drainDuration, which is Envoy's own drain on hot restart",
+      "How long to drain on SIGTERM/SIGINT before stopping Envoy (a duration, or whole seconds); independent of --drainDuration, which is Envoy's " +
+        "own drain on hot restart",
   },
   {
     flag: 'exitOnZeroActiveConnections',

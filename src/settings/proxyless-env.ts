@@ -8,11 +8,13 @@ export const proxylessEnv = declareEnvSettings({
     default: 'false',
     parse: bool,
     description:
-      'true: proxyless gRPC. No Envoy and no SDS server: the agent relays xDS for the app over its XDS socket, keeps OUTPUT_CERTS rotated and writes the gRPC bootstrap',
+      'true: proxyless gRPC. No Envoy and no SDS server: the agent relays xDS for the app over its XDS socket, keeps OUTPUT_CERTS rotated and ' +
+        'writes the gRPC bootstrap',
   },
   grpcBootstrap: {
     env: 'GRPC_XDS_BOOTSTRAP',
     description:
-      'Where the agent writes the bootstrap a proxyless gRPC app reads; written when set, and with DISABLE_ENVOY=true (then <configPath>/grpc-bootstrap.json when unset)',
+      'Where the agent writes the bootstrap a proxyless gRPC app reads; written when set, and with DISABLE_ENVOY=true (then ' +
+        '<configPath>/grpc-bootstrap.json when unset)',
   },
 });

@@ -158,7 +158,8 @@ export class FakeClock implements Clock {
   #checkBounds(ms: number, fired: number, atInstant: number): void {
     if (atInstant > this.#maxPerInstant) {
       throw new Error(
-        `FakeClock.advance(${ms}): ${atInstant} timers fired at ${this.#now} ms without time moving; a timer re-arms itself with no delay (the code under test would spin)`,
+        `FakeClock.advance(${ms}): ${atInstant} timers fired at ${this.#now} ms without time moving; a timer re-arms itself with no delay (the code ` +
+          `under test would spin)`,
       );
     }
     if (fired > this.#maxPerAdvance) {

@@ -56,7 +56,8 @@ function judgeConfig(stats: ReadinessStats): string | undefined {
   const cds = stats.cdsSuccess > 0;
   const lds = stats.ldsSuccess > 0;
   if (cds && lds) return undefined;
-  const counts = `cds updates: ${stats.cdsSuccess} successful, ${stats.cdsRejected} rejected; lds updates: ${stats.ldsSuccess} successful, ${stats.ldsRejected} rejected`;
+  const counts = `cds updates: ${stats.cdsSuccess} successful, ${stats.cdsRejected} rejected; lds updates: ${stats.ldsSuccess} successful, ` +
+    `${stats.ldsRejected} rejected`;
   if (stats.cdsRejected > 0 || stats.ldsRejected > 0) return `config received from the discovery server but rejected (${counts})`;
   if (!cds && !lds) return `config not received from the discovery server (${counts})`;
   return `config not fully received from the discovery server: ${cds ? 'LDS' : 'CDS'} missing (${counts})`;

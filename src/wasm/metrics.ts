@@ -1,6 +1,9 @@
 import { Counter, Gauge, Histogram, type Registry } from '../metrics/index.ts';
 
-/** Istio's Wasm metrics (`pkg/wasm/monitoring.go`), in the agent's istio_agent_ namespace; Istio's exporter adds no `_total` to counters (WithoutCounterSuffixes). */
+/**
+ * Istio's Wasm metrics (`pkg/wasm/monitoring.go`), in the agent's istio_agent_ namespace; Istio's exporter adds no `_total` to counters
+ * (WithoutCounterSuffixes).
+ */
 export function registerWasmMetrics(registry: Registry, cacheEntries: () => number) {
   const registers = [registry];
   return {

@@ -1,6 +1,6 @@
 /**
  * The shape of the house, as issue 36 set it: no import cycles, small
- * files and functions. A failure names the module and what to change.
+ * files, functions and lines. A failure names the module and what to change.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
@@ -9,6 +9,7 @@ import { readSourceFiles, roomOf, type SourceFile } from '../support/source-file
 
 const maxFileLines = 250;
 const maxFunctionLines = 40;
+const maxLineLength = 160;
 const files = readSourceFiles();
 
 it('no production module imports itself back through others (type imports included)', () => {
@@ -22,6 +23,13 @@ it(`no production file is over ${maxFileLines} lines`, () => {
 
 it(`no production function is over ${maxFunctionLines} lines`, () => {
   assert.deepEqual(files.flatMap(longFunctions), []);
+});
+
+it(`no production line is over ${maxLineLength} characters`, () => {
+  const long = files.flatMap((file) =>
+    file.text.split('\n').flatMap((line, index) => (line.length > maxLineLength ? [`${file.path}:${index + 1} (${line.length})`] : [])),
+  );
+  assert.deepEqual(long, []);
 });
 
 /**

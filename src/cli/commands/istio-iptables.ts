@@ -65,7 +65,8 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
     note('--redirect-dns is set, but /etc/resolv.conf names no server and --capture-all-dns is off: DNS is not captured');
   if (ipv6.mode === 'reject' && plan.v6.length > 0) {
     note(
-      `the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`,
+      `the pod has IPv6 address ${ipv6.address} but dual stack is off (ISTIO_DUAL_STACK): IPv6 is not captured, so new inbound IPv6 connections to ` +
+        `the captured ports are reset rather than reach the app without the sidecar; outbound IPv6 is left alone`,
     );
   }
   if (run.dryRun) return printPlan(plan, context);
@@ -134,7 +135,8 @@ async function validate(config: CaptureConfig, run: RunConfig, { ipv6, note, con
     return;
   }
   note(
-    `validation failed: a connection to 127.0.0.6:${run.probePort} did not reach the capture ports within ${run.probeTimeoutMs} ms; the pod is not ready for the mesh (with Istio CNI: the node's CNI agent has not set up this pod)`,
+    `validation failed: a connection to 127.0.0.6:${run.probePort} did not reach the capture ports within ${run.probeTimeoutMs} ms; the pod is not ` +
+      `ready for the mesh (with Istio CNI: the node's CNI agent has not set up this pod)`,
   );
   context.exitCode = validationExitCode;
 }

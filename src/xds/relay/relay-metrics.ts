@@ -58,7 +58,8 @@ function lastKnownGoodMetrics(counter: MakeCounter, gauge: MakeGauge, registers:
         this.set(since === undefined ? 0 : since / 1000);
       },
     }),
-    lastKnownGoodResponses: counter('istio_agent_xds_last_known_good_responses_total', 'Responses the agent sent Envoy from the last-known-good config', ['type']),
+    lastKnownGoodResponses: counter('istio_agent_xds_last_known_good_responses_total', 'Responses the agent sent Envoy from the last-known-good ' +
+      'config', ['type']),
     lastKnownGoodNacks: counter('istio_agent_xds_last_known_good_nacks_total', 'Last-known-good responses Envoy rejected', ['type']),
   };
 }

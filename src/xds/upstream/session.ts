@@ -99,7 +99,8 @@ function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: 
       return `TLS: the discovery server's certificate is not trusted (${because}); root ${root}, expected name ${options.serverName ?? options.address.host}`;
     },
     'client-certificate-refused': () =>
-      `TLS: the discovery server refused our client certificate (${because}); ${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
+      `TLS: the discovery server refused our client certificate (${because}); ` +
+        `${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
     'client-certificate-required': () => `TLS: the discovery server wants a client certificate and the agent holds none yet (${because})`,
   };
   return new UpstreamDialError(tls ? messages[tls]() : error.message, { cause: error, credential: material.credential, tls });
