@@ -1,35 +1,16 @@
 import assert from 'node:assert/strict';
-import { access, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { access, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { FakeGuard, recipeSetup, type LogCapture } from '../../test/support/envoy-recipe.ts';
+import { freePort } from '../../test/support/ports.ts';
 import { within } from '../../test/support/within.ts';
 import { FakeProxy } from '../agent/fake-proxy.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
 import { readEnvSettings } from '../settings/env-settings.ts';
-import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
-import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
-import { wasmEnv } from '../settings/wasm-env.ts';
-import { FakeClock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
-import { silentLogger } from '../shared/log.ts';
-import { runtimeContext, type RuntimeContext } from './context.ts';
+import type { RuntimeContext } from './context.ts';
 import { runEnvoyRecipe, type EnvoyRecipeInputs } from './envoy-recipe.ts';
-import type { ProcessHooks } from './process-hooks.ts';
-
-/** The process guard's two hooks, held by the test instead of the process. */
-class FakeGuard implements ProcessHooks {
-  terminate: ((signal: NodeJS.Signals) => void)[] = [];
-  stops: (() => Promise<void>)[] = [];
-  onTerminate(handler: (signal: NodeJS.Signals) => void) {
-    this.terminate.push(handler);
-    return () => void (this.terminate = this.terminate.filter((entry) => entry !== handler));
-  }
-  whileRunning(stop: () => Promise<void>) {
-    this.stops.push(stop);
-    return () => void (this.stops = this.stops.filter((entry) => entry !== stop));
-  }
-}
 
 const exists = (path: string) => access(path).then(() => true, () => false);
 
@@ -38,28 +19,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
   let ctx: RuntimeContext;
   let guard: FakeGuard;
   let inputs: EnvoyRecipeInputs;
+  let logs: LogCapture;
 
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'envoy-recipe-'));
-    const { config } = resolveAgentConfig({
-      proxyType: 'sidecar',
-      commandLine: { values: {}, sourceOf: () => 'default' },
-      proxyConfig: mergeProxyConfigs([]),
-      env: {},
-    });
-    ctx = runtimeContext(
-      { ...config, configPath: dir, certDir: join(dir, 'certs'), sdsSocket: join(dir, 'SDS'), statusPort: 0 },
-      silentLogger,
-      new FakeClock(1_000_000),
-    );
-    guard = new FakeGuard();
-    inputs = {
-      bootstrap: { nodeId: 'sidecar~198.18.0.7~app.ns~ns.svc.cluster.local', metadata: {} as never, text: '{}', domain: 'ns.svc.cluster.local' },
-      launch: { localAddressIpVersion: 'v4' }, sockets: { xds: join(dir, 'XDS'), readiness: join(dir, 'READINESS') },
-      upstream: { address: { host: '127.0.0.1', port: 9 }, policy: 'NONE', certDir: join(dir, 'certs') },
-      caSettings: undefined, app: undefined, grpcBootstrapPath: undefined,
-      dns: { settings: readEnvSettings({}, dnsEnv), namespace: 'ns' }, wasm: readEnvSettings({}, wasmEnv), guard,
-    };
+    ({ dir, ctx, guard, inputs, logs } = await recipeSetup());
   });
 
   afterEach(async () => {
@@ -76,8 +39,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.ok(await exists(join(dir, 'XDS')), 'the relay listens before Envoy starts');
     assert.ok(await exists(join(dir, 'SDS')), 'SDS serves before Envoy starts');
     assert.equal(guard.terminate.length, 1, 'signals reach the loop while it runs');
+    assert.equal(logs.lines.find((line) => line.msg === 'starting epoch')?.component, 'agent', 'the loop logs as the agent');
     proxy.live(0);
     guard.terminate[0]!('SIGTERM');
+    assert.equal(logs.lines.find((line) => line.msg === 'signal received')?.signal, 'SIGTERM');
     await new Promise(setImmediate);
     assert.deepEqual([proxy.drains, proxy.running], [[false], [0]], 'Envoy serves while it drains');
     (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs);
@@ -95,6 +60,8 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     proxy.live(0);
     const metrics = await ctx.registry.metrics();
     assert.match(metrics, /^istio_agent_live_epochs 1$/m);
+    assert.match(metrics, /^istio_agent_retry_budget 10$/m);
+    assert.match(metrics, /^istio_agent_restart_held 0$/m);
     assert.match(metrics, /^istio_agent_epochs_started_total 1$/m);
     guard.terminate[0]!('SIGTERM');
     guard.terminate[0]!('SIGTERM');
@@ -137,5 +104,18 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
       (error: unknown) =>
         error instanceof AgentError && error.code === 'RETRY_BUDGET_SPENT' && error.exitCode === 1 && /exit code 1: boom$/.test(error.message),
     );
+  });
+
+  it('with DNS on, readiness says the name table has not arrived (no CA, the DNS part speaks)', async () => {
+    const [statusPort, dnsPort] = [await freePort(), await freePort()];
+    ctx.config = { ...ctx.config, statusPort };
+    const dns = { ...inputs.dns, settings: readEnvSettings({ ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: `127.0.0.1:${dnsPort}` }, dnsEnv) };
+    const run = runEnvoyRecipe(ctx, { ...inputs, dns, proxy: new FakeProxy() });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`);
+    assert.equal(response.status, 503);
+    assert.match(await response.text(), /the name table has not arrived yet/);
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
   });
 });
