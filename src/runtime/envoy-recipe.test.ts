@@ -8,6 +8,7 @@ import { within } from '../../test/support/within.ts';
 import { FakeProxy } from '../agent/fake-proxy.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
 import { readEnvSettings } from '../settings/env-settings.ts';
+import type { FakeClock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { RuntimeContext } from './context.ts';
 import { runEnvoyRecipe, type EnvoyRecipeInputs } from './envoy-recipe.ts';
