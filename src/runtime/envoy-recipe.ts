@@ -64,7 +64,7 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
   const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: relay }));
   const { agent } = loop;
-  stack.use(fallBackToSotw({ relay, agent, proxy: loop.proxy, xds, render: bootstrap.renderSotw, logger: ctx.logger }));
+  stack.use(fallBackToSotw({ relay, agent, gate: loop.gate, proxy: loop.proxy, xds, render: bootstrap.renderSotw, logger: ctx.logger }));
   stack.use(await startStatusPart(ctx, {
     readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
     certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
@@ -72,8 +72,10 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   const restart = (hash: string) => {
-    loop.gate.certsChanged(hash);
-    agent.dispatch({ type: 'config-changed', config: hash + xds.configSuffix });
+    // The gate keeps the expiry under the config the loop runs (a SotW fallback marks it).
+    const config = hash + xds.configSuffix;
+    loop.gate.certsChanged(config);
+    agent.dispatch({ type: 'config-changed', config });
   };
   stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restart) }));
   const exit = await agent.exited;

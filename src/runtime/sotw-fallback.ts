@@ -1,4 +1,5 @@
 import type { Agent } from '../agent/agent.ts';
+import type { RestartGate } from '../agent/restart-gate.ts';
 import type { Logger } from '../shared/log.ts';
 import type { XdsRelay } from '../xds/relay/relay.ts';
 import type { LoopProxy } from './envoy-loop.ts';
@@ -16,14 +17,16 @@ export interface XdsChoice {
  * takes over, as every one) and the agent stays on SotW. Returns the undo.
  */
 export function fallBackToSotw(parts: {
-  relay: XdsRelay;
-  agent: Agent;
+  relay: Pick<XdsRelay, 'onDeltaUnimplemented'>;
+  agent: Pick<Agent, 'state' | 'dispatch'>;
+  /** Told of the new config first: it keeps a certificate's expiry per config the loop runs. */
+  gate: Pick<RestartGate, 'certsChanged'>;
   proxy: LoopProxy;
   xds: XdsChoice;
   render: (() => Promise<string>) | undefined;
   logger: Logger;
 }): Disposable {
-  const { relay, agent, proxy, xds, render, logger } = parts;
+  const { relay, agent, gate, proxy, xds, render, logger } = parts;
   const none = { [Symbol.dispose]: () => undefined };
   if (xds.mode !== 'delta' || !render || !proxy.useBootstrap) return none;
   const stop = relay.onDeltaUnimplemented(() => {
@@ -37,8 +40,11 @@ export function fallBackToSotw(parts: {
         // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
         xds.configSuffix = '+sotw';
         // An epoch still starting (waiting on Delta it will never get) has nothing to hand over: replaced, not waited for.
-        if (agent.state.desired !== undefined)
-          agent.dispatch({ type: 'config-changed', config: agent.state.desired + xds.configSuffix, replaceStarting: true });
+        if (agent.state.desired === undefined) return;
+        // The same certificate files under a new config: the gate must know its expiry, or a held rotation never goes ahead near it.
+        const config = agent.state.desired + xds.configSuffix;
+        gate.certsChanged(config);
+        agent.dispatch({ type: 'config-changed', config, replaceStarting: true });
       },
       (err: unknown) => logger.error({ err }, 'cannot render the SotW bootstrap; staying on Delta'),
     );
