@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,13 +10,14 @@ import { gunzipSync } from 'node:zlib';
 import { silentLogger } from '../shared/log.ts';
 import type { StatusDeps } from './handler.ts';
 import { acceptsGzip } from './negotiate.ts';
-import { statusSendTimeoutMs as sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
+import { gzipMinBytes, statusConnectionLimits, statusSendTimeoutMs as sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
 
 const bigMetrics = `# TYPE istio_agent_big gauge\n${Array.from({ length: 1_000_000 }, (_, i) => `istio_agent_big{n="${i}"} ${i}`).join('\n')}\n`;
 
+let agentMetrics = bigMetrics;
 const deps: StatusDeps = {
   readiness: { check: async () => ({ ready: true }) },
-  agentMetrics: async () => bigMetrics,
+  agentMetrics: async () => agentMetrics,
   envoyMetrics: async () => ({ ok: true, status: 200, text: '', truncated: false }),
   epochs: () => ({}),
   quit: () => undefined,
@@ -71,6 +72,24 @@ describe('the status server on its socket', () => {
     assert.match(plain.body.toString('utf8'), /^istio_agent_big\{n="0"\} 0$/m);
   });
 
+  it(`gzips an answer of ${gzipMinBytes} bytes and more, never a shorter one`, async () => {
+    const metrics = (pad: number) => `istio_agent_pad{l="${'x'.repeat(pad)}"} 1\n`;
+    try {
+      agentMetrics = metrics(0);
+      const overhead = (await get(server.port, '/stats/prometheus')).body.length;
+      for (const size of [gzipMinBytes - 1, gzipMinBytes, gzipMinBytes + 1]) {
+        agentMetrics = metrics(size - overhead);
+        const plain = await get(server.port, '/stats/prometheus');
+        assert.equal(plain.body.length, size);
+        const asked = await get(server.port, '/stats/prometheus', { 'accept-encoding': 'gzip' });
+        assert.equal(asked.headers['content-encoding'], size < gzipMinBytes ? undefined : 'gzip', `${size} bytes`);
+        assert.deepEqual(size < gzipMinBytes ? asked.body : gunzipSync(asked.body), plain.body);
+      }
+    } finally {
+      agentMetrics = bigMetrics;
+    }
+  });
+
   it('a scraper that never reads is cut after the send timeout, and probes are answered meanwhile', { timeout: sendTimeoutMs + 20_000 }, async () => {
     const stuck = Array.from({ length: 3 }, () => connect(server.port, '127.0.0.1'));
     for (const socket of stuck) {
@@ -90,3 +109,47 @@ describe('the status server on its socket', () => {
     }
   });
 });
+
+describe('the status server: its connection slots', () => {
+  let dir: string;
+  let server: StatusServer;
+  let checks = 0;
+  let answer = () => undefined as void;
+  const gate = new Promise<void>((resolve) => (answer = resolve));
+  const sockets: Socket[] = [];
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'status-slots-'));
+    const held: StatusDeps = { ...deps, readiness: { check: async () => (checks++, await gate, { ready: true }) } };
+    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps: held, logger: silentLogger });
+  });
+  after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const open = async () => {
+    const socket = connect(server.port, '127.0.0.1');
+    sockets.push(socket);
+    socket.on('error', () => undefined);
+    await once(socket, 'connect');
+    const closed = once(socket, 'close').then(() => socket);
+    const answered = Promise.race([once(socket, 'data').then(([chunk]) => String(chunk)), closed.then(() => 'closed unanswered')]);
+    socket.write('GET /healthz/ready HTTP/1.1\r\nHost: pod\r\n\r\n');
+    return { socket, closed, answered };
+  };
+
+  it('a connection waiting on its answer keeps its slot; once answered, its slot may go to a newcomer', async () => {
+    const { max, reservedForTrusted } = statusConnectionLimits;
+    const full = await Promise.all(Array.from({ length: max + reservedForTrusted }, open));
+    while (checks < full.length) await new Promise((resolve) => setImmediate(resolve));
+    const refused = await open();
+    assert.equal(await Promise.race([refused.closed, ...full.map((each) => each.closed)]), refused.socket, 'the newcomer is refused, no waiting one closed');
+    answer();
+    for (const each of full) assert.match(await each.answered, /^HTTP\/1\.1 200 /);
+    const admitted = await open();
+    assert.match(await admitted.answered, /^HTTP\/1\.1 200 /);
+    assert.ok(await Promise.race(full.map((each) => each.closed)), 'an answered connection made room');
+  });
+});
+
