@@ -71,6 +71,15 @@ const preferenceCases: [string, string | undefined, { value: string; q: number }
   ],
   ['empty entries go', ', ,a,', [{ value: 'a', q: 1 }]],
   [
+    'only a whole q=<number> parameter is a q',
+    'a;xq=0, b;q=0.5x, c;q=0.4',
+    [
+      { value: 'a', q: 1 },
+      { value: 'b', q: 1 },
+      { value: 'c', q: 0.4 },
+    ],
+  ],
+  [
     'at most 64 entries are read',
     `${Array.from({ length: 64 }, (_, at) => `t${at};q=0.5`).join(',')},late`,
     Array.from({ length: 64 }, (_, at) => ({ value: `t${at}`, q: 0.5 })),
