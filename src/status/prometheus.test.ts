@@ -41,6 +41,7 @@ describe('mergePrometheus', () => {
     ],
     ["Envoy's own repeat goes, its first stays; a free comment stays", '', '# TYPE e gauge\n# Note\n# TYPE e gauge\ne 1', '# TYPE e gauge\n# Note\ne 1\n'],
     ['a repeat as the last line, without a newline', '# TYPE a gauge\n', 'e 1\n# TYPE a gauge', '# TYPE a gauge\ne 1\n'],
+    ['a HELP or TYPE only inside a line is no metadata line', '# TYPE a gauge\n', 'e{l="# TYPE a gauge"} 1\n', '# TYPE a gauge\ne{l="# TYPE a gauge"} 1\n'],
     ['a name that only starts like a seen one is kept', '# TYPE a gauge\n', '# TYPE ab gauge\n', '# TYPE a gauge\n# TYPE ab gauge\n'],
   ];
   for (const [name, agentText, envoyText, want] of exact) it(`merges exactly: ${name}`, () => assert.equal(mergePrometheus(agentText, envoyText), want));
@@ -53,18 +54,37 @@ describe('mergePrometheus', () => {
 
 describe('fetchCapped', () => {
   const lines = Array.from({ length: 1000 }, (_, index) => `metric_${index} ${index}\n`).join('');
-  const server = createServer((_request, response) => response.end(lines));
+  const server = createServer((request, response) => (request.url === '/hang' ? response.write('metric_0 0\n') : response.end(lines)));
   let url = '';
 
   before(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => {
     url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
     resolve();
   })));
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
 
   it('returns the whole body under the cap', async () => {
     const result = await fetchCapped(url, { capBytes: 1 << 20, timeoutMs: 5000 });
     assert.deepEqual(result, { ok: true, status: 200, text: lines, truncated: false });
+  });
+
+  it('keeps a body of exactly the cap whole', async () => {
+    const result = await fetchCapped(url, { capBytes: lines.length, timeoutMs: 5000 });
+    assert.deepEqual(result, { ok: true, status: 200, text: lines, truncated: false });
+  });
+
+  it("stops when the caller's signal aborts, with its reason", { timeout: 10_000 }, async () => {
+    const caller = new AbortController();
+    const pending = fetchCapped(`${url}hang`, { capBytes: 1000, timeoutMs: 60_000, signal: caller.signal });
+    await new Promise((resolve) => server.once('request', resolve));
+    caller.abort('scrape cancelled');
+    assert.deepEqual(await pending, { ok: false, error: 'scrape cancelled' });
+  });
+
+  it('takes an https URL over TLS', async () => {
+    const result = await fetchCapped(`https://127.0.0.1:${await freePort()}/`, { capBytes: 1000, timeoutMs: 5000 });
+    assert.equal(result.ok, false);
+    assert.match(!result.ok ? result.error : '', /ECONNREFUSED/);
   });
 
   it('cuts at the last whole line under the cap', async () => {
