@@ -176,6 +176,11 @@ export const equivalent = [
     code: 'body.destroy()',
     why: "the return right after it leaves the for await loop, whose iterator's return() destroys the response stream anyway (Readable's async iterator destroys on return by default)",
   },
+  {
+    file: 'src/status/app-probes/redirects.ts',
+    code: '/^\\[|\\]$/g',
+    why: "a WHATWG URL's hostname has brackets only around an IPv6 address, first and last, so the anchors never decide anything",
+  },
 ];
 
 const matches = (path, entry) => {

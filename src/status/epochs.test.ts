@@ -52,9 +52,21 @@ describe('EpochTracker', () => {
     end(1, { kind: 'aborted', detail: 'signal SIGTERM' });
     await second;
     const { recentExits } = tracker.snapshot(state);
-    assert.equal(recentExits.length, 1, 'keeps only the newest exits');
-    assert.equal(recentExits[0]!.kind, 'aborted');
-    assert.equal(recentExits[0]!.pid, 1001);
+    assert.deepEqual(
+      recentExits,
+      [
+        {
+          ...{ epoch: 1, startedAt: '2026-01-01T00:00:05.000Z', config: 'hash-a', live: false, pid: 1001 },
+          ...{ exitedAt: '2026-01-01T00:00:05.000Z', kind: 'aborted', detail: 'signal SIGTERM' },
+        },
+      ],
+      'keeps only the newest exits, never LIVE',
+    );
+    assert.deepEqual(
+      tracker.snapshot(state).live,
+      [{ epoch: 0, pid: 1000, startedAt: '', config: 'hash-a', live: false, aborting: false }],
+      'an epoch the state still lists after its process ended has no start time left',
+    );
 
     const text = await registry.metrics();
     assert.match(text, /^istio_agent_epochs_started_total 2$/m);
@@ -133,5 +145,12 @@ describe('countAgentEvents', () => {
       reason: 'no Envoy epoch is LIVE (no Envoy running; epoch 0 ended failed: killed by SIGKILL)',
       starting: false,
     });
+    assert.deepEqual(
+      tracker.snapshot(state).recentExits.map(({ epoch, live }) => ({ epoch, live })),
+      [{ epoch: 0, live: true }],
+      'the exit says it had been LIVE',
+    );
+    const two = [0, 1].map((epoch) => ({ epoch, config: 'c', aborting: false, tookOver: false }));
+    assert.equal(tracker.whyNotLive({ live: two })?.reason, 'no Envoy epoch is LIVE (epoch 0, 1 starting; epoch 0 ended failed: killed by SIGKILL)');
   });
 });

@@ -10,6 +10,7 @@ describe('probeNetwork: where app probes go and from where', () => {
     ['an IPv6 pod IP, from ::6', { podIp: 'fd00::5' }, 'fd00::5', '::6'],
     ['an IPv6 pod with the legacy rewrite: ::1', { podIp: 'fd00::5', legacyLocalhost: true }, '::1', '::6'],
     ['a link-local IPv6 does not make the pod IPv6', { podIp: 'fe80::1' }, 'fe80::1', '127.0.0.6'],
+    ['an IPv6 pod IP that only ends like a link-local one, from ::6', { podIp: '2001:db8::fe80' }, '2001:db8::fe80', '::6'],
     ['no pod IP known: loopback, as Istio\'s empty host', {}, '127.0.0.1', '127.0.0.6'],
   ];
   for (const [name, input, destination, localAddress] of cases) {
