@@ -154,6 +154,17 @@ export const equivalent = [
     code: '() => false',
     why: 'exists() is only ever a condition: undefined is as false as false',
   },
+  {
+    file: 'src/wasm/unbox.ts',
+    code: '/\\0.*$/',
+    why: 'the tar size field is read with parseInt, which stops at the first NUL (or any non-octal character) anyway: cutting from the NUL on, or not, or from another place, reads the same size',
+  },
+  {
+    file: 'src/wasm/unbox.ts',
+    code: "''",
+    parent: "bytes.toString('latin1', 124, 136).replace(/\\0.*$/, '')",
+    why: 'what replaces the NUL and what follows it in the tar size field is after the digits parseInt reads: a text there is not octal, so parseInt stops before it just as at the NUL',
+  },
 ];
 
 const matches = (path, entry) => {
