@@ -199,6 +199,23 @@ export const equivalent = [
     parent: "(error as Error)?.message ?? ''",
     why: 'the stand-in for a missing message only has to miss the plain-HTTP patterns, which any other text (Stryker\'s too) does',
   },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: "''",
+    parent: "net = ''",
+    why: "split('/') always gives at least one part, so the default for the network is never taken",
+  },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: "''",
+    parent: "bits = ''",
+    why: 'a CIDR without a slash: any default that is not all digits (Stryker\'s text too) fails the digits test the same way, with the same error',
+  },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: '/^\\[|\\]$/g',
+    why: 'URL.hostname has brackets only around an IPv6 literal, one first and one last: unanchored, either anchor dropped, removes the same two',
+  },
 ];
 
 const matches = (path, entry) => {
