@@ -222,6 +222,18 @@ export const equivalent = [
     parent: "answer.headers['www-authenticate'] ?? ''",
     why: 'a 401 without a challenge: any stand-in that starts with neither basic nor bearer (Stryker\'s text too) leaves the 401, as the empty one does',
   },
+  {
+    file: 'src/wasm/convert.ts',
+    code: "''",
+    parent: "stringOf(entry, 1) ?? ''",
+    why: 'an env entry without a key is stored under a key nobody reads: only the pull secret, pull policy and resource version keys are looked up',
+  },
+  {
+    file: 'src/wasm/convert.ts',
+    code: "''",
+    parent: "stringOf(decodeMessage(field.value), 1) ?? ''",
+    why: "an env entry without a key is kept: any stand-in that does not start with ISTIO_META_ (Stryker's text too) keeps it the same",
+  },
 ];
 
 const matches = (path, entry) => {
