@@ -181,6 +181,86 @@ export const equivalent = [
     code: '/^\\[|\\]$/g',
     why: "a WHATWG URL's hostname has brackets only around an IPv6 address, first and last, so the anchors never decide anything",
   },
+  {
+    file: 'src/wasm/unbox.ts',
+    code: '/\\0.*$/',
+    why: 'the tar size field is read with parseInt, which stops at the first NUL (or any non-octal character) anyway: cutting from the NUL on, or not, or from another place, reads the same size',
+  },
+  {
+    file: 'src/wasm/unbox.ts',
+    code: "''",
+    parent: "bytes.toString('latin1', 124, 136).replace(/\\0.*$/, '')",
+    why: 'what replaces the NUL and what follows it in the tar size field is after the digits parseInt reads: a text there is not octal, so parseInt stops before it just as at the NUL',
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: "''",
+    parent: "callback(error, '', 0)",
+    why: 'the address handed to a lookup callback with an error is never read: net only sees the error',
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: "''",
+    parent: 'callback(new FetchRefused(`${hostname}: ${refused}`), \'\', 0)',
+    why: 'the address handed to a lookup callback with an error is never read: net only sees the error',
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: '/^\\[|\\]$/g',
+    why: "URL.hostname has brackets only around an IPv6 literal, one first and one last: unanchored, either anchor dropped, removes the same two",
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: "'GET'",
+    why: "node:http sends GET for an empty method, the same request",
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: "''",
+    parent: "(error as NodeJS.ErrnoException)?.code ?? ''",
+    why: 'the stand-in for a missing code only has to miss the plain-HTTP patterns, which any other text (Stryker\'s too) does',
+  },
+  {
+    file: 'src/wasm/http-get.ts',
+    code: "''",
+    parent: "(error as Error)?.message ?? ''",
+    why: 'the stand-in for a missing message only has to miss the plain-HTTP patterns, which any other text (Stryker\'s too) does',
+  },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: "''",
+    parent: "net = ''",
+    why: "split('/') always gives at least one part, so the default for the network is never taken",
+  },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: "''",
+    parent: "bits = ''",
+    why: 'a CIDR without a slash: any default that is not all digits (Stryker\'s text too) fails the digits test the same way, with the same error',
+  },
+  {
+    file: 'src/wasm/ssrf.ts',
+    code: '/^\\[|\\]$/g',
+    why: 'URL.hostname has brackets only around an IPv6 literal, one first and one last: unanchored, either anchor dropped, removes the same two',
+  },
+  {
+    file: 'src/wasm/oci-fetch.ts',
+    code: "''",
+    parent: "answer.headers['www-authenticate'] ?? ''",
+    why: 'a 401 without a challenge: any stand-in that starts with neither basic nor bearer (Stryker\'s text too) leaves the 401, as the empty one does',
+  },
+  {
+    file: 'src/wasm/convert.ts',
+    code: "''",
+    parent: "stringOf(entry, 1) ?? ''",
+    why: 'an env entry without a key is stored under a key nobody reads: only the pull secret, pull policy and resource version keys are looked up',
+  },
+  {
+    file: 'src/wasm/convert.ts',
+    code: "''",
+    parent: "stringOf(decodeMessage(field.value), 1) ?? ''",
+    why: "an env entry without a key is kept: any stand-in that does not start with ISTIO_META_ (Stryker's text too) keeps it the same",
+  },
 ];
 
 const matches = (path, entry) => {

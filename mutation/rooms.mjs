@@ -300,6 +300,7 @@ export const rooms = {
       'src/wasm/convert.test.ts',
       'src/wasm/module-cache.test.ts',
       'src/wasm/module-cache-shared.test.ts',
+      'src/wasm/module-cache-edges.test.ts',
       'src/wasm/ecds-response.test.ts',
       'src/wasm/retry.test.ts',
     ],

@@ -56,6 +56,8 @@ describe('remote Wasm conversion', () => {
     assert.equal(parsed.pullSecret, '{"auths":{}}');
     assert.equal(parsed.pullPolicy, 'Always');
     assert.equal(parsed.resourceVersion, '7');
+    const nameless = msg(...decodeMessage(extension()).filter((field) => field.number !== 1));
+    assert.equal(parseRemoteWasm(nameless)!.name, '', 'a filter without a name is named empty');
     assert.equal(parsed.failOpen, false);
     assert.equal(parseRemoteWasm(extension())!.timeoutMs, 5000, "Istio's 5 s without a timeout");
   });

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
 import { registerWasmMetrics } from './metrics.ts';
@@ -149,6 +150,48 @@ describe('ECDS responses', () => {
     const outcome = await convertEcdsResponse(sotw(noUri), { mode: 'sotw', cache: modules, logger: silentLogger });
     assert.ok('message' in outcome && outcome.message?.includes(Buffer.from('wasm-default-deny')));
     assert.equal(modules.asked.length, 1);
+  });
+  it('logs what became of each filter: ready (info, with its file and time) or not fetched (error, with the RBAC fallback and why)', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const started = performance.now();
+    await convertEcdsResponse(sotw(wasmExtension('ok')), { mode: 'sotw', cache: cache(), logger });
+    const elapsed = performance.now() - started;
+    await convertEcdsResponse(sotw(wasmExtension('shut', { secret: '' })), { mode: 'sotw', cache: cache(), logger });
+    await convertEcdsResponse(sotw(wasmExtension('open', { failOpen: true })), { mode: 'sotw', cache: cache('unreachable'), logger });
+    const remote = msg(lenField(2, 'nil'));
+    const vm = msg(lenField(3, msg(lenField(2, remote))));
+    const noUri = msg(lenField(1, 'u'), lenField(2, msg(lenField(1, wasmType), lenField(2, msg(lenField(1, msg(lenField(3, vm))))))));
+    await convertEcdsResponse(sotw(noUri), { mode: 'sotw', cache: cache(), logger });
+    const [ready, ...failed] = lines;
+    assert.deepEqual({ ...ready, ms: undefined, time: undefined, pid: undefined, hostname: undefined }, {
+      level: 30, filter: 'ok', url: 'https://m.example/p.wasm', path: '/cache/p.wasm', ms: undefined, time: undefined, pid: undefined, hostname: undefined,
+      msg: 'Wasm module ready; Envoy gets it as a local file',
+    });
+    assert.ok(typeof ready!.ms === 'number' && ready!.ms <= Math.round(elapsed), `ms ${String(ready!.ms)} within ${elapsed}`);
+    const fallback = (kind: string) => `Wasm module not fetched; Envoy gets a ${kind} RBAC filter instead`;
+    assert.deepEqual(
+      failed.map((line) => [line.level, line.filter, line.url, (line.err as { message: string }).message, line.fallback, line.msg]),
+      [
+        [50, 'shut', 'https://m.example/p.wasm', 'the image pull secret is missing', 'deny-all', fallback('deny-all')],
+        [50, 'open', 'https://m.example/p.wasm', 'unreachable', 'allow-all', fallback('allow-all')],
+        [50, 'u', '', 'the remote code has no http_uri', 'deny-all', fallback('deny-all')],
+      ],
+    );
+  });
+
+  it('counts a resource that is not protobuf as unmarshal_failure, and times conversions from their start', async () => {
+    const registry = new Registry();
+    const metrics = registerWasmMetrics(registry, () => 0);
+    const broken = msg(lenField(1, 'a'), lenField(2, msg(lenField(1, wasmType), lenField(2, Buffer.from([0x0a, 0xff])))));
+    const started = performance.now();
+    await convertEcdsResponse(sotw(broken), { mode: 'sotw', cache: cache(), logger: silentLogger, metrics });
+    await convertEcdsResponse(sotw(wasmExtension('a')), { mode: 'sotw', cache: cache(), logger: silentLogger, metrics });
+    const elapsed = performance.now() - started;
+    const text = await registry.metrics();
+    assert.match(text, /^istio_agent_wasm_config_conversion_count\{result="unmarshal_failure"\} 1$/m);
+    const sum = Number(/^istio_agent_wasm_config_conversion_duration_sum (\S+)$/m.exec(text)?.[1]);
+    assert.ok(sum >= 0 && sum <= elapsed, `the two conversions took ${sum} ms of ${elapsed}`);
   });
 });
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FetchRefused, httpGet, spokePlainHttp } from './http-get.ts';
 import { parseCidrs } from './ssrf.ts';
 
@@ -111,6 +112,43 @@ describe('httpGet against loopback servers: redirects, credentials, bounds', () 
   it('a server that never answers is cut off at the timeout', async () => {
     a.routes.set('/silent', () => {});
     await assert.rejects(httpGet(`${a.base}/silent`, { ...options, timeoutMs: 150 }), { message: `${a.base}/silent: no answer within 150 ms` });
+  });
+
+  it('a body that trickles in under the idle timeout is still cut off when the whole request takes too long', async () => {
+    let trickle: NodeJS.Timeout | undefined;
+    a.routes.set('/trickle', (response) => {
+      response.writeHead(200);
+      trickle = setInterval(() => response.write('x'), 20);
+      response.on('close', () => clearInterval(trickle));
+    });
+    await assert.rejects(httpGet(`${a.base}/trickle`, { ...options, maxBytes: 1 << 20, timeoutMs: 150 }), {
+      message: `${a.base}/trickle: no answer within 150 ms`,
+    });
+    clearInterval(trickle);
+  });
+
+  it('a body past maxBytes closes the connection; a body cut short by the server is an error', async () => {
+    let closed!: Promise<void>;
+    a.routes.set('/endless', (response) => {
+      closed = new Promise((resolve) => response.on('close', resolve));
+      response.writeHead(200).write('x'.repeat(65)); // and never ends: only our side can close it
+    });
+    await assert.rejects(httpGet(`${a.base}/endless`, options), /body larger than 64 bytes/);
+    await closed;
+    a.routes.set('/cut', (response) => {
+      response.writeHead(200, { 'content-length': '64' }).write('x'.repeat(10));
+      setImmediate(() => response.socket?.destroy());
+    });
+    await assert.rejects(httpGet(`${a.base}/cut`, options), /aborted/);
+  });
+
+  it('leaves no timer behind once answered', async () => {
+    a.routes.set('/quick', body(200, 'ok'));
+    const timers = () => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length;
+    const before = timers();
+    await httpGet(`${a.base}/quick`, { ...options, timeoutMs: 60_000 });
+    for (let turn = 0; turn < 20 && timers() > before; turn++) await nextTurn(); // the sockets close just after the answer
+    assert.equal(timers(), before);
   });
 
   it('empty header values are not sent', async () => {

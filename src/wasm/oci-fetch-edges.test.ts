@@ -32,7 +32,7 @@ describe('OCI manifests and layers from a hostile registry', () => {
     const cases: [unknown[], Buffer][] = [
       [[{ digest: sha(module), mediaType: wasmLayerType }, { digest: sha(other) }], module],
       [[{ digest: sha(other) }, { digest: sha(module), mediaType: 'x' }], module],
-      [[{ digest: sha(module) }, { digest: 'sha256:short' }, { digest: 7 }, { digest: `${sha(other)}x` }, { digest: sha(other).toUpperCase() }], module],
+      [[{ digest: sha(module) }, ...['sha256:short', 7, `${sha(other)}x`, `x${sha(other)}`, sha(other).toUpperCase()].map((digest) => ({ digest }))], module],
     ];
     for (const [layers, expected] of cases) {
       const body = manifest(layers);
@@ -76,6 +76,7 @@ describe('OCI manifests and layers from a hostile registry', () => {
     });
     assert.deepEqual(await (await prepare(plain, { insecure: true })).module(), module);
     assert.deepEqual(plain.asked.map((ask) => [ask.url.slice(0, 12), ask.insecure]), [['https://r.te', true], ['http://r.tes', true], ['http://r.tes', true]]);
+    assert.deepEqual(plain.asked.map((ask) => ask.accept?.split(', ').length), [2, 2, undefined], 'the manifest asked over HTTP accepts the same types');
     const refused = fakeRegistry({ [`${base}/manifests/v1`]: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
     await assert.rejects(prepare(refused), /ECONNREFUSED/);
     assert.equal(refused.asked.length, 1);
@@ -100,7 +101,7 @@ describe('OCI registry challenges', () => {
   });
 
   it('an unknown challenge, or none, leaves the 401', async () => {
-    for (const headers of [{ 'www-authenticate': 'Negotiate' }, {}]) {
+    for (const headers of [{ 'www-authenticate': 'Negotiate' }, {}, { 'www-authenticate': 'Digest realm="bearer"' }]) {
       const registry = fakeRegistry({ [`${base}/manifests/v1`]: { status: 401, headers } });
       await assert.rejects(prepare(registry, { pullSecret: secret }), { message: /HTTP 401$/ });
       assert.equal(registry.asked.length, 1);
@@ -125,6 +126,17 @@ describe('OCI registry challenges', () => {
     });
     await prepare(anonymous);
     assert.deepEqual(anonymous.asked.map((ask) => ask.authorization), [undefined, undefined, 'Bearer a']);
+    const basicRealm = fakeRegistry({
+      [`${base}/manifests/v1`]: [{ status: 401, headers: { 'www-authenticate': 'Bearer realm="https://auth.test/basic"' } }, { body }],
+      'https://auth.test/basic?scope=repository%3Ateam%2Fp%3Apull': { body: Buffer.from('{"token":"b"}') },
+    });
+    await prepare(basicRealm);
+    assert.deepEqual(basicRealm.asked.map((ask) => ask.authorization), [undefined, undefined, 'Bearer b'], 'the scheme is the first word only');
+  });
+
+  it('a registry that challenges nothing is pulled from without reading the pull secret', async () => {
+    const registry = fakeRegistry({ [`${base}/manifests/v1`]: { body }, [`${base}/blobs/${sha(module)}`]: { body: module } });
+    assert.deepEqual(await (await prepare(registry, { pullSecret: 'not json' })).module(), module);
   });
 
   it('a token server that refuses, answers no token, or names a refused realm fails the pull', async () => {

@@ -101,3 +101,9 @@ test('CIDR prefixes at their bounds are taken; an empty, signed or spaced prefix
   }
   assert.equal(refusedAddress('198.18.0.1', parseCidrs('')), undefined, 'an empty list blocks nothing');
 });
+
+test('only ::ffff:a.b.c.d is an IPv4 address; only all-zero IPv6 is the unspecified address', () => {
+  assert.equal(refusedAddress('1::ffff:169.254.169.254'), undefined, 'a global IPv6 address that merely ends in a dotted quad');
+  const loopback = parseCidrs('127.0.0.0/8');
+  for (const address of ['2001:db8::', '::2']) assert.equal(refusedAddress(address, loopback), undefined, address);
+});

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
-import { unbox } from './unbox.ts';
+import { isWasm, unbox } from './unbox.ts';
 
 const wasm = Buffer.from([0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 7]);
 
@@ -78,4 +78,24 @@ test('a module exactly maxBytes long inflates; one byte more is a bomb', async (
   await assert.rejects(unbox(gzipSync(Buffer.concat([big, Buffer.alloc(1)])), 100), {
     message: 'the module inflates past 100 bytes (ISTIO_WASM_MAX_BINARY_SIZE_BYTES)',
   });
+});
+
+test('isWasm: the Wasm magic and version, 8 bytes at least', () => {
+  assert.equal(isWasm(wasm.subarray(0, 8)), true);
+  assert.equal(isWasm(wasm.subarray(0, 7)), false);
+  assert.equal(isWasm(Buffer.concat([Buffer.from([0x01]), wasm.subarray(1)])), false);
+});
+
+test('only both gzip magic bytes make gzip: a tar whose first file name starts with one of them is still opened', async () => {
+  for (const start of [[0x1f, 0x41], [0x41, 0x8b]]) {
+    const archive = tar(wasm);
+    Buffer.from(start).copy(archive, 0);
+    assert.deepEqual(await unbox(archive, 1 << 20), wasm, JSON.stringify(start));
+  }
+});
+
+test('without the ustar magic a tar-shaped header is not opened', async () => {
+  const archive = tar(wasm);
+  archive.write('xxxxx', 257, 'latin1');
+  assert.equal(await unbox(archive, 1 << 20), archive);
 });
