@@ -154,6 +154,24 @@ export const equivalent = [
     code: '() => false',
     why: 'exists() is only ever a condition: undefined is as false as false',
   },
+  {
+    file: 'src/inject/vars.ts',
+    code: "captured !== '*'",
+    parent: "captured !== '*' && captured.length === 0",
+    why: "'*'.length is 1, so the length test alone already tells '*' from an empty list",
+  },
+  {
+    file: 'src/inject/vars.ts',
+    code: '[]',
+    parent: "Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []",
+    why: 'podPorts keeps only the mappings of the list (filter(isMapping)): any non-mapping put in for a container without ports is dropped too',
+  },
+  {
+    file: 'src/inject/vars.ts',
+    code: "''",
+    parent: "from: ''",
+    why: 'from is read only when explicit is true (the conflict check, the warning), and the declared ports are never explicit',
+  },
 ];
 
 const matches = (path, entry) => {
