@@ -172,6 +172,12 @@ export const equivalent = [
     parent: "from: ''",
     why: 'from is read only when explicit is true (the conflict check, the warning), and the declared ports are never explicit',
   },
+  {
+    file: 'src/inject/app-probes.ts',
+    code: '[]',
+    parent: "Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []",
+    why: 'the named port is looked up among the mappings of the list only (isMapping(entry)): a non-mapping put in for a container without ports matches no name either',
+  },
 ];
 
 const matches = (path, entry) => {
