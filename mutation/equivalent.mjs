@@ -261,6 +261,30 @@ export const equivalent = [
     parent: "stringOf(decodeMessage(field.value), 1) ?? ''",
     why: "an env entry without a key is kept: any stand-in that does not start with ISTIO_META_ (Stryker's text too) keeps it the same",
   },
+  {
+    file: 'src/inject/vars.ts',
+    code: "captured !== '*'",
+    parent: "captured !== '*' && captured.length === 0",
+    why: "'*'.length is 1, so the length test alone already tells '*' from an empty list",
+  },
+  {
+    file: 'src/inject/vars.ts',
+    code: '[]',
+    parent: "Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []",
+    why: 'podPorts keeps only the mappings of the list (filter(isMapping)): any non-mapping put in for a container without ports is dropped too',
+  },
+  {
+    file: 'src/inject/vars.ts',
+    code: "''",
+    parent: "from: ''",
+    why: 'from is read only when explicit is true (the conflict check, the warning), and the declared ports are never explicit',
+  },
+  {
+    file: 'src/inject/app-probes.ts',
+    code: '[]',
+    parent: "Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []",
+    why: 'the named port is looked up among the mappings of the list only (isMapping(entry)): a non-mapping put in for a container without ports matches no name either',
+  },
 ];
 
 const matches = (path, entry) => {

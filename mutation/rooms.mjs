@@ -314,6 +314,8 @@ export const rooms = {
       'src/inject/golden.test.ts',
       'src/inject/template.test.ts',
       'src/inject/values.test.ts',
+      'src/inject/vars.test.ts',
+      'src/inject/sidecar.test.ts',
       'src/inject/app-probes.test.ts',
       'src/inject/prometheus-merge.test.ts',
     ],

@@ -81,4 +81,10 @@ describe('app probes moved to the agent', () => {
     const { probers } = rewrite([{ name: 'a', readinessProbe: { tcpSocket: { port: 1 }, timeoutSeconds: 0 }, livenessProbe: { tcpSocket: { port: 65535 } } }]);
     assert.equal(probers, '{"/app-health/a/livez":{"tcpSocket":{"port":65535}},"/app-health/a/readyz":{"tcpSocket":{"port":1}}}');
   });
+
+  it('port names with digits in them are names, resolved from the container', () => {
+    const ports = [{ name: 'h2c', containerPort: 8080 }, { name: '9web', containerPort: 9000 }];
+    const { probers } = rewrite([{ name: 'a', ports, readinessProbe: { httpGet: { port: 'h2c' } }, livenessProbe: { tcpSocket: { port: '9web' } } }]);
+    assert.equal(probers, '{"/app-health/a/livez":{"tcpSocket":{"port":9000}},"/app-health/a/readyz":{"httpGet":{"port":8080}}}');
+  });
 });

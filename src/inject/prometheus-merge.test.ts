@@ -16,12 +16,14 @@ describe('Prometheus annotations merged by the agent', () => {
       env: '{"scrape":"","path":"","port":"65535"}',
     });
     assert.deepEqual(merge({ app: 'x' }), { annotations: pointed, env: undefined });
+    assert.equal(merge({ 'prometheus.io/scrape': 'true' })?.env, '{"scrape":"true","path":"","port":""}');
   });
 
   it('scrape "false" (or 0, f, FALSE) and a port already at the agent change nothing', () => {
     for (const scrape of ['false', 'FALSE', '0', 'f']) assert.equal(merge({ 'prometheus.io/scrape': scrape }), undefined, scrape);
     assert.notEqual(merge({ 'prometheus.io/scrape': 'falsey' }), undefined);
     assert.notEqual(merge({ 'prometheus.io/scrape': 'no' }), undefined);
+    for (const scrape of ['off', '10', 'elf']) assert.notEqual(merge({ 'prometheus.io/scrape': scrape }), undefined, scrape);
     assert.equal(merge({ 'prometheus.io/port': '15020' }), undefined);
   });
 
@@ -31,9 +33,12 @@ describe('Prometheus annotations merged by the agent', () => {
       ['65536', 'metadata.annotations["prometheus.io/port"]: "65536" is not a port (1-65535)'],
       ['http', 'metadata.annotations["prometheus.io/port"]: "http" is not a port (1-65535)'],
       ['80 ', 'metadata.annotations["prometheus.io/port"]: "80 " is not a port (1-65535)'],
+      [' 80', 'metadata.annotations["prometheus.io/port"]: " 80" is not a port (1-65535)'],
       ['015020', 'metadata.annotations["prometheus.io/port"]: 015020 is the agent\'s status port'],
     ];
     for (const [port, message] of cases) assert.throws(() => merge({ 'prometheus.io/port': port }), { message }, port);
+    assert.throws(() => merge({ 'prometheus.io/scrape': 'true', 'prometheus.io/port': 'http' }),
+      { message: 'metadata.annotations["prometheus.io/port"]: "http" is not a port (1-65535)' });
     assert.equal(merge({ 'prometheus.io/port': '1' })?.env, '{"scrape":"","path":"","port":"1"}');
   });
 });
