@@ -6,12 +6,11 @@ import { waitOutDrain, type DrainPolicy } from './drain-wait.ts';
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
-/** Connection counts in turn (the last one stays); records each ask. */
-function scriptedConnections(counts: (number | undefined)[]) {
+/** Connection counts in turn (the last one stays); records the fake time of each ask. */
+function scriptedConnections(clock: FakeClock, counts: (number | undefined)[]) {
   const asks: number[] = [];
-  const clockRef: { clock?: FakeClock } = {};
-  const activeConnections = async () => (asks.push(clockRef.clock!.now()), counts.length > 1 ? counts.shift() : counts[0]);
-  return { asks, activeConnections, clockRef };
+  const activeConnections = async () => (asks.push(clock.now()), counts.length > 1 ? counts.shift() : counts[0]);
+  return { asks, activeConnections };
 }
 
 function linesLogger() {
@@ -23,8 +22,7 @@ function linesLogger() {
 async function wait(policy: Partial<DrainPolicy>, counts: (number | undefined)[] = [undefined]) {
   const clock = new FakeClock();
   const { lines, logger } = linesLogger();
-  const connections = scriptedConnections(counts);
-  connections.clockRef.clock = clock;
+  const connections = scriptedConnections(clock, counts);
   let done = false;
   const options = { clock, logger, signal: new AbortController().signal, policy: { durationMs: 3000, ...policy }, activeConnections: connections.activeConnections };
   const waited = waitOutDrain(options).finally(() => (done = true));
