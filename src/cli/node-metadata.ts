@@ -7,6 +7,7 @@ import { buildNodeMetadata, type NodeEnv, type NodeMetadata, type PodInfo } from
 import { instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
+import { formatHostPort } from '../shared/host-port.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { effectiveAuthPolicy } from '../runtime/xds-upstream.ts';
 
@@ -45,7 +46,7 @@ export function agentProxyConfig(config: AgentConfig): Record<string, unknown> {
     serviceCluster: config.serviceCluster,
     drainDuration: protoDuration(config.drainDurationMs),
     terminationDrainDuration: protoDuration(config.terminationDrainDurationMs),
-    discoveryAddress: `${bracketed(config.discoveryAddress.host)}:${config.discoveryAddress.port}`,
+    discoveryAddress: formatHostPort(config.discoveryAddress),
     proxyAdminPort: config.proxyAdminPort,
     statusPort: config.statusPort,
     // protojson leaves out NONE, the enum's zero, as Istio's node does.
@@ -85,6 +86,3 @@ async function readBounded(path: string): Promise<string | undefined> {
     throw badFile(path, `cannot read pod info (${code ?? (error as Error).message})`, error);
   }
 }
-
-/** An IPv6 host in brackets, as in a URL's authority. */
-const bracketed = (host: string) => (host.includes(':') ? `[${host}]` : host);
