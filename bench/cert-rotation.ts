@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { epochLive, parentPid, startTlsRig, waitForSerial } from '../test/e2e/reconcile-support.ts';
+import { epochLive, parentPid, startTlsRig, waitForSerial } from '../test/support/tls-rig.ts';
 import { sidecarFiles, writeSecretVolume } from '../test/support/certs.ts';
 import { keepAliveLoad, newConnectionLoad, type LoadResult } from '../test/support/load.ts';
 

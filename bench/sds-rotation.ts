@@ -9,8 +9,8 @@
  * (keep-alive + one new TLS connection per request).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { epochLive, servedSerial, startTlsRig } from '../test/e2e/reconcile-support.ts';
-import { startSdsRig } from '../test/e2e/sds-support.ts';
+import { epochLive, servedSerial, startTlsRig } from '../test/support/tls-rig.ts';
+import { startSdsRig } from '../test/support/sds-rig.ts';
 import { sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../test/support/certs.ts';
 import { keepAliveLoad, newConnectionLoad, type LoadResult } from '../test/support/load.ts';
 

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
 import type { CaMode } from '../support/ca-peer.ts';
-import { issuedSerials, readiness, startCaRig } from './ca-support.ts';
-import { epochLive, readServedSerial, servedSerial } from './reconcile-support.ts';
+import { issuedSerials, readiness, startCaRig } from '../support/ca-rig.ts';
+import { epochLive, readServedSerial, servedSerial } from '../support/tls-rig.ts';
 import { waitUntil } from '../support/poll.ts';
 
 const renewalFailed = 'certificate renewal failed; the current certificate keeps serving';

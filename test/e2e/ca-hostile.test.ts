@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone, type AgentLogEntry } from '../support/agent.ts';
 import type { HostileMode } from '../support/ca-peer.ts';
-import { issuedSerials, readiness, startCaRig, type CaRig } from './ca-support.ts';
-import { epochLive, readServedSerial, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { issuedSerials, readiness, startCaRig, type CaRig } from '../support/ca-rig.ts';
+import { epochLive, readServedSerial, servedSerial, waitForSerial } from '../support/tls-rig.ts';
 import { waitUntil } from '../support/poll.ts';
 
 /** Each hostile answer of the CA peer, and the reason the agent must give for refusing it. */

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { startCaPeer, type CaPeerEvent } from '../support/ca-peer.ts';
 import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
-import { identity, startCaRig, token } from './ca-support.ts';
+import { identity, startCaRig, token } from '../support/ca-rig.ts';
 
 const istiodName = 'istiod.istio-system.svc';
 const firstRequest = (log: { waitFor: (match: (entry: CaPeerEvent) => boolean, ms: number, what: string) => Promise<CaPeerEvent> }) =>

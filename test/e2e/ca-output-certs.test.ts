@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
 import { tempDir } from '../support/cleanup.ts';
-import { startCaRig } from './ca-support.ts';
+import { startCaRig } from '../support/ca-rig.ts';
 import { pollUntil } from '../support/poll.ts';
 
 it('OUTPUT_CERTS: each renewal swaps key, chain and root in at once, through ..data, and they always match', { timeout: 60_000 }, async () => {

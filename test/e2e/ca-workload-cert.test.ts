@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
-import { identity, issuedSerials, readiness, startCaRig, type CaRig } from './ca-support.ts';
-import { epochLive, readServedSerial, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { identity, issuedSerials, readiness, startCaRig, type CaRig } from '../support/ca-rig.ts';
+import { epochLive, readServedSerial, servedSerial, waitForSerial } from '../support/tls-rig.ts';
 import { waitUntil } from '../support/poll.ts';
 
 const startedEpochs = (rig: CaRig) => rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);

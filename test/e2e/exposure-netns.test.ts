@@ -15,7 +15,7 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { startStatusAgent } from './status-support.ts';
+import { startStatusAgent } from '../support/status-agent.ts';
 
 const skip = await netnsSkipReason();
 

@@ -18,7 +18,7 @@ import { nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
-import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+import { get, startStatusAgent, waitForStatus } from '../support/status-agent.ts';
 
 const skip = await netnsSkipReason();
 

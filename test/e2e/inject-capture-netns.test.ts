@@ -12,7 +12,7 @@ import { parseAllDocuments } from 'yaml';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
-import { connectAll, hostPort, iptablesSkipReason, makePodPair, runIptables, startListener, v4, type PodPair } from './iptables-support.ts';
+import { connectAll, hostPort, iptablesSkipReason, makePodPair, runIptables, startListener, v4, type PodPair } from '../support/iptables-pods.ts';
 
 const skip = (await iptablesSkipReason()) ?? false;
 

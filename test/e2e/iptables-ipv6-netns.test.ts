@@ -2,7 +2,7 @@
  * IPv6 capture (issue 29): Istio's behaviour for an IPv6-only pod and for a
  * dual-stack pod with ISTIO_DUAL_STACK, and ours beyond Istio for a
  * dual-stack pod without it (new inbound IPv6 reset on every port IPv4
- * captures). Real namespaces, real ip6tables; see iptables-support.ts.
+ * captures). Real namespaces, real ip6tables; see test/support/iptables-pods.ts.
  */
 import assert from 'node:assert/strict';
 import { symlink } from 'node:fs/promises';
@@ -25,7 +25,7 @@ import {
   v4,
   v6,
   type PodPair,
-} from './iptables-support.ts';
+} from '../support/iptables-pods.ts';
 
 const reason = await iptablesSkipReason();
 const skip = reason ?? false;

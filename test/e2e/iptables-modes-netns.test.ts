@@ -2,7 +2,7 @@
  * The other modes of `pilot-agent istio-iptables`, in real namespaces:
  * Istio CNI's validation (exit 126 when connections are not redirected),
  * --cleanup-only, DNS capture (UDP and TCP 53 to the agent's 15053, the
- * proxy's own queries straight out) and TPROXY. See iptables-support.ts.
+ * proxy's own queries straight out) and TPROXY. See test/support/iptables-pods.ts.
  */
 import assert from 'node:assert/strict';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +23,7 @@ import {
   templateArgs,
   v4,
   type PodPair,
-} from './iptables-support.ts';
+} from '../support/iptables-pods.ts';
 
 const reason = await iptablesSkipReason();
 const skip = reason ?? false;

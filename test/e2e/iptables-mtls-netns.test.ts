@@ -16,7 +16,7 @@ import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { writeTestCerts } from '../support/certs.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { envoyBin } from '../support/paths.ts';
-import { iptablesSkipReason, makePodPair, proxyUid, runIptables, startListener, templateArgs, v4, v6, type PodPair } from './iptables-support.ts';
+import { iptablesSkipReason, makePodPair, proxyUid, runIptables, startListener, templateArgs, v4, v6, type PodPair } from '../support/iptables-pods.ts';
 
 const reason = await iptablesSkipReason();
 const skip = reason ?? false;

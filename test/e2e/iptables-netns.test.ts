@@ -1,6 +1,6 @@
 /**
  * `pilot-agent istio-iptables` applied for real inside network namespaces
- * (see iptables-support.ts), checked two ways: the rules iptables-save
+ * (see test/support/iptables-pods.ts), checked two ways: the rules iptables-save
  * shows (golden, for the injection template's arguments), and where real
  * TCP connections land.
  */
@@ -22,7 +22,7 @@ import {
   templateArgs,
   v4,
   type PodPair,
-} from './iptables-support.ts';
+} from '../support/iptables-pods.ts';
 
 const reason = await iptablesSkipReason();
 // Each test is skipped on its own (not the suite), so the runner counts and prints the skips.

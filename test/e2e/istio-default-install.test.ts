@@ -19,8 +19,8 @@ import { makeNetns, netnsSkipReason } from '../support/netns.ts';
 import { envoyBin } from '../support/paths.ts';
 import { startPeer, type PeerEvent } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { identity, token } from './ca-support.ts';
-import { sdsHttpsService } from './sds-support.ts';
+import { identity, token } from '../support/ca-rig.ts';
+import { sdsHttpsService } from '../support/sds-rig.ts';
 import { pollUntil } from '../support/poll.ts';
 
 const istiodName = 'istiod.istio-system.svc';

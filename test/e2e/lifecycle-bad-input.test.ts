@@ -6,7 +6,7 @@ import { adminClient, serverInfo } from '../../src/envoy/admin.ts';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
-import { epochLive, writeCrashingEnvoy } from './reconcile-support.ts';
+import { epochLive, writeCrashingEnvoy } from '../support/tls-rig.ts';
 
 /** Exactly one line on stderr, matching `pattern`. */
 function assertOneLine(stderr: string, pattern: RegExp): void {

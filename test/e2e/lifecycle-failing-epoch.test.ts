@@ -8,8 +8,8 @@ import { deferStop, tempDir } from '../support/cleanup.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { p224Pair, writeTemplateWithListener } from './lifecycle-support.ts';
-import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
+import { p224Pair, writeTemplateWithListener } from '../support/bootstrap-templates.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const keptServing = 'new epoch failed before taking over; the serving epochs keep serving and the new config is retried';
 

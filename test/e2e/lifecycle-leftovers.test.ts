@@ -7,7 +7,7 @@ import { assertGone, isAlive, startAgent } from '../support/agent.ts';
 import { envoyBin } from '../support/paths.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { duplicateKeys } from '../support/duplicate-keys.ts';
-import { epochLive, startTlsRig } from './reconcile-support.ts';
+import { epochLive, startTlsRig } from '../support/tls-rig.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 

@@ -4,7 +4,7 @@ import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adminClient, serverInfo } from '../../src/envoy/admin.ts';
 import { assertGone } from '../support/agent.ts';
-import { epochLive, parentPid, startTlsRig } from './reconcile-support.ts';
+import { epochLive, parentPid, startTlsRig } from '../support/tls-rig.ts';
 
 it(
   'SIGTERM 200-250 ms after a cert write: the epoch that takes over during the drain is drained too, for the whole drain, then all stop',

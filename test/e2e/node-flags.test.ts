@@ -11,7 +11,7 @@ import { suiteCleanup } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
-import { epochLive } from './reconcile-support.ts';
+import { epochLive } from '../support/tls-rig.ts';
 
 const threads = async (pid: number) => Number(/^Threads:\s+(\d+)/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1]);
 

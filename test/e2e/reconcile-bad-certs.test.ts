@@ -10,7 +10,7 @@ import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const inconsistent = 'certificate files are not a consistent set; keeping the running config until they are';
 

@@ -8,7 +8,7 @@ import { makeCa, writeSecretVolume, type KeyPair, type TestCa } from '../support
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { epochLive, httpsService, servedSerial, waitForSerial } from './reconcile-support.ts';
+import { epochLive, httpsService, servedSerial, waitForSerial } from '../support/tls-rig.ts';
 
 const writeIngressPair = (dir: string, pair: KeyPair) => writeSecretVolume(dir, { 'tls.crt': pair.cert, 'tls.key': pair.key });
 

@@ -3,7 +3,7 @@ import { it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
-import { epochLive, startTlsRig, waitForSerial } from './reconcile-support.ts';
+import { epochLive, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const durationS = 24;
 const rotations = 5;

@@ -9,7 +9,7 @@ import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, simpleHttpService } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { epochLive, servedSerial, startTlsRig, waitForSerial, writeCrashingEnvoy } from './reconcile-support.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial, writeCrashingEnvoy } from '../support/tls-rig.ts';
 
 describe('retries after Envoy fails', () => {
   it('kill -9 of the serving Envoy: every epoch is aborted and a retry brings a new one up', async () => {

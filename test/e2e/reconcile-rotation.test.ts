@@ -3,7 +3,7 @@ import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
-import { epochLive, servedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
+import { epochLive, servedSerial, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const exists = (path: string) => access(path).then(() => true, () => false);
 

@@ -8,8 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
 import { tempDir } from '../support/cleanup.ts';
 import { SdsTestClient } from '../support/sds-client.ts';
-import { epochLive, servedSerial } from './reconcile-support.ts';
-import { startSdsRig, type SdsRig } from './sds-support.ts';
+import { epochLive, servedSerial } from '../support/tls-rig.ts';
+import { startSdsRig, type SdsRig } from '../support/sds-rig.ts';
 
 const get = async (port: number, path: string) => (await fetch(`http://127.0.0.1:${port}${path}`)).text();
 const sdsSocket = (rig: SdsRig) => join(rig.agent.dir, 'sds.sock');

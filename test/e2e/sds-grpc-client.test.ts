@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
 import { SdsTestClient } from '../support/sds-client.ts';
-import { epochLive, waitForSerial } from './reconcile-support.ts';
-import { startSdsRig } from './sds-support.ts';
+import { epochLive, waitForSerial } from '../support/tls-rig.ts';
+import { startSdsRig } from '../support/sds-rig.ts';
 
 /** Serials as the certificate prints them, without leading zeros, for comparison. */
 const normal = (serial: string) => BigInt(`0x${serial}`).toString(16).toUpperCase();

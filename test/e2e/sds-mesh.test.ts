@@ -8,8 +8,8 @@ import { deferStop, tempDir, type Cleanup } from '../support/cleanup.ts';
 import { spiffeId } from '../support/istio-resources.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { epochLive } from './reconcile-support.ts';
-import { outboundTo, parseXfcc, sidecarInbound, startEchoApp, type EchoApp } from './mesh-support.ts';
+import { epochLive } from '../support/tls-rig.ts';
+import { outboundTo, parseXfcc, sidecarInbound, startEchoApp, type EchoApp } from '../support/mesh-apps.ts';
 
 interface Proxy {
   certDir: string;

@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
 import { sidecarFiles, writeSecretVolume } from '../support/certs.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
-import { epochLive, servedSerial, waitForSerial } from './reconcile-support.ts';
-import { startSdsRig } from './sds-support.ts';
+import { epochLive, servedSerial, waitForSerial } from '../support/tls-rig.ts';
+import { startSdsRig } from '../support/sds-rig.ts';
 
 const startedEpochs = (rig: Awaited<ReturnType<typeof startSdsRig>>) =>
   rig.agent.log.entries.filter((entry) => entry.msg === 'envoy started').map((entry) => entry.epoch);

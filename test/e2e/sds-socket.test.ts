@@ -10,7 +10,7 @@ import { deferStop, tempDir } from '../support/cleanup.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
-import { sdsHttpsService } from './sds-support.ts';
+import { sdsHttpsService } from '../support/sds-rig.ts';
 
 describe('the SDS socket', () => {
   it('a socket another process serves (SPIRE) is used by Envoy, not replaced', { timeout: 60_000 }, async () => {

@@ -9,7 +9,7 @@ import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
-import { epochLive } from './reconcile-support.ts';
+import { epochLive } from '../support/tls-rig.ts';
 
 /** TCP ports the process listens on, from `ss` (the inspector would be 9229). */
 function listeningPorts(pid: number): number[] {

@@ -11,8 +11,8 @@ import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { waitForStatus } from './status-support.ts';
-import { epochLive, parentPid, startTlsRig, type TlsRig } from './reconcile-support.ts';
+import { waitForStatus } from '../support/status-agent.ts';
+import { epochLive, parentPid, startTlsRig, type TlsRig } from '../support/tls-rig.ts';
 
 /** A keep-alive HTTPS connection that made one request and now sits idle. */
 function idleConnection(port: number): Promise<TLSSocket> {

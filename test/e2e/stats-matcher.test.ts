@@ -3,8 +3,8 @@ import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { assertGone } from '../support/agent.ts';
-import { epochLive } from './reconcile-support.ts';
-import { startSdsRig } from './sds-support.ts';
+import { epochLive } from '../support/tls-rig.ts';
+import { startSdsRig } from '../support/sds-rig.ts';
 
 const statNames = async (adminPort: number) =>
   (await (await fetch(`http://127.0.0.1:${adminPort}/stats`)).text()).split('\n').map((line) => line.split(':')[0]!);

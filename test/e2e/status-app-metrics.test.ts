@@ -9,7 +9,7 @@ import { freePort } from '../support/ports.ts';
 import { parsePrometheus } from '../support/prometheus.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get, waitForStatus } from './status-support.ts';
+import { get, waitForStatus } from '../support/status-agent.ts';
 
 const appText = [
   '# HELP app_requests_total Requests the app served',

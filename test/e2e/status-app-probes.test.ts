@@ -22,7 +22,7 @@ import {
 } from '../support/probe-apps.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get } from './status-support.ts';
+import { get } from '../support/status-agent.ts';
 
 describe('/app-health probes the app as the injector configured, with the real Envoy', () => {
   let upstream: Upstream;

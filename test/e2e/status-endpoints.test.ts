@@ -10,7 +10,7 @@ import { freePort } from '../support/ports.ts';
 import { parsePrometheus } from '../support/prometheus.ts';
 import { httpListener, simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+import { get, startStatusAgent, waitForStatus } from '../support/status-agent.ts';
 
 async function envoyServerInfo(adminPort: number): Promise<{ state: string }> {
   return (await (await fetch(`http://127.0.0.1:${adminPort}/server_info`)).json()) as { state: string };

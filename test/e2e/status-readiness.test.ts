@@ -5,7 +5,7 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, httpListener, routeConfig, simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get, startStatusAgent, waitForStatus } from './status-support.ts';
+import { get, startStatusAgent, waitForStatus } from '../support/status-agent.ts';
 
 describe('status server readiness with the real Envoy', () => {
   let upstream: Upstream;

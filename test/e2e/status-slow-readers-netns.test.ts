@@ -16,7 +16,7 @@ import { nodeBin } from '../support/paths.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster, endpoints, simpleHttpService } from '../support/resources.ts';
-import { waitForStatus } from './status-support.ts';
+import { waitForStatus } from '../support/status-agent.ts';
 
 const skip = await netnsSkipReason();
 

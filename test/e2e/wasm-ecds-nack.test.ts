@@ -6,7 +6,7 @@ import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer, type PeerEvent } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { headerPluginWasm } from '../support/wasm-plugin.ts';
-import { filterName, listener, t, until, wasmPlugin, withPlugin } from './wasm-support.ts';
+import { filterName, listener, t, until, wasmPlugin, withPlugin } from '../support/wasm-resources.ts';
 
 const ecdsType = t('envoy.config.core.v3.TypedExtensionConfig');
 

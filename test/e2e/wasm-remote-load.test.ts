@@ -8,7 +8,7 @@ import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { headerPluginWasm } from '../support/wasm-plugin.ts';
-import { listener, until, wasmPlugin, withPlugin } from './wasm-support.ts';
+import { listener, until, wasmPlugin, withPlugin } from '../support/wasm-resources.ts';
 
 /** The message of the error a log line carries (pino writes `{ err }` as type, message and stack). */
 const errorMessage = (entry: { [key: string]: unknown } | undefined) => String((entry?.err as { message?: unknown } | undefined)?.message);

@@ -14,7 +14,7 @@ import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { epochLive } from './reconcile-support.ts';
+import { epochLive } from '../support/tls-rig.ts';
 import { pollUntil } from '../support/poll.ts';
 
 const fallbackLine = 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run';

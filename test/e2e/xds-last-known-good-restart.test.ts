@@ -9,8 +9,8 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { pollUntil } from '../support/poll.ts';
 import { freePort } from '../support/ports.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { failures, routedService, sdsListener, secret, waitForBody } from './lkg-support.ts';
-import { waitForSerial } from './reconcile-support.ts';
+import { failures, routedService, sdsListener, secret, waitForBody } from '../support/routed-service.ts';
+import { waitForSerial } from '../support/tls-rig.ts';
 
 const secretType = 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret';
 const ignoredLine = 'ignoring the kept last-known-good config file';

@@ -8,9 +8,9 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { startScriptedUpstream } from '../support/scripted-upstream.ts';
 import { startUpstream } from '../support/upstream.ts';
-import { envoyStarted } from './lkg-support.ts';
-import { epochLive, httpsService, readServedSerial, startTlsRig, waitForSerial } from './reconcile-support.ts';
-import { get as getStatus } from './status-support.ts';
+import { envoyStarted } from '../support/routed-service.ts';
+import { epochLive, httpsService, readServedSerial, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
+import { get as getStatus } from '../support/status-agent.ts';
 
 /** `count` TLS handshakes one after the other; the serials that were not `serial`. */
 async function otherSerials(port: number, serial: string, count: number): Promise<string[]> {

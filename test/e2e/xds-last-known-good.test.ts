@@ -6,8 +6,8 @@ import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { edsCluster } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get as getStatus } from './status-support.ts';
-import { configDump, envoyStarted, failures, routedService, waitForBody } from './lkg-support.ts';
+import { get as getStatus } from '../support/status-agent.ts';
+import { configDump, envoyStarted, failures, routedService, waitForBody } from '../support/routed-service.ts';
 
 const lkgLine = 'serving last-known-good config: the discovery server cannot be reached';
 

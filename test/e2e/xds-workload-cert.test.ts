@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
 import type { PeerEvent } from '../support/peer.ts';
-import { identity, issuedSerials, startCaRig, type CaRig, type CaRigOptions } from './ca-support.ts';
+import { identity, issuedSerials, startCaRig, type CaRig, type CaRigOptions } from '../support/ca-rig.ts';
 import { pollUntil } from '../support/poll.ts';
 
 /**

@@ -1,14 +1,14 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
-import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
-import { startPeer, type Peer } from '../support/peer.ts';
-import { freePort } from '../support/ports.ts';
-import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
-import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { pollUntil } from '../support/poll.ts';
+import type { RunningAgent } from './agent.ts';
+import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from './certs.ts';
+import { tempDir } from './cleanup.ts';
+import type { Peer } from './peer.ts';
+import { pollUntil } from './poll.ts';
+import { edsCluster, endpoints, httpListener, routeConfig } from './resources.ts';
+import { startRig, type Rig } from './rig.ts';
+import type { Upstream } from './upstream.ts';
 
 /**
  * An HTTPS listener whose certificate Envoy reads from the watched cert dir at
@@ -73,51 +73,35 @@ export function epochLive(agent: RunningAgent, epoch: number, timeoutMs = 30_000
 }
 
 /** Everything a TLS rotation test needs: CA, cert dir (a secret volume), upstream, peer, agent. */
-export interface TlsRig {
+export interface TlsRig extends Rig {
   ca: TestCa;
   certDir: string;
   /** The leaf written before the agent started. */
   initial: KeyPair;
-  listenerPort: number;
   upstream: Upstream;
   peer: Peer;
-  agent: RunningAgent;
   /** Issues a new leaf and writes it the Kubernetes way; returns it. */
   rotate(): Promise<KeyPair>;
-  close(): Promise<void>;
 }
 
+/** A CA, a watched cert dir (a secret volume) and Envoy serving HTTPS with the files it holds. */
 export async function startTlsRig(agentArgs: string[] = [], env?: Record<string, string>): Promise<TlsRig> {
+  await using undo = new AsyncDisposableStack();
   const ca = await makeCa();
-  // Undone in reverse when a later step fails, so a failed start leaks nothing.
-  const undo: (() => Promise<unknown>)[] = [() => ca.close()];
-  try {
-    const certDir = await mkdtemp(join(tmpdir(), 'rig-certs-'));
-    undo.push(() => rm(certDir, { recursive: true, force: true }));
-    const rotate = async () => {
-      const pair = await ca.issue('localhost');
-      await writeSecretVolume(certDir, sidecarFiles(ca, pair));
-      return pair;
-    };
-    const initial = await rotate();
-    const upstream = await startUpstream('hello over tls');
-    undo.push(() => upstream.close());
-    const listenerPort = await freePort();
-    const peer = await startPeer(httpsService({ listenerPort, upstreamPort: upstream.port, certDir }));
-    undo.push(() => peer.stop());
-    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env });
-    const close = async () => {
-      try {
-        await agent.stop('SIGTERM');
-      } finally {
-        await Promise.all([peer.stop(), upstream.close(), ca.close(), rm(certDir, { recursive: true, force: true })]);
-      }
-    };
-    return { ca, certDir, initial, listenerPort, upstream, peer, agent, rotate, close };
-  } catch (error) {
-    for (const step of undo.reverse()) await step().catch(() => undefined);
-    throw error;
-  }
+  undo.defer(() => ca.close());
+  const certDir = await tempDir(undo, 'rig-certs-');
+  const rotate = async () => {
+    const pair = await ca.issue('localhost');
+    await writeSecretVolume(certDir, sidecarFiles(ca, pair));
+    return pair;
+  };
+  const initial = await rotate();
+  const rig = await startRig(undo, {
+    upstreamBody: 'hello over tls',
+    discovery: { resources: (ports) => httpsService({ listenerPort: ports.listenerPort, upstreamPort: ports.upstreamPort, certDir }) },
+    agent: { args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs], env },
+  });
+  return { ...rig, peer: rig.peer!, upstream: rig.upstream!, ca, certDir, initial, rotate };
 }
 
 /** An "Envoy" that passes validation and --version, then always crashes. */

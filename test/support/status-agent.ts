@@ -1,23 +1,12 @@
-import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { freePort } from '../support/ports.ts';
-import { pollUntil } from '../support/poll.ts';
+import { pollUntil } from './poll.ts';
+import { startRig, type Rig } from './rig.ts';
 
-export interface StatusAgent {
-  agent: RunningAgent;
-  statusPort: number;
-  readinessPort: number;
-}
+export type StatusAgent = Rig;
 
-/** An agent with its status server and Envoy's readiness listener on free ports. */
+/** An agent with its status server and Envoy's readiness listener on free ports, on a discovery server the test runs. */
 export async function startStatusAgent(discoveryAddress: string, args: string[] = []): Promise<StatusAgent> {
-  const statusPort = await freePort();
-  const readinessPort = await freePort();
-  const agent = await startAgent({ discoveryAddress, args: ['--statusPort', String(statusPort), '--readinessPort', String(readinessPort), ...args] });
-  await agent.log.waitFor((entry) => entry.msg === 'status server listening', 15_000, 'the status server').catch(async (error: unknown) => {
-    await agent.stop();
-    throw error;
-  });
-  return { agent, statusPort, readinessPort };
+  await using undo = new AsyncDisposableStack();
+  return await startRig(undo, { discovery: { address: discoveryAddress }, agent: { args }, waitForStatusServer: true });
 }
 
 export interface Answer {

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { repoRoot } from '../support/paths.ts';
+import { repoRoot } from './paths.ts';
 
 /** A static HTTPS listener that answers 200 itself, reading the agent's certificate files at start (1.1-style file config). */
 function fileTlsListener(port: number, withRoot: boolean): unknown {

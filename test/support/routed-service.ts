@@ -1,6 +1,6 @@
-import type { RunningAgent } from '../support/agent.ts';
-import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
-import { pollUntil } from '../support/poll.ts';
+import type { RunningAgent } from './agent.ts';
+import { edsCluster, endpoints, httpListener, routeConfig } from './resources.ts';
+import { pollUntil } from './poll.ts';
 
 /** Listener → route → one EDS cluster per route. */
 export function routedService(listenerPort: number, routes: { prefix: string; cluster: string; port: number }[], extra: unknown[] = []): unknown[] {

@@ -8,8 +8,8 @@
  * reply says which socket got a connection and where it was headed.
  */
 import { execa, type ResultPromise } from 'execa';
-import type { Cleanup } from '../support/cleanup.ts';
-import { agentBin, nodeBin, uidCannotRunCheckout } from '../support/paths.ts';
+import type { Cleanup } from './cleanup.ts';
+import { agentBin, nodeBin, uidCannotRunCheckout } from './paths.ts';
 
 export const proxyUid = 1337;
 

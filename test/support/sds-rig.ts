@@ -1,11 +1,10 @@
-import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from '../support/certs.ts';
-import { tempDir } from '../support/cleanup.ts';
-import { inboundMtlsListener } from '../support/istio-resources.ts';
-import { startPeer, type Peer } from '../support/peer.ts';
-import { freePort } from '../support/ports.ts';
-import { edsCluster, endpoints, routeConfig } from '../support/resources.ts';
-import { startUpstream, type Upstream } from '../support/upstream.ts';
+import { makeCa, sidecarFiles, writeSecretVolume, type KeyPair, type TestCa } from './certs.ts';
+import { tempDir } from './cleanup.ts';
+import { inboundMtlsListener } from './istio-resources.ts';
+import type { Peer } from './peer.ts';
+import { edsCluster, endpoints, routeConfig } from './resources.ts';
+import { startRig, type Rig } from './rig.ts';
+import type { Upstream } from './upstream.ts';
 
 /**
  * An HTTPS listener whose certificate Envoy reads over SDS (`default`), as
@@ -26,21 +25,16 @@ export function sdsHttpsService(options: { listenerPort: number; upstreamPort: n
   ];
 }
 
-export interface SdsRig {
+export interface SdsRig extends Rig {
   ca: TestCa;
   certDir: string;
-  listenerPort: number;
-  statusPort: number;
   peer: Peer;
-  agent: RunningAgent;
   upstream: Upstream;
   rotate(): Promise<KeyPair>;
-  close(): Promise<void>;
 }
 
 /** CA, cert dir (a secret volume), upstream, peer serving SDS-reading config, agent with a status port. */
 export async function startSdsRig(agentArgs: string[] = []): Promise<SdsRig> {
-  // Undone in reverse when a later step fails, so a failed start leaks nothing.
   await using undo = new AsyncDisposableStack();
   const ca = await makeCa();
   undo.defer(() => ca.close());
@@ -51,18 +45,10 @@ export async function startSdsRig(agentArgs: string[] = []): Promise<SdsRig> {
     return pair;
   };
   await rotate();
-  const upstream = await startUpstream('hello over sds');
-  undo.defer(() => upstream.close());
-  const [listenerPort, statusPort] = [await freePort(), await freePort()];
-  const peer = await startPeer(sdsHttpsService({ listenerPort, upstreamPort: upstream.port }));
-  undo.defer(() => peer.stop());
-  const agent = await startAgent({
-    discoveryAddress: peer.address,
-    args: ['--certDir', certDir, '--certDebounce', '100ms', '--statusPort', String(statusPort), ...agentArgs],
+  const rig = await startRig(undo, {
+    upstreamBody: 'hello over sds',
+    discovery: { resources: (ports) => sdsHttpsService({ listenerPort: ports.listenerPort, upstreamPort: ports.upstreamPort }) },
+    agent: { args: ['--certDir', certDir, '--certDebounce', '100ms', ...agentArgs] },
   });
-  undo.defer(async () => {
-    await agent.stop('SIGTERM');
-  });
-  const started = undo.move();
-  return { ca, certDir, listenerPort, statusPort, peer, agent, upstream, rotate, close: () => started.disposeAsync() };
+  return { ...rig, peer: rig.peer!, upstream: rig.upstream!, ca, certDir, rotate };
 }

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { inboundMtlsListener, meshEndpoints, outboundMtlsCluster, spiffeId } from '../support/istio-resources.ts';
-import { edsCluster, endpoints, httpListener, routeConfig } from '../support/resources.ts';
+import { inboundMtlsListener, meshEndpoints, outboundMtlsCluster, spiffeId } from './istio-resources.ts';
+import { edsCluster, endpoints, httpListener, routeConfig } from './resources.ts';
 
 /** An app that answers with who called it, as its sidecar's Envoy forwards the client certificate. */
 export interface EchoApp {
