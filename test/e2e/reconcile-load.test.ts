@@ -7,12 +7,16 @@ import { epochLive, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const durationS = 24;
 const rotations = 5;
+/** The loads' cap: on a busy machine the rotations take longer, and the loads last until the last drain is over. */
+const capS = 100;
+/** The old epoch drains for --drainDuration (1 s, test/support/agent.ts) after the switch: that too under load. */
+const drainMs = 1000;
 
-/** Both loads, and when they ran: from the start of either to the end of the first to finish. */
-async function runLoads(url: string) {
+/** Both loads until `until` aborts, and when they ran: from the start of either to the end of the first to finish. */
+async function runLoads(url: string, until: AbortSignal) {
   const startedAt = Date.now();
   const timed = <T>(load: Promise<T>) => load.then((result) => ({ result, endedAt: Date.now() }));
-  const [keepAlive, fresh] = await Promise.all([timed(keepAliveLoad(url, 4, durationS)), timed(newConnectionLoad(url, 2, durationS))]);
+  const [keepAlive, fresh] = await Promise.all([timed(keepAliveLoad(url, 4, capS, until)), timed(newConnectionLoad(url, 2, capS, until))]);
   return { keepAlive: keepAlive.result, fresh: fresh.result, startedAt, endedAt: Math.min(keepAlive.endedAt, fresh.endedAt) };
 }
 
@@ -23,7 +27,8 @@ it(
     const rig = await startTlsRig();
     try {
       await epochLive(rig.agent, 0);
-      const loads = runLoads(`https://127.0.0.1:${rig.listenerPort}/`);
+      const stop = new AbortController();
+      const loads = runLoads(`https://127.0.0.1:${rig.listenerPort}/`, stop.signal);
       // Rotations spread over the load, so each hot restart and the old Envoy's drain fall inside it.
       const loadStart = Date.now();
       const spacingMs = (durationS * 1000) / (rotations + 1);
@@ -36,6 +41,9 @@ it(
         await waitForSerial(rig.listenerPort, pair.serial);
         switches.push({ writtenAt, servedAt: Date.now() });
       }
+      // The loads cover the last switch's drain too, however long the rotations took, and last at least durationS.
+      await sleep(Math.max(drainMs + 500, loadStart + durationS * 1000 - Date.now()));
+      stop.abort();
       const { keepAlive, fresh, startedAt, endedAt } = await loads;
       const relative = switches.map(({ writtenAt, servedAt }) => `${writtenAt - startedAt}..${servedAt - startedAt} ms`);
       t.diagnostic(
@@ -46,8 +54,6 @@ it(
           rotations: relative,
         }),
       );
-      // The old epoch drains for --drainDuration (1 s, test/support/agent.ts) after the switch: that too under load.
-      const drainMs = 1000;
       for (const [index, { writtenAt, servedAt }] of switches.entries()) {
         assert.ok(
           writtenAt >= startedAt && servedAt + drainMs <= endedAt,

@@ -8,19 +8,24 @@ export interface LoadResult {
   samples: string[];
 }
 
-/** Keep-alive load with autocannon: `connections` persistent connections, pipelining 1. */
-export async function keepAliveLoad(url: string, connections: number, durationS: number): Promise<LoadResult & { raw: unknown }> {
-  const result = await autocannon({ url, connections, duration: durationS, timeout: 5 });
+/**
+ * Keep-alive load with autocannon: `connections` persistent connections, pipelining 1,
+ * for `durationS`, or until `until` aborts when given (`durationS` is then the cap).
+ */
+export async function keepAliveLoad(url: string, connections: number, durationS: number, until?: AbortSignal): Promise<LoadResult & { raw: unknown }> {
+  const run = autocannon({ url, connections, duration: durationS, timeout: 5 });
+  until?.addEventListener('abort', () => run.stop(), { once: true });
+  const result = await run;
   const failed = result.errors + result.non2xx;
   return { ok: result['2xx'], failed, samples: failed ? [`errors ${result.errors}, timeouts ${result.timeouts}, non2xx ${result.non2xx}`] : [], raw: result };
 }
 
-/** One fresh TLS connection per request, `parallel` at a time, until `durationS` is over. */
-export async function newConnectionLoad(url: string, parallel: number, durationS: number): Promise<LoadResult> {
+/** One fresh TLS connection per request, `parallel` at a time, until `durationS` is over or `until` aborts. */
+export async function newConnectionLoad(url: string, parallel: number, durationS: number, until?: AbortSignal): Promise<LoadResult> {
   const result: LoadResult = { ok: 0, failed: 0, samples: [] };
   const deadline = Date.now() + durationS * 1000;
   const worker = async () => {
-    while (Date.now() < deadline) {
+    while (Date.now() < deadline && !until?.aborted) {
       const outcome = await getOnce(url);
       if (outcome === 'ok') result.ok++;
       else {
