@@ -88,8 +88,10 @@ describe('connection floods from the pod network', { skip }, () => {
       const peak = fdCount(agent.pid);
       assert.ok(peak <= baseline + 128 + 64 + 32 + 16, `the agent holds ${peak} descriptors (${baseline} before the flood)`);
       for (let i = 0; i < 5; i++) {
-        assert.equal((await get(ports.readiness, '/healthz/ready')).status, 200, 'readiness through Envoy');
-        assert.equal((await get(ports.status, '/healthz/ready')).status, 200, 'readiness on the status port from loopback');
+        const viaEnvoy = await get(ports.readiness, '/healthz/ready');
+        assert.equal(viaEnvoy.status, 200, `readiness through Envoy: ${viaEnvoy.body}`);
+        const direct = await get(ports.status, '/healthz/ready');
+        assert.equal(direct.status, 200, `readiness on the status port from loopback: ${direct.body}`);
       }
       const [fresh] = await netns.send([{ port: ports.status, method: 'GET', path: '/healthz/ready' }]);
       assert.equal(fresh!.status, 200, 'a new client from the pod network is answered (an idle one made room)');
