@@ -103,37 +103,49 @@ describe('the bootstrap\'s runtime layers, JSON log, stats compression and conne
     cleanup.defer(() => peer.stop());
   });
 
-  it('takes the large route regex, shows both layers on /runtime, logs JSON, gzips 15090 and sets the limit; warns for datadog', async () => {
-    await using stack = new AsyncDisposableStack();
-    const prometheusPort = await freePort();
-    const proxyConfig = { connectionSettings: { globalDownstreamConnectionLimit: 123 }, tracing: { datadog: { address: '127.0.0.1:8126' } } };
-    const agent = await startAgent({
-      discoveryAddress: peer.address,
-      args: ['--log_as_json', '--proxyLogLevel', 'info', '--prometheusPort', String(prometheusPort)],
-      env: { PROXY_CONFIG: JSON.stringify(proxyConfig) },
+  describe('an agent with JSON logs, a Prometheus port, a connection limit and a datadog tracer, serving the regex route', () => {
+    const agentCleanup = suiteCleanup();
+    let prometheusPort: number;
+    let agent: RunningAgent;
+    let answer: string;
+
+    before(async () => {
+      prometheusPort = await freePort();
+      const proxyConfig = { connectionSettings: { globalDownstreamConnectionLimit: 123 }, tracing: { datadog: { address: '127.0.0.1:8126' } } };
+      agent = await startAgent({
+        discoveryAddress: peer.address,
+        args: ['--log_as_json', '--proxyLogLevel', 'info', '--prometheusPort', String(prometheusPort)],
+        env: { PROXY_CONFIG: JSON.stringify(proxyConfig) },
+      });
+      deferStop(agentCleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+      answer = await eventually('the regex route', async () => {
+        const response = await get(listenerPort, '/kappa/some-name/v2');
+        return response.status === 200 ? response.body.toString() : undefined;
+      });
     });
-    deferStop(stack, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
-    const answer = await eventually('the regex route', async () => {
-      const response = await get(listenerPort, '/kappa/some-name/v2');
-      return response.status === 200 ? response.body.toString() : undefined;
+
+    it('takes the large route regex, shows both layers on /runtime, logs JSON, gzips 15090 and sets the limit', async () => {
+      assert.equal(answer, 'big regex');
+      const runtime = await admin(agent, '/runtime');
+      assert.deepEqual(runtime.layers, ['global config', 'admin']);
+      assert.equal(runtime.entries['re2.max_program_size.error_level'].final_value, '32768');
+      const scraped = await get(prometheusPort, '/stats/prometheus', { 'accept-encoding': 'gzip' });
+      assert.equal(scraped.status, 200);
+      assert.equal(scraped.headers['content-encoding'], 'gzip');
+      assert.equal((await get(prometheusPort, '/stats/prometheus')).headers['content-encoding'], undefined, 'plain when not asked for');
+      const dump = await admin(agent, '/config_dump');
+      const bootstrap = dump.configs.find((config: any) => config['@type'].endsWith('BootstrapConfigDump')).bootstrap;
+      const monitor = bootstrap.overload_manager.resource_monitors[0];
+      assert.equal(monitor.typed_config.max_active_downstream_connections, '123');
+      // Only Istio's JSON lines carry the caller: Envoy wrote JSON, which the agent read into its own entries.
+      const fromJson = agent.log.entries.filter((entry) => entry.envoyComponent !== undefined && typeof entry.caller === 'string');
+      assert.ok(fromJson.length > 0, 'Envoy\'s lines arrived as JSON');
     });
-    assert.equal(answer, 'big regex');
-    const runtime = await admin(agent, '/runtime');
-    assert.deepEqual(runtime.layers, ['global config', 'admin']);
-    assert.equal(runtime.entries['re2.max_program_size.error_level'].final_value, '32768');
-    const scraped = await get(prometheusPort, '/stats/prometheus', { 'accept-encoding': 'gzip' });
-    assert.equal(scraped.status, 200);
-    assert.equal(scraped.headers['content-encoding'], 'gzip');
-    assert.equal((await get(prometheusPort, '/stats/prometheus')).headers['content-encoding'], undefined, 'plain when not asked for');
-    const dump = await admin(agent, '/config_dump');
-    const bootstrap = dump.configs.find((config: any) => config['@type'].endsWith('BootstrapConfigDump')).bootstrap;
-    const monitor = bootstrap.overload_manager.resource_monitors[0];
-    assert.equal(monitor.typed_config.max_active_downstream_connections, '123');
-    // Only Istio's JSON lines carry the caller: Envoy wrote JSON, which the agent read into its own entries.
-    const fromJson = agent.log.entries.filter((entry) => entry.envoyComponent !== undefined && typeof entry.caller === 'string');
-    assert.ok(fromJson.length > 0, 'Envoy\'s lines arrived as JSON');
-    const warning = agent.log.find((entry) => entry.msg === notRenderedWarning);
-    assert.deepEqual([warning?.level, warning?.field], [40, 'tracing.datadog']);
+
+    it('warns that the datadog tracer is configured but not rendered', () => {
+      const warning = agent.log.find((entry) => entry.msg === notRenderedWarning);
+      assert.deepEqual([warning?.level, warning?.field], [40, 'tracing.datadog']);
+    });
   });
 
   it('refuses the same route once runtimeValues removes the RE2 default (as before the runtime layer), and warns for nothing', async () => {

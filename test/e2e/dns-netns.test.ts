@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { chmod, chown } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
@@ -254,24 +254,34 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
 
   describe('readiness, TCP and truncation, metrics, and the kept table after a restart (sotw)', () => {
     const cleanup = suiteCleanup();
+    let world: World;
+    let agent: RunningAgent;
+    let listening: ClientResult;
+    let firstTable: Promise<ClientResult> | undefined;
+    /** The peer sends the name table once; resolves with the first answer from it (each test that needs the table asks, so each runs alone too). */
+    const tableServed = () => (firstTable ??= world.peer.setNameTable(nameTable).then(() => untilResolved(world, 'db.legacy.internal')));
 
-    it('is 503 and SERVFAILs until the first table, then answers; a restarted agent answers from the kept table with the discovery server gone', async () => {
-      const world = await setUp(cleanup, undefined);
-      const agent = await startDnsAgent(world);
+    before(async () => {
+      world = await setUp(cleanup, undefined);
+      agent = await startDnsAgent(world);
       cleanup.defer(async () => void (await agent.stop()));
       if (process.env.DNS_TEST_DEBUG) cleanup.defer(() => console.log(agent.log.entries.map((entry) => JSON.stringify(entry)).join('\n')));
       // Envoy has its config (the listener answers) while the name table has not come.
       await agent.log.waitFor((entry) => entry.msg === 'subscribed to the DNS name table', 20_000);
-      const listening = await untilListening(world);
+      listening = await untilListening(world);
+    });
+
+    it('is 503 and SERVFAILs until the first table', async () => {
       assert.equal(listening.status, 200, JSON.stringify(listening));
       const [before] = await runClient(world.netns.name, [{ op: 'raw', name: 'db.legacy.internal', proto: 'udp' }]);
       assert.equal(before!.rcode, 2, 'SERVFAIL before the first table, as Istio');
       const notReady = await status(world, '/healthz/ready');
       assert.equal(notReady.status, 503);
       assert.match(notReady.body!, /name table/);
+    });
 
-      await world.peer.setNameTable(nameTable);
-      assert.deepEqual((await untilResolved(world, 'db.legacy.internal')).answers, [`A db.legacy.internal ${vips.db}`]);
+    it('answers and is ready once the first table comes, and shows the table on /debug/ndsz', async () => {
+      assert.deepEqual((await tableServed()).answers, [`A db.legacy.internal ${vips.db}`]);
       assert.equal((await status(world, '/healthz/ready')).status, 200);
       const ndsz = JSON.parse((await status(world, '/debug/ndsz')).body!) as {
         loaded: boolean;
@@ -287,7 +297,10 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       assert.equal(ndsz.entries, 3);
       assert.deepEqual(ndsz.table['db.legacy.internal'], [vips.db]);
       assert.ok(ndsz.version && ndsz.ageSeconds >= 0);
+    });
 
+    it('truncates big answers over UDP, answers them whole over TCP, and counts the queries in its metrics', async () => {
+      await tableServed();
       const [udp, tcp, ares, bigUdp, bigAres] = await runClient(world.netns.name, [
         { op: 'raw', name: 'headless.mesh.internal', proto: 'udp' },
         { op: 'raw', name: 'headless.mesh.internal', proto: 'tcp' },
@@ -310,7 +323,10 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
       assert.ok(value('istio_agent_dns_upstream_requests_total') >= 2);
       assert.match(metrics, /^istio_agent_dns_upstream_request_duration_seconds_count \d+/m);
       assert.match(metrics, /^istio_agent_dns_upstream_failures_total 0/m);
+    });
 
+    it('a restarted agent answers from the kept table with the discovery server gone', async () => {
+      await tableServed();
       // The discovery server goes away; a new agent on the same --configPath answers from the kept table.
       assert.equal((await agent.stop()).exitCode, 0);
       await world.peer.stop();
