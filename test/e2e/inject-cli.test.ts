@@ -53,28 +53,48 @@ describe('pilot-agent inject', () => {
     dir = await tempDir(cleanup, 'pa-inject-');
   });
 
-  it('injects a file into -o with the given values; the output passes the Kubernetes schema', async () => {
-    await writeFile(join(dir, 'app.yaml'), `${deployment}---\n${service}`);
-    await writeFile(join(dir, 'values.yaml'), 'discoveryAddress: istiod.istio-system.svc:15010\nholdApplicationUntilProxyStarts: true\n');
-    const result = await run(['inject', '-f', join(dir, 'app.yaml'), '--values', join(dir, 'values.yaml'), '-o', join(dir, 'out.yaml')]);
-    assert.deepEqual(result, { code: 0, stdout: '', stderr: '' });
-    const [injected, passed] = parseAllDocuments(await readFile(join(dir, 'out.yaml'), 'utf8')).map((doc) => doc.toJS());
-    new Deployment(injected).validate();
-    // holdApplicationUntilProxyStarts on the default target (Kubernetes 1.29): a native sidecar.
-    const proxy = injected.spec.template.spec.initContainers[1];
-    assert.equal(proxy.name, 'istio-proxy');
-    assert.equal(proxy.restartPolicy, 'Always');
-    assert.ok(proxy.args.includes('istiod.istio-system.svc:15010'));
-    assert.deepEqual(passed, parseAllDocuments(service)[0]?.toJS());
-    assert.deepEqual((await readdir(dir)).sort(), ['app.yaml', 'out.yaml', 'values.yaml'], 'no temp file left');
+  describe('a file injected into -o with the given values', () => {
+    let result: Run;
+    let injected: any;
+    let passed: unknown;
+    before(async () => {
+      await writeFile(join(dir, 'app.yaml'), `${deployment}---\n${service}`);
+      await writeFile(join(dir, 'values.yaml'), 'discoveryAddress: istiod.istio-system.svc:15010\nholdApplicationUntilProxyStarts: true\n');
+      result = await run(['inject', '-f', join(dir, 'app.yaml'), '--values', join(dir, 'values.yaml'), '-o', join(dir, 'out.yaml')]);
+      [injected, passed] = parseAllDocuments(await readFile(join(dir, 'out.yaml'), 'utf8')).map((doc) => doc.toJS());
+    });
+
+    it('injects the file into -o with the given values', async () => {
+      assert.deepEqual(result, { code: 0, stdout: '', stderr: '' });
+      // holdApplicationUntilProxyStarts on the default target (Kubernetes 1.29): a native sidecar.
+      const proxy = injected.spec.template.spec.initContainers[1];
+      assert.equal(proxy.name, 'istio-proxy');
+      assert.equal(proxy.restartPolicy, 'Always');
+      assert.ok(proxy.args.includes('istiod.istio-system.svc:15010'));
+      assert.deepEqual(passed, parseAllDocuments(service)[0]?.toJS());
+      assert.deepEqual((await readdir(dir)).sort(), ['app.yaml', 'out.yaml', 'values.yaml'], 'no temp file left');
+    });
+
+    it('writes a Deployment that passes the Kubernetes schema', () => {
+      new Deployment(injected).validate();
+    });
   });
 
-  it("reads stdin with -f - and writes stdout; a second pass changes nothing", async () => {
-    const once = await run(['inject', '-f', '-'], deployment);
-    assert.equal(once.code, 0);
-    assert.match(once.stdout, /name: istio-init/);
-    const twice = await run(['inject', '-f', '-'], once.stdout);
-    assert.equal(twice.stdout, once.stdout);
+  describe('inject reading a manifest from stdin with -f -', () => {
+    let once: Run;
+    before(async () => {
+      once = await run(['inject', '-f', '-'], deployment);
+    });
+
+    it('reads stdin and writes the injected manifest to stdout', () => {
+      assert.equal(once.code, 0);
+      assert.match(once.stdout, /name: istio-init/);
+    });
+
+    it('a second pass over its own output changes nothing', async () => {
+      const twice = await run(['inject', '-f', '-'], once.stdout);
+      assert.equal(twice.stdout, once.stdout);
+    });
   });
 
   it('fails with code 2 and one line naming the document, and writes nothing', async () => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup } from '../support/cleanup.ts';
@@ -109,27 +109,34 @@ while True:
         conn.sendall(('tproxy %s:%d\\n' % (host, port)).encode())
 `;
 
-describe('istio-iptables -m TPROXY', { timeout: 120_000 }, () => {
+describe('istio-iptables -m TPROXY', { skip, timeout: 120_000 }, () => {
   const cleanup = suiteCleanup();
   let pair: PodPair;
+  const args = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'TPROXY', '-i', '*', '-b', '8080'];
+  let first: Awaited<ReturnType<typeof runIptables>>;
 
-  it('writes the mangle rules and routes marked packets to loopback; a rerun keeps them single', { skip }, async () => {
+  before(async () => {
     assertBundleFresh();
     pair = await makePodPair(cleanup, 'tproxy', { v4: true, v6: false });
-    const args = ['-p', '15001', '-z', '15006', '-u', String(proxyUid), '-m', 'TPROXY', '-i', '*', '-b', '8080'];
-    for (const round of [1, 2]) {
-      const result = await runIptables(pair.appNs, args);
-      assert.equal(result.exitCode, 0, `round ${round}: ${result.stderr}`);
-    }
+    first = await runIptables(pair.appNs, args);
+  });
+
+  it('writes the mangle rules and routes marked packets to loopback', async () => {
+    assert.equal(first.exitCode, 0, `round 1: ${first.stderr}`);
     const mangle = await savedRules(pair.appNs, 'v4', 'mangle');
     assert.match(mangle, /-A ISTIO_TPROXY ! -d 127\.0\.0\.1\/32 -p tcp -j TPROXY --on-port 15006 --on-ip 0\.0\.0\.0 --tproxy-mark 0x539\/0xffffffff/);
     assert.match(mangle, /-A PREROUTING -p tcp -j ISTIO_INBOUND/);
-    const rules = (await execa('ip', ['-n', pair.appNs, 'rule', 'show'])).stdout;
-    assert.equal(rules.split('\n').filter((line) => /fwmark 0x539 lookup 133/.test(line)).length, 1, rules);
     assert.match((await execa('ip', ['-n', pair.appNs, 'route', 'show', 'table', '133', 'type', 'local'])).stdout, /local default dev lo/);
   });
 
-  it('hands an inbound connection to the transparent listener on 15006 with its original address', { skip }, async () => {
+  it('a rerun keeps the fwmark routing rule single', async () => {
+    const result = await runIptables(pair.appNs, args);
+    assert.equal(result.exitCode, 0, `round 2: ${result.stderr}`);
+    const rules = (await execa('ip', ['-n', pair.appNs, 'rule', 'show'])).stdout;
+    assert.equal(rules.split('\n').filter((line) => /fwmark 0x539 lookup 133/.test(line)).length, 1, rules);
+  });
+
+  it('hands an inbound connection to the transparent listener on 15006 with its original address', async () => {
     const listener = execa('ip', ['netns', 'exec', pair.appNs, pair.python, '-c', transparentScript, '15006'], { reject: false, timeout: 60_000 });
     cleanup.defer(async () => {
       listener.kill('SIGKILL');
