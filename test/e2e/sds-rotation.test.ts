@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertGone } from '../support/agent.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
 import { sidecarFiles, writeSecretVolume } from '../support/certs.ts';
 import { keepAliveLoad, newConnectionLoad } from '../support/load.ts';
 import { epochLive, servedSerial, waitForSerial } from '../support/tls-rig.ts';
@@ -37,12 +38,21 @@ describe('certificates over SDS with the real Envoy', () => {
     }
   });
 
-  it('an inconsistent set is never served; the completed set is', { timeout: 60_000 }, async () => {
-    const rig = await startSdsRig();
-    try {
+  describe('a certificate set written half (the new certificate with a key that is not its own)', { timeout: 60_000 }, () => {
+    const cleanup = suiteCleanup();
+    let rig: Awaited<ReturnType<typeof startSdsRig>>;
+    let first: string;
+    let next: Awaited<ReturnType<typeof rig.ca.issue>>;
+
+    before(async () => {
+      rig = await startSdsRig();
+      cleanup.defer(async () => {
+        await rig.close();
+        await assertGone(rig.agent.envoyPids());
+      });
       await epochLive(rig.agent, 0);
-      const first = await servedSerial(rig.listenerPort);
-      const next = await rig.ca.issue('localhost');
+      first = await servedSerial(rig.listenerPort);
+      next = await rig.ca.issue('localhost');
       const old = await rig.ca.issue('localhost');
       // The new certificate with a key that is not its own: a writer half done.
       await writeSecretVolume(rig.certDir, { ...sidecarFiles(rig.ca, next), 'key.pem': old.key });
@@ -51,15 +61,18 @@ describe('certificates over SDS with the real Envoy', () => {
         10_000,
         'the mismatch to be noticed',
       );
+    });
+
+    it('the inconsistent set is never served', async () => {
       await sleep(500);
       assert.equal(await servedSerial(rig.listenerPort), first, 'the mismatched certificate is not served');
+    });
+
+    it('the completed set is served, with no new epoch', async () => {
       await writeSecretVolume(rig.certDir, sidecarFiles(rig.ca, next));
       await waitForSerial(rig.listenerPort, next.serial);
       assert.deepEqual(startedEpochs(rig), [0]);
-    } finally {
-      await rig.close();
-      await assertGone(rig.agent.envoyPids());
-    }
+    });
   });
 
   it('--certRotation restart hot-restarts even when SDS delivers the files', { timeout: 60_000 }, async () => {
