@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { request as httpRequest } from 'node:http';
 import { connect, type TLSSocket } from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { assertGone, isAlive, startAgent } from '../support/agent.ts';
-import { deferStop } from '../support/cleanup.ts';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -86,16 +86,36 @@ describe('signals', () => {
       assert.equal(result.signal, 'SIGKILL');
     }));
 
-  it('a second SIGTERM cuts a long drain short; Envoy itself was draining', () => withRig(['--terminationDrainDuration', '120'], undefined, async (rig) => {
-    await epochLive(rig.agent, 0);
-    const agentPid = await parentPid(rig.agent.envoyPids()[0]!);
-    const drained = rig.agent.log.waitFor((entry) => entry.msg === 'draining listeners', 10_000, 'the drain');
-    const stopping = rig.agent.stop('SIGTERM');
-    await drained;
-    await assertEnvoyDraining(rig);
-    process.kill(agentPid, 'SIGTERM');
-    assert.equal((await stopping).exitCode, 0);
-  }));
+  describe('an agent draining after SIGTERM, with a 120 s termination drain', () => {
+    const cleanup = suiteCleanup();
+    let rig: TlsRig;
+    let agentPid: number;
+    let stopping: Promise<{ exitCode?: number; signal?: string }>;
+
+    before(async () => {
+      rig = await startTlsRig(['--terminationDrainDuration', '120']);
+      cleanup.defer(async () => {
+        await rig.close();
+        await assertGone(rig.agent.envoyPids(), envoyParentRpcRetryMs + 5000);
+      });
+      await epochLive(rig.agent, 0);
+      agentPid = await parentPid(rig.agent.envoyPids()[0]!);
+      const drained = rig.agent.log.waitFor((entry) => entry.msg === 'draining listeners', 10_000, 'the drain');
+      stopping = rig.agent.stop('SIGTERM');
+      // Awaited by the test that cuts the drain short; when that test does not run, the rig's close (a second SIGTERM) ends it.
+      stopping.catch(() => undefined);
+      await drained;
+    });
+
+    it('Envoy itself is draining', async () => {
+      await assertEnvoyDraining(rig);
+    });
+
+    it('a second SIGTERM cuts the long drain short', async () => {
+      process.kill(agentPid, 'SIGTERM');
+      assert.equal((await stopping).exitCode, 0);
+    });
+  });
 
   it('with EXIT_ON_ZERO_ACTIVE_CONNECTIONS the drain ends once the last connection closes', () =>
     withRig(['--terminationDrainDuration', '120', '--minimumDrainDuration', '0s'], { EXIT_ON_ZERO_ACTIVE_CONNECTIONS: 'true' }, async (rig) => {
