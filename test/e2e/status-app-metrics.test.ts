@@ -121,28 +121,44 @@ describe('/stats/prometheus merges the app\'s metrics from ISTIO_PROMETHEUS_ANNO
     assert.ok(seconds > 0 && seconds < 120, `startup took ${seconds} s`);
   });
 
-  it('an app whose metrics never end is cut at the 8 MiB cap on a whole line; the agent hangs up and stays ready', async () => {
-    metricsApp.app.mode = 'endless';
-    const { text, families } = await scrape();
-    const appPart = text.slice(text.indexOf('app_endless'));
-    assert.ok(appPart.length > 0 && appPart.length <= 8 * 1024 * 1024 + 100, `the app's part is ${appPart.length} bytes`);
-    assert.ok(appPart.length > 7 * 1024 * 1024, `the app's part is kept up to the cap, not dropped: ${appPart.length} bytes`);
-    assert.match(text, /\napp_endless\{line="\d+"\} 1\n# app metrics truncated at the size cap\n$/, 'cut after a whole line, then the note');
-    assert.ok(families.has('app_endless'), 'what was kept parses');
-    const closeDeadline = Date.now() + 10_000;
-    while (!metricsApp.app.endlessClosed && Date.now() < closeDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
-    assert.ok(metricsApp.app.endlessClosed, 'the agent closed the app\'s endless response');
-    const sent = metricsApp.app.endlessBytes;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(metricsApp.app.endlessBytes, sent, 'nothing more is sent once the agent hung up');
-    assert.ok(sent < 64 * 1024 * 1024, `the agent stopped reading near the cap (the app wrote ${sent} bytes)`);
-    assert.equal(scrapeFailures(families, 'application'), '0', 'the truncation counts from the next scrape');
-    assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed' && entry.reason === 'truncated'));
-    metricsApp.app.mode = 'ok';
-    const again = await scrape();
-    assert.equal(again.families.get('app_requests_total')?.metrics[0]?.value, '7', 'the next scrape is whole');
-    assert.equal(scrapeFailures(again.families, 'application'), '1');
-    assert.equal((await get(statusPort, '/healthz/ready')).status, 200, 'the agent stays ready');
+  describe('an app whose metrics never end', () => {
+    let text: string;
+    let families: ReturnType<typeof parsePrometheus>;
+    before(async () => {
+      metricsApp.app.mode = 'endless';
+      ({ text, families } = await scrape());
+    });
+
+    it('is cut at the 8 MiB cap on a whole line', () => {
+      const appPart = text.slice(text.indexOf('app_endless'));
+      assert.ok(appPart.length > 0 && appPart.length <= 8 * 1024 * 1024 + 100, `the app's part is ${appPart.length} bytes`);
+      assert.ok(appPart.length > 7 * 1024 * 1024, `the app's part is kept up to the cap, not dropped: ${appPart.length} bytes`);
+      assert.match(text, /\napp_endless\{line="\d+"\} 1\n# app metrics truncated at the size cap\n$/, 'cut after a whole line, then the note');
+      assert.ok(families.has('app_endless'), 'what was kept parses');
+    });
+
+    it('is hung up on by the agent, which stops reading near the cap', async () => {
+      const closeDeadline = Date.now() + 10_000;
+      while (!metricsApp.app.endlessClosed && Date.now() < closeDeadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.ok(metricsApp.app.endlessClosed, 'the agent closed the app\'s endless response');
+      const sent = metricsApp.app.endlessBytes;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(metricsApp.app.endlessBytes, sent, 'nothing more is sent once the agent hung up');
+      assert.ok(sent < 64 * 1024 * 1024, `the agent stopped reading near the cap (the app wrote ${sent} bytes)`);
+    });
+
+    it('is logged, and counted from the next scrape, which is whole again', async () => {
+      assert.equal(scrapeFailures(families, 'application'), '0', 'the truncation counts from the next scrape');
+      assert.ok(agent.log.entries.some((entry) => entry.msg === 'app metrics scrape failed' && entry.reason === 'truncated'));
+      metricsApp.app.mode = 'ok';
+      const again = await scrape();
+      assert.equal(again.families.get('app_requests_total')?.metrics[0]?.value, '7', 'the next scrape is whole');
+      assert.equal(scrapeFailures(again.families, 'application'), '1');
+    });
+
+    it('leaves the agent ready', async () => {
+      assert.equal((await get(statusPort, '/healthz/ready')).status, 200, 'the agent stays ready');
+    });
   });
 
   const failures: [string, Mode | 'down', RegExp][] = [
