@@ -192,10 +192,13 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
     ]);
   });
 
-  it('a localhost-only app is not reachable by a probe (as for the kubelet); a pod-IP app is, and sees source 127.0.0.6', async () => {
+  it('a localhost-only app is not reachable by a probe (as for the kubelet), over HTTP nor TCP', async () => {
     const local = await seenDuring(localOnly, async () => assert.equal((await get(statusA, '/app-health/local/livez')).status, 500));
     assert.deepEqual(local, [], 'the localhost-only app was never reached');
     assert.equal((await get(statusA, '/app-health/localtcp/readyz')).status, 500, 'nor over TCP');
+  });
+
+  it('a pod-IP app is reachable by a probe, and sees source 127.0.0.6', async () => {
     const seen = await seenDuring(pod, async () => assert.equal((await get(statusA, '/app-health/pod/livez')).status, 200));
     assert.deepEqual(seen.map(({ address, path }) => [address, path]), [['127.0.0.6', '/live']]);
   });
@@ -239,11 +242,17 @@ describe('app probes go to the pod IP from 127.0.0.6, as Istio\'s (pod IP: our e
     assert.equal((await get(statusB, '/app-health/pod/livez')).status, 500);
   });
 
-  it('ISTIO_ENABLE_HTTP2_PROBING=false keeps HTTPS probes on HTTP/1.1; ENABLE_PROBE_KEEPALIVE_CONNECTIONS=true reuses a probe\'s connection', async () => {
+  it('ISTIO_ENABLE_HTTP2_PROBING=false keeps HTTPS probes on HTTP/1.1', async () => {
     const seen = await seenDuring(secure, async () => {
       for (let i = 0; i < 2; i++) assert.equal((await get(statusB, '/app-health/secure/livez')).status, 200);
     });
     assert.deepEqual(seen.map(({ httpVersion }) => httpVersion), ['1.1', '1.1']);
+  });
+
+  it('ENABLE_PROBE_KEEPALIVE_CONNECTIONS=true reuses a probe\'s connection', async () => {
+    const seen = await seenDuring(secure, async () => {
+      for (let i = 0; i < 2; i++) assert.equal((await get(statusB, '/app-health/secure/livez')).status, 200);
+    });
     assert.equal(seen[0]!.port, seen[1]!.port, 'the second probe came on the first one\'s connection');
     const plain = await seenDuring(localOnly, async () => {
       for (let i = 0; i < 2; i++) assert.equal((await get(statusB, '/app-health/local/livez')).status, 200);
