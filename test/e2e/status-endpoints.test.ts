@@ -10,7 +10,7 @@ import { freePort } from '../support/ports.ts';
 import { parsePrometheus } from '../support/prometheus.ts';
 import { httpListener, simpleHttpService } from '../support/resources.ts';
 import { startUpstream, type Upstream } from '../support/upstream.ts';
-import { get, startStatusAgent, waitForStatus } from '../support/status-agent.ts';
+import { get, startStatusAgent, waitForStatus, type StatusAgent } from '../support/status-agent.ts';
 
 async function envoyServerInfo(adminPort: number): Promise<{ state: string }> {
   return (await (await fetch(`http://127.0.0.1:${adminPort}/server_info`)).json()) as { state: string };
@@ -44,13 +44,28 @@ describe('status endpoints, request and wait with the real Envoy', () => {
     cleanup.defer(() => peer.stop());
   });
 
-  it('serves metrics, epochs, request and wait; quitquitquit leaves no process', async () => {
-    const { agent, statusPort, readinessPort } = await startStatusAgent(peer.address, ['--log_output_level', 'default:info,status:debug,agent:warn']);
-    try {
-      const wait = await cli(['wait', '--url', `http://127.0.0.1:${readinessPort}/healthz/ready`, '--timeoutSeconds', '30', '--periodMillis', '100']);
+  describe('an agent logging status:debug and agent:warn, waited for with `pilot-agent wait`', () => {
+    const agentCleanup = suiteCleanup();
+    let agent: StatusAgent['agent'];
+    let statusPort: number;
+    let readinessPort: number;
+    let wait: Awaited<ReturnType<typeof cli>>;
+
+    before(async () => {
+      ({ agent, statusPort, readinessPort } = await startStatusAgent(peer.address, ['--log_output_level', 'default:info,status:debug,agent:warn']));
+      agentCleanup.defer(async () => {
+        await agent.stop();
+        await assertGone(agent.envoyPids());
+      });
+      wait = await cli(['wait', '--url', `http://127.0.0.1:${readinessPort}/healthz/ready`, '--timeoutSeconds', '30', '--periodMillis', '100']);
+    });
+
+    it('`pilot-agent wait` returns once Envoy is ready', () => {
       assert.equal(wait.exitCode, 0, wait.stderr);
       assert.match(wait.stdout, /Envoy is ready!/);
+    });
 
+    it('serves the agent\'s metrics, then Envoy\'s, with only counters ending in _total', async () => {
       const metrics = await get(statusPort, '/stats/prometheus');
       assert.match(metrics.contentType, /version=0\.0\.4/);
       const families = parsePrometheus(metrics.body);
@@ -63,25 +78,34 @@ describe('status endpoints, request and wait with the real Envoy', () => {
         (family) => family.name.startsWith('istio_agent_') && family.name.endsWith('_total') && family.type !== 'COUNTER',
       );
       assert.deepEqual(misnamed.map((family) => family.name), [], 'only counters end in _total');
+    });
 
+    it('serves the live epochs and the relay\'s view on /debug, and 404 for an unknown path', async () => {
       const epochs = JSON.parse((await get(statusPort, '/debug/epochs')).body) as { live: { epoch: number; pid: number; live: boolean }[] };
       assert.deepEqual(epochs.live.map((entry) => [entry.epoch, entry.pid]), [[0, agent.envoyPids()[0]]]);
       const xds = await get(statusPort, '/debug/xds');
       assert.equal(xds.status, 200);
       assert.equal(typeof JSON.parse(xds.body), 'object', 'the relay\'s debug view, as JSON');
       assert.equal((await get(statusPort, '/nope')).status, 404);
+    });
 
+    it('`pilot-agent request` answers from Envoy\'s admin, and exits 1 for a path admin does not have', async () => {
       const request = await cli(['request', 'GET', '/server_info', '--debug-port', String(agent.adminPort)]);
       assert.equal(request.exitCode, 0, request.stderr);
       assert.equal((JSON.parse(request.stdout) as { state: string }).state, 'LIVE');
       const missing = await cli(['request', 'GET', '/no_such_admin_path', '--debug-port', String(agent.adminPort)]);
       assert.equal(missing.exitCode, 1);
+    });
 
+    it('applies the log level of each scope and logs its ports at start', async () => {
+      await get(statusPort, '/stats/prometheus');
       assert.ok(agent.log.find((entry) => entry.msg === 'status request' && entry.component === 'status'), 'status:debug applies');
       assert.equal(agent.log.find((entry) => entry.msg === 'starting epoch'), undefined, 'agent:warn applies');
       const startup = agent.log.find((entry) => entry.msg === 'pilot-agent starting')!;
       assert.deepEqual(startup.ports, { admin: agent.adminPort, status: statusPort, readiness: readinessPort, prometheus: 0 });
+    });
 
+    it('quitquitquit stops the agent with exit 0 and leaves no process', async () => {
       const quit = await get(statusPort, '/quitquitquit', 'POST');
       assert.equal(quit.status, 200);
       const timer = new AbortController();
@@ -89,33 +113,46 @@ describe('status endpoints, request and wait with the real Envoy', () => {
       timer.abort();
       assert.deepEqual(result, { exitCode: 0, signal: undefined }, agent.stderr());
       await assertGone(agent.envoyPids());
-    } finally {
-      await agent.stop();
-      await assertGone(agent.envoyPids());
-    }
+    });
   });
 
-  it('drain keeps the agent and Envoy running but makes readiness fail; Envoy itself drains its inbound listeners, and keeps them (skip_exit)', async () => {
-    const { agent, statusPort } = await startStatusAgent(peer.address);
-    try {
+  describe('an agent drained by POST /drain', () => {
+    const agentCleanup = suiteCleanup();
+    let agent: StatusAgent['agent'];
+    let statusPort: number;
+    let drainStatus: number;
+
+    before(async () => {
+      ({ agent, statusPort } = await startStatusAgent(peer.address));
+      agentCleanup.defer(async () => {
+        assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
+        await assertGone(agent.envoyPids());
+      });
       await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
       await waitForStatus(inboundPort, '/', (answer) => answer.body === 'hello', 15_000);
-      assert.equal((await get(statusPort, '/drain', 'POST')).status, 200);
+      drainStatus = (await get(statusPort, '/drain', 'POST')).status;
+    });
+
+    it('keeps the agent and Envoy running but makes readiness fail', async () => {
+      assert.equal(drainStatus, 200);
       const ready = await get(statusPort, '/healthz/ready');
       assert.equal(ready.status, 503);
       assert.match(ready.body, /draining/);
       assert.ok(agent.envoyPids().every(isAlive), 'Envoy still runs');
+    });
+
+    it('makes Envoy itself drain its inbound listeners, and keep them past its drain time (skip_exit)', async () => {
       // Envoy's own view, not the agent's: /healthcheck/fail took (DRAINING); as Istio's
       // /drain, the drain has skip_exit, so the listeners outlive Envoy's drain time (1 s here).
       assert.equal((await envoyServerInfo(agent.adminPort)).state, 'DRAINING', 'Envoy reports DRAINING');
       await sleep(2500);
       assert.equal(await envoyStat(agent.adminPort, 'listener_manager.listener_stopped'), 0, 'no listener stopped after the drain time (skip_exit)');
       assert.equal((await get(outboundPort, '/')).body, 'hello', 'the outbound listener still serves');
+    });
+
+    it('GET /drain is refused with 405', async () => {
       assert.equal((await get(statusPort, '/drain')).status, 405, 'GET does not drain');
-    } finally {
-      assert.equal((await agent.stop()).exitCode, 0, agent.stderr());
-      await assertGone(agent.envoyPids());
-    }
+    });
   });
 
   it('wait exits 1 on timeout and request fails when admin is down', async () => {
