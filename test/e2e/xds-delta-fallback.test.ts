@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
-import { deferStop } from '../support/cleanup.ts';
-import { startAgent } from '../support/agent.ts';
-import { startPeer } from '../support/peer.ts';
+import { before, describe, it } from 'node:test';
+import { deferStop, suiteCleanup } from '../support/cleanup.ts';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
+import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
 import { startUpstream } from '../support/upstream.ts';
@@ -47,26 +47,39 @@ describe('Delta xDS by default, State of the World with a server without Delta',
     assert.equal(agent.log.find((entry) => entry.msg === fallbackLine), undefined);
   });
 
-  it('against a server without Delta: one line, then a SotW Envoy that gets config and serves; it stays on SotW', { timeout: 90_000 }, async () => {
-    await using cleanup = new AsyncDisposableStack();
-    const upstream = await startUpstream('hello (sotw)');
-    cleanup.defer(() => upstream.close());
-    const listenerPort = await freePort();
-    const peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }), { args: ['--no-delta'] });
-    cleanup.defer(() => peer.stop());
-    const agent = await startAgent({ discoveryAddress: peer.address });
-    deferStop(cleanup, agent);
-    await agent.log.waitFor((entry) => entry.msg === fallbackLine, 30_000, 'the fallback line');
-    assert.equal(await getThrough(listenerPort), 'hello (sotw)');
-    // Epoch 0 never got config, so it is replaced (a cold start of a new epoch 0), not hot-restarted from.
-    await epochLive(agent, 0);
-    assert.equal(await adsApiType(agent.dir, 0), 'GRPC');
-    assert.ok(peer.log.entries.some((entry) => entry.event === 'delta_refused'));
-    assert.ok(peer.log.entries.some((entry) => entry.event === 'stream_open' && entry.type === 'sotw'));
-    assert.equal(agent.log.entries.filter((entry) => entry.msg === fallbackLine).length, 1);
-    assert.equal(agent.log.entries.filter((entry) => entry.msg === 'envoy started').length, 2, 'one restart, no more');
-    // The agent's own lines (Envoy's "caught ENVOY_SIGTERM" on the replaced epoch is Envoy's; this rig mounts no certificates).
-    const warnings = agent.log.entries.filter((entry) => Number(entry.level) >= 40 && entry.component !== 'envoy' && entry.component !== 'certs');
-    assert.deepEqual(warnings.map((entry) => entry.msg), [], 'an old Pilot is a working world: no warning');
+  describe('an agent against a server without Delta', { timeout: 90_000 }, () => {
+    const cleanup = suiteCleanup();
+    let agent: RunningAgent;
+    let peer: Peer;
+    let served: string;
+
+    before(async () => {
+      const upstream = await startUpstream('hello (sotw)');
+      cleanup.defer(() => upstream.close());
+      const listenerPort = await freePort();
+      peer = await startPeer(simpleHttpService({ listenerPort, upstreamPort: upstream.port }), { args: ['--no-delta'] });
+      cleanup.defer(() => peer.stop());
+      agent = await startAgent({ discoveryAddress: peer.address });
+      deferStop(cleanup, agent);
+      await agent.log.waitFor((entry) => entry.msg === fallbackLine, 30_000, 'the fallback line');
+      served = await getThrough(listenerPort);
+      // Epoch 0 never got config, so it is replaced (a cold start of a new epoch 0), not hot-restarted from.
+      await epochLive(agent, 0);
+    });
+
+    it('falls back with one line to a SotW Envoy that gets config and serves', async () => {
+      assert.equal(served, 'hello (sotw)');
+      assert.equal(await adsApiType(agent.dir, 0), 'GRPC');
+      assert.ok(peer.log.entries.some((entry) => entry.event === 'delta_refused'));
+      assert.ok(peer.log.entries.some((entry) => entry.event === 'stream_open' && entry.type === 'sotw'));
+      assert.equal(agent.log.entries.filter((entry) => entry.msg === fallbackLine).length, 1);
+    });
+
+    it('stays on SotW: one restart, no more, and no warning', () => {
+      assert.equal(agent.log.entries.filter((entry) => entry.msg === 'envoy started').length, 2, 'one restart, no more');
+      // The agent's own lines (Envoy's "caught ENVOY_SIGTERM" on the replaced epoch is Envoy's; this rig mounts no certificates).
+      const warnings = agent.log.entries.filter((entry) => Number(entry.level) >= 40 && entry.component !== 'envoy' && entry.component !== 'certs');
+      assert.deepEqual(warnings.map((entry) => entry.msg), [], 'an old Pilot is a working world: no warning');
+    });
   });
 });
