@@ -54,17 +54,27 @@ describe('last-known-good in the relay: a grpc-js ADS client, nothing listening 
     return client;
   };
 
-  it('a stream whose dial is refused gets the kept response with a fresh nonce; its ACK gets nothing more', async () => {
-    const client = connect();
-    const response = await client.waitForResponses(1);
-    assert.equal(response.version, 'v7');
-    assert.match(response.nonce, /^lkg-\d+-\d+-1$/);
-    assert.equal(response.resources, 1);
-    assert.equal(await failures(registry), 1);
-    client.send(sotwRequest({ typeUrl: cds, version: 'v7', nonce: 'not ours' }));
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(client.responses.length, 1, 'each type once: an ACK (auto) and an unknown nonce get nothing');
-    assert.ok(relay.servingLastKnownGoodSince() !== undefined);
+  describe('a stream whose dial is refused', () => {
+    let client: AdsTestClient;
+    let response: Awaited<ReturnType<AdsTestClient['waitForResponses']>>;
+    before(async () => {
+      client = connect();
+      response = await client.waitForResponses(1);
+    });
+
+    it('gets the kept response with a fresh nonce', async () => {
+      assert.equal(response.version, 'v7');
+      assert.match(response.nonce, /^lkg-\d+-\d+-1$/);
+      assert.equal(response.resources, 1);
+      assert.equal(await failures(registry), 1);
+      assert.ok(relay.servingLastKnownGoodSince() !== undefined);
+    });
+
+    it('gets nothing more for its ACK', async () => {
+      client.send(sotwRequest({ typeUrl: cds, version: 'v7', nonce: 'not ours' }));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(client.responses.length, 1, 'each type once: an ACK (auto) and an unknown nonce get nothing');
+    });
   });
 
   it('once a dial failed, the next stream is served at once, without waiting on another dial', async () => {

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { frame } from '../../src/grpc/grpc-frame.ts';
 import { upstreamWindowBytes } from '../../src/xds/upstream/session.ts';
 import { sotwRequest } from '../support/ads-client.ts';
+import { suiteCleanup } from '../support/cleanup.ts';
 import { plaintextUpstream, startRelay } from '../support/relay.ts';
 import { rawAdsCall, startScriptedUpstream } from '../support/scripted-upstream.ts';
 
@@ -64,24 +65,36 @@ describe('xDS relay back-pressure: an Envoy that stops reading holds the server 
   before(async () => (dir = await mkdtemp(join(tmpdir(), 'xds-backpressure-'))));
   after(() => rm(dir, { recursive: true, force: true }));
 
-  it('the relay stops reading upstream; the server waits on the window instead of the relay queueing', { timeout: 120_000 }, async (t) => {
+  describe('an Envoy that reads nothing of a 160 MiB flood', { timeout: 120_000 }, () => {
+    const cleanup = suiteCleanup();
     const totalBytes = 160 * mib;
     const progress = { accepted: 0 };
-    const upstream = await startScriptedUpstream((stream) => sendFlood(stream, totalBytes, progress));
-    const { relay, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
-    const { session, stream } = rawAdsCall(socketPath);
-    try {
+    let stream: ReturnType<typeof rawAdsCall>['stream'];
+    let held: number;
+
+    before(async () => {
+      const upstream = await startScriptedUpstream((stream) => sendFlood(stream, totalBytes, progress));
+      cleanup.defer(() => upstream.close());
+      const { relay, socketPath } = await startRelay(dir, plaintextUpstream(upstream.port, dir));
+      cleanup.defer(() => relay.stop());
+      const call = rawAdsCall(socketPath);
+      cleanup.defer(() => void call.session.destroy());
+      stream = call.stream;
       stream.write(frame(sotwRequest({ typeUrl: clusterType, nodeId: 'slow-envoy' })));
       // Envoy's side reads nothing: no 'data' listener, the stream stays paused.
-      const held = await waitForPlateau(() => progress.accepted, { quietMs: 1500, timeoutMs: 60_000 });
+      held = await waitForPlateau(() => progress.accepted, { quietMs: 1500, timeoutMs: 60_000 });
+    });
+
+    it('the relay stops reading upstream, so the server waits on the window instead of the relay queueing', () => {
       // One upstream window (stream and connection, 16 MiB), Envoy's small window, and socket buffers; not the flood.
       assert.ok(
         held < upstreamWindowBytes + 24 * mib,
         `the server got ${(held / mib).toFixed(1)} MiB out while Envoy read nothing (of ${totalBytes / mib} MiB)`,
       );
       assert.ok(held > 0, 'the server did start sending');
+    });
 
-      // Envoy reads again: everything arrives, so the stall held bytes back rather than dropping them.
+    it('once Envoy reads again every byte arrives: the stall held bytes back rather than dropping them', async (t) => {
       let received = 0;
       const all = new Promise<void>((resolve) => stream.on('data', (chunk: Buffer) => (received += chunk.length) >= totalBytes && resolve()));
       stream.resume();
@@ -95,10 +108,6 @@ describe('xDS relay back-pressure: an Envoy that stops reading holds the server 
       await waitForPlateau(() => received, { quietMs: 300, timeoutMs: 10_000 });
       assert.equal(received, progress.accepted, 'every byte the server sent reached Envoy\'s side');
       t.diagnostic(`held back at ${(held / mib).toFixed(1)} MiB of ${(progress.accepted / mib).toFixed(1)} MiB`);
-    } finally {
-      session.destroy();
-      await relay.stop();
-      await upstream.close();
-    }
+    });
   });
 });
