@@ -61,24 +61,36 @@ for (const mode of ['sotw', 'delta'] as const) {
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
     });
 
-    it('serves the initial config through the relay on an owner-only socket; the bootstrap is owner-only too', async () => {
+    it('serves the initial config through the relay on an owner-only socket', async () => {
       await waitForBody(listenerPort, '/a', `a (${mode})`);
       const socket = await stat(join(agent.dir, 'config', 'XDS'));
       assert.ok(socket.isSocket());
       assert.equal(socket.mode & 0o777, 0o600);
-      assert.equal((await stat(join(agent.dir, 'config'))).mode & 0o777, 0o700);
-      // The runner's umask is 022 or so: 0600 comes from the agent, not from it.
-      assert.equal((await stat(join(agent.dir, 'config', 'envoy-rev0.json'))).mode & 0o777, 0o600, 'the rendered bootstrap is 0600');
       const opened = agent.log.find((entry) => entry.msg === 'Envoy opened an xDS stream');
       assert.equal(opened?.mode, mode);
     });
 
-    it('relays a pushed route and cluster; config_dump shows them and traffic follows', async () => {
-      await peer.setResources(service(listenerPort, [routeA(), routeB()]));
-      await waitForBody(listenerPort, '/b', `b (${mode})`);
-      const dump = await configDump(agent);
-      assert.match(dump, /"cluster_b"/);
-      assert.match(dump, /"prefix": "\/b"/);
+    it('keeps the config dir and the rendered bootstrap owner-only too', async () => {
+      assert.equal((await stat(join(agent.dir, 'config'))).mode & 0o777, 0o700);
+      // The runner's umask is 022 or so: 0600 comes from the agent, not from it.
+      assert.equal((await stat(join(agent.dir, 'config', 'envoy-rev0.json'))).mode & 0o777, 0o600, 'the rendered bootstrap is 0600');
+    });
+
+    describe('a pushed route and cluster', () => {
+      before(async () => {
+        await peer.setResources(service(listenerPort, [routeA(), routeB()]));
+        await waitForBody(listenerPort, '/b', `b (${mode})`);
+      });
+
+      it('are relayed to Envoy, and traffic follows', async () => {
+        await waitForBody(listenerPort, '/b', `b (${mode})`);
+      });
+
+      it('show in config_dump', async () => {
+        const dump = await configDump(agent);
+        assert.match(dump, /"cluster_b"/);
+        assert.match(dump, /"prefix": "\/b"/);
+      });
     });
 
     it('records the error text when Envoy NACKs an invalid resource', async () => {
