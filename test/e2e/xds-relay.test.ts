@@ -59,6 +59,8 @@ for (const mode of ['sotw', 'delta'] as const) {
       cleanup.defer(() => peer.stop());
       agent = await startAgent({ discoveryAddress: peerAddress, args: mode === 'delta' ? ['--deltaXds'] : ['--deltaXds=false'] });
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
+      // Envoy has its first config: the files of the first epoch are all written.
+      await waitForBody(listenerPort, '/a', `a (${mode})`);
     });
 
     it('serves the initial config through the relay on an owner-only socket', async () => {
