@@ -9,15 +9,15 @@
 import assert from 'node:assert/strict';
 import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { describe, it } from 'node:test';
-import { startAgent } from '../support/agent.ts';
+import { before, describe, it } from 'node:test';
+import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { startCaPeer } from '../support/ca-peer.ts';
-import { deferStop, tempDir } from '../support/cleanup.ts';
+import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
 import { startIstiodFront } from '../support/istiod-front.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
 import { envoyBin } from '../support/paths.ts';
-import { startPeer, type PeerEvent } from '../support/peer.ts';
+import { startPeer, type Peer, type PeerEvent } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { identity, token } from '../support/ca-rig.ts';
 import { sdsHttpsService } from '../support/sds-rig.ts';
@@ -71,23 +71,26 @@ async function waitReady(url: string, ms: number): Promise<void> {
 }
 
 describe('a default Istio install: only what the injector renders, and the agent finds istiod by Istio\'s defaults', { skip }, () => {
-  it(
-    "PROXY_CONFIG={} and no --discoveryAddress: TLS to istiod.istio-system.svc:15012 with the pod's token, a workload certificate, ready; node and ClusterID as Istio's agent sends them",
-    { timeout: 120_000 },
-    async () => {
-      await using cleanup = new AsyncDisposableStack();
+  describe('a pod with PROXY_CONFIG={} and no --discoveryAddress, ready', { timeout: 120_000 }, () => {
+    const cleanup = suiteCleanup();
+    let podIp: string;
+    let peer: Peer;
+    let ca: Awaited<ReturnType<typeof startCaPeer>>;
+    let agent: RunningAgent;
+
+    before(async () => {
       const signer = await makeCsrSigner();
       cleanup.defer(() => signer.close());
       const tls = await issueServerPair(signer, istiodName);
-      const ca = await startCaPeer({ ca: signer.files, tls, token, identity });
+      ca = await startCaPeer({ ca: signer.files, tls, token, identity });
       cleanup.defer(() => ca.stop());
-      const peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), {
+      peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), {
         args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token],
       });
       cleanup.defer(() => peer.stop());
       const netns = await makeNetns('istio-defaults');
       cleanup.defer(() => netns.remove());
-      const podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
+      podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
       const front = await startIstiodFront({
         host: netns.hostIp,
         port: 15012,
@@ -100,7 +103,7 @@ describe('a default Istio install: only what the injector renders, and the agent
       cleanup.defer(() => front.close());
       const dir = await tempDir(cleanup, 'pilot-agent-istio-pod-');
       const hosts = await podRoot(dir, signer.root, netns.hostIp);
-      const agent = await startAgent({
+      agent = await startAgent({
         injectedOnly: true,
         discoveryAddress: '',
         args: injectedArgs,
@@ -111,7 +114,16 @@ describe('a default Istio install: only what the injector renders, and the agent
       });
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
       await waitReady(`http://${podIp}:15021/healthz/ready`, 60_000);
+    });
 
+    it("gets a workload certificate from istiod.istio-system.svc:15012 over TLS, with the pod's token", () => {
+      assert.ok(
+        ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial),
+        "the CA issued the pod's certificate",
+      );
+    });
+
+    it("sends the node as Istio's agent does", async () => {
       const node = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 10_000, 'the node at the xDS peer');
       assert.equal(node.node, `sidecar~${podIp}~reviews-v1-abc.default~default.svc.cluster.local`);
       assert.equal(node.cluster, 'reviews.default', 'the canonical service, not istio-proxy');
@@ -125,17 +137,19 @@ describe('a default Istio install: only what the injector renders, and the agent
         [proxyConfig.discoveryAddress, proxyConfig.controlPlaneAuthPolicy, proxyConfig.statNameLength],
         [`${istiodName}:15012`, 'MUTUAL_TLS', 189],
       );
+    });
+
+    it("sends the ClusterID in the xDS call's metadata as Istio's agent does", async () => {
       const call = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'call_metadata', 10_000, "the xDS call's metadata");
       assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
-      assert.ok(
-        ca.log.entries.some((entry) => entry.event === 'request' && entry.identity === identity && entry.serial),
-        "the CA issued the pod's certificate",
-      );
+    });
+
+    it('logs nothing at warn or above', () => {
       // A healthy default pod logs nothing at warn or above (pino: warn is 40).
       assert.deepEqual(
         agent.log.entries.filter((entry) => Number(entry.level) >= 40).map((entry) => entry.msg),
         [],
       );
-    },
-  );
+    });
+  });
 });
