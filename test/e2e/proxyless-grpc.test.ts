@@ -171,33 +171,38 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     assert.equal((await stat(certsDir)).mode & 0o777, 0o755);
   });
 
-  it('a grpc-js-xds client calls a grpc-js-xds server over mTLS with the CA\'s certificates, through the relay; after a rotation calls go on', async () => {
-    process.env.GRPC_XDS_BOOTSTRAP = bootstrapPath;
-    xds.register();
-    const server = new xds.XdsServer();
+  describe('a grpc-js-xds server and client configured through the relay', () => {
+    const grpcCleanup = suiteCleanup();
     const seen: string[] = [];
-    const say = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
-      const cert = call.getAuthContext().sslPeerCertificate;
-      seen.push(cert?.subjectaltname ?? 'no client certificate');
-      callback(null, Buffer.from(`pong:${call.request.toString()}`));
-    };
-    server.addService(
-      {
-        Say: {
-          path: sayPath,
-          requestStream: false,
-          responseStream: false,
-          requestSerialize: raw,
-          requestDeserialize: raw,
-          responseSerialize: raw,
-          responseDeserialize: raw,
+    let client: Client;
+
+    before(async () => {
+      process.env.GRPC_XDS_BOOTSTRAP = bootstrapPath;
+      xds.register();
+      const server = new xds.XdsServer();
+      grpcCleanup.defer(() => server.forceShutdown());
+      const say = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
+        const cert = call.getAuthContext().sslPeerCertificate;
+        seen.push(cert?.subjectaltname ?? 'no client certificate');
+        callback(null, Buffer.from(`pong:${call.request.toString()}`));
+      };
+      server.addService(
+        {
+          Say: {
+            path: sayPath,
+            requestStream: false,
+            responseStream: false,
+            requestSerialize: raw,
+            requestDeserialize: raw,
+            responseSerialize: raw,
+            responseDeserialize: raw,
+          },
         },
-      },
-      { Say: say },
-    );
-    const port = serverPort;
-    const client = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
-    try {
+        { Say: say },
+      );
+      const port = serverPort;
+      client = new Client('xds:///echo.test', new xds.XdsChannelCredentials(credentials.createInsecure()));
+      grpcCleanup.defer(() => client.close());
       // Together: the peer (go-control-plane in ADS mode) answers a listener request only once it names every listener it serves.
       const connected = new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + 20_000, (error) => (error ? reject(error) : resolve())));
       const bound = new Promise<void>((resolve, reject) =>
@@ -209,13 +214,18 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
           throw new Error(`${error.message}; peer: ${peer.log.raw.slice(-4).join(' | ')}; agent: ${agent.log.raw.slice(-4).join(' | ')}`);
         },
       );
+    });
+
+    it('the client calls the server over mTLS with the CA\'s certificates, through the relay', async () => {
       assert.equal(await callSay(client, 'ping'), 'pong:ping');
       assert.deepEqual(seen, [`URI:${identity}`], 'the server saw the client\'s CA certificate');
       assert.ok(
         peer.log.entries.some((entry) => entry.event === 'node' && entry.metadata && (entry.metadata as { GENERATOR?: string }).GENERATOR === 'grpc'),
         'istiod is told GENERATOR=grpc',
       );
+    });
 
+    it('calls go on after a certificate rotation', async () => {
       const before = await readFile(join(certsDir, 'cert-chain.pem'), 'utf8');
       await agent.log.waitFor(
         (entry) =>
@@ -238,9 +248,6 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
       } finally {
         again.close();
       }
-    } finally {
-      client.close();
-      server.forceShutdown();
-    }
+    });
   });
 });
