@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
 import { makeCa, sidecarFiles, writeSecretVolume, type TestCa } from '../support/certs.ts';
-import { deferStop, tempDir, type Cleanup } from '../support/cleanup.ts';
+import { deferStop, suiteCleanup, tempDir, type Cleanup } from '../support/cleanup.ts';
 import { spiffeId } from '../support/istio-resources.ts';
 import { startPeer, type Peer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
@@ -54,12 +54,14 @@ async function callUntil(port: number, predicate: (result: Awaited<ReturnType<ty
 
 const serialOf = (pem: string | undefined) => (pem ? BigInt(`0x${new X509Certificate(pem).serialNumber}`).toString(16).toUpperCase() : undefined);
 
-it(
-  'two sidecars and a router, certificates over SDS: router → sidecar and sidecar → sidecar over mTLS; a rotated identity is seen by the peer without a restart',
-  { timeout: 120_000 },
-  async () => {
-    await using cleanup = new AsyncDisposableStack();
-    const ca = await makeCa();
+describe('two sidecars and a router, certificates over SDS', { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+  let ca: TestCa;
+  const proxies: Proxy[] = [];
+  let [aIn, bIn, aOut, routerIn] = [0, 0, 0, 0];
+
+  before(async () => {
+    ca = await makeCa();
     cleanup.defer(() => ca.close());
     const apps: EchoApp[] = [];
     for (const name of ['a', 'b']) {
@@ -67,8 +69,7 @@ it(
       cleanup.defer(() => app.close());
       apps.push(app);
     }
-    const [aIn, bIn, aOut, routerIn] = [await freePort(), await freePort(), await freePort(), await freePort()];
-    const proxies: Proxy[] = [];
+    [aIn, bIn, aOut, routerIn] = [await freePort(), await freePort(), await freePort(), await freePort()];
     proxies.push(
       await startProxy(cleanup, ca, 'sidecar', 'a', [
         ...sidecarInbound({ port: aIn, appPort: apps[0]!.port, name: 'a' }),
@@ -80,13 +81,20 @@ it(
       await startProxy(cleanup, ca, 'router', 'router', outboundTo({ listenerPort: routerIn, name: 'router', target: { port: aIn, serviceAccount: 'a' } })),
     );
     await Promise.all(proxies.map((proxy) => epochLive(proxy.agent, 0)));
+  });
 
+  it('router → sidecar goes over mTLS', async () => {
     const viaRouter = await callUntil(routerIn, (result) => result.app === 'a', "the router never reached sidecar a's app");
     assert.equal(parseXfcc(viaRouter.xfcc ?? null).uri, spiffeId('router'), "a's Envoy saw the router's SPIFFE identity: mTLS");
+  });
+
+  it('sidecar → sidecar goes over mTLS, and a sidecar\'s inbound port refuses plaintext', async () => {
     const aToB = await callUntil(aOut, (result) => result.app === 'b', "sidecar a never reached sidecar b's app");
     assert.equal(parseXfcc(aToB.xfcc ?? null).uri, spiffeId('a'), "b's Envoy saw a's SPIFFE identity: mTLS");
     assert.match((await call(bIn)).error ?? '', /.+/, "b's inbound port refuses plaintext");
+  });
 
+  it('a rotated identity is seen by the peer without a restart', async () => {
     const rotated = await ca.issue('a', spiffeId('a'));
     await writeSecretVolume(proxies[0]!.certDir, sidecarFiles(ca, rotated));
     await callUntil(aOut, (result) => serialOf(parseXfcc(result.xfcc ?? null).cert) === rotated.serial, "b never saw a's new certificate");
@@ -97,5 +105,5 @@ it(
         [0],
         'no hot restart anywhere',
       );
-  },
-);
+  });
+});
