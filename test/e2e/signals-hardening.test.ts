@@ -40,11 +40,13 @@ describe('signals and faults on a real agent with a real Envoy', () => {
     return agent;
   }
 
-  it(
-    'started as the image starts it (the shebang): SIGUSR1 and SIGUSR2 change nothing, no inspector opens; SIGHUP drains and exits 0',
-    { timeout: 90_000 },
-    async () => {
-      const agent = await liveAgent({ viaShebang: true });
+  describe('started as the image starts it (the shebang)', { timeout: 90_000 }, () => {
+    let agent: RunningAgent;
+    before(async () => {
+      agent = await liveAgent({ viaShebang: true });
+    });
+
+    it('SIGUSR1 and SIGUSR2 change nothing, and no inspector opens', async () => {
       assert.match(await readFile(`/proc/${agent.pid}/cmdline`, 'utf8'), /--disable-sigusr1/, 'node runs with --disable-sigusr1');
       const envoy = agent.envoyPids()[0]!;
       process.kill(agent.pid, 'SIGUSR1');
@@ -53,13 +55,16 @@ describe('signals and faults on a real agent with a real Envoy', () => {
       await sleep(500);
       assert.ok(isAlive(agent.pid) && isAlive(envoy), 'agent and Envoy still run');
       assert.ok(!listeningPorts(agent.pid).includes(9229), `no inspector: ${listeningPorts(agent.pid).join(', ')}`);
+    });
+
+    it('SIGHUP drains and exits 0', async () => {
       const drained = agent.log.waitFor((entry) => entry.msg === 'draining listeners', 15_000, 'a drain on SIGHUP');
       const result = await agent.stop('SIGHUP');
       await drained;
       assert.equal(result.exitCode, 0, agent.stderr());
       assert.ok(agent.log.entries.some((entry) => entry.msg === 'signal received' && entry.signal === 'SIGHUP'));
-    },
-  );
+    });
+  });
 
   it('started as `node bin/pilot-agent.js` (no flag): SIGUSR1 is one log line and still opens no inspector', { timeout: 90_000 }, async () => {
     const agent = await liveAgent();
