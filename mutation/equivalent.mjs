@@ -14,6 +14,11 @@ export const equivalent = [
   },
   {
     file: 'src/watch/cert-set.ts',
+    code: '{\n    return undefined;\n  }',
+    why: "the catch of readCertNotAfter: an empty block falls through to the function's end, which returns undefined too",
+  },
+  {
+    file: 'src/watch/cert-set.ts',
     code: '-1',
     why: 'the length written for an absent file only has to differ from what a present file writes: +1 does too, since a present file of length 1 also writes its byte, and with the same absolute paths in the same order no two sets of files then give the same stream',
   },

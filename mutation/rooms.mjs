@@ -375,7 +375,7 @@ export const rooms = {
   // one room per file, so a whole run mutates it once.
   agent: {
     mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts', 'src/agent/drain-wait.ts'],
-    tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts', 'src/agent/drain-wait.test.ts'],
+    tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-logs.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts', 'src/agent/drain-wait.test.ts'],
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {

@@ -6,23 +6,22 @@ import { silentLogger, type Logger } from '../shared/log.ts';
 import { FakeChangeSource } from './change-source.ts';
 import { watchedCertGroups } from './cert-files.ts';
 import { CertWatch } from './cert-watch.ts';
-import type { FileRead } from './cert-set.ts';
+import { shortHash, type FileRead } from './cert-set.ts';
 
 const groups = watchedCertGroups('/certs', 'sidecar');
 
-/** In-memory files behind the watch's `read`, plus a log of warnings. */
-function setup(resyncMs = 0) {
+/** In-memory files behind the watch's `read`, plus its log lines (fields and msg). */
+function setup(resyncMs = 0, source = new FakeChangeSource()) {
   const files = new Map<string, string>();
   const clock = new FakeClock();
-  const source = new FakeChangeSource();
   const hashes: string[] = [];
   const warnings: Record<string, unknown>[] = [];
   const infos: Record<string, unknown>[] = [];
   let reads = 0;
   const logger = {
     ...silentLogger,
-    info: (fields: Record<string, unknown>) => void infos.push(fields),
-    warn: (fields: Record<string, unknown>) => void warnings.push(fields),
+    info: (fields: Record<string, unknown>, msg: string) => void infos.push({ ...fields, msg }),
+    warn: (fields: Record<string, unknown>, msg: string) => void warnings.push({ ...fields, msg }),
   } as unknown as Logger;
   const read = async (paths: readonly string[]): Promise<FileRead[]> => {
     reads++;
@@ -88,7 +87,11 @@ describe('CertWatch', () => {
     }
     assert.equal(hashes.length, 1, 'no new config while the key does not match');
     assert.equal(warnings.length, 1);
-    assert.equal(warnings[0]!.file, '/certs/key.pem');
+    assert.deepEqual(warnings[0], {
+      file: '/certs/key.pem',
+      reason: 'does not match the certificate in /certs/cert-chain.pem',
+      msg: 'certificate files are not a consistent set; keeping the running config until they are',
+    });
     put('key.pem', two.key);
     source.emit();
     clock.advance(200);
@@ -175,6 +178,70 @@ describe('CertWatch', () => {
     source.emit();
     clock.advance(200);
     assert.equal(hashes.length, 1);
+    assert.equal(clock.pending, 0);
+  });
+
+  it('logs each new set with its short hash and the files present, and says when there are none', async () => {
+    const { watch, hashes, infos, source, clock, put } = setup();
+    await watch.start();
+    put('cert-chain.pem', one.cert);
+    put('key.pem', one.key);
+    source.emit();
+    clock.advance(200);
+    await watch.settled();
+    assert.deepEqual(infos, [
+      { config: shortHash(hashes[0]!), files: [], msg: 'no certificate files; running without certificates' },
+      { config: shortHash(hashes[1]!), files: ['/certs/cert-chain.pem', '/certs/key.pem'], msg: 'certificate files changed' },
+    ]);
+  });
+
+  it('re-reads again after a file event was read: a later change no event announced is still found', async () => {
+    const { watch, hashes, infos, source, clock, put } = setup(1_000);
+    await watch.start();
+    source.emit();
+    clock.advance(200);
+    await watch.settled();
+    put('root-cert.pem', ca.cert);
+    clock.advance(800);
+    await watch.settled();
+    assert.equal(hashes.length, 2);
+    assert.match(String(infos.at(-1)!.foundBy), /event was missed/);
+  });
+
+  it('an event while starting is read by its debounce, not taken for a missed one by an earlier re-read', async () => {
+    const { watch, infos, source, clock, put } = setup(100);
+    const started = watch.start();
+    source.emit();
+    await started;
+    put('root-cert.pem', ca.cert);
+    clock.advance(100);
+    await watch.settled();
+    assert.equal(infos.length, 1, 'the re-read leaves it to the pending debounce');
+    clock.advance(100);
+    await watch.settled();
+    assert.deepEqual([infos.length, infos.at(-1)!.foundBy], [2, undefined]);
+  });
+
+  it('a broken set whose check was queued when close() is called is not logged', async () => {
+    const { watch, warnings, source, clock, put } = setup();
+    await watch.start();
+    put('key.pem', one.key);
+    source.emit();
+    clock.advance(200);
+    await watch.close();
+    assert.deepEqual(warnings, []);
+  });
+
+  it('an event the source delivers while closing leaves no timer behind', async () => {
+    class ClosingSource extends FakeChangeSource {
+      override close(): Promise<void> {
+        this.emit('late');
+        return super.close();
+      }
+    }
+    const { watch, clock } = setup(0, new ClosingSource());
+    await watch.start();
+    await watch.close();
     assert.equal(clock.pending, 0);
   });
 });
