@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import type { Clock } from '../shared/clock.ts';
-import { findLeftoverEnvoys, stopLeftoverEnvoys } from './leftovers.ts';
+import { findLeftoverEnvoys, stillNamesConfigPath, stopLeftoverEnvoys } from './leftovers.ts';
 
 interface FakeProcess { argv?: string[]; status?: string; mounts?: string }
 
@@ -70,5 +70,25 @@ test('stopLeftoverEnvoys: a zombie counts as gone (no wait); one that stays is w
     } finally {
       await rm(procDir, { recursive: true, force: true });
     }
+  }
+});
+
+test('the re-check before a SIGKILL: only a command line that still names <configPath>/envoy-rev* passes', async () => {
+  const procDir = await fakeProc({
+    20: { argv: envoy('/p/envoy-rev3.json') },
+    21: { argv: ['sleep', '600'] },
+    22: { argv: envoy('/other/envoy-rev0.json') },
+  });
+  try {
+    const rows: [number, string, boolean][] = [
+      [20, '/p', true],
+      [20, '/p/', true],
+      [21, '/p', false],
+      [22, '/p', false],
+      [23, '/p', false],
+    ];
+    for (const [pid, configPath, expected] of rows) assert.equal(await stillNamesConfigPath(procDir, pid, configPath), expected, `pid ${pid} on ${configPath}`);
+  } finally {
+    await rm(procDir, { recursive: true, force: true });
   }
 });

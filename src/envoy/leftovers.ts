@@ -43,10 +43,15 @@ function mountNamespaceOf(procDir: string, pid: number): Promise<string | undefi
   return readlink(join(procDir, String(pid), 'ns', 'mnt')).catch(() => undefined);
 }
 
-/** SIGKILLs each leftover and waits (bounded) until it is gone; returns the pids it stopped. */
+/**
+ * SIGKILLs each leftover and waits (bounded) until it is gone; returns the pids it stopped.
+ * Each pid's command line is read again just before its signal: a leftover that exited
+ * since the scan may have left its pid to another process, which is not ours to kill.
+ */
 export async function stopLeftoverEnvoys(configPath: string, clock: Clock, view: ProcView = liveProc): Promise<number[]> {
   const pids = await findLeftoverEnvoys(configPath, view);
   for (const pid of pids) {
+    if (!(await stillNamesConfigPath(view.procDir, pid, configPath))) continue;
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -55,6 +60,16 @@ export async function stopLeftoverEnvoys(configPath: string, clock: Clock, view:
   }
   for (let waited = 0; waited < 5_000 && (await anyAlive(view.procDir, pids)); waited += 20) await clock.sleep(20);
   return pids;
+}
+
+/**
+ * The re-check before a SIGKILL, on purpose apart from the scan's filter (a break in one
+ * is held by the other): the raw command line still has an argument under <configPath>/envoy-rev.
+ */
+export async function stillNamesConfigPath(procDir: string, pid: number, configPath: string): Promise<boolean> {
+  const raw = await readFile(join(procDir, String(pid), 'cmdline'), 'utf8').catch(() => '');
+  const bootstraps = join(configPath, 'envoy-rev');
+  return raw.split('\0').some((arg) => arg.startsWith(bootstraps));
 }
 
 function bootstrapOf(argv: string[]): string | undefined {
