@@ -290,6 +290,12 @@ export const equivalent = [
     parent: "Array.isArray(container['ports']) ? (container['ports'] as unknown[]) : []",
     why: 'the named port is looked up among the mappings of the list only (isMapping(entry)): a non-mapping put in for a container without ports matches no name either',
   },
+  {
+    file: 'src/sds/socket.ts',
+    code: 'info',
+    parent: 'if (info) await rm(path, { force: true });',
+    why: 'when lstat found nothing at the path, rm with force finds nothing either and removes nothing: the claim goes on the same',
+  },
 ];
 
 const matches = (path, entry) => {

@@ -77,6 +77,7 @@ export const rooms = {
       'src/sds/socket.test.ts',
       'src/sds/cert-dir-feed.test.ts',
       'src/sds/file-sources.test.ts',
+      'src/sds/file-sources-lifecycle.test.ts',
       'src/sds/log-budget.test.ts',
     ],
   },

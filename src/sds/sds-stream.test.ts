@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import pino from 'pino';
 import { Registry } from '../metrics/index.ts';
 import { silentLogger } from '../shared/log.ts';
 import { encodeVarint } from '../grpc/proto-wire.ts';
@@ -34,10 +35,12 @@ function rig() {
     acquire: (name: string) => held.set(name, (held.get(name) ?? 0) + 1),
     release: (name: string) => held.set(name, held.get(name)! - 1),
   };
-  const stream = new SdsStream({ id: 1, store, subscriptions, metrics, send: (message) => (sent.push(message), true), logger: silentLogger, now: () => 0 });
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const stream = new SdsStream({ id: 1, store, subscriptions, metrics, send: (message) => (sent.push(message), true), logger, now: () => 0 });
   store.onChange((name) => stream.holds(name) && stream.push());
   const last = () => readResponse(sent.at(-1)!, 'sotw');
-  return { store, registry, sent, held, stream, last };
+  return { store, registry, sent, held, stream, last, lines };
 }
 
 test('SdsStream: sends what it can, waits for the rest, ACKs send nothing', () => {
@@ -160,4 +163,73 @@ test('SdsStream: a name dropped from the request is sent again when asked for ag
   assert.deepEqual(stream.debug().secrets.map((held) => held.name).sort(), ['a', 'b']);
   assert.equal(stream.debug().since, new Date(0).toISOString());
   assert.equal(stream.id, 1);
+});
+
+test('SdsStream: each push is logged with its version and serials, counted per resource, and has a nonce of its own', async () => {
+  const { store, registry, sent, stream, last, lines } = rig();
+  store.put('a', secret('A'));
+  store.put('b', secret('B'));
+  stream.request(request(['a', 'b']));
+  assert.deepEqual({ version: last().version, nonce: last().nonce }, { version: '1', nonce: '1-1' });
+  store.put('b', secret('B2'));
+  assert.equal(sent.length, 2, 'one of two names changed: pushed');
+  assert.deepEqual({ version: last().version, nonce: last().nonce, resources: last().resources }, { version: '2', nonce: '1-2', resources: 2 });
+  assert.deepEqual(
+    lines.map(({ level, msg, version, secrets }) => ({ level, msg, version, secrets })),
+    [
+      { level: 30, msg: 'pushed secrets', version: 1, secrets: [{ name: 'a', serial: 'A' }, { name: 'b', serial: 'B' }] },
+      { level: 30, msg: 'pushed secrets', version: 2, secrets: [{ name: 'a', serial: 'A' }, { name: 'b', serial: 'B2' }] },
+    ],
+  );
+  const text = await registry.metrics();
+  assert.match(text, /istio_agent_sds_pushes_total\{resource="a"\} 2/);
+  assert.match(text, /istio_agent_sds_pushes_total\{resource="b"\} 2/);
+});
+
+test('SdsStream: a name the store lost is left out of the next response and waits; when none is left nothing is sent', () => {
+  const { store, sent, stream, last } = rig();
+  store.put('a', secret('A'));
+  store.put('b', secret('B'));
+  stream.request(request(['a', 'b']));
+  store.remove('b', 'b.pem does not exist');
+  stream.request(request(['a', 'b'], { nonce: last().nonce }));
+  assert.equal(sent.length, 2, 'fewer names served: a new response');
+  assert.equal(last().resources, 1);
+  assert.deepEqual(stream.debug().waiting, [{ name: 'b', reason: 'b.pem does not exist' }]);
+  stream.request(request(['a', 'b'], { nonce: last().nonce }));
+  assert.equal(sent.length, 2, 'the ACK of it is not answered');
+  store.remove('a', 'a.pem does not exist');
+  stream.request(request(['a', 'b'], { nonce: last().nonce }));
+  assert.equal(sent.length, 2, 'an empty response would take every secret away: none is sent');
+});
+
+test('SdsStream: a NACK is logged with its nonce and error and counted once, only for the latest response', async () => {
+  const { store, registry, stream, last, lines } = rig();
+  const nacks = async () => /istio_agent_sds_errors_total\{reason="nack"\} (\d+)/.exec(await registry.metrics())?.[1] ?? '0';
+  store.put('default', secret('A'));
+  stream.request(request(['default']));
+  const latest = last().nonce;
+  stream.request(request(['default'], { nonce: 'stale', error: 'old news' }));
+  assert.equal(await nacks(), '0', 'a NACK of an older response');
+  stream.request(request(['default'], { nonce: latest, error: 'bad key' }));
+  assert.equal(await nacks(), '1');
+  const warned = lines.filter((line) => line.level === 40).map(({ msg, nonce, error }) => ({ msg, nonce, error }));
+  assert.deepEqual(warned, [{ msg: 'Envoy rejected the secrets it was sent', nonce: latest, error: 'bad key' }]);
+});
+
+test('SdsStream: an error on the first request, before any response (no nonce yet), is counted as a NACK', async () => {
+  const { registry, stream } = rig();
+  stream.request(request(['default'], { error: 'rejected on the previous stream' }));
+  assert.match(await registry.metrics(), /istio_agent_sds_errors_total\{reason="nack"\} 1/);
+});
+
+test('SdsStream: a closed stream holds nothing: store changes send nothing, nothing waits', () => {
+  const { store, sent, stream } = rig();
+  store.put('default', secret('A'));
+  stream.request(request(['default', 'ROOTCA']));
+  stream.close();
+  assert.equal(stream.holds('default'), false);
+  store.put('default', secret('B'));
+  assert.equal(sent.length, 1);
+  assert.deepEqual(stream.debug().waiting, []);
 });

@@ -64,8 +64,16 @@ test('claimSdsSocket: a symlink, a directory or a FIFO at the path, or a parent 
         name,
       );
     }
-    await assert.rejects(claimSdsSocket(join(dir, 'file', 'socket')), /^AgentError: --sdsSocket: cannot (inspect|create) .*file.* \((ENOTDIR|EEXIST)\)$/);
-    await assert.rejects(claimSdsSocket(join(dir, 'file', 'sub', 'socket')), /--sdsSocket: cannot (inspect|create) .* \((ENOTDIR|EEXIST)\)$/);
+    for (const path of [join(dir, 'file', 'socket'), join(dir, 'file', 'sub', 'socket')]) {
+      const message = `--sdsSocket: cannot inspect ${path} (ENOTDIR)`;
+      await assert.rejects(claimSdsSocket(path), (error: AgentError) => error.code === 'BAD_FLAG' && error.message === message);
+    }
+    // Nothing at the path, but its directory is a dangling symlink: the directory cannot be made.
+    await symlink(join(dir, 'nowhere'), join(dir, 'dangling'));
+    await assert.rejects(
+      claimSdsSocket(join(dir, 'dangling', 'socket')),
+      (error: AgentError) => error.code === 'BAD_FLAG' && error.message === `--sdsSocket: cannot create ${join(dir, 'dangling')} (ENOENT)`,
+    );
   } finally {
     await new Promise((resolve) => server.close(resolve));
     await rm(dir, { recursive: true, force: true });
