@@ -1,4 +1,4 @@
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, extname, join } from 'node:path';
 import { badFlag } from '../shared/errors.ts';
 
@@ -85,6 +85,16 @@ export async function writeBootstrap(configPath: string, epoch: number, text: st
 }
 
 /** Removes an epoch's bootstrap once that epoch has exited. */
+/**
+ * Whether an earlier agent left an epoch's bootstrap in `configPath`. Each is written
+ * before its Envoy's spawn and removed after its exit: an Envoy can be left
+ * running here only where its bootstrap was left too.
+ */
+export async function bootstrapsLeftIn(configPath: string): Promise<boolean> {
+  const names = await readdir(configPath).catch(() => [] as string[]);
+  return names.some((name) => /^envoy-rev\d+\./.test(name));
+}
+
 export async function removeBootstrap(configPath: string, epoch: number, extension?: string): Promise<void> {
   await rm(bootstrapPath(configPath, epoch, extension), { force: true });
 }

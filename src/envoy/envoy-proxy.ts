@@ -1,7 +1,7 @@
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
-import { bootstrapExtension, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
+import { bootstrapExtension, bootstrapsLeftIn, removeBootstrap, writeBootstrap } from '../bootstrap/write.ts';
 import type { Clock } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
@@ -12,7 +12,7 @@ import { activeConnections } from './active-connections.ts';
 import { drainListeners } from './drain.ts';
 import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
 import { watchLive } from './live.ts';
-import { stopLeftoverEnvoys } from './leftovers.ts';
+import { stopLeftoverEnvoys, type ProcView } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
 import { needsExplaining, planStartChecks, refusedAtStart, verdictExit } from './start-check.ts';
 import { bootstrapVerdict, type Verdict } from './validate.ts';
@@ -32,6 +32,8 @@ export interface EnvoyProxyOptions {
   launch?: EnvoyLaunch;
   /** Told when an epoch's Envoy process has been spawned. */
   onSpawn?: (epoch: number) => void;
+  /** Where epoch 0 looks for an earlier agent's Envoys (tests give a fake /proc). */
+  procView?: ProcView;
 }
 
 const baseIdWaitMs = 10_000;
@@ -55,6 +57,12 @@ export class EnvoyProxy implements Proxy {
   #sharedMemoryRemoved: Promise<void> = Promise.resolve();
   /** What the next epoch starts with (useBootstrap swaps it). */
   #bootstrap: string;
+  /**
+   * Whether an earlier agent left bootstraps on this --configPath, read before this one
+   * writes any: only then does epoch 0 scan /proc for its Envoys (tens of ms where /proc
+   * shows a whole host's processes, on the way to Envoy's spawn).
+   */
+  #earlierBootstraps: Promise<boolean> | undefined;
   /** The certificate groups the epoch that took over last was checked with. */
   #servingCerts: CertGroup[] = [];
 
@@ -84,6 +92,8 @@ export class EnvoyProxy implements Proxy {
   /** The start checks of start-check.ts around one epoch's process (envoy-process.ts). */
   async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
     const { config } = this.#options;
+    this.#earlierBootstraps ??= bootstrapsLeftIn(config.configPath);
+    await this.#earlierBootstraps;
     const bootstrapPath = await writeBootstrap(config.configPath, epoch, this.#bootstrap, bootstrapExtension(config.customConfigFile));
     const plan = planStartChecks(epoch, hasOperatorParts(config, this.#options.launch));
     const extraArgs = validationArgs(config, this.#options.launch);
@@ -157,7 +167,7 @@ export class EnvoyProxy implements Proxy {
 
   /** An Envoy an earlier agent left on this --configPath would hold the admin port and the shared memory: it goes first. */
   async #stopLeftovers(): Promise<void> {
-    const pids = await stopLeftoverEnvoys(this.#options.config.configPath, this.#options.clock);
+    const pids = await stopLeftoverEnvoys(this.#options.config.configPath, this.#options.clock, this.#options.procView);
     if (pids.length > 0) this.#options.logger.warn({ pids, configPath: this.#options.config.configPath }, 'stopped an Envoy an earlier agent left running');
   }
 
@@ -179,7 +189,7 @@ export class EnvoyProxy implements Proxy {
       // that of an agent SIGKILLed before it could clean up (same configPath
       // after a container restart, same /dev/shm in the pod).
       await this.#sharedMemoryRemoved;
-      await this.#stopLeftovers();
+      if (await this.#earlierBootstraps) await this.#stopLeftovers();
       await this.#removeSharedMemory();
       await rm(this.#baseIdPath, { force: true });
       return undefined;
