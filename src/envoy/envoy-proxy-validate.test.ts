@@ -18,7 +18,7 @@ interface StandIn {
   validateAccepts: boolean;
   /** Serve mode's failure is Envoy refusing its config (which validate mode may accept: a bad stats regex). */
   serveRefusesConfig?: boolean;
-  /** Serve mode reports LIVE on admin (a stand-in admin in the test) and ends 0.5 s later. */
+  /** Serve mode reports LIVE on admin (a stand-in admin in the test) and ends once the agent saw it (at most 10 s). */
   goesLive?: boolean;
   /** `--version` prints no Envoy version (`/bin/true` given as --binaryPath). */
   notEnvoy?: boolean;
@@ -33,7 +33,7 @@ case "$1" in
     ${behaviour.validateAccepts ? `echo "configuration '$4' OK"; exit 0` : `echo "[2026-11-25 00:00:00.000][1][critical][main] error initializing configuration '$4': unknown field 'lisseners'"; exit 1`} ;;
 esac
 echo serve >> '${record}'
-${behaviour.goesLive ? 'sleep 0.5' : ''}
+${behaviour.goesLive ? `i=0; while [ ! -e '${record}.live' ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done` : ''}
 ${behaviour.serveExit === 0 ? '' : behaviour.serveRefusesConfig ? 'echo "[2026-11-25 00:00:00.000][1][critical][main] error \\`missing ): (unclosed\\` initializing config \'goo.gle/debugproto\'" >&2' : `echo "[2026-11-25 00:00:00.000][1][critical][main] unable to create shared memory region" >&2`}
 exit ${behaviour.serveExit}
 `;
@@ -60,7 +60,9 @@ async function runEpochZero(behaviour: StandIn): Promise<{ exit: { kind: string;
   const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();
   cleanup.defer(() => stop.abort());
-  const exit = await within(proxy.run(0, '', { signal: stop.signal, onLive: () => undefined }), 10_000, 'epoch 0 of the stand-in Envoy to end');
+  // The stand-in ends once LIVE was seen: on a busy machine a fixed half second was sometimes too short.
+  const onLive = () => void writeFile(`${record}.live`, '');
+  const exit = await within(proxy.run(0, '', { signal: stop.signal, onLive }), 15_000, 'epoch 0 of the stand-in Envoy to end');
   return { exit, execs: (await readFile(record, 'utf8')).trim().split('\n') };
 }
 

@@ -88,7 +88,10 @@ describe('connection floods from the pod network', { skip }, () => {
       const peak = fdCount(agent.pid);
       assert.ok(peak <= baseline + 128 + 64 + 32 + 16, `the agent holds ${peak} descriptors (${baseline} before the flood)`);
       for (let i = 0; i < 5; i++) {
-        const viaEnvoy = await get(ports.readiness, '/healthz/ready');
+        // Envoy itself holds the 2000 idle connections on its readiness port: on a busy machine one answer of its may take
+        // longer than the 5 s timeout (seen at load 14), so it gets two more tries; the agent's own port gets none.
+        let viaEnvoy = await get(ports.readiness, '/healthz/ready');
+        for (let retry = 0; viaEnvoy.status === 0 && retry < 2; retry++) viaEnvoy = await get(ports.readiness, '/healthz/ready');
         assert.equal(viaEnvoy.status, 200, `readiness through Envoy: ${viaEnvoy.body}`);
         const direct = await get(ports.status, '/healthz/ready');
         assert.equal(direct.status, 200, `readiness on the status port from loopback: ${direct.body}`);
