@@ -39,7 +39,7 @@ const skip =
   uidCannotRunCheckout(appUid) ??
   uidCannotRunCheckout(proxyUid);
 const t = (name: string) => `type.googleapis.com/${name}`;
-const vips = { db: '240.240.0.1', reviews: '240.240.0.2' };
+const vips = { db: '198.19.240.1', reviews: '198.19.240.2' };
 /** The port the app dials on a VIP; the capture sends it to Envoy's outbound listener. */
 const appPort = 18080;
 const outboundPort = 15001;
@@ -107,7 +107,7 @@ async function setUp(cleanup: Cleanup, table: NameTableJson | undefined, options
   // istio-init reads resolv.conf's nameserver for its DNS rules: after it is written.
   await runIstioInit(netns.name);
   // The VIPs leave the pod by its link, as a ClusterIP would: on lo, istio-init's rules would let the app's loopback traffic through uncaptured.
-  await execa('ip', ['-n', netns.name, 'route', 'add', '240.240.0.0/16', 'via', netns.hostIp], { timeout: 10_000 });
+  await execa('ip', ['-n', netns.name, 'route', 'add', '198.19.240.0/24', 'via', netns.hostIp], { timeout: 10_000 });
   const upstream: Server = createServer((_request, response) => response.end('hello from the legacy db'));
   await new Promise<void>((resolve) => upstream.listen(0, netns.hostIp, resolve));
   cleanup.defer(() => new Promise<void>((resolve) => (upstream.closeAllConnections(), upstream.close(() => resolve()))));
@@ -205,7 +205,7 @@ describe('DNS proxy in a network namespace with DNS capture', { skip, timeout: 1
           'every forward the agent sent reached the resolver',
         );
         assert.ok(!world.resolverLog().some((entry) => entry.name?.startsWith('db.legacy.internal')), 'mesh names never reach the resolver');
-        assert.match(await getent(world.netns.name, 'reviews'), /^240\.240\.0\.2\s+reviews/);
+        assert.match(await getent(world.netns.name, 'reviews'), /^198\.19\.240\.2\s+reviews/);
         assert.match(await getent(world.netns.name, 'db.legacy.internal'), new RegExp(`^${vips.db.replaceAll('.', '\\.')}\\s+db\\.legacy\\.internal`));
         // The agent ACKed the tables itself; Envoy never saw the type.
         const ndsRequests = world.peer.log.entries.filter((entry) => entry.event === 'request' && entry.typeUrl === t('istio.networking.nds.v1.NameTable'));

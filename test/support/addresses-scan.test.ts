@@ -11,13 +11,13 @@ import { test } from 'node:test';
 
 const root = new URL('../../', import.meta.url).pathname;
 
-/** Where addresses are made: the shared supports, the e2e supports and the benches (not the certificate builder, whose dotted numbers are OIDs). */
+/** Where addresses are made: the shared supports (every e2e helper lives there) and the benches (not the certificate builder, whose dotted numbers are OIDs). */
 function addressFiles(): string[] {
   const list = (dir: string, keep: (name: string) => boolean) =>
     readdirSync(join(root, dir))
       .filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts') && name !== 'cert-builder.ts' && keep(name))
       .map((name) => join(dir, name));
-  return [...list('test/support', () => true), ...list('test/e2e', (name) => name.includes('support')), ...list('bench', () => true)];
+  return [...list('test/support', () => true), ...list('bench', () => true)];
 }
 
 /** IPv4 literals (also the start of a template like `10.253.${…}`) and IPv6 ones that are neither loopback nor 2001:2::/48. */
