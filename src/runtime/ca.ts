@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import type { CaSettings } from '../ca/ca-settings.ts';
 import { startCa, type CaRuntime } from '../ca/start.ts';
 import type { SdsRuntime } from '../sds/start.ts';
@@ -12,7 +13,7 @@ export type CaPart = CaRuntime & AsyncDisposable;
  */
 export async function startCaPart(
   ctx: RuntimeContext,
-  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> },
+  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown>; firstKey?: Promise<KeyObject> },
 ): Promise<CaPart | undefined> {
   const { settings, store } = options;
   if (!settings || !store) return undefined;
@@ -23,6 +24,7 @@ export async function startCaPart(
     clock: ctx.clock,
     logger: ctx.logger.child({ component: 'ca' }),
     firstCallAfter: options.firstCallAfter,
+    firstKey: options.firstKey,
   });
   return stopsOnDispose(ca, () => ca.stop());
 }
