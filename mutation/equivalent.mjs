@@ -35,6 +35,53 @@ export const equivalent = [
     why: "'*'.length is 1, so the length test alone already says inbound capture is on for '*'",
   },
   {
+    file: 'src/iptables/rules.ts',
+    code: '[]',
+    parent: "include === '*' ? [] : include[family]",
+    why: "with -i '*' the function returns before the loop over cidrs, so what cidrs holds then is never read",
+  },
+  {
+    file: 'src/iptables/config.ts',
+    code: 'given.text.trim()',
+    parent: 'Number(given.text.trim())',
+    why: 'Number() skips the same leading and trailing white space and line terminators that trim() removes',
+  },
+  {
+    file: 'src/iptables/ports.ts',
+    code: 'text.trim()',
+    parent: 'Number(text.trim())',
+    why: 'Number() skips the same leading and trailing white space and line terminators that trim() removes',
+  },
+  {
+    file: 'src/iptables/ports.ts',
+    code: "''",
+    parent: "address = ''",
+    why: "split('/') returns at least one item, so the default of the first is never used",
+  },
+  {
+    file: 'src/iptables/config.ts',
+    code: "''",
+    parent: "address = ''",
+    why: "split('/') returns at least one item, so the default of the first is never used",
+  },
+  {
+    file: 'src/iptables/config.ts',
+    code: "''",
+    parent: "bits = ''",
+    why: 'a loopback CIDR without a slash: any default that is not all digits (Stryker\'s text too) gives the same refused prefix -1',
+  },
+  {
+    file: 'src/iptables/config.ts',
+    code: '-1',
+    why: 'the prefix of a loopback CIDR whose bits are not digits: +1 is under the minimum of 8 too, the same refusal',
+  },
+  {
+    file: 'src/iptables/config.ts',
+    code: "'127.'",
+    parent: "address.startsWith('127.')",
+    why: 'the loopback CIDR check ends with isLoopbackCidr(text), which for an IPv4 address tests the same 127. start, so this test never decides alone',
+  },
+  {
     file: 'src/grpc/field-scanner.ts',
     code: 'false',
     parent: '#wanted = false;',

@@ -107,6 +107,8 @@ export const rooms = {
       'src/iptables/apply.test.ts',
       'src/iptables/routes.test.ts',
       'src/iptables/hostile-lists.test.ts',
+      'src/iptables/ports.test.ts',
+      'src/iptables/rules-edges.test.ts',
     ],
   },
   // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.

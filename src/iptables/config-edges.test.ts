@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AgentError } from '../shared/errors.ts';
-import { gatherFlags, goDuration, parseBool, resolveCaptureConfig } from './config.ts';
+import { gatherFlags, goDuration, parseBool, resolveCaptureConfig, resolveRunConfig } from './config.ts';
 
 /** Edges of config.ts the mutation run found unguarded: whole-text matches, range bounds, the env-only checks. */
 const resolve = (cli: Record<string, string>, env: Record<string, string> = {}) => resolveCaptureConfig(gatherFlags(cli, env), env);
@@ -59,5 +59,42 @@ describe('config edges', () => {
       assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration like 5s or 500ms$`), JSON.stringify(text));
     for (const text of ['0s', '0ms', '1h1ms', '61m'])
       assert.throws(() => at(text), new RegExp(`^AgentError: --probe-timeout: "${text}" is not a duration from 1ms to 1h$`), text);
+  });
+});
+
+describe('config edges: blank and padded values', () => {
+  it('values are read around spaces: blank -u, -g and --network-namespace are unset', () => {
+    const config = resolve({ 'proxy-uid': ' ', 'proxy-gid': ' ', 'network-namespace': ' ', 'istio-inbound-interception-mode': ' TPROXY ' });
+    assert.deepEqual([config.proxyUids, config.proxyGids, config.mode], [['1337'], ['1337'], 'TPROXY']);
+    assert.deepEqual(resolve({ 'envoy-port': ' 15101 ', 'istio-inbound-ports': ' * ' }).outboundCapturePort, 15101);
+    const run = (variant: string) => resolveRunConfig(gatherFlags({ 'force-iptables-binary': variant }, {})).binaryVariant;
+    assert.deepEqual([run(' nft '), run('legacy '), run('')], ['nft', 'legacy', '']);
+  });
+
+  it('a -u or -g of commas only gives no id, an error', () => {
+    rejects(() => resolve({ 'proxy-uid': ',' }), /^-u: no id given$/);
+    rejects(() => resolve({ 'proxy-gid': ' ,, ' }), /^-g: no id given$/);
+  });
+
+  it('the mark and the route table take no exponent, hex or sign', () => {
+    for (const text of ['1e3', '0x10', '+7']) {
+      const quoted = text.replace('+', '\\+');
+      rejects(() => resolve({ 'istio-inbound-tproxy-route-table': text }), new RegExp(`^-r: "${quoted}" is not an integer from 1 to 4294967294$`));
+    }
+  });
+
+  it('the loopback CIDR must be an IPv4 address, not only start like one', () => {
+    for (const cidr of ['127.foo/8', '127.0.0/8', '127.0.0.1.5/32']) {
+      rejects(() => resolve({}, { ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR: cidr }), /^env ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR: .* is not an IPv4 loopback CIDR/);
+    }
+  });
+
+  it('a bad owner group is named with its env var', () => {
+    rejects(() => resolve({}, { ISTIO_OUTBOUND_OWNER_GROUPS: 'java,a b' }), /^env ISTIO_OUTBOUND_OWNER_GROUPS: "a b" is not a group name or id$/);
+  });
+
+  it('a flag missing from the set is named by its long name', () => {
+    rejects(() => resolveCaptureConfig({}), /^--cni-mode: "" is not true or false$/);
+    rejects(() => resolveRunConfig({}), /^--dry-run: "" is not true or false$/);
   });
 });

@@ -79,3 +79,34 @@ test('a rerun (route and address already there) succeeds, as Istio reruns do', a
   await configureRoutes(tproxy, true, ip.exec);
   assert.equal(ip.calls.filter((call) => call.includes(' add ')).length, 5);
 });
+
+test('configureRoutes: ::6 on loopback with IPv6, and the TPROXY rule and route per family only when inbound ports are captured', async () => {
+  const redirect = { ...tproxy, mode: 'REDIRECT' } as CaptureConfig;
+  const addr6 = 'ip -6 addr add ::6/128 dev lo';
+  const routes = (family: '-4' | '-6', any: string) => [
+    `ip ${family} rule del fwmark 1337 lookup 133`,
+    `ip ${family} rule add fwmark 1337 lookup 133`,
+    `ip ${family} route add local ${any} dev lo table 133`,
+  ];
+  const cases: [CaptureConfig, boolean, string[]][] = [
+    [redirect, false, []],
+    [redirect, true, [addr6]],
+    [{ ...tproxy, inboundPorts: [] }, false, []],
+    [{ ...tproxy, inboundPorts: [] }, true, [addr6]],
+    [{ ...tproxy, inboundPorts: [8080] }, false, routes('-4', '0.0.0.0/0')],
+    [tproxy, true, [addr6, ...routes('-4', '0.0.0.0/0'), ...routes('-6', '::/0')]],
+  ];
+  for (const [config, ipv6, calls] of cases) {
+    const ip = failingIp(/^$/, '');
+    await configureRoutes(config, ipv6, ip.exec);
+    assert.deepEqual(ip.calls, calls, JSON.stringify([config.mode, config.inboundPorts, ipv6]));
+  }
+});
+
+test('a failed ip call keeps what ip said as the cause', async () => {
+  const denied = failingIp(/addr add|rule add/, 'RTNETLINK answers: Operation not permitted');
+  const fromAdd = await configureRoutes(tproxy, true, denied.exec).catch((error: unknown) => error);
+  assert.match((fromAdd as Error & { cause: { stderr: string } }).cause.stderr, /^RTNETLINK answers: Operation not permitted/);
+  const fromDel = await replaceRule(failingIp(/rule del/, 'RTNETLINK answers: Permission denied').exec, '-4', '1', '2').catch((error: unknown) => error);
+  assert.match((fromDel as Error & { cause: { stderr: string } }).cause.stderr, /^RTNETLINK answers: Permission denied/);
+});
