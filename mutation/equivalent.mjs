@@ -128,6 +128,82 @@ export const equivalent = [
   },
   {
     file: 'src/dns/answer-match.ts',
+    code: 'at + 1 + length > message.length',
+    parent: 'length > 63 || at + 1 + length > message.length',
+    why: 'a label running past the end (or ending at it) moves `at` to or past the end, where the loop returns undefined anyway',
+  },
+  {
+    file: 'src/dns/resolv-conf.ts',
+    code: "''",
+    parent: "text = ''",
+    why: 'kept only when the file is missing: any text without a nameserver or search line parses to nothing, as the empty one does',
+  },
+  {
+    file: 'src/dns/last-known-good-table.ts',
+    code: "typeof parsed === 'object'",
+    why: 'JSON that is a string, number or boolean has no version field either, so the next test refuses it with the same reason; null is told by `parsed !== null`',
+  },
+  {
+    file: 'src/dns/lookup-table.ts',
+    code: 'name.length <= search.length',
+    why: 'a name ending in the search domain and no longer than it is the domain itself: its base is empty, ends in no dot, and gives no twin either way',
+  },
+  {
+    file: 'src/dns/lookup-table.ts',
+    code: "base.endsWith('.')",
+    why: 'every name the table holds ends in a dot (#altHosts adds one to each), so #find of a base without one finds nothing anyway',
+  },
+  {
+    file: 'src/dns/lookup-table.ts',
+    code: 'chain.length === 1',
+    why: 'a chain of one slot is walked as the slot alone: one probe, the same answer; only the shape kept differs',
+  },
+  {
+    file: 'src/dns/lookup-table.ts',
+    code: 'this.#hash(each) === key',
+    why: 'a name of another hash put in this map is never looked up in it (#find goes to its own bucket), and the size was counted before',
+  },
+  {
+    file: 'src/dns/lookup-table.ts',
+    code: 'this.#last?.at !== at',
+    why: 'a cache of the entry read last: reading the bytes again gives the same host, info and names',
+  },
+  {
+    file: 'src/dns/forwarder.ts',
+    code: 'settled',
+    parent: 'if (settled) return;',
+    why: "only TCP settles twice ('close' after the destroy that settled it): the timer is cancelled, destroy is idempotent, the promise keeps its first value",
+  },
+  {
+    file: 'src/dns/forwarder.ts',
+    code: 'true',
+    parent: 'settled = true',
+    why: "as for `if (settled)`: a second settle (TCP's 'close' after the destroy) changes nothing anyone sees",
+  },
+  {
+    file: 'src/dns/forwarder.ts',
+    code: "'abort'",
+    parent: "exchange.signal?.removeEventListener('abort', cancel)",
+    why: 'the signal aborts only once Promise.any settled, and a cancel after the exchange settled does nothing',
+  },
+  {
+    file: 'src/dns/forwarder.ts',
+    code: "'cancelled'",
+    why: 'a cancel comes only from losers.abort(), after Promise.any settled: the reasons of the cancelled exchanges are never read',
+  },
+  {
+    file: 'src/dns/forwarder.ts',
+    code: '{ once: true }',
+    why: 'done removes the listener when the exchange settles, a cancel included, and the signal aborts once',
+  },
+  {
+    file: 'src/dns/server.ts',
+    code: "''",
+    parent: "socket.remoteAddress ?? ''",
+    why: 'an accepted socket has its remote address (only one already destroyed has none), and no other string is loopback either',
+  },
+  {
+    file: 'src/dns/answer-match.ts',
     code: 'response.length < 12',
     why: 'a 12-byte response (header alone) has no question, so firstQuestion refuses it too: only the shorter ones need this test, and those are tested (a 3-byte reply returns false, never a throw)',
   },

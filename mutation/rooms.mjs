@@ -276,6 +276,7 @@ export const rooms = {
       'src/dns/resolv-conf.test.ts',
       'src/dns/server.test.ts',
       'src/dns/server-hostile.test.ts',
+      'src/dns/server-forward.test.ts',
       'src/dns/table-store.test.ts',
       'src/dns/tcp-connection.test.ts',
       'src/dns/tcp-connection-edges.test.ts',

@@ -34,6 +34,12 @@ describe('sizeLimit', () => {
     ['UDP with 65,507', opt(65_507), 'udp', 65_507],
     ['UDP with 65,508', opt(65_508), 'udp', 65_507],
     ['UDP with a non-OPT additional only', { additionals: [{ type: 'A', name: 'x.test', data: '198.18.0.1' }] as Packet['additionals'] }, 'udp', 512],
+    [
+      'UDP with EDNS0 after another additional',
+      { additionals: [{ type: 'A', name: 'x.test', data: '198.18.0.1' }, { type: 'OPT', name: '.', udpPayloadSize: 4096 }] as Packet['additionals'] },
+      'udp',
+      4096,
+    ],
   ];
   for (const [name, extra, protocol, want] of cases)
     it(`${want}: ${name}`, () => assert.equal(sizeLimit(dnsPacket.decode(query('one.example.com', extra)), protocol), want));

@@ -27,6 +27,15 @@ function answered(message: Buffer, ctx = context()) {
 }
 
 describe('answerQuery with hostile queries', () => {
+  it('forwards a one-label name even when the table holds a wildcard over the empty name', () => {
+    const table = new LookupTable({ namespace: 'default', domain: '', search: [] });
+    table.add('*..', info(['198.18.9.9'])); // a NameTable holds whatever the control plane sent
+    assert.deepEqual(answerQuery(dnsPacket.encode({ id: 3, type: 'query', questions: [{ name: 'x', type: 'A' }] }), context({ table })), {
+      kind: 'forward',
+      name: 'x',
+    });
+  });
+
   it('refuses 10,900 questions with FORMERR, echoing none of them (it was a 262 KB answer that killed the agent over TCP)', () => {
     const message = dnsPacket.encode({ id: 77, type: 'query', questions: questions(10_900) });
     for (const protocol of ['udp', 'tcp'] as const) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as dnsPacket from 'dns-packet';
 import type { Packet } from 'dns-packet';
-import { answerQuery, type AnswerContext } from './answer.ts';
+import { answerQuery, lookup, type AnswerContext } from './answer.ts';
 import { LookupTable } from './lookup-table.ts';
 import { encodeNameTable, nameTableEntriesAt, readNameEntry } from './name-table-wire.ts';
 
@@ -61,6 +61,11 @@ describe('answerQuery', () => {
     },
     { name: 'api.wild.example.com', answers: ['A api.wild.example.com 240.240.0.2'] },
     { name: 'a.b.wild.example.com', answers: ['A a.b.wild.example.com 240.240.0.2'] },
+    // A wildcard's twin under the first search domain: a CNAME to the wildcard, whose address the wildcard owns.
+    {
+      name: 'api.wild.example.com.default.svc.cluster.local',
+      answers: ['CNAME api.wild.example.com.default.svc.cluster.local *.wild.example.com', 'A *.wild.example.com 240.240.0.2'],
+    },
     { name: 'v6only.example.org', type: 'AAAA', answers: ['AAAA v6only.example.org 2001:db8::1'] },
     // A known name without the family: NOERROR and no records, never NXDOMAIN (Istio issue 31250).
     { name: 'v6only.example.org', type: 'A', answers: [] },
@@ -78,7 +83,7 @@ describe('answerQuery', () => {
     });
   }
 
-  for (const name of ['ratings', 'unknown.example.com', 'broken.example.com', 'reviews.other']) {
+  for (const name of ['ratings', 'unknown.example.com', 'broken.example.com', 'reviews.other', 'wild.example.com']) {
     it(`forwards ${name}, which the table does not answer`, () => assert.deepEqual(answerQuery(query(name), context()), { kind: 'forward', name }));
   }
 
@@ -139,5 +144,22 @@ describe('answerQuery', () => {
 
   it('answers FORMERR to a query without a question, as Istio\'s library does', () => {
     assert.equal(answered(dnsPacket.encode({ id: 7, type: 'query', questions: [] })).rcode, 'FORMERR');
+  });
+
+  it('answers no EDNS0 record to a query whose only additional is no OPT', () => {
+    const additionals = [{ type: 'A', name: 'x.test', ttl: 1, data: '198.18.0.1' }] as Packet['additionals'];
+    const { packet } = answered(query('db.legacy.internal', 'A', { additionals }));
+    assert.deepEqual([data(packet), packet.additionals], [['A db.legacy.internal 240.240.0.1'], []]);
+  });
+});
+
+describe('lookup', () => {
+  it('names its records without the trailing dot of the table keys', () => {
+    const names = (name: string) => lookup(table(), { name, type: 'A' })?.map((answer) => `${answer.name} ${'data' in answer ? String(answer.data) : ''}`);
+    assert.deepEqual(names('db.legacy.internal'), ['db.legacy.internal 240.240.0.1']);
+    assert.deepEqual(names('db.legacy.internal.default.svc.cluster.local'), [
+      'db.legacy.internal.default.svc.cluster.local db.legacy.internal',
+      'db.legacy.internal 240.240.0.1',
+    ]);
   });
 });

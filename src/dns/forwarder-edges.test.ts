@@ -88,6 +88,7 @@ describe('Forwarder: what each failure says, and TCP answers in pieces', () => {
     ['closes without answering', (socket) => socket.end(), 'closed before answering'],
     ['answers another id first', (socket, id) => socket.end(framed(reply(id ^ 1))), 'answered another id or question'],
     ['sends half a length, then closes', (socket) => socket.end(Buffer.from([0])), 'closed before answering'],
+    ['sends an empty message, then closes', (socket) => socket.end(Buffer.from([0, 0])), 'answered another id or question'],
   ];
   for (const [name, behave, reason] of tcpFailures) {
     it(`over TCP, a resolver that ${name}: "${reason}"`, async () => {
@@ -99,4 +100,50 @@ describe('Forwarder: what each failure says, and TCP answers in pieces', () => {
       assert.deepEqual(outcome, { ok: false, reason: `127.0.0.1:${tcpPort}: ${reason}` });
     });
   }
+  const tcpForwarder = (tcpPort: number, clock = new FakeClock()) =>
+    new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port: tcpPort, clock });
+
+  it('over TCP, sends the query behind its length, closes the connection once answered and leaves no timer armed', async () => {
+    const closed: Promise<void>[] = [];
+    const tcpPort = await resolver((socket, id) => {
+      closed.push(new Promise((resolve) => socket.on('close', () => resolve())));
+      socket.on('error', () => undefined);
+      socket.write(framed(reply(id))); // and keeps the connection open
+    });
+    const clock = new FakeClock();
+    const outcome = await tcpForwarder(tcpPort, clock).forward(query(23), 'tcp');
+    assert.equal(outcome.ok, true);
+    assert.equal(clock.pending, 0);
+    await closed[0];
+  });
+
+  it('over TCP, a resolver reads the query as one framed message', async () => {
+    const framedRight: boolean[] = [];
+    const tcpPort = await resolver((socket, id) => {
+      socket.on('error', () => undefined);
+      socket.end(framed(reply(id)));
+    });
+    const server = servers.at(-1)!;
+    server.prependListener('connection', (socket: Socket) =>
+      socket.once('data', (chunk: Buffer) => framedRight.push(chunk.length >= 2 && chunk.readUInt16BE(0) === chunk.length - 2)),
+    );
+    assert.equal((await tcpForwarder(tcpPort).forward(query(24), 'tcp')).ok, true);
+    assert.deepEqual(framedRight, [true]);
+  });
+
+  it('over TCP, a refused connection says why', async () => {
+    const closedPort = await resolver(() => undefined);
+    await new Promise((resolve) => servers.pop()!.close(resolve));
+    const outcome = await tcpForwarder(closedPort).forward(query(25), 'tcp');
+    assert.deepEqual(outcome, { ok: false, reason: `127.0.0.1:${closedPort}: connect ECONNREFUSED 127.0.0.1:${closedPort}` });
+  });
+
+  it('over UDP, a resolver the socket cannot send to says why at once', async () => {
+    const clock = new FakeClock();
+    // No resolver is named so, but a name that cannot be looked up is the socket error that can be made on demand.
+    const forwarder = new Forwarder({ servers: ['a..b'], timeoutMs: 700, parallel: false, port, clock });
+    const outcome = await forwarder.forward(query(26), 'udp');
+    assert.deepEqual(outcome, { ok: false, reason: `a..b:${port}: getaddrinfo ENOTFOUND a..b` });
+    assert.equal(clock.pending, 0);
+  });
 });

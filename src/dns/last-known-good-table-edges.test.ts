@@ -67,4 +67,25 @@ describe('LastKnownGoodTable: what each kept file gives', async () => {
     await table.close();
     assert.deepEqual(JSON.parse(await readFile(path, 'utf8')), { node, at: now, version: 'v4', table: Buffer.from([4]).toString('base64') });
   });
+
+  it('close waits for a write still queued', async () => {
+    const path = join(dir, 'closing.json');
+    const table = new LastKnownGoodTable({ path, node, now: () => now });
+    void table.write('v5', Buffer.from([5]));
+    await table.close();
+    assert.equal(JSON.parse(await readFile(path, 'utf8')).version, 'v5');
+  });
+
+  it('turns the loop between slices of 192 KiB while it writes a large table, and writes it whole', async () => {
+    const slice = 3 * 64 * 1024;
+    for (const [size, turns] of [[0, 0], [slice, 0], [slice + 1, 1], [2 * slice, 1], [3 * slice + 2, 3]] as const) {
+      const path = join(dir, `sliced-${size}.json`);
+      let turned = 0;
+      const table = new LastKnownGoodTable({ path, node, now: () => now, yieldToLoop: async () => void turned++ });
+      const bytes = Buffer.alloc(size, size % 251);
+      await table.write('v6', bytes);
+      assert.equal(turned, turns, `${size} bytes`);
+      assert.deepEqual(await table.read(), { ok: true, version: 'v6', table: bytes });
+    }
+  });
 });

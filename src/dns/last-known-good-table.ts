@@ -9,7 +9,11 @@ export interface LastKnownGoodTableOptions {
   now: () => number;
   /** The largest file read (default 64 MiB, as the kept xDS config: base64 of ~48 MiB of table). */
   maxBytes?: number;
+  /** Lets the event loop turn between two slices of the table's base64 (default setImmediate; tests pass a fake). */
+  yieldToLoop?: () => Promise<void>;
 }
+
+const setImmediateTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 const defaultMaxBytes = 64 * 1024 * 1024;
 
@@ -67,7 +71,8 @@ export class LastKnownGoodTable {
 
   /** Queues a write; rejects with the write's error (the caller logs it). */
   write(version: string, table: Buffer): Promise<void> {
-    const text = () => lastKnownGoodText({ node: this.#options.node, at: this.#options.now(), version }, table);
+    const head = () => ({ node: this.#options.node, at: this.#options.now(), version });
+    const text = () => lastKnownGoodText(head(), table, this.#options.yieldToLoop ?? setImmediateTurn);
     const next = this.#writing.then(async () => writeAtomically(this.#options.path, await text()));
     this.#writing = next.catch(() => undefined);
     return next;
@@ -88,11 +93,11 @@ const base64SliceBytes = 3 * 64 * 1024;
  * ~15 ms, longer than any step of the table's build. base64 needs no JSON
  * escaping, so the text is put together around it.
  */
-async function lastKnownGoodText(head: { node: string; at: number; version: string }, table: Buffer): Promise<Buffer> {
+async function lastKnownGoodText(head: { node: string; at: number; version: string }, table: Buffer, yieldToLoop: () => Promise<void>): Promise<Buffer> {
   const json = JSON.stringify({ ...head, table: '' });
   const parts = [Buffer.from(json.slice(0, -2))];
   for (let start = 0; start < table.length; start += base64SliceBytes) {
-    if (start > 0) await new Promise((resolve) => setImmediate(resolve));
+    if (start > 0) await yieldToLoop();
     parts.push(Buffer.from(table.subarray(start, start + base64SliceBytes).toString('base64'), 'latin1'));
   }
   parts.push(Buffer.from(json.slice(-2)));

@@ -70,4 +70,51 @@ describe('LookupTable', () => {
     table.add('1kprzgl.mesh', info(['198.19.1.2']));
     assert.equal(table.probes - before, 0);
   });
+  it('answers a known name under the first search domain, however that domain is written, with a CNAME to it', () => {
+    for (const search of ['Default.Svc.Cluster.Local.', 'default.svc.cluster.local']) {
+      const table = new LookupTable({ ...pod, search: [search] });
+      table.add('db.mesh', info(['10.3.0.1']));
+      table.add('api.default.svc.cluster.local', info(['10.3.0.2'], { registry: 'Kubernetes', shortname: 'api', namespace: 'default' }));
+      assert.deepEqual(table.get('db.mesh.default.svc.cluster.local.'), { cname: 'db.mesh.' }, search);
+      assert.deepEqual(table.get('api.default.svc.cluster.local.'), { v4: ['10.3.0.2'] }, 'a real name ending in the domain is no twin');
+      assert.equal(table.has('api.default.svc.cluster.local.default.svc.cluster.local.'), false, "no twin of a name in the search domain");
+      assert.equal(table.has('unknown.mesh.default.svc.cluster.local.'), false, 'no twin of an unknown name');
+      assert.equal(table.has('default.svc.cluster.local.'), false);
+    }
+  });
+
+  it('gives a Kubernetes host short names only in the pod cluster domain, its alt hosts always, and a dotted one none', () => {
+    const kubernetes = (namespace: string, altHosts: string[] = []) => ({
+      ...info(['10.4.0.1'], { registry: 'Kubernetes', shortname: 'a', namespace }),
+      altHosts,
+    });
+    const names = (table: LookupTable) => ['a.', 'a.other.', 'a.other.svc.', 'a.default.', 'alias.mesh.'].filter((name) => table.has(name));
+    const local = new LookupTable(pod);
+    local.add('a.other.svc.cluster.local', kubernetes('other', ['Alias.Mesh']));
+    assert.deepEqual(names(local), ['a.other.', 'a.other.svc.', 'alias.mesh.'], 'no bare name outside the pod namespace');
+    const elsewhere = new LookupTable(pod);
+    elsewhere.add('a.other.svc.remote.local', kubernetes('other', ['alias.mesh']));
+    assert.deepEqual([elsewhere.size, names(elsewhere)], [1, []]);
+    const noDomain = new LookupTable({ ...pod, domain: '' });
+    noDomain.add('a.default.svc.cluster.local', kubernetes('default'));
+    assert.deepEqual([noDomain.size, names(noDomain)], [1, []]);
+    const dotted = new LookupTable(pod);
+    assert.equal(dotted.add('a.default.svc.cluster.local.', kubernetes('default')), true);
+    assert.deepEqual([dotted.size, names(dotted), dotted.has('a.default.svc.cluster.local.')], [0, [], false]);
+  });
+
+  it('walks a chain of at most 8 names that share a hash, and files a ninth by name (no walk)', () => {
+    const table = new LookupTable(pod, undefined, { hash: () => 3 });
+    const cost = (name: string) => {
+      const before = table.probes;
+      assert.deepEqual(table.get(name)?.v4?.length, 1, name);
+      return table.probes - before;
+    };
+    for (let at = 0; at < 8; at++) table.add(`c${at}.mesh`, info([`10.5.0.${at}`]));
+    assert.deepEqual([cost('c0.mesh.'), cost('c3.mesh.'), cost('c7.mesh.')], [1, 4, 8]);
+    table.add('c3.mesh', info(['10.5.1.3']));
+    assert.deepEqual([table.size, table.get('c3.mesh.')?.v4], [8, ['10.5.1.3']]);
+    table.add('c8.mesh', info(['10.5.0.8']));
+    assert.deepEqual([cost('c0.mesh.'), cost('c7.mesh.'), cost('c8.mesh.'), table.size], [0, 0, 0, 9]);
+  });
 });

@@ -150,4 +150,15 @@ describe('TableStore, slices and the swap (fake clock and loop)', () => {
     assert.equal(store.table, old);
     assert.equal(store.debug(false).version, 'v1');
   });
+  it('reports what the build cost on its clock: total, longest step, slices, and entries skipped', async () => {
+    // Every read of the clock moves it 1 ms: 5 names with sliceMs 2 take 3 slices, the clock read 14 times (13 ms after the first).
+    const store = new TableStore({ pod, now: () => 0, sliceMs: 2, maxBuildMs: 9, ...fakeLoop(1) });
+    const entries: [string, { ips: string[] }][] = ['a', 'b', 'c', 'd', 'e'].map((name, at) => [`${name}.mesh`, { ips: [at === 2 ? 'nope' : `10.6.0.${at}`] }]);
+    await store.load(encodeNameTable(entries), 'v1', 'nds');
+    const { entries: count, skipped, buildMs, longestStepMs, slices, names } = store.debug(false);
+    assert.deepEqual({ count, skipped, buildMs, longestStepMs, slices, names }, { count: 5, skipped: 1, buildMs: 13, longestStepMs: 3, slices: 3, names: 4 });
+    const third = new TableStore({ pod, now: () => 0, sliceMs: Infinity, ...fakeLoop(1 / 3) });
+    await third.load(encodeNameTable(entries), 'v1', 'nds');
+    assert.equal(third.debug(false).buildMs, 2.33, 'rounded to hundredths: 7 thirds of a ms');
+  });
 });

@@ -34,10 +34,14 @@ describe('serveTcpConnection', () => {
     socket.emit('data', messages(50));
     assert.ok(handled.length < 10, `${handled.length} handled`);
     assert.equal(socket.paused, true);
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    const before = handled.length;
     socket.writableLength = 0;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(handled.length, before, 'every answer sent, the buffer read empty: still no reading before drain');
     socket.emit('drain');
     await new Promise((resolve) => setImmediate(resolve));
-    assert.ok(handled.length > 5, `${handled.length} handled after drain`);
+    assert.ok(handled.length > before, `${handled.length} handled after drain`);
   });
 
   it('turns an answer too large to frame into a fault and a closed connection, never a throw', async () => {
