@@ -419,16 +419,6 @@ export const equivalent = [
     parent: 'if (info) await rm(path, { force: true });',
     why: 'when lstat found nothing at the path, rm with force finds nothing either and removes nothing: the claim goes on the same',
   },
-  {
-    file: 'src/xds/relay/xds-socket.ts',
-    code: '{ pauseOnConnect: true }',
-    why: 'an unpaused held connection with no reader stops reading at its highWaterMark, and node:http2 takes the bytes already buffered on a socket handed to it first: a held request is answered the same either way (xds-socket.test.ts)',
-  },
-  {
-    file: 'src/xds/relay/xds-socket.ts',
-    code: '{ force: true }',
-    why: 'the stale socket is removed right after lstat found it: rm without force differs only if something else removes it in between',
-  },
 ];
 
 const matches = (path, entry) => {

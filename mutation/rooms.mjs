@@ -417,7 +417,6 @@ export const rooms = {
     ],
     tests: [
       'src/xds/relay/xds-socket.test.ts',
-      'src/xds/relay/relay-socket.test.ts',
       'src/xds/relay/relay-stream.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { connect as connectHttp2, createServer as createHttp2Server, type ClientHttp2Session } from 'node:http2';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -76,51 +76,13 @@ describe('the XDS socket bound before the relay loads', () => {
     assert.equal(await within(ping(path, sessions), 5000, 'answered on the new socket'), 'pong:ping');
   });
 
-  for (const [what, make] of [
-    ['a file', (path: string) => writeFile(path, 'not a socket')],
-    ['a directory', (path: string) => mkdir(path)],
-  ] as const) {
-    it(`refuses a path that is ${what}, naming --configPath`, async () => {
-      await make(path);
-      await assert.rejects(bindXdsSocket({ path, mode: 0o600, maxConnections: 4 }), (error: Error & { code?: string }) => {
-        assert.equal(error.code, 'BAD_FLAG');
-        assert.equal(error.message, `--configPath: ${path} exists and is not a socket (${what}); remove it`);
-        return true;
-      });
-    });
-  }
-
-  it('a path it cannot listen on is bad input naming --configPath', async () => {
-    const missing = join(dir, 'no-such-dir', 'XDS');
-    await assert.rejects(bindXdsSocket({ path: missing, mode: 0o600, maxConnections: 4 }), (error: Error & { code?: string }) => {
+  it('refuses a path that is not a socket, naming --configPath', async () => {
+    await writeFile(path, 'not a socket');
+    await assert.rejects(bindXdsSocket({ path, mode: 0o600, maxConnections: 4 }), (error: Error & { code?: string }) => {
       assert.equal(error.code, 'BAD_FLAG');
-      assert.match(error.message, /^--configPath: cannot listen on .*no-such-dir\/XDS/);
+      assert.match(error.message, /--configPath: .*XDS exists and is not a socket \(a file\)/);
       return true;
     });
-  });
-
-  it('a connection handed on is the taker\'s: close() stops listening and waits for it, never cuts it', async () => {
-    socket = await bindXdsSocket({ path, mode: 0o600, maxConnections: 4 });
-    const session = connectHttp2('http://xds', { createConnection: () => connect(path) });
-    sessions.push(session);
-    session.on('error', () => undefined);
-    await within(once(session, 'connect'), 5000, 'connected before the hand-over');
-    const server = echoServer();
-    const taken = once(server, 'session');
-    socket.handTo(server);
-    await within(taken, 5000, 'the taker has the connection');
-    let closed = false;
-    const closing = socket.close().then(() => (closed = true));
-    assert.equal(closed, false, 'still waiting for the connection the taker holds');
-    const request = session.request({ ':path': '/ping', ':method': 'POST' });
-    request.end('ping');
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    await within(once(request, 'end'), 5000, 'answered on the handed-on connection after close()');
-    assert.equal(body, 'pong:ping');
-    session.destroy();
-    await within(closing, 5000, 'close() once the connection ended');
-    assert.equal(existsSync(path), false);
   });
 
   it('holds at most maxConnections before the hand-over; close drops the held ones and removes the socket', async () => {

@@ -40,9 +40,9 @@ export async function bindXdsSocket(options: { path: string; mode: number; maxCo
   const server: Server = createServer({ pauseOnConnect: true });
   server.maxConnections = options.maxConnections;
   server.on('connection', (socket) => {
-    // Paused, a held connection reads nothing, so nothing ends it before the hand-over but close().
     if (taker) return handOn(taker, socket);
     held.add(socket);
+    socket.once('close', () => held.delete(socket));
   });
   await listenOnUnixSocket(server, { path: options.path, mode: options.mode, flag: '--configPath' });
   return {
@@ -69,6 +69,7 @@ async function closeServer(server: Server, held: Set<Socket>, path: string): Pro
 }
 
 function handOn(taker: ConnectionTaker, socket: Socket): void {
+  if (socket.destroyed) return;
   taker.emit('connection', socket);
   socket.resume();
 }
