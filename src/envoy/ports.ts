@@ -1,4 +1,5 @@
-import { checkPortFree } from '../shared/port-free.ts';
+import { createServer } from 'node:net';
+import { badFlag } from '../shared/errors.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 
 /** Where Envoy will listen, by the flag that says so (Envoy's own Prometheus and readiness listeners bind 0.0.0.0). */
@@ -17,5 +18,16 @@ export function envoyPorts(config: AgentConfig): { flag: string; host: string; p
  * bind" at start is classified the same way for the race this leaves.
  */
 export async function checkEnvoyPortsFree(config: AgentConfig): Promise<void> {
-  for (const port of envoyPorts(config)) await checkPortFree(port);
+  for (const { flag, host, port } of envoyPorts(config)) {
+    const error = await tryBind(host, port);
+    if (error) throw badFlag(flag, `port ${port} on ${host} is not free (${error})`);
+  }
+}
+
+function tryBind(host: string, port: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
+  });
 }

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { access, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -118,24 +117,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.deepEqual(started, []);
     assert.equal(logs.lines.some((line) => line.msg === 'status server listening' || line.msg === 'xDS relay listening'), false, 'no status server, no relay');
     assert.equal(await exists(join(dir, 'XDS')), false, 'the held socket removed');
-  });
-
-  it('a status port already taken is BAD_FLAG naming --statusPort, before Envoy is spawned', async () => {
-    ctx.config = { ...ctx.config, statusPort: await freePort() };
-    const holder = createServer();
-    await new Promise<void>((resolve) => holder.listen(ctx.config.statusPort, resolve));
-    try {
-      const spawned: unknown[] = [];
-      ctx.events.envoySpawned.on((value) => spawned.push(value));
-      await assert.rejects(
-        within(runEnvoyRecipe(ctx, { ...inputs, proxy: new FakeProxy() }), 5000, 'the recipe to end'),
-        (error: unknown) => error instanceof AgentError && error.code === 'BAD_FLAG' && /^--statusPort: port \d+ is not free \(EADDRINUSE\)/.test(error.message),
-      );
-      assert.deepEqual(spawned, [], 'no Envoy');
-      assert.equal(await exists(join(dir, 'SDS')), false, 'what had started is undone');
-    } finally {
-      await new Promise((resolve) => holder.close(resolve));
-    }
   });
 
   it('a spent retry budget is RETRY_BUDGET_SPENT, exit 1 by errors.ts', async () => {

@@ -6,7 +6,6 @@
  */
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { AgentError } from '../shared/errors.ts';
-import { checkPortFree } from '../shared/port-free.ts';
 import { startCertsPart } from './certs.ts';
 import type { RuntimeContext } from './context.ts';
 import { startDnsPart } from './dns.ts';
@@ -35,8 +34,6 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = stack.use(await startDnsPart(ctx, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId }));
   const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined }));
-  // The status server starts after the spawn: its port already taken (by the DNS proxy, by anyone) is bad input before Envoy starts.
-  if (config.statusPort !== 0) await checkPortFree({ flag: '--statusPort', port: config.statusPort });
   // Envoy's first ADS connection waits on this socket until the relay, loaded after the spawn, takes it.
   const xdsSocket = await bindXdsSocket({ path: inputs.sockets.xds, mode: 0o600, maxConnections: xdsConnectionLimits.max });
   stack.defer(() => xdsSocket.close());
