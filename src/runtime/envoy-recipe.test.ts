@@ -102,23 +102,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.equal(await exists(join(dir, 'XDS')), false);
   });
 
-  it('a bootstrap refused before any spawn (validated first) ends the run without starting the parts beside Envoy', async () => {
-    class RefusesBeforeSpawn extends FakeProxy {
-      override run() {
-        return Promise.resolve({ kind: 'rejected' as const, detail: 'bootstrap refused by --mode validate' });
-      }
-    }
-    const started: string[] = [];
-    ctx.events.started.on(() => started.push('parts beside started'));
-    await assert.rejects(
-      within(runEnvoyRecipe(ctx, { ...inputs, proxy: new RefusesBeforeSpawn() }), 5000, 'the recipe to end'),
-      (error: unknown) => error instanceof AgentError && error.code === 'ENVOY_REJECTED',
-    );
-    assert.deepEqual(started, []);
-    assert.equal(logs.lines.some((line) => line.msg === 'status server listening' || line.msg === 'xDS relay listening'), false, 'no status server, no relay');
-    assert.equal(await exists(join(dir, 'XDS')), false, 'the held socket removed');
-  });
-
   it('a spent retry budget is RETRY_BUDGET_SPENT, exit 1 by errors.ts', async () => {
     ctx.config = { ...ctx.config, retryBudget: 0 };
     const proxy = new FakeProxy();

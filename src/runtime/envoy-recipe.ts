@@ -50,12 +50,10 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   };
   // The first certificate set starts epoch 0.
   stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restart) }));
-  // The rest once Envoy is spawned; a run that ended before any spawn (a refused bootstrap) starts nothing more.
-  if ((await Promise.race([events.envoySpawned.first().then(() => 'spawned'), agent.exited])) === 'spawned') {
-    const { startBesideEnvoy } = await import('./beside-envoy.ts');
-    stack.use(await startBesideEnvoy(ctx, { inputs, loop, sds, dns, xdsSocket, readiness, xds }));
-    events.started.emit();
-  }
+  await Promise.race([events.envoySpawned.first(), agent.exited]);
+  const { startBesideEnvoy } = await import('./beside-envoy.ts');
+  stack.use(await startBesideEnvoy(ctx, { inputs, loop, sds, dns, xdsSocket, readiness, xds }));
+  events.started.emit();
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
