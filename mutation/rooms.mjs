@@ -383,22 +383,8 @@ export const rooms = {
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {
-    mutate: [
-      'src/runtime/envoy-recipe.ts',
-      'src/runtime/beside-envoy.ts',
-      'src/runtime/late-xds-readiness.ts',
-      'src/runtime/envoy-loop.ts',
-      'src/runtime/process-hooks.ts',
-      'src/runtime/events.ts',
-      'src/runtime/context.ts',
-    ],
-    tests: [
-      'src/runtime/sotw-fallback.test.ts',
-      'src/runtime/envoy-recipe.test.ts',
-      'src/runtime/envoy-recipe-xds.test.ts',
-      'src/runtime/events.test.ts',
-      'src/runtime/late-xds-readiness.test.ts',
-    ],
+    mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
+    tests: ['src/runtime/sotw-fallback.test.ts', 'src/runtime/envoy-recipe.test.ts', 'src/runtime/envoy-recipe-xds.test.ts', 'src/runtime/events.test.ts'],
   },
   // The xDS relay's core: each stream's phases, legs and endings, the relay's streams, predial and
   // spares, and whether a new Envoy would get config; run over an in-memory AdsStream and a scripted upstream.
@@ -413,10 +399,8 @@ export const rooms = {
       'src/xds/relay/response-leg.ts',
       'src/xds/relay/stream-flow.ts',
       'src/xds/relay/response-tap.ts',
-      'src/xds/relay/xds-socket.ts',
     ],
     tests: [
-      'src/xds/relay/xds-socket.test.ts',
       'src/xds/relay/relay-stream.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',
