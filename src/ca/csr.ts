@@ -26,18 +26,6 @@ export async function generateWorkloadKey(options: WorkloadKeyOptions | KeyAlgor
   return privateKey;
 }
 
-/**
- * The first workload key, started at the agent's exec: an RSA key takes the
- * thread pool 11-114 ms of CPU, which then runs beside the start instead of
- * after it. Marked handled here: a failure reaches the CA client's first
- * request, which then retries with a key of its own.
- */
-export function workloadKeyAhead(options: WorkloadKeyOptions): Promise<KeyObject> {
-  const key = generateWorkloadKey(options);
-  key.catch(() => undefined);
-  return key;
-}
-
 /** PKCS8_KEY: Istio writes PKCS#8 only on request, else SEC 1 (EC) or PKCS#1 (RSA). */
 export function exportWorkloadKey(key: KeyObject, pkcs8: boolean): string {
   const type = pkcs8 ? 'pkcs8' : key.asymmetricKeyType === 'rsa' ? 'pkcs1' : 'sec1';

@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { Counter, type Registry } from '../metrics/index.ts';
 import { pemSecret } from '../sds/pem-secret.ts';
@@ -33,11 +32,10 @@ export interface StartCaOptions {
   /**
    * The first CA call (and with it the load of @grpc/grpc-js, ~40 ms of the
    * main thread) waits for this, at most `firstCallWaitMs`: Envoy's spawn,
-   * so that load runs while Envoy boots instead of delaying its spawn.
+   * so that load runs while Envoy boots instead of delaying its spawn. The
+   * key is made at once: an RSA key takes the thread pool ~100 ms.
    */
   firstCallAfter?: Promise<unknown>;
-  /** The first key, started at the agent's exec (workloadKeyAhead). */
-  firstKey?: Promise<KeyObject>;
 }
 
 /** Envoy needs its certificate ~50 ms after its spawn; a spawn that never comes does not hold the CA back longer. */
@@ -55,7 +53,7 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
     ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined)
     : Promise.resolve();
   const certificates = new WorkloadCertificates({
-    clock: options.clock, logger, identity: settings.identity, key: settings.key, firstKey: options.firstKey, pkcs8Key: settings.pkcs8Key,
+    clock: options.clock, logger, identity: settings.identity, key: settings.key, pkcs8Key: settings.pkcs8Key,
     graceRatio: settings.graceRatio, jitterRatio: settings.jitterRatio,
     sign: async (csr) => {
       await firstCall;

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import type { KeyObject } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pino from 'pino';
 import { FakeClock } from '../shared/clock.ts';
 import { makeCsrSigner, type CsrSigner } from '../../test/support/csr-signer.ts';
 import type { CaResult } from './ca-client.ts';
-import { buildCsr, exportWorkloadKey, generateWorkloadKey, workloadKeyAhead } from './csr.ts';
+import { buildCsr, generateWorkloadKey } from './csr.ts';
 import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
 
 const identity = 'spiffe://cluster.local/ns/default/sa/reviews';
@@ -33,12 +32,7 @@ const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, c
 function rig(
   ca: ReturnType<typeof scriptedCa>,
   startOffsetMs = 0,
-  extra: {
-    publish?: (certificate: IssuedCertificate) => void;
-    trustedRoots?: () => Promise<string | undefined>;
-    random?: () => number;
-    firstKey?: Promise<KeyObject>;
-  } = {},
+  extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number } = {},
 ) {
   const clock = new FakeClock(Date.now() + startOffsetMs);
   const published: IssuedCertificate[] = [];
@@ -49,7 +43,6 @@ function rig(
     logger: pino({ level: 'silent' }),
     identity,
     key: { algorithm: 'ECDSA' },
-    firstKey: extra.firstKey,
     sign: ca.sign,
     graceRatio: 0.5,
     jitterRatio: 0,
@@ -92,30 +85,6 @@ test('a certificate is issued at start and renewed half-way through its lifetime
   assert.equal(published.length, 2);
   assert.notEqual(published[1]!.serial, published[0]!.serial);
   assert.notEqual(ca.calls[1], ca.calls[0], 'a new key and CSR for every renewal');
-  certs.stop();
-});
-
-test('the first request takes the key made since exec (workloadKeyAhead); a renewal makes its own', async () => {
-  const ahead = workloadKeyAhead({ algorithm: 'ECDSA' });
-  const ca = scriptedCa([issues()]);
-  const { certs, published, advance } = rig(ca, 0, { firstKey: ahead });
-  await certs.start();
-  assert.equal(published[0]!.key, exportWorkloadKey(await ahead, false), 'the first certificate is for the key made ahead');
-  await advance(12.5 * hour);
-  assert.equal(published.length, 2);
-  assert.notEqual(published[1]!.key, published[0]!.key, 'never the same key twice');
-  certs.stop();
-});
-
-test('a key made ahead that failed fails only the first request: the retry makes its own', async () => {
-  const ahead = workloadKeyAhead({ algorithm: 'RSA', rsaBits: 1 });
-  const ca = scriptedCa([issues()]);
-  const { certs, published, problems, advance } = rig(ca, 0, { firstKey: ahead });
-  await certs.start();
-  assert.equal(ca.calls.length, 0, 'no CSR without a key');
-  assert.match(problems.at(-1)!, /INTERNAL/);
-  await advance(1000);
-  assert.equal(published.length, 1);
   certs.stop();
 });
 

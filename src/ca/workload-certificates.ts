@@ -29,8 +29,6 @@ export interface WorkloadCertificatesOptions {
   identity: string;
   /** The workload key asked for: algorithm, RSA size, curve. */
   key: WorkloadKeyOptions;
-  /** The first request's key, made ahead (workloadKeyAhead); later requests make their own. */
-  firstKey?: Promise<KeyObject>;
   /** PKCS8_KEY: the key PEM as PKCS#8 rather than SEC 1 / PKCS#1. */
   pkcs8Key?: boolean;
   /** Asks the CA to sign a CSR (the token is read by the caller, per call). */
@@ -65,11 +63,9 @@ export class WorkloadCertificates {
   /** Why there is no certificate, as last reported; undefined once one is held. */
   #problem: string | undefined = 'no workload certificate yet: the first CA request is under way';
   #lastFailure: string | undefined;
-  #firstKey: Promise<KeyObject> | undefined;
 
   constructor(options: WorkloadCertificatesOptions) {
     this.#options = options;
-    this.#firstKey = options.firstKey;
   }
 
   get current(): IssuedCertificate | undefined {
@@ -117,9 +113,7 @@ export class WorkloadCertificates {
 
   async #request(): Promise<Outcome> {
     const { identity, clock } = this.#options;
-    const ahead = this.#firstKey;
-    this.#firstKey = undefined;
-    const key = await (ahead ?? generateWorkloadKey(this.#options.key));
+    const key = await generateWorkloadKey(this.#options.key);
     const result = await this.#options.sign(buildCsr({ key, uri: identity }));
     if (!result.ok) return result;
     const trustedRoots = await this.#options.trustedRoots?.();

@@ -11,7 +11,6 @@ import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { serviceCluster } from '../role/service-cluster.ts';
 import { resolveCaSettings } from '../ca/resolve.ts';
-import { workloadKeyAhead } from '../ca/csr.ts';
 import { systemClock } from '../shared/clock.ts';
 import { createLogger, type Logger } from '../shared/log.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
@@ -25,6 +24,7 @@ import { checkBinary } from './preflight.ts';
 import { checkXdsUpstream, xdsUpstream } from '../runtime/xds-upstream.ts';
 import { parseLogLevels } from './log-levels.ts';
 import { nodeMetadata } from './node-metadata.ts';
+import { runProxylessRecipe } from '../runtime/proxyless-recipe.ts';
 import { processGuard } from './process-guard.ts';
 import { runtimeContext } from '../runtime/context.ts';
 import { runEnvoyRecipe } from '../runtime/envoy-recipe.ts';
@@ -57,8 +57,6 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   processGuard.useReport((level, fields, message) => logger[level](fields, message));
   noteIgnoredInputs(resolved, options, logger);
   const ca = await resolveCaSettings(resolved, options.context.env);
-  // The key first: the thread pool makes it while the rest of the start runs.
-  const caFirstKey = ca && !options.env.proxyless.disableEnvoy && !options.printBootstrap ? workloadKeyAhead(ca.key) : undefined;
   // Every env value was checked (readAgentInputs) before --configPath is made: bad input leaves nothing behind.
   const { env } = options;
   const app = appSettings(resolved, env, logger);
@@ -72,7 +70,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
-  const run: ProxyRun = { config, logger, bootstrap, ca, caFirstKey, env, upstream: xdsUpstream(config, env.xdsMetadata) };
+  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata) };
   return env.proxyless.disableEnvoy ? runWithoutEnvoy(run) : runWithEnvoy(run, { app, launch });
 }
 
@@ -89,7 +87,6 @@ interface ProxyRun {
   logger: Logger;
   bootstrap: Awaited<ReturnType<typeof prepareBootstrap>>;
   ca: Awaited<ReturnType<typeof resolveCaSettings>>;
-  caFirstKey: ReturnType<typeof workloadKeyAhead> | undefined;
   env: AgentEnv;
   upstream: ReturnType<typeof xdsUpstream>;
 }
@@ -107,8 +104,6 @@ async function runWithoutEnvoy({ config, logger, bootstrap, ca, env, upstream }:
     readinessSocketPath: readinessSocketPath(config),
     guard: processGuard,
   };
-  // Loaded only for proxyless: a sidecar's start does not pay for it.
-  const { runProxylessRecipe } = await import('../runtime/proxyless-recipe.ts');
   return runProxylessRecipe(runtimeContext(config, logger), inputs);
 }
 
@@ -120,8 +115,8 @@ async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSe
   logStarting(logger, bootstrap.nodeId, config);
   return runEnvoyRecipe(runtimeContext(config, logger), {
     bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
-    caSettings: run.ca, caFirstKey: run.caFirstKey, app: parts.app, grpcBootstrapPath: grpcBootstrapPath(config, env),
-    dns: { settings: env.dns, namespace: env.namespace }, wasm: env.wasm, guard: processGuard,
+    caSettings: run.ca, app: parts.app, grpcBootstrapPath: grpcBootstrapPath(config, env), dns: { settings: env.dns, namespace: env.namespace },
+    wasm: env.wasm, guard: processGuard,
   });
 }
 

@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import type { CaSettings } from '../ca/ca-settings.ts';
 import { startCa, type CaRuntime } from '../ca/start.ts';
 import type { SdsRuntime } from '../sds/start.ts';
@@ -13,7 +12,7 @@ export type CaPart = CaRuntime & AsyncDisposable;
  */
 export async function startCaPart(
   ctx: RuntimeContext,
-  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown>; firstKey?: Promise<KeyObject> },
+  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> },
 ): Promise<CaPart | undefined> {
   const { settings, store } = options;
   if (!settings || !store) return undefined;
@@ -24,7 +23,6 @@ export async function startCaPart(
     clock: ctx.clock,
     logger: ctx.logger.child({ component: 'ca' }),
     firstCallAfter: options.firstCallAfter,
-    firstKey: options.firstKey,
   });
   return stopsOnDispose(ca, () => ca.stop());
 }

@@ -89,7 +89,6 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
       ctx.config = { ...ctx.config, customConfigFile };
       const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy: new FakeProxy() });
       await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-      await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
       await new Promise(setImmediate);
       assert.equal(await within(upstream.before(), 5000, 'the probe connection'), dials);
       await guard.stops[0]!();
@@ -108,7 +107,6 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     proxy.live(0);
     const expiry = /^istio_agent_cert_expiry_seconds\{resource_name="default"\} 3600$/m;
     assert.match(await ctx.registry.metrics(), expiry, 'no CA: the files are the workload identity');
@@ -130,7 +128,6 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     const caSettings = caSettingsFromEnv({ env, tokenFile: undefined, certFilesMounted: false });
     const run = runEnvoyRecipe(ctx, { ...inputs, caSettings, proxy: new FakeProxy() });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     assert.doesNotMatch(await ctx.registry.metrics(), /^istio_agent_cert_expiry_seconds\{resource_name="default"\}/m);
     await guard.stops[0]!();
     assert.equal(await run, 0);
@@ -146,7 +143,6 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     proxy.live(0);
     await holdRotation(setup, upstream, requestRelayed, clock.now() + 7_200_000);
     assert.deepEqual(proxy.running, [0], 'the rotation waits');

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { access, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -33,17 +32,13 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('spawns Envoy once its sockets are bound, then starts the parts beside it; drains on SIGTERM, exits 0 and undoes every part', async () => {
+  it('starts every part before epoch 0, drains on SIGTERM, exits 0 and undoes every part', async () => {
     const proxy = new FakeProxy();
-    const order: string[] = [];
-    const bound = () => ['XDS', 'SDS'].filter((name) => existsSync(join(dir, name))).join(' and ');
-    ctx.events.envoySpawned.on(() => order.push(`envoy spawned with ${bound()} bound`));
-    ctx.events.started.on(() => order.push('parts beside started'));
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     const spawned = await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     assert.deepEqual(spawned, { epoch: 0, pid: 100_000 });
-    assert.deepEqual(order, ['envoy spawned with XDS and SDS bound', 'parts beside started'], 'Envoy first, its sockets before it');
+    assert.ok(await exists(join(dir, 'XDS')), 'the relay listens before Envoy starts');
+    assert.ok(await exists(join(dir, 'SDS')), 'SDS serves before Envoy starts');
     assert.equal(guard.terminate.length, 1, 'signals reach the loop while it runs');
     assert.equal(logs.lines.find((line) => line.msg === 'starting epoch')?.component, 'agent', 'the loop logs as the agent');
     proxy.live(0);
@@ -63,7 +58,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     proxy.live(0);
     const metrics = await ctx.registry.metrics();
     assert.match(metrics, /^istio_agent_live_epochs 1$/m);
@@ -80,7 +74,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     let stopped = false;
     ctx.events.stopped.on(() => (stopped = true));
     await within(guard.stops[0]!(), 5000, 'the fault stop');
@@ -93,7 +86,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     proxy.exit(0, 'rejected', 'cannot bind 0.0.0.0:15001');
     await assert.rejects(
       within(run, 5000, 'the recipe to end'),
@@ -107,7 +99,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     proxy.exit(0, 'failed', 'exit code 1: boom');
     await assert.rejects(
       within(run, 5000, 'the recipe to end'),
@@ -122,7 +113,6 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const dns = { ...inputs.dns, settings: readEnvSettings({ ISTIO_META_DNS_CAPTURE: 'true', DNS_PROXY_ADDR: `127.0.0.1:${dnsPort}` }, dnsEnv) };
     const run = runEnvoyRecipe(ctx, { ...inputs, dns, proxy: new FakeProxy() });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(ctx.events.started.first(), 5000, 'the parts beside Envoy started');
     const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`);
     assert.equal(response.status, 503);
     assert.match(await response.text(), /the name table has not arrived yet/);

@@ -1,30 +1,49 @@
 /**
- * The sidecar (or gateway) runtime: starts Envoy first and every other part
- * as soon as what it depends on is up, runs the reconcile loop until a signal, a fault or
+ * The sidecar (or gateway) runtime: starts every part in the order they
+ * depend on each other, runs the reconcile loop until a signal, a fault or
  * Envoy's own end, and stops every part that started in reverse order, once,
  * on every way out: one disposable stack.
  */
+import type { CaSettings } from '../ca/ca-settings.ts';
+import type { EnvoyLaunch } from '../envoy/args.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
+import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
+import type { NodeMetadata } from '../role/metadata.ts';
+import type { EnvValues } from '../settings/env-settings.ts';
+import type { wasmEnv } from '../settings/wasm-env.ts';
 import { AgentError } from '../shared/errors.ts';
+import type { StartStatusOptions } from '../status/status.ts';
+import type { XdsRelayOptions } from '../xds/relay/relay.ts';
+import { startCaPart, withCaDebug } from './ca.ts';
 import { startCertsPart } from './certs.ts';
 import type { RuntimeContext } from './context.ts';
-import { startDnsPart } from './dns.ts';
-import { startEnvoyLoop } from './envoy-loop.ts';
-import { hookProcess } from './process-hooks.ts';
+import { startDnsPart, type DnsInputs } from './dns.ts';
+import { startEnvoyLoop, type LoopProxy } from './envoy-loop.ts';
+import { hookProcess, type ProcessHooks } from './process-hooks.ts';
+import { startRelayPart } from './relay.ts';
 import { startSdsPart } from './sds.ts';
-import type { XdsChoice } from './sotw-fallback.ts';
-import { LateXdsReadiness } from './late-xds-readiness.ts';
-import { bindXdsSocket, xdsConnectionLimits } from '../xds/relay/xds-socket.ts';
+import { fallBackToSotw, type XdsChoice } from './sotw-fallback.ts';
+import { startStatusPart } from './status.ts';
+import { startWasmPart } from './wasm.ts';
 
-import type { EnvoyRecipeInputs } from './envoy-recipe-inputs.ts';
+export interface EnvoyRecipeInputs {
+  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string> };
+  launch: EnvoyLaunch;
+  /** Envoy reaches the relay (xds) and the status server's readiness (readiness) on these sockets. */
+  sockets: { xds: string; readiness: string };
+  /** Where and how the relay reaches the discovery server. */
+  upstream: XdsRelayOptions['upstream'];
+  caSettings: CaSettings | undefined;
+  app: StartStatusOptions['app'];
+  grpcBootstrapPath: string | undefined;
+  dns: DnsInputs;
+  wasm: EnvValues<typeof wasmEnv>;
+  guard: ProcessHooks;
+  /** Tests: the proxy the loop runs instead of Envoy. */
+  proxy?: LoopProxy;
+}
 
-export type { EnvoyRecipeInputs };
-
-/**
- * Runs Envoy until a signal, a fault or its own end; resolves the exit code (throws for a failed run).
- * Envoy first: only what its spawn needs starts before it (the sockets it dials, the loop, the first
- * certificate set); the rest (beside-envoy.ts) loads and starts while Envoy boots.
- */
+/** Runs Envoy until a signal, a fault or its own end; resolves the exit code (throws for a failed run). */
 export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): Promise<number> {
   const { config, events } = ctx;
   const { bootstrap } = inputs;
@@ -34,30 +53,41 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = stack.use(await startDnsPart(ctx, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId }));
   const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined }));
-  // Envoy's first ADS connection waits on this socket until the relay, loaded after the spawn, takes it.
-  const xdsSocket = await bindXdsSocket({ path: inputs.sockets.xds, mode: 0o600, maxConnections: xdsConnectionLimits.max });
-  stack.defer(() => xdsSocket.close());
+  // The CA's first call waits for Envoy's first spawn.
+  const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
+  const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
+  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert };
+  const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
+  if (inputs.grpcBootstrapPath) await writeSideBootstrap(inputs.grpcBootstrapPath, inputs);
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
-  const readiness = new LateXdsReadiness();
-  const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: readiness }));
+  // While Envoy boots (~60 ms), the relay dials for its first stream (a custom bootstrap may not use the relay at all).
+  if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
+  const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: relay }));
   const { agent } = loop;
+  stack.use(fallBackToSotw({ relay, agent, gate: loop.gate, proxy: loop.proxy, xds, render: bootstrap.renderSotw, logger: ctx.logger }));
+  stack.use(await startStatusPart(ctx, {
+    readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
+    certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
+  }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
+  // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   const restart = (hash: string) => {
     // The gate keeps the expiry under the config the loop runs (a SotW fallback marks it).
     const config = hash + xds.configSuffix;
     loop.gate.certsChanged(config);
     agent.dispatch({ type: 'config-changed', config });
   };
-  // The first certificate set starts epoch 0.
   stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restart) }));
-  await Promise.race([events.envoySpawned.first(), agent.exited]);
-  const { startBesideEnvoy } = await import('./beside-envoy.ts');
-  stack.use(await startBesideEnvoy(ctx, { inputs, loop, sds, dns, xdsSocket, readiness, xds }));
-  events.started.emit();
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
+}
+
+/** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */
+async function writeSideBootstrap(path: string, { sockets, bootstrap, caSettings }: EnvoyRecipeInputs): Promise<void> {
+  const { nodeId, metadata } = bootstrap;
+  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, certDir: caSettings?.outputDir }));
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {

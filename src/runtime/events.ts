@@ -29,8 +29,6 @@ export class RuntimeEvent<T = void> {
 export interface RuntimeEvents {
   /** An Envoy process was spawned (each epoch): the CA's first call and the relay's predial wait for it. */
   envoySpawned: RuntimeEvent<{ epoch: number; pid: number }>;
-  /** Envoy's first epoch is spawned and every part beside it (relay, CA client, status server) has started. */
-  started: RuntimeEvent;
   /** Something asked the run to end (a signal, /quitquitquit) where no reconcile loop runs (proxyless). */
   stopRequested: RuntimeEvent<string>;
   /** Every part is stopped: a fault waits for it before the process exits 1. */
@@ -38,5 +36,5 @@ export interface RuntimeEvents {
 }
 
 export function runtimeEvents(): RuntimeEvents {
-  return { envoySpawned: new RuntimeEvent(), started: new RuntimeEvent(), stopRequested: new RuntimeEvent(), stopped: new RuntimeEvent() };
+  return { envoySpawned: new RuntimeEvent(), stopRequested: new RuntimeEvent(), stopped: new RuntimeEvent() };
 }

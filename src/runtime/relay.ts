@@ -12,8 +12,6 @@ export interface RelayInputs {
   ca: CaRuntime | undefined;
   nameTables?: XdsRelayOptions['nameTables'];
   ecds?: XdsRelayOptions['ecds'];
-  /** The socket bound ahead, its connections held for the relay (XdsRelayOptions.socket). */
-  socket?: XdsRelayOptions['socket'];
 }
 
 export type RelayPart = XdsRelay & AsyncDisposable;
@@ -37,7 +35,6 @@ export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): 
   const relay = new XdsRelay({
     socketPath: inputs.socketPath,
     socketMode: inputs.socketMode,
-    socket: inputs.socket,
     upstream,
     registry: ctx.registry,
     clock: ctx.clock,

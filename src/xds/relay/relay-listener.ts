@@ -1,15 +1,15 @@
-import { createServer, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import { lstat, rm } from 'node:fs/promises';
+import { createServer, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import { boundedTimer } from '../../shared/clock.ts';
 import { ConnectionCap, shedLog } from '../../shared/connection-cap.ts';
+import { AgentError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/log.ts';
+import { listenOnUnixSocket } from '../../shared/unix-socket.ts';
 import { routeGrpcCall } from '../../grpc/server-call.ts';
 import { keepAlive, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import type { XdsMode } from '../../discovery/wire.ts';
 import { Http2AdsStream } from './http2-ads-stream.ts';
 import type { AdsStream } from './ads-stream.ts';
-import { bindXdsSocket, xdsConnectionLimits, type XdsSocket } from './xds-socket.ts';
-
-export { xdsConnectionLimits };
 
 const service = 'envoy.service.discovery.v3.AggregatedDiscoveryService';
 export const adsMethods: Record<XdsMode, string> = {
@@ -24,6 +24,14 @@ export const adsMethods: Record<XdsMode, string> = {
  * upstream streams without limit.
  */
 export const maxStreamsPerConnection = 16;
+/**
+ * Connections to the socket at once. Envoy holds one (two across a hot
+ * restart); the socket is 0600 in a 0700 dir, so anything else is our own
+ * uid. A connection with no stream open for a minute (it sent no preface,
+ * or Envoy backs off) is closed, and an idle one makes room for a new one
+ * before the new one is refused: Envoy's ADS connection always has its stream.
+ */
+export const xdsConnectionLimits = { max: 16, reservedForTrusted: 0, idleMs: 60_000 } as const;
 /** How long a stopping relay waits for Envoy's connections to take their last frames. */
 const closeGraceMs = 1_000;
 
@@ -45,8 +53,7 @@ export class RelayListener {
   readonly #options: RelayListenerOptions;
   readonly #sessions = new Set<Http2Session>();
   readonly #methods: Map<string, (stream: ServerHttp2Stream) => void>;
-  #socket: XdsSocket | undefined;
-  #cap: ConnectionCap<Http2Session> | undefined;
+  #server: Http2Server | undefined;
 
   constructor(options: RelayListenerOptions) {
     this.#options = options;
@@ -54,10 +61,10 @@ export class RelayListener {
     this.#methods = new Map(Object.entries(adsMethods).map(([mode, path]) => [path, serve(mode as XdsMode)]));
   }
 
-  /** Serves the socket bound ahead (bindXdsSocket), else binds it; rejects when it cannot. */
-  async listen(bound?: XdsSocket): Promise<void> {
+  /** Listens on the socket; rejects when it cannot. */
+  async listen(): Promise<void> {
     const { socketPath, socketMode, logger } = this.#options;
-    const socket = bound ?? (await bindXdsSocket({ path: socketPath, mode: socketMode, maxConnections: xdsConnectionLimits.max }));
+    await removeStaleSocket(socketPath);
     // Session memory covers responses queued for a slow Envoy; past it new streams are refused.
     const server = createServer({ maxSessionMemory: 512, settings: { maxConcurrentStreams: maxStreamsPerConnection } });
     const cap = new ConnectionCap<Http2Session>({
@@ -74,9 +81,8 @@ export class RelayListener {
       routeGrpcCall(stream, headers, this.#methods);
     });
     server.on('sessionError', (error) => logger.warn({ error: error.message }, 'Envoy connection failed'));
-    socket.handTo(server);
-    this.#socket = socket;
-    this.#cap = cap;
+    await listenOnUnixSocket(server, { path: socketPath, mode: socketMode, flag: '--configPath' });
+    this.#server = server;
   }
 
   #track(session: Http2Session): void {
@@ -88,15 +94,24 @@ export class RelayListener {
 
   /** Stops listening, gives Envoy's connections a grace to take their last frames, and removes the socket. */
   async close(): Promise<void> {
-    const socket = this.#socket;
-    this.#socket = undefined;
-    this.#cap?.stop();
-    if (!socket) return;
-    // Resolves once every connection is gone, the socket file removed.
-    const closed = socket.close();
-    for (const session of this.#sessions) session.close();
-    const grace = boundedTimer(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
-    await closed;
-    grace.cancel();
+    const server = this.#server;
+    this.#server = undefined;
+    if (server) {
+      const closed = new Promise((resolve) => server.close(resolve));
+      for (const session of this.#sessions) session.close();
+      const grace = boundedTimer(() => this.#sessions.forEach((session) => session.destroy()), closeGraceMs);
+      await closed;
+      grace.cancel();
+    }
+    await rm(this.#options.socketPath, { force: true });
   }
+}
+
+/** A socket left by an earlier run is removed; anything else at that path is the operator's, and bad input. */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  const info = await lstat(socketPath).catch(() => undefined);
+  if (!info) return;
+  if (!info.isSocket())
+    throw new AgentError('BAD_FLAG', `--configPath: ${socketPath} exists and is not a socket (${info.isDirectory() ? 'a directory' : 'a file'}); remove it`);
+  await rm(socketPath, { force: true });
 }

@@ -10,7 +10,6 @@ import type { AdsStream } from './ads-stream.ts';
 import { RelayStream } from './relay-stream.ts';
 import type { RelayContext, RelayLimits } from './relay-context.ts';
 import { adsMethods, RelayListener } from './relay-listener.ts';
-import type { XdsSocket } from './xds-socket.ts';
 import { SpareUpstreams } from './spare-upstreams.ts';
 import { ConfigAvailability } from './config-availability.ts';
 import { XdsStats, type RelayDebug } from './stats.ts';
@@ -26,8 +25,6 @@ export interface XdsRelayOptions {
   socketPath: string;
   /** The socket's mode: 0600 (Envoy runs as the agent's user) unless the app reads it, as proxyless gRPC does (0666, Istio's). */
   socketMode?: number;
-  /** The socket already bound at `socketPath` (bindXdsSocket), its connections held until the relay starts; else start() binds it. */
-  socket?: XdsSocket;
   upstream: UpstreamOptions;
   /** The status server's registry; the relay's metrics are registered there. */
   registry: Registry;
@@ -124,7 +121,7 @@ export class XdsRelay {
       logger,
       serve: (mode, ads) => this.serve(mode, ads),
     });
-    await listener.listen(this.#options.socket);
+    await listener.listen();
     this.#listener = listener;
     logger.info({ socket: socketPath, upstream: formatHostPort(this.#options.upstream.address) }, 'xDS relay listening');
   }
