@@ -96,6 +96,25 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     });
   }
 
+  it("each later epoch's spawn dials again ahead of its Envoy (a hot restart's new Envoy opens its own stream)", async () => {
+    const { ctx, inputs, guard } = setup;
+    const calls: string[] = [];
+    let called = () => undefined as void;
+    const upstream = await startScriptedUpstream((_stream, headers) => (calls.push(String(headers[':path'])), called()));
+    opened.push(upstream);
+    const nextCall = () => new Promise<void>((resolve) => (called = resolve));
+    const first = nextCall();
+    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy: new FakeProxy() });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    await within(first, 5000, "the dial for epoch 0's Envoy");
+    const second = nextCall();
+    ctx.events.envoySpawned.emit({ epoch: 1, pid: 100_001 });
+    await within(second, 5000, "the dial for epoch 1's Envoy");
+    assert.equal(calls.length, 2);
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
+  });
+
   it('serves the dir certificates over SDS; holds a rotation while the discovery server is away, until the running one nears expiry', async () => {
     const { ctx, inputs, guard, clock } = setup;
     const notAfter = clock.now() + 3_600_000;
@@ -131,6 +150,24 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     assert.doesNotMatch(await ctx.registry.metrics(), /^istio_agent_cert_expiry_seconds\{resource_name="default"\}/m);
     await guard.stops[0]!();
     assert.equal(await run, 0);
+  });
+
+  it('a run stopped while a rotation is held leaves no timer behind (the gate waits for the expiry no longer)', async () => {
+    const { ctx, inputs, guard, clock } = setup;
+    await writeCerts(ctx.config.certDir, clock.now() + 3_600_000);
+    let relayed!: () => void;
+    const requestRelayed = new Promise<void>((resolve) => (relayed = resolve));
+    const upstream = await startScriptedUpstream((stream) => stream.on('data', () => relayed()));
+    opened.push(upstream);
+    const proxy = new FakeProxy();
+    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    proxy.live(0);
+    await holdRotation(setup, upstream, requestRelayed, clock.now() + 7_200_000);
+    assert.ok(clock.pending > 0, 'the gate waits for the running certificate to near its expiry');
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
+    assert.equal(clock.pending, 0, 'no timer left');
   });
 
   it('a held rotation goes ahead once a call reaches the discovery server again', async () => {
