@@ -37,6 +37,7 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     const spawned = await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
     assert.deepEqual(spawned, { epoch: 0, pid: 100_000 });
+    assert.match(proxy.starts[0]!.config, /^[0-9a-f]{64}$/, "epoch 0 runs the certificate set's hash, unmarked (no SotW fallback yet)");
     assert.ok(await exists(join(dir, 'XDS')), 'the relay listens before Envoy starts');
     assert.ok(await exists(join(dir, 'SDS')), 'SDS serves before Envoy starts');
     assert.equal(guard.terminate.length, 1, 'signals reach the loop while it runs');
