@@ -84,7 +84,6 @@ export async function writeBootstrap(configPath: string, epoch: number, text: st
   return path;
 }
 
-/** Removes an epoch's bootstrap once that epoch has exited. */
 /**
  * Whether an earlier agent left an epoch's bootstrap in `configPath`. Each is written
  * before its Envoy's spawn and removed after its exit: an Envoy can be left
@@ -95,6 +94,7 @@ export async function bootstrapsLeftIn(configPath: string): Promise<boolean> {
   return names.some((name) => /^envoy-rev\d+\./.test(name));
 }
 
+/** Removes an epoch's bootstrap once that epoch has exited. */
 export async function removeBootstrap(configPath: string, epoch: number, extension?: string): Promise<void> {
   await rm(bootstrapPath(configPath, epoch, extension), { force: true });
 }

@@ -62,6 +62,25 @@ async function holdRotation(setup: Setup, upstream: { close(): Promise<void> }, 
   await new Promise(setImmediate);
 }
 
+/**
+ * Certificate files valid for an hour, a discovery server that tells each relayed request, and
+ * the recipe running on them with epoch 0 LIVE.
+ */
+async function liveWithCerts(setup: Setup, opened: { close(): unknown }[]) {
+  const { ctx, inputs, clock } = setup;
+  const notAfter = clock.now() + 3_600_000;
+  await writeCerts(ctx.config.certDir, notAfter);
+  let relayed!: () => void;
+  const requestRelayed = new Promise<void>((resolve) => (relayed = resolve));
+  const upstream = await startScriptedUpstream((stream) => stream.on('data', () => relayed()));
+  opened.push(upstream);
+  const proxy = new FakeProxy();
+  const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
+  await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+  proxy.live(0);
+  return { notAfter, upstream, requestRelayed, proxy, run };
+}
+
 describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', () => {
   let setup: Setup;
   /** Servers and calls a test opened, closed also when it fails. */
@@ -116,17 +135,8 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
   });
 
   it('serves the dir certificates over SDS; holds a rotation while the discovery server is away, until the running one nears expiry', async () => {
-    const { ctx, inputs, guard, clock } = setup;
-    const notAfter = clock.now() + 3_600_000;
-    await writeCerts(ctx.config.certDir, notAfter);
-    let relayed!: () => void;
-    const requestRelayed = new Promise<void>((resolve) => (relayed = resolve));
-    const upstream = await startScriptedUpstream((stream) => stream.on('data', () => relayed()));
-    opened.push(upstream);
-    const proxy = new FakeProxy();
-    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
-    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    proxy.live(0);
+    const { ctx, guard, clock } = setup;
+    const { notAfter, upstream, requestRelayed, proxy, run } = await liveWithCerts(setup, opened);
     const expiry = /^istio_agent_cert_expiry_seconds\{resource_name="default"\} 3600$/m;
     assert.match(await ctx.registry.metrics(), expiry, 'no CA: the files are the workload identity');
     await holdRotation(setup, upstream, requestRelayed, notAfter + 3_600_000);
@@ -153,17 +163,9 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
   });
 
   it('a run stopped while a rotation is held leaves no timer behind (the gate waits for the expiry no longer)', async () => {
-    const { ctx, inputs, guard, clock } = setup;
-    await writeCerts(ctx.config.certDir, clock.now() + 3_600_000);
-    let relayed!: () => void;
-    const requestRelayed = new Promise<void>((resolve) => (relayed = resolve));
-    const upstream = await startScriptedUpstream((stream) => stream.on('data', () => relayed()));
-    opened.push(upstream);
-    const proxy = new FakeProxy();
-    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
-    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    proxy.live(0);
-    await holdRotation(setup, upstream, requestRelayed, clock.now() + 7_200_000);
+    const { guard, clock } = setup;
+    const { notAfter, upstream, requestRelayed, run } = await liveWithCerts(setup, opened);
+    await holdRotation(setup, upstream, requestRelayed, notAfter + 3_600_000);
     assert.ok(clock.pending > 0, 'the gate waits for the running certificate to near its expiry');
     await guard.stops[0]!();
     assert.equal(await run, 0);
@@ -171,17 +173,9 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
   });
 
   it('a held rotation goes ahead once a call reaches the discovery server again', async () => {
-    const { ctx, inputs, guard, clock } = setup;
-    await writeCerts(ctx.config.certDir, clock.now() + 3_600_000);
-    let relayed!: () => void;
-    const requestRelayed = new Promise<void>((resolve) => (relayed = resolve));
-    const upstream = await startScriptedUpstream((stream) => stream.on('data', () => relayed()));
-    opened.push(upstream);
-    const proxy = new FakeProxy();
-    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy });
-    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    proxy.live(0);
-    await holdRotation(setup, upstream, requestRelayed, clock.now() + 7_200_000);
+    const { ctx, inputs, guard } = setup;
+    const { notAfter, upstream, requestRelayed, proxy, run } = await liveWithCerts(setup, opened);
+    await holdRotation(setup, upstream, requestRelayed, notAfter + 3_600_000);
     assert.deepEqual(proxy.running, [0], 'the rotation waits');
     const back = await startScriptedUpstream(() => undefined, upstream.port);
     opened.push(back);
