@@ -29,7 +29,7 @@ describe('LookupTable', () => {
   });
 
   it('tells apart names whose hashes are the same, built from bytes or not', () => {
-    // Found by search: unseeded FNV-1a, cut to 30 bits, is the same for both of each pair; the tables are seeded, so one hash for all.
+    // Each pair shares its low 30 bits of unseeded FNV-1a (an older cut); the hash here is one for all anyway.
     const pairs = [['1wnmcc2.mesh', '1kprzgl.mesh'], ['xjr4lt.mesh', 'b86hzb.mesh']];
     const hosts: [string, { ips: string[] }][] = pairs.flat().map((host, at) => [host, { ips: [`10.2.0.${at + 1}`] }]);
     const bytes = encodeNameTable([...hosts, ['xjr4lt.mesh', { ips: ['10.2.0.9'] }]]);
@@ -63,13 +63,20 @@ describe('LookupTable', () => {
     assert.deepEqual(table.get('flood-9.mesh.internal.')?.v4, ['198.19.0.1']);
   });
 
-  it('seeds its hash per table: a pair that collides under unseeded FNV-1a walks no chain (a 2^-30 chance it still does)', () => {
-    const table = new LookupTable(pod);
-    table.add('1wnmcc2.mesh', info(['198.19.1.1']));
-    const before = table.probes;
-    table.add('1kprzgl.mesh', info(['198.19.1.2']));
-    assert.equal(table.probes - before, 0);
+  it('seeds its hash per table: 64 names that all share one FNV-1a hash from seed 0 walk no chain', () => {
+    const names = collidingUnderSeedZero();
+    assert.equal(new Set(names.map((name) => fnv1a(name, 0))).size, 1, 'the premise: one seed-0 hash for all 64');
+    const build = (table: LookupTable) => {
+      names.forEach((name, at) => table.add(name, info([`198.18.1.${at}`])));
+      assert.equal(table.size, names.length);
+      assert.deepEqual(table.get(names[63]!)?.v4, ['198.18.1.63']);
+      return table.probes;
+    };
+    assert.ok(build(new LookupTable(pod, undefined, { hash: (name) => fnv1a(name, 0) })) >= 36, 'seed 0: a chain of 8 walked, then a map');
+    const probes = build(new LookupTable(pod));
+    assert.ok(probes <= 2, `${probes} probes: the table's own seed let names built offline collide`);
   });
+
   it('answers a known name under the first search domain, however that domain is written, with a CNAME to it', () => {
     for (const search of ['Default.Svc.Cluster.Local.', 'default.svc.cluster.local']) {
       const table = new LookupTable({ ...pod, search: [search] });
@@ -118,3 +125,21 @@ describe('LookupTable', () => {
     assert.deepEqual([cost('c0.mesh.'), cost('c7.mesh.'), cost('c8.mesh.'), table.size], [0, 0, 0, 9]);
   });
 });
+
+/** FNV-1a from a seeded start, the top 30 bits: what the table files names by, redone here so the premise can be checked. */
+function fnv1a(name: string, seed: number): number {
+  let hash = 0x811c9dc5 ^ seed;
+  for (let at = 0; at < name.length; at++) hash = Math.imul(hash ^ name.charCodeAt(at), 0x01000193);
+  return hash >>> 2;
+}
+
+/**
+ * 2^6 names with one whole 32-bit FNV-1a state from seed 0 (so a shared
+ * suffix keeps them together): each block pair below leaves the same state
+ * (found by a birthday search, the way an attacker would offline), and any
+ * pick of one block per pair collides.
+ */
+function collidingUnderSeedZero(): string[] {
+  const pairs = [['003pwu', '00a5fa'], ['004uzx', '00f2ad'], ['0035zx', '00apcd'], ['0053zx', '00cpad'], ['0035zx', '00apcd'], ['0053zx', '00cpad']];
+  return Array.from({ length: 64 }, (_, at) => `${pairs.map((pair, bit) => pair[(at >> bit) & 1]).join('')}.mesh.internal.`);
+}
