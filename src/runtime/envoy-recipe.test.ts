@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { access, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
@@ -75,10 +76,11 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const proxy = new FakeProxy();
     const run = runEnvoyRecipe(ctx, { ...inputs, proxy });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    let stopped = false;
-    ctx.events.stopped.on(() => (stopped = true));
+    // What is left when `stopped` is told: the process exits 1 right after it.
+    let leftWhenStopped: boolean[] | undefined;
+    ctx.events.stopped.on(() => (leftWhenStopped = [existsSync(join(dir, 'SDS')), existsSync(join(dir, 'XDS'))]));
     await within(guard.stops[0]!(), 5000, 'the fault stop');
-    assert.equal(stopped, true, 'the fault stop waited for the whole stack');
+    assert.deepEqual(leftWhenStopped, [false, false], 'the fault stop waited for the whole stack: the SDS and xDS sockets removed first');
     assert.equal(await run, 0);
     assert.deepEqual(proxy.running, []);
   });
