@@ -45,8 +45,13 @@ test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s boo
   }
 });
 
-test('findLeftoverEnvoys: our own mount namespace unknown, nothing is ours to kill', async () => {
-  const procDir = await fakeProc({ 500: { argv: ['node'] }, 10: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]' } });
+test('findLeftoverEnvoys: our own mount namespace unknown, nothing is ours to kill (neither a known one nor one as unknown as ours)', async () => {
+  // No /proc/*/ns to read at all (both unknown) is no proof of one namespace: pid 11 may be another pod's Envoy.
+  const procDir = await fakeProc({
+    500: { argv: ['node'] },
+    10: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]' },
+    11: { argv: envoy('/p/envoy-rev1.json'), status: orphan },
+  });
   try {
     assert.deepEqual(await findLeftoverEnvoys('/p', { procDir, selfPid: 500 }), []);
   } finally {
