@@ -8,6 +8,7 @@ import { within } from '../../test/support/within.ts';
 import { lenField } from '../grpc/proto-wire.ts';
 import { loadLastKnownGoodConfig } from '../xds/last-known-good/file.ts';
 import type { RuntimeContext } from './context.ts';
+import type { EnvoyRecipeInputs } from './envoy-recipe.ts';
 import { startRelayPart, type RelayPart } from './relay.ts';
 
 const cds = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
@@ -17,12 +18,13 @@ const sotwResponse = (version: string) => Buffer.concat([lenField(1, version), l
 describe('the relay part: the relay, then its last-known-good file', () => {
   let dir: string;
   let ctx: RuntimeContext;
+  let inputs: EnvoyRecipeInputs;
   let logs: LogCapture;
   let part: RelayPart | undefined;
   let client: AdsTestClient | undefined;
 
   beforeEach(async () => {
-    ({ dir, ctx, logs } = await recipeSetup());
+    ({ dir, ctx, logs, inputs } = await recipeSetup());
   });
 
   afterEach(async () => {
@@ -33,7 +35,7 @@ describe('the relay part: the relay, then its last-known-good file', () => {
 
   it('writes what the kept config took while the relay stopped: the file closes after the relay, not before', async () => {
     const socket = join(dir, 'XDS');
-    part = await startRelayPart(ctx, { socketPath: socket, upstream: { address: { host: '127.0.0.1', port: 9 }, policy: 'NONE' }, node, ca: undefined });
+    part = await startRelayPart(ctx, { socketPath: socket, upstream: inputs.upstream, node, ca: undefined });
     part.lastKnownGood.keepSotw(cds, 'v1', [sotwResponse('v1')], ctx.clock.now());
     // The discovery server cannot be reached: the stream is served from the kept config and stays open.
     client = new AdsTestClient(`unix:${socket}`, { nodeId: node });
@@ -43,7 +45,7 @@ describe('the relay part: the relay, then its last-known-good file', () => {
     const relayed = part;
     void logs.waitFor('xDS stream ended').then(() => relayed.lastKnownGood.keepSotw(cds, 'v2', [sotwResponse('v2')], ctx.clock.now()));
     part = undefined;
-    await within(relayed[Symbol.asyncDispose](), 5000, 'the relay part to stop');
+    await within(Promise.resolve(relayed[Symbol.asyncDispose]()), 5000, 'the relay part to stop');
     assert.equal(logs.lines.find((line) => line.msg === 'xDS stream ended')?.reason, 'relay_stopped');
     const kept = await loadLastKnownGoodConfig({ configPath: dir, node, clock: ctx.clock, logger: ctx.logger });
     await kept.lastKnownGoodFile.close();
