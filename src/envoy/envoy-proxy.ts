@@ -167,8 +167,9 @@ export class EnvoyProxy implements Proxy {
 
   /** An Envoy an earlier agent left on this --configPath would hold the admin port and the shared memory: it goes first. */
   async #stopLeftovers(): Promise<void> {
-    const pids = await stopLeftoverEnvoys(this.#options.config.configPath, this.#options.clock, this.#options.procView);
-    if (pids.length > 0) this.#options.logger.warn({ pids, configPath: this.#options.config.configPath }, 'stopped an Envoy an earlier agent left running');
+    const { configPath, binaryPath } = this.#options.config;
+    const killed = await stopLeftoverEnvoys({ configPath, binaryPath }, this.#options.clock, this.#options.procView);
+    for (const { pid, exe } of killed) this.#options.logger.warn({ pid, exe, configPath }, 'stopped an Envoy an earlier agent left running');
   }
 
   async #removeSharedMemory(): Promise<void> {

@@ -6,26 +6,29 @@ import { test } from 'node:test';
 import type { Clock } from '../shared/clock.ts';
 import { findLeftoverEnvoys, stillNamesConfigPath, stopLeftoverEnvoys } from './leftovers.ts';
 
-interface FakeProcess { argv?: string[]; status?: string; mounts?: string }
+interface FakeProcess { argv?: string[]; status?: string; mounts?: string; exe?: string }
 
 /** A fake /proc from what each pid has (a missing file is left out); pid 500 is the agent unless told. */
 async function fakeProc(processes: Record<number, FakeProcess>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'proc-edges-'));
-  for (const [pid, { argv, status, mounts }] of Object.entries(processes)) {
+  for (const [pid, { argv, status, mounts, exe = '/usr/local/bin/envoy' }] of Object.entries(processes)) {
     await mkdir(join(dir, pid, 'ns'), { recursive: true });
     if (argv) await writeFile(join(dir, pid, 'cmdline'), `${argv.join('\0')}\0`);
     if (status !== undefined) await writeFile(join(dir, pid, 'status'), status);
     if (mounts) await symlink(mounts, join(dir, pid, 'ns', 'mnt'));
+    if (exe) await symlink(exe, join(dir, pid, 'exe'));
   }
   await writeFile(join(dir, 'not-a-pid'), '');
   return dir;
 }
 
 const envoy = (path: string) => ['envoy', '-c', path];
-const orphan = 'Name:\tenvoy\nState:\tS (sleeping)\nPPid:\t1\n';
+const orphan = 'Name:\tenvoy\nState:\tS (sleeping)\nPPid:\t1\nUid:\t1337\t1337\t1337\t1337\n';
+const target = { configPath: '/p', binaryPath: '/usr/local/bin/envoy' };
+const view = (procDir: string) => ({ procDir, selfPid: 500, uid: 1337 });
 const agent: FakeProcess = { argv: ['node'], status: 'PPid:\t1\n', mounts: 'mnt:[1]' };
 
-test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s bootstrap, whose parent is not us, in our mount namespace', async () => {
+test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s bootstrap, whose parent is not us, in our mount namespace, of a known uid', async () => {
   const procDir = await fakeProc({
     500: agent,
     10: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]' },
@@ -36,10 +39,14 @@ test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s boo
     15: { status: orphan, mounts: 'mnt:[1]' },
     16: { argv: envoy('/p/envoy-rev2.yaml'), mounts: 'mnt:[1]' },
     17: { argv: envoy('/pp/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]' },
+    18: { argv: envoy('/p/envoy-rev2.yaml'), status: orphan, mounts: 'mnt:[1]' },
+    19: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]', exe: '' },
+    20: { argv: envoy('/p/envoy-rev0.json'), status: orphan.replace(/Uid:.*/, 'Uid:\t1337\t0\t1337\t1337'), mounts: 'mnt:[1]' },
   });
   try {
-    assert.deepEqual((await findLeftoverEnvoys('/p', { procDir, selfPid: 500 })).sort(), [10, 16]);
-    assert.deepEqual(await findLeftoverEnvoys('/p', { procDir: join(procDir, 'missing'), selfPid: 500 }), []);
+    // 16 has no status (its uid unknown), 19 no exe to read, 20 an effective uid not ours: none is the agent's Envoy.
+    assert.deepEqual((await findLeftoverEnvoys(target, view(procDir))).map(({ pid }) => pid).sort(), [10, 18]);
+    assert.deepEqual(await findLeftoverEnvoys(target, view(join(procDir, 'missing'))), []);
   } finally {
     await rm(procDir, { recursive: true, force: true });
   }
@@ -53,7 +60,7 @@ test('findLeftoverEnvoys: our own mount namespace unknown, nothing is ours to ki
     11: { argv: envoy('/p/envoy-rev1.json'), status: orphan },
   });
   try {
-    assert.deepEqual(await findLeftoverEnvoys('/p', { procDir, selfPid: 500 }), []);
+    assert.deepEqual(await findLeftoverEnvoys(target, view(procDir)), []);
   } finally {
     await rm(procDir, { recursive: true, force: true });
   }
@@ -64,12 +71,12 @@ test('stopLeftoverEnvoys: a zombie counts as gone (no wait); one that stays is w
   const zombie = 4_000_001;
   const stuck = 4_000_002;
   for (const [pid, state, sleeps] of [[zombie, 'Z (zombie)', 0], [stuck, 'S (sleeping)', 250]] as const) {
-    const procDir = await fakeProc({ 500: agent, [pid]: { argv: envoy('/p/envoy-rev0.json'), status: `State:\t${state}\nPPid:\t1\n`, mounts: 'mnt:[1]' } });
+    const procDir = await fakeProc({ 500: agent, [pid]: { argv: envoy('/p/envoy-rev0.json'), status: `State:\t${state}\nPPid:\t1\nUid:\t1337\t1337\t1337\t1337\n`, mounts: 'mnt:[1]' } });
     try {
       // A clock whose sleeps end at once, counted: the wait's length without waiting it.
       const slept: number[] = [];
       const clock: Clock = { now: () => 0, sleep: async (ms) => void slept.push(ms), setTimeout: () => ({ cancel: () => undefined }) };
-      assert.deepEqual(await stopLeftoverEnvoys('/p', clock, { procDir, selfPid: 500 }), [pid]);
+      assert.deepEqual(await stopLeftoverEnvoys(target, clock, view(procDir)), [{ pid, exe: '/usr/local/bin/envoy' }]);
       assert.equal(slept.length, sleeps, state);
       assert.ok(slept.every((ms) => ms === 20), state);
     } finally {

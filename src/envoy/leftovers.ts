@@ -1,14 +1,28 @@
-import { readdir, readFile, readlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readdir, readFile, readlink, realpath } from 'node:fs/promises';
+import { basename, join } from 'node:path';
 import type { Clock } from '../shared/clock.ts';
 
-/** Where to look for processes, and which one is the agent itself (tests give a fake /proc). */
+/** Where to look for processes, which one is the agent itself and its uid (tests give a fake /proc). */
 export interface ProcView {
   procDir: string;
   selfPid: number;
+  /** The agent's uid: its Envoys run as it (default: process.getuid()). */
+  uid?: number;
 }
 
 const liveProc: ProcView = { procDir: '/proc', selfPid: process.pid };
+
+/** What the scan looks for: the bootstraps of `configPath`, run by `binaryPath` (the Envoy the agent runs). */
+export interface LeftoverTarget {
+  configPath: string;
+  binaryPath: string;
+}
+
+/** A process the scan took for a leftover Envoy: its pid and what /proc/PID/exe names. */
+export interface Leftover {
+  pid: number;
+  exe: string;
+}
 
 /**
  * An Envoy started by an earlier agent on the same `--configPath` and left
@@ -19,23 +33,32 @@ const liveProc: ProcView = { procDir: '/proc', selfPid: process.pid };
  * leftovers, and neither is an Envoy in another mount namespace: every
  * sidecar has the same /etc/istio/proxy, so where containers share a PID
  * namespace (shareProcessNamespace, hostPID, several agents on one host)
- * the path alone would name another pod's Envoy.
+ * the path alone would name another pod's Envoy. A command line is anyone's
+ * to write: a leftover also runs the agent's Envoy binary (or one named
+ * envoy) as the agent's uid, so an agent run as root kills no other program.
  */
-export async function findLeftoverEnvoys(configPath: string, view: ProcView = liveProc): Promise<number[]> {
-  const prefix = join(configPath, 'envoy-rev');
+export async function findLeftoverEnvoys(target: LeftoverTarget, view: ProcView = liveProc): Promise<Leftover[]> {
   const pids = (await readdir(view.procDir).catch(() => [] as string[])).filter((name) => /^\d+$/.test(name)).map(Number);
   const ownMounts = await mountNamespaceOf(view.procDir, view.selfPid);
-  const found: number[] = [];
+  // Unknown (no /proc/self/ns): no process is known to share our file system view, so none is ours to kill.
+  if (ownMounts === undefined) return [];
+  const binary = await realpath(target.binaryPath).catch(() => target.binaryPath);
+  const found: Leftover[] = [];
   for (const pid of pids) {
-    if (pid === view.selfPid) continue;
-    const argv = await readArgv(view.procDir, pid);
-    if (!argv || !bootstrapOf(argv)?.startsWith(prefix)) continue;
+    if (pid === view.selfPid || !(await namesBootstrapOf(view.procDir, pid, target.configPath))) continue;
     if ((await parentOf(view.procDir, pid)) === view.selfPid) continue;
-    // Unknown on either side (no /proc/*/ns): not ours to kill.
-    const mounts = await mountNamespaceOf(view.procDir, pid);
-    if (ownMounts !== undefined && mounts === ownMounts) found.push(pid);
+    if ((await mountNamespaceOf(view.procDir, pid)) !== ownMounts) continue;
+    const exe = await exeOf(view.procDir, pid);
+    if (exe === undefined || !isEnvoy(exe, binary) || !(await runsAs(view.procDir, pid, view.uid ?? process.getuid?.()))) continue;
+    found.push({ pid, exe });
   }
   return found;
+}
+
+/** Whether the process's `-c` is one of `configPath`'s envoy-rev bootstraps. */
+async function namesBootstrapOf(procDir: string, pid: number, configPath: string): Promise<boolean> {
+  const argv = await readArgv(procDir, pid);
+  return Boolean(argv && bootstrapOf(argv)?.startsWith(join(configPath, 'envoy-rev')));
 }
 
 /** `mnt:[4026531841]`: the same file system view, so the same --configPath is the same directory. */
@@ -43,23 +66,41 @@ function mountNamespaceOf(procDir: string, pid: number): Promise<string | undefi
   return readlink(join(procDir, String(pid), 'ns', 'mnt')).catch(() => undefined);
 }
 
+/** What the process runs; a binary replaced on disk since reads `<path> (deleted)`. Unknown (unreadable) is not ours. */
+function exeOf(procDir: string, pid: number): Promise<string | undefined> {
+  return readlink(join(procDir, String(pid), 'exe')).catch(() => undefined);
+}
+
+function isEnvoy(exe: string, binary: string): boolean {
+  const path = exe.replace(/ \(deleted\)$/, '');
+  return path === binary || basename(path) === 'envoy';
+}
+
+/** Every uid of the process (real, effective, saved, file system) is the agent's. */
+async function runsAs(procDir: string, pid: number, uid: number | undefined): Promise<boolean> {
+  const match = /^Uid:\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/m.exec(await statusOf(procDir, pid));
+  return uid !== undefined && match !== null && match.slice(1).every((id) => Number(id) === uid);
+}
+
 /**
- * SIGKILLs each leftover and waits (bounded) until it is gone; returns the pids it stopped.
+ * SIGKILLs each leftover and waits (bounded) until it is gone; returns the ones it signalled.
  * Each pid's command line is read again just before its signal: a leftover that exited
  * since the scan may have left its pid to another process, which is not ours to kill.
  */
-export async function stopLeftoverEnvoys(configPath: string, clock: Clock, view: ProcView = liveProc): Promise<number[]> {
-  const pids = await findLeftoverEnvoys(configPath, view);
-  for (const pid of pids) {
-    if (!(await stillNamesConfigPath(view.procDir, pid, configPath))) continue;
+export async function stopLeftoverEnvoys(target: LeftoverTarget, clock: Clock, view: ProcView = liveProc): Promise<Leftover[]> {
+  const killed: Leftover[] = [];
+  for (const leftover of await findLeftoverEnvoys(target, view)) {
+    if (!(await stillNamesConfigPath(view.procDir, leftover.pid, target.configPath))) continue;
+    killed.push(leftover);
     try {
-      process.kill(pid, 'SIGKILL');
+      process.kill(leftover.pid, 'SIGKILL');
     } catch {
       // Gone already.
     }
   }
+  const pids = killed.map(({ pid }) => pid);
   for (let waited = 0; waited < 5_000 && (await anyAlive(view.procDir, pids)); waited += 20) await clock.sleep(20);
-  return pids;
+  return killed;
 }
 
 /**

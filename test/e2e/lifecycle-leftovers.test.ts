@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { assertGone, isAlive, startAgent } from '../support/agent.ts';
@@ -100,7 +100,7 @@ it(
     const agent = await startAgent({ discoveryAddress: '127.0.0.1:9', args: ['--configPath', configPath] });
     deferStop(cleanup, agent);
     const line = await agent.log.waitFor((entry) => entry.msg === 'stopped an Envoy an earlier agent left running', 15_000, 'the leftover line');
-    assert.deepEqual(line.pids, [leftover]);
+    assert.deepEqual([line.pid, line.exe], [leftover, await realpath(envoyBin)], 'what was killed: its pid and the binary it ran');
     await agent.log.waitFor((entry) => entry.msg === 'envoy started', 15_000, 'epoch 0');
     await assertGone([leftover]);
   },
