@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { createSocket, type Socket } from 'node:dgram';
 import { createServer, type Server } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { after, afterEach, before, describe, it } from 'node:test';
 import * as dnsPacket from 'dns-packet';
 import { FakeClock } from '../shared/clock.ts';
-import { Forwarder } from './forwarder.ts';
+import type { Protocol } from './answer.ts';
+import { Forwarder, type Forwarded, type ForwarderOptions } from './forwarder.ts';
 
 const query = (id: number) => dnsPacket.encode({ id, type: 'query', flags: dnsPacket.RECURSION_DESIRED, questions: [{ name: 'external.test', type: 'A' }] });
 const reply = (message: Buffer) =>
@@ -38,6 +39,25 @@ async function timerArmed(clock: FakeClock, turns = 500): Promise<void> {
   if (clock.pending === 0) throw new Error(`no timer armed after ${turns} turns`);
 }
 
+/** Every forward started here and the fake clock its timeouts run on. */
+const outstanding: { clock: FakeClock; pending: Promise<Forwarded> }[] = [];
+
+/** A Forwarder whose forwards are kept in `outstanding`, for afterEach to end. */
+class TrackedForwarder extends Forwarder {
+  readonly #clock: FakeClock;
+
+  constructor(options: ForwarderOptions & { clock: FakeClock }) {
+    super(options);
+    this.#clock = options.clock;
+  }
+
+  override forward(query: Buffer, protocol: Protocol): Promise<Forwarded> {
+    const pending = super.forward(query, protocol);
+    outstanding.push({ clock: this.#clock, pending });
+    return pending;
+  }
+}
+
 describe('Forwarder', () => {
   // 127.0.0.1 answers (UDP and TCP); 127.0.0.2, on the same port, never does.
   const answering = createSocket('udp4');
@@ -58,15 +78,20 @@ describe('Forwarder', () => {
     }));
     await new Promise<void>((resolve) => tcp.listen(port, '127.0.0.1', resolve));
   });
-  after(() => {
+  // A failed assertion leaves forwards waiting on the fake clock, each holding a socket that keeps the
+  // file's process alive: every one is run past its timeouts, then the resolvers close.
+  afterEach(async () => {
+    for (const { clock, pending } of outstanding.splice(0)) await advanceUntil(clock, 60_000, pending, 500);
+  });
+  after(async () => {
     answering.close();
     silent.close();
-    tcp.close();
+    await new Promise((resolve) => (tcp ? tcp.close(resolve) : resolve(undefined)));
   });
 
   it('a resolver that does not answer costs only the queries sent to it: the others are answered meanwhile', async () => {
     const clock = new FakeClock();
-    const forwarder = new Forwarder({ servers: ['127.0.0.2', '127.0.0.1'], timeoutMs: 5000, parallel: false, port, clock });
+    const forwarder = new TrackedForwarder({ servers: ['127.0.0.2', '127.0.0.1'], timeoutMs: 5000, parallel: false, port, clock });
     let firstDone = false;
     const first = forwarder.forward(query(1), 'udp').then((outcome) => ((firstDone = true), outcome));
     const second = await forwarder.forward(query(2), 'udp');
@@ -82,17 +107,17 @@ describe('Forwarder', () => {
   });
 
   it('in parallel, the first answer wins without waiting for the silent resolver', async () => {
-    const forwarder = new Forwarder({ servers: ['127.0.0.2', '127.0.0.1'], timeoutMs: 5000, parallel: true, port, clock: new FakeClock() });
+    const forwarder = new TrackedForwarder({ servers: ['127.0.0.2', '127.0.0.1'], timeoutMs: 5000, parallel: true, port, clock: new FakeClock() });
     const outcome = await forwarder.forward(query(3), 'udp');
     assert.ok(outcome.ok && outcome.server === '127.0.0.1');
   });
 
   it('says why when no resolver answers', async () => {
     const clock = new FakeClock();
-    const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock });
+    const forwarder = new TrackedForwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock });
     const pending = forwarder.forward(query(4), 'udp');
     assert.deepEqual(await advanceUntil(clock, 5000, pending), { ok: false, reason: `127.0.0.2:${port}: no answer within 5000 ms` });
-    assert.deepEqual(await new Forwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), {
+    assert.deepEqual(await new TrackedForwarder({ servers: [], timeoutMs: 1, parallel: false, clock }).forward(query(5), 'udp'), {
       ok: false,
       reason: 'no nameserver in resolv.conf',
     });
@@ -100,7 +125,7 @@ describe('Forwarder', () => {
 
   it('caps the queries waiting on resolvers: past the cap, a failure at once instead of another socket', async () => {
     const clock = new FakeClock();
-    const forwarder = new Forwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock, maxInFlight: 2 });
+    const forwarder = new TrackedForwarder({ servers: ['127.0.0.2'], timeoutMs: 5000, parallel: false, port, clock, maxInFlight: 2 });
     const waiting = [forwarder.forward(query(7), 'udp'), forwarder.forward(query(8), 'udp')];
     assert.deepEqual(await forwarder.forward(query(9), 'udp'), { ok: false, reason: '2 queries already forwarded and waiting' });
     await advanceUntil(clock, 5000, Promise.all(waiting));
@@ -109,7 +134,7 @@ describe('Forwarder', () => {
   });
 
   it('forwards a TCP query over TCP', async () => {
-    const forwarder = new Forwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port, clock: new FakeClock() });
+    const forwarder = new TrackedForwarder({ servers: ['127.0.0.1'], timeoutMs: 5000, parallel: false, port, clock: new FakeClock() });
     const outcome = await forwarder.forward(query(6), 'tcp');
     assert.ok(outcome.ok);
     assert.equal(dnsPacket.decode(outcome.response).answers?.length, 1);
