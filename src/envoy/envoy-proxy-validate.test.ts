@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { tempDir } from '../../test/support/cleanup.ts';
+import { pollUntil } from '../../test/support/poll.ts';
 import { within } from '../../test/support/within.ts';
 import { systemClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
@@ -115,24 +116,24 @@ describe('epoch 0 of the built-in template is validated only when its Envoy fail
 });
 
 /**
- * A stand-in Envoy that writes down what each exec saw. `--mode validate`:
- * its pid and its nice value, read until it is not 0 (at most ~2 s, the
- * agent lowers it just after the spawn), then Envoy's OK line. Serve mode:
- * its pid, then it waits (bounded) for the validate line and exits 0.
+ * A stand-in Envoy that writes down each exec's mode and pid at its start,
+ * then waits (bounded) for the test to have looked (`<record>.seen`): the
+ * validating one then says Envoy's OK line, and both exit 0.
  */
 const fakeEnvoy = (record: string) => `#!/bin/sh
-if [ "$1" = "--mode" ]; then
-  n=0; i=0
-  while [ "$n" = 0 ] && [ $i -lt 800 ]; do n=$(cut -d' ' -f19 /proc/$$/stat); i=$((i+1)); sleep 0.01; done
-  echo "validate $$ $n" >> '${record}'
-  echo "configuration '$4' OK"
-  exit 0
-fi
-echo "serve $$" >> '${record}'
+if [ "$1" = "--mode" ]; then mode=validate; else mode=serve; fi
+echo "$mode $$" >> '${record}'
 i=0
-while ! grep -q validate '${record}' && [ $i -lt 1500 ]; do i=$((i+1)); sleep 0.01; done
+while [ ! -e '${record}.seen' ] && [ $i -lt 3000 ]; do i=$((i+1)); sleep 0.01; done
+[ $mode = validate ] && echo "configuration '$4' OK"
 exit 0
 `;
+
+/** A process's nice value: field 19 of /proc/PID/stat (counted after its name, which may hold spaces). */
+async function niceOf(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+}
 
 it('epoch 0 of an operator\'s bootstrap: Envoy is spawned first, then its --mode validate beside it at nice 19 (off the path to ready)', async () => {
   await using cleanup = new AsyncDisposableStack();
@@ -145,13 +146,19 @@ it('epoch 0 of an operator\'s bootstrap: Envoy is spawned first, then its --mode
   const proxy = new EnvoyProxy({ config, serviceNode: 'validate', bootstrap: '{}', clock: systemClock, logger: silentLogger });
   const stop = new AbortController();
   cleanup.defer(() => stop.abort());
-  // The stand-in serves until its validation is recorded (up to ~15 s of 10 ms naps on a loaded machine; a quiet one: milliseconds).
-  await within(proxy.run(0, '', { signal: stop.signal, onLive: () => undefined }), 30_000, 'epoch 0 of the stand-in Envoy to end');
-  const lines = (await readFile(record, 'utf8')).trim().split('\n').map((line) => line.split(' '));
-  const serve = lines.find(([mode]) => mode === 'serve');
-  const validate = lines.find(([mode]) => mode === 'validate');
-  assert.ok(serve && validate, `both execs recorded: ${JSON.stringify(lines)}`);
-  // Pids grow with each fork: the smaller one was spawned first.
-  assert.ok(Number(serve[1]) < Number(validate[1]), `Envoy (pid ${serve[1]}) spawned before its validation (pid ${validate[1]})`);
-  assert.equal(validate[2], '19', 'the validating Envoy runs at nice 19');
+  cleanup.defer(() => writeFile(`${record}.seen`, ''));
+  const run = within(proxy.run(0, '', { signal: stop.signal, onLive: () => undefined }), 30_000, 'epoch 0 of the stand-in Envoy to end');
+  const readRecord = async () => (await readFile(record, 'utf8').catch(() => '')).trim().split('\n').map((line) => line.split(' '));
+  const lines = await pollUntil(readRecord, { what: 'both execs recorded', accept: (found) => found.length === 2, intervalMs: 20 });
+  const serve = Number(lines.find(([mode]) => mode === 'serve')?.[1]);
+  const validate = Number(lines.find(([mode]) => mode === 'validate')?.[1]);
+  // The agent lowers the validation's priority in the same turn as its spawn, and we run in the agent's
+  // process: read now, it is set however late the stand-in ran (it starts at our nice value, not 0).
+  const nice = await niceOf(validate);
+  await writeFile(`${record}.seen`, '');
+  await run;
+  // Pids are handed out in fork order, wrapping at pid_max.
+  const pidMax = Number(await readFile('/proc/sys/kernel/pid_max', 'utf8'));
+  assert.ok((validate - serve + pidMax) % pidMax < pidMax / 2, `Envoy (pid ${serve}) spawned before its validation (pid ${validate})`);
+  assert.equal(nice, 19, 'the validating Envoy runs at nice 19');
 });
