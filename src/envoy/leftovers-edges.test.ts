@@ -30,7 +30,8 @@ const agent: FakeProcess = { argv: ['node'], status: 'PPid:\t1\n', mounts: 'mnt:
 
 test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s bootstrap, whose parent is not us, in our mount namespace, of a known uid', async () => {
   const procDir = await fakeProc({
-    500: agent,
+    // The agent itself, never a leftover, whatever its command line says.
+    500: { ...agent, argv: envoy('/p/envoy-rev0.json'), status: orphan },
     10: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]' },
     11: { argv: envoy('/p/envoy-rev0.json'), status: 'PPid:\t500\n', mounts: 'mnt:[1]' },
     12: { argv: envoy('/p/envoy-rev0.json'), status: orphan },
@@ -42,10 +43,17 @@ test('findLeftoverEnvoys: only a process whose -c names this --configPath\'s boo
     18: { argv: envoy('/p/envoy-rev2.yaml'), status: orphan, mounts: 'mnt:[1]' },
     19: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]', exe: '' },
     20: { argv: envoy('/p/envoy-rev0.json'), status: orphan.replace(/Uid:.*/, 'Uid:\t1337\t0\t1337\t1337'), mounts: 'mnt:[1]' },
+    21: { argv: envoy('/p/envoy-rev0.json'), status: orphan, mounts: 'mnt:[1]', exe: '/x/env (deleted)oy' },
+    22: { argv: envoy('/p/envoy-rev0.json'), status: `Name:\tUid:\t1337\t1337\t1337\t1337\n${orphan.replace(/Uid:.*/, 'Uid:\t1000\t1000\t1000\t1000')}`, mounts: 'mnt:[1]' },
+    23: { argv: ['/p/envoy-rev0.json', 'serve'], status: orphan, mounts: 'mnt:[1]' },
+    24: { argv: ['-c', '/p/envoy-rev0.json'], status: orphan, mounts: 'mnt:[1]' },
+    25: { argv: envoy('/p/envoy-rev0.json'), status: `Name:\tPPid:\t500\n${orphan}`, mounts: 'mnt:[1]' },
   });
   try {
-    // 16 has no status (its uid unknown), 19 no exe to read, 20 an effective uid not ours: none is the agent's Envoy.
-    assert.deepEqual((await findLeftoverEnvoys(target, view(procDir))).map(({ pid }) => pid).sort(), [10, 18]);
+    // 16 has no status (its uid unknown), 19 no exe to read, 20 an effective uid not ours, 21 only reads like a
+    // replaced envoy, 22 names itself like a Uid line: none is the agent's Envoy. 23 has no -c; 24's is its first
+    // argument; 25's name reads like a PPid line, its parent is 1.
+    assert.deepEqual((await findLeftoverEnvoys(target, view(procDir))).map(({ pid }) => pid).sort(), [10, 18, 24, 25]);
     assert.deepEqual(await findLeftoverEnvoys(target, view(join(procDir, 'missing'))), []);
   } finally {
     await rm(procDir, { recursive: true, force: true });
@@ -66,19 +74,26 @@ test('findLeftoverEnvoys: our own mount namespace unknown, nothing is ours to ki
   }
 });
 
-test('stopLeftoverEnvoys: a zombie counts as gone (no wait); one that stays is waited for 20 ms at a time, at most 5 s', async () => {
+test('stopLeftoverEnvoys: a zombie or a pid with no /proc entry left counts as gone; one that stays is waited for 20 ms at a time, at most 5 s', async () => {
   // Pids far above any real one: process.kill finds no such process, which is "gone already".
-  const zombie = 4_000_001;
-  const stuck = 4_000_002;
-  for (const [pid, state, sleeps] of [[zombie, 'Z (zombie)', 0], [stuck, 'S (sleeping)', 250]] as const) {
-    const procDir = await fakeProc({ 500: agent, [pid]: { argv: envoy('/p/envoy-rev0.json'), status: `State:\t${state}\nPPid:\t1\nUid:\t1337\t1337\t1337\t1337\n`, mounts: 'mnt:[1]' } });
+  const rows = [
+    [4_000_001, 'Z (zombie)', 0],
+    // Its name reads like a zombie's State line; its State does not.
+    [4_000_002, 'S (sleeping)', 250],
+    // Gone at the first look after the kill: the clock's first sleep removes its /proc entry.
+    [4_000_003, 'S (sleeping)', 1],
+  ] as const;
+  for (const [pid, state, sleeps] of rows) {
+    const status = `Name:\tState: Z\nState:\t${state}\nPPid:\t1\nUid:\t1337\t1337\t1337\t1337\n`;
+    const procDir = await fakeProc({ 500: agent, [pid]: { argv: envoy('/p/envoy-rev0.json'), status, mounts: 'mnt:[1]' } });
     try {
       // A clock whose sleeps end at once, counted: the wait's length without waiting it.
       const slept: number[] = [];
-      const clock: Clock = { now: () => 0, sleep: async (ms) => void slept.push(ms), setTimeout: () => ({ cancel: () => undefined }) };
+      const vanish = () => (sleeps === 1 ? rm(join(procDir, String(pid)), { recursive: true }) : undefined);
+      const clock: Clock = { now: () => 0, sleep: async (ms) => void (slept.push(ms), await vanish()), setTimeout: () => ({ cancel: () => undefined }) };
       assert.deepEqual(await stopLeftoverEnvoys(target, clock, view(procDir)), [{ pid, exe: '/usr/local/bin/envoy' }]);
-      assert.equal(slept.length, sleeps, state);
-      assert.ok(slept.every((ms) => ms === 20), state);
+      assert.equal(slept.length, sleeps, String(pid));
+      assert.ok(slept.every((ms) => ms === 20), String(pid));
     } finally {
       await rm(procDir, { recursive: true, force: true });
     }
@@ -90,6 +105,7 @@ test('the re-check before a SIGKILL: only a command line that still names <confi
     20: { argv: envoy('/p/envoy-rev3.json') },
     21: { argv: ['sleep', '600'] },
     22: { argv: envoy('/other/envoy-rev0.json') },
+    24: { argv: envoy('/p/custom.json') },
   });
   try {
     const rows: [number, string, boolean][] = [
@@ -98,6 +114,7 @@ test('the re-check before a SIGKILL: only a command line that still names <confi
       [21, '/p', false],
       [22, '/p', false],
       [23, '/p', false],
+      [24, '/p', false],
     ];
     for (const [pid, configPath, expected] of rows) assert.equal(await stillNamesConfigPath(procDir, pid, configPath), expected, `pid ${pid} on ${configPath}`);
   } finally {

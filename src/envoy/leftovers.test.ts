@@ -65,7 +65,8 @@ test('real processes: an orphan running a program named envoy on the same --conf
   const pids: number[] = [];
   try {
     await chmod(dir, 0o755);
-    await writeFile(join(dir, 'loop.sh'), 'while :; do sleep 1; done\n');
+    // It ignores SIGTERM, as a hung Envoy may: only a SIGKILL ends it.
+    await writeFile(join(dir, 'loop.sh'), "trap '' TERM\nwhile :; do sleep 1; done\n");
     // A copy of sh named envoy: what /proc/PID/exe then names is the Envoy binary's name.
     await copyFile('/bin/sh', join(dir, 'envoy'));
     await chmod(join(dir, 'envoy'), 0o755);

@@ -76,10 +76,13 @@ function isEnvoy(exe: string, binary: string): boolean {
   return path === binary || basename(path) === 'envoy';
 }
 
-/** Every uid of the process (real, effective, saved, file system) is the agent's. */
+/**
+ * Every uid of the process (real, effective, saved, file system: the tab-separated `Uid:` line) is the
+ * agent's. A line's start only: the `Name:` line above it is the process's own to choose.
+ */
 async function runsAs(procDir: string, pid: number, uid: number | undefined): Promise<boolean> {
-  const match = /^Uid:\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/m.exec(await statusOf(procDir, pid));
-  return uid !== undefined && match !== null && match.slice(1).every((id) => Number(id) === uid);
+  const line = (await statusOf(procDir, pid)).split('\n').find((entry) => entry.startsWith('Uid:'));
+  return line !== undefined && line.slice('Uid:'.length).trim().split('\t').every((id) => id === String(uid));
 }
 
 /**
