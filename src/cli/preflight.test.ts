@@ -65,13 +65,13 @@ test('flags within range are accepted', () => {
   for (const args of accepted) assert.equal(typeof parse(args), 'object', `${args.join(' ')}: ${String(parse(args))}`);
 });
 
-test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012, the default), or mutual TLS', () => {
+test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012, the default), or mutual TLS (the token too)', () => {
   const rows: [args: string[], policy: string, tokenFile: string | undefined][] = [
     [['--discoveryAddress', 'istiod:15010'], 'NONE', undefined],
     [['--discoveryAddress', 'istiod:15012'], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--discoveryAddress', 'istiod:15012', '--xdsTokenFile', '/t'], 'TLS', '/t'],
     [['--discoveryAddress', 'xds:9000', '--xdsRootCa', '/root.pem'], 'TLS', './var/run/secrets/tokens/istio-token'],
-    [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', undefined],
+    [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', './var/run/secrets/tokens/istio-token'],
     [[], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--controlPlaneAuthPolicy', 'NONE', '--discoveryAddress', 'istio-pilot:15010'], 'NONE', undefined],
   ];

@@ -17,7 +17,7 @@ export function xdsUpstream(config: AgentConfig, metadata: Record<string, string
     rootCaFile: xdsRootCaFile(config),
     certDir: config.certDir,
     serverName: config.xdsServerName,
-    tokenFile: config.xdsTokenFile ?? (policy === 'TLS' ? istioTokenPath : undefined),
+    tokenFile: config.xdsTokenFile ?? (policy === 'NONE' ? undefined : istioTokenPath),
     metadata,
   };
 }
@@ -35,7 +35,8 @@ export function xdsRootCaFile(config: AgentConfig, exists: (path: string) => boo
 }
 
 /**
- * MUTUAL_TLS given (Istio 1.1's templates): our certificate files too. Else
+ * MUTUAL_TLS given (Istio 1.1's templates, istio-start.sh): TLS with the token, and our certificate files when
+ * they are there. Else
  * TLS with a token, as istiod's 15012 wants and Istio's default MUTUAL_TLS
  * means today, when a root is given or the port is 15012; else plaintext
  * (Istio 1.1's 15010, our peers).
