@@ -83,6 +83,16 @@ test('how the agent talks to the discovery server: plaintext, TLS with a token (
   }
 });
 
+test('PROV_CERT: TLS offers our certificate from there when it is there, and its root comes after a root mounted in --certDir', () => {
+  const config = parse(['--discoveryAddress', 'istiod:15012', '--certDir', '/absent/certs']);
+  assert.ok(typeof config !== 'string', String(config));
+  const upstream = xdsUpstream(config, { clusterid: '' }, '/vm/certs');
+  assert.deepEqual([upstream.policy, upstream.certDir, upstream.rootCaFile], ['MUTUAL_TLS', '/vm/certs', '/vm/certs/root-cert.pem']);
+  assert.equal(upstream.tokenFile, './var/run/secrets/tokens/istio-token');
+  assert.equal(xdsRootCaFile(config, () => true, '/vm/certs'), '/absent/certs/root-cert.pem');
+  assert.equal(xdsUpstream(config).rootCaFile, './var/run/secrets/istio/root-cert.pem');
+});
+
 test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a root mounted in --certDir, then istiod\'s published root', () => {
   const mounted = resolve('etc/certs/root-cert.pem'); // Istio's ./etc/certs, against the working directory
   const rows: [args: string[], mountedExists: boolean, root: string][] = [

@@ -70,7 +70,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
-  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata) };
+  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata, env.provCert) };
   return env.proxyless.disableEnvoy ? runWithoutEnvoy(run) : runWithEnvoy(run, { app, launch });
 }
 
