@@ -5,7 +5,7 @@ import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
-import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
+import type { EcdsConverter, HealthReportSource, NameTableSink } from '../../discovery/consumers.ts';
 import type { AdsStream } from './ads-stream.ts';
 import { RelayStream } from './relay-stream.ts';
 import type { RelayContext, RelayLimits } from './relay-context.ts';
@@ -44,6 +44,8 @@ export interface XdsRelayOptions {
   nameTables?: NameTableSink;
   /** With Wasm remote load conversion on: rewrites ECDS responses before Envoy sees them. */
   ecds?: EcdsConverter;
+  /** With a readinessProbe in ProxyConfig: the workload's health, sent on every upstream stream (istio.v1.HealthInformation). */
+  health?: HealthReportSource;
   /** Opens an upstream call (default: the discovery server at `upstream`, with its credentials); unit tests script it. */
   dialUpstream?: (mode: XdsMode, logger: Logger) => Promise<UpstreamStream>;
 }
@@ -96,10 +98,10 @@ export class XdsRelay {
   }
 
   #makeContext(): RelayContext {
-    const { clock, backoff, random, nameTables, ecds, keepLastKnownGood } = this.#options;
+    const { clock, backoff, random, nameTables, ecds, health, keepLastKnownGood } = this.#options;
     let node: Buffer | undefined;
     return {
-      stats: this.#stats, clock, lastKnownGood: this.lastKnownGood, random, nameTables, ecds,
+      stats: this.#stats, clock, lastKnownGood: this.lastKnownGood, random, nameTables, ecds, health,
       limits: keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       backoff: backoff ?? reconnectBackoff,
       dial: (mode, logger) => this.#takePredial(mode, logger) ?? this.#spares.take(mode) ?? this.#dial(mode, logger),
