@@ -56,7 +56,7 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.defer(() => events.stopped.emit());
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = stack.use(await startDnsPart(ctx, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId }));
-  const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined }));
+  const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined, outputDir: inputs.caSettings?.outputDir }));
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
