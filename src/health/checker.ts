@@ -70,7 +70,8 @@ export class HealthChecker {
     if (++this.#failures < this.#options.config.failureThreshold || this.#last === false) return;
     this.#failures = 0;
     this.#last = false;
-    this.#options.logger.warn({ reason: problem }, 'workload unhealthy: failure threshold reached');
+    // Info, as Istio's: Envoy draining at a shutdown fails the check too, and that is no fault.
+    this.#options.logger.info({ reason: problem }, 'workload unhealthy: failure threshold reached');
     this.#options.report({ healthy: false, message: problem });
   }
 }

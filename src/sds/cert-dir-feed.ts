@@ -40,7 +40,7 @@ export function feedCertDir(options: CertDirFeedOptions): (hash: string, files: 
     if (!changed) return options.restart(hash);
     const others = changed.filter((path) => !options.ownFiles?.has(path));
     if (others.length === 0 && changed.length > 0)
-      return options.logger.debug({ files: changed }, "the agent's own OUTPUT_CERTS write; no restart");
+      return options.logger.info({ files: changed }, "certificate dir changed by the agent's own OUTPUT_CERTS write; no restart");
     const uncovered = restartNeededFor(options.rotation, others, options.coveredFiles());
     if (uncovered.length > 0) return options.restart(hash);
     options.logger.info({ files: changed }, 'certificate change delivered over SDS; no restart');
