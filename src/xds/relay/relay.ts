@@ -17,6 +17,7 @@ import type { UpstreamOptions } from '../upstream/material.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
 import type { XdsMode } from '../../discovery/wire.ts';
+import { GrpcStatus } from '../../grpc/grpc-status.ts';
 
 export { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from './relay-listener.ts';
 
@@ -81,6 +82,7 @@ export class XdsRelay {
   #predialing: { mode: XdsMode; dialing: Promise<UpstreamStream | undefined> } | undefined;
   #listener: RelayListener | undefined;
   #nextId = 1;
+  #streamsEnded = false; // endStreams() ran: the agent is stopping its Envoys
   readonly lastKnownGood: LastKnownGoodConfig;
   readonly #availability: ConfigAvailability;
   readonly #deltaListeners = new Set<() => void>();
@@ -121,7 +123,8 @@ export class XdsRelay {
       socketMode: socketMode ?? 0o600,
       keepalive: this.#keepalive,
       logger,
-      serve: (mode, ads) => this.serve(mode, ads),
+      // Once endStreams() ran, a reconnecting Envoy is refused: never dialled, so no newer connection follows.
+      serve: (mode, ads) => (this.#streamsEnded ? ads.finish(GrpcStatus.UNAVAILABLE, 'the agent is stopping') : this.serve(mode, ads)),
     });
     await listener.listen();
     this.#listener = listener;
@@ -175,12 +178,27 @@ export class XdsRelay {
     return dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger });
   }
 
-  /** Ends every stream and stops listening. */
-  async stop(): Promise<void> {
+  /**
+   * The agent is about to stop its Envoys (newest first, for hot restart): every stream ends now, oldest first, so
+   * the newest connection closes last at the discovery server (istiod unregisters a VM only on that one's close).
+   */
+  endStreams(): void {
+    if (this.#streamsEnded) return;
+    this.#streamsEnded = true;
+    this.#dropPending();
+    for (const stream of this.#streams) stream.stop();
+  }
+
+  #dropPending(): void {
     const predial = this.#predialing;
     this.#predialing = undefined;
     void predial?.dialing.then((upstream) => upstream?.close());
     this.#spares.dropAll();
+  }
+
+  /** Ends every stream and stops listening. */
+  async stop(): Promise<void> {
+    this.#dropPending();
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
     const listener = this.#listener;
