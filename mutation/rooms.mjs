@@ -381,10 +381,16 @@ export const rooms = {
     mutate: ['src/agent/reconcile.ts', 'src/agent/reconcile-failures.ts', 'src/agent/reconcile-shutdown.ts', 'src/agent/drain-wait.ts'],
     tests: ['src/agent/reconcile.test.ts', 'src/agent/reconcile-logs.test.ts', 'src/agent/reconcile-shutdown.test.ts', 'src/agent/agent.test.ts', 'src/agent/drain-wait.test.ts'],
   },
+  // A VM's workload health (ProxyConfig.readinessProbe): the probe's settings, the thresholds, the verdicts. Left out:
+  // probe.ts (it runs commands and sockets: probe.test.ts and the e2e vm-workload-group test run it).
+  health: {
+    mutate: ['src/health/probe-config.ts', 'src/health/checker.ts', 'src/health/reports.ts'],
+    tests: ['src/health/probe-config.test.ts', 'src/health/checker.test.ts', 'src/xds/relay/health-forward.test.ts'],
+  },
   // The composition root: the parts, their order and their undoing.
   runtime: {
     mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
-    tests: ['src/runtime/sotw-fallback.test.ts', 'src/runtime/envoy-recipe.test.ts', 'src/runtime/envoy-recipe-xds.test.ts', 'src/runtime/events.test.ts', 'src/runtime/relay.test.ts'],
+    tests: ['src/runtime/sotw-fallback.test.ts', 'src/runtime/envoy-recipe.test.ts', 'src/runtime/envoy-recipe-xds.test.ts', 'src/runtime/events.test.ts', 'src/runtime/relay.test.ts', 'src/runtime/envoy-loop.test.ts'],
   },
   // The xDS relay's core: each stream's phases, legs and endings, the relay's streams, predial and
   // spares, and whether a new Envoy would get config; run over an in-memory AdsStream and a scripted upstream.
@@ -399,9 +405,11 @@ export const rooms = {
       'src/xds/relay/response-leg.ts',
       'src/xds/relay/stream-flow.ts',
       'src/xds/relay/response-tap.ts',
+      'src/xds/relay/health-forward.ts',
     ],
     tests: [
       'src/xds/relay/relay-stream.test.ts',
+      'src/xds/relay/health-forward.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',
       'src/xds/relay/config-availability.test.ts',

@@ -27,7 +27,7 @@ test('Istio\'s defaults and names', () => {
     address: 'istiod.istio-system.svc:15012', rootsPath: './var/run/secrets/istio/root-cert.pem', serverName: 'istiod.istio-system.svc',
     tokenPath: './var/run/secrets/tokens/istio-token', identity: 'spiffe://cluster.local/ns/shop/sa/cart', trustDomain: 'cluster.local',
     key: { algorithm: 'RSA', rsaBits: 2048 }, pkcs8Key: false, certSigner: undefined, headers: {}, plaintext: false, rootsExplicit: false,
-    ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, outputDir: undefined, clusterId: undefined,
+    ttlSeconds: 86_400, graceRatio: 0.5, jitterRatio: 0.01, provCert: undefined, outputDir: undefined, clusterId: undefined,
   });
   const custom = settings(
     {
@@ -151,4 +151,12 @@ test('empty is unset, and the cluster ID has two names', () => {
   );
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2' })!.clusterId, 'c2');
   assert.equal(settings({ ...base, CLUSTER_ID: 'c2', ISTIO_META_CLUSTER_ID: 'c1' })!.clusterId, 'c1');
+});
+
+test('PROV_CERT (a VM\'s /etc/certs): the CA\'s root is root-cert.pem there unless CA_ROOT_CA says; files there are no mounted identity', () => {
+  const vm = { ...base, PROV_CERT: './etc/certs' };
+  assert.equal(settings(vm)?.rootsPath, 'etc/certs/root-cert.pem');
+  assert.equal(settings({ ...vm, CA_ROOT_CA: '/r.pem' })?.rootsPath, '/r.pem');
+  assert.equal(settings(vm)?.provCert, './etc/certs');
+  assert.ok(settings(vm, { certFilesMounted: true }), 'OUTPUT_CERTS may have written cert-chain.pem into PROV_CERT: the CA still issues');
 });

@@ -1,5 +1,5 @@
 import { caEnv, caHeadersFromEnv } from '../settings/ca-env.ts';
-import { istioTokenPath } from '../shared/istio-files.ts';
+import { certFilesIn, istioTokenPath } from '../shared/istio-files.ts';
 import { isEnvSet, readEnvSetting, readEnvSettings, type EnvValues } from '../settings/env-settings.ts';
 import { parseHostPort, type HostPort } from '../shared/host-port.ts';
 import type { WorkloadKeyOptions } from './csr.ts';
@@ -51,12 +51,15 @@ export interface CaSettingsInput {
  */
 export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefined {
   const { env } = input;
-  if (input.certFilesMounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
+  // PROV_CERT's files only prove us to the CA (Istio refuses it beside FILE_MOUNTED_CERTS): files there are not a mounted identity.
+  const mounted = input.certFilesMounted && !isEnvSet(env, caEnv.provCert);
+  if (mounted || readEnvSetting(env, caEnv.fileMountedCerts)) return undefined;
   const explicit = isEnvSet(env, caEnv.address);
   if (!explicit && !(input.discoveryAddress && isEnvSet(env, caEnv.namespace) && isEnvSet(env, caEnv.serviceAccount))) return undefined;
   const { namespace, serviceAccount, eccSignatureAlgorithm, eccCurve, rsaKeySize, keyAlgorithmOverride, fileMountedCerts, address, ...values } =
     readEnvSettings(env, caEnv);
   const caAddress = address ?? input.discoveryAddress!;
+  const rootsExplicit = isEnvSet(env, caEnv.rootsPath);
   const algorithm = keyAlgorithmOverride ?? (eccSignatureAlgorithm === 'ECDSA' ? 'ECDSA' : 'RSA');
   return {
     ...values,
@@ -64,7 +67,9 @@ export function caSettingsFromEnv(input: CaSettingsInput): CaSettings | undefine
     plaintext: caAddress.endsWith(':15010'),
     key: algorithm === 'RSA' ? { algorithm, rsaBits: rsaKeySize } : { algorithm, curve: eccCurve },
     headers: caHeadersFromEnv(env),
-    rootsExplicit: isEnvSet(env, caEnv.rootsPath),
+    rootsExplicit,
+    // As Istio's FindRootCAForCA: CA_ROOT_CA, else the provisioned root (a VM's), else istiod's published one.
+    rootsPath: rootsExplicit || values.provCert === undefined ? values.rootsPath : certFilesIn(values.provCert).root,
     // As Istio's agent: ISTIOD_SAN names the CA only when it is the discovery
     // server (CA_ADDR unset); a CA_ADDR of its own (istio-csr, say) is
     // checked against its own host.

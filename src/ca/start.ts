@@ -1,4 +1,6 @@
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { certFilesIn } from '../shared/istio-files.ts';
 import { Counter, type Registry } from '../metrics/index.ts';
 import { pemSecret } from '../sds/pem-secret.ts';
 import { rootSecretName, workloadSecretName } from '../sds/resource-names.ts';
@@ -114,10 +116,11 @@ async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () 
     }
   }
   logger.debug({ ca: settings.address }, 'CreateCertificate');
+  const provisioned = settings.plaintext ? undefined : await readProvisioned(settings.provCert);
   return createCertificate({
     endpoint: {
       address: settings.address,
-      tls: settings.plaintext ? undefined : { roots: roots!, serverName: settings.serverName },
+      tls: settings.plaintext ? undefined : { roots: roots!, serverName: settings.serverName, ...provisioned },
       clusterId: settings.clusterId,
       headers: settings.headers,
     },
@@ -125,6 +128,20 @@ async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () 
     token,
     timeoutMs: callTimeoutMs,
   });
+}
+
+/** PROV_CERT's certificate and key, presented to the CA when both are there (Istio's GetKeyCertsForCA); else the token alone. */
+async function readProvisioned(dir: string | undefined): Promise<{ cert: Buffer; key: Buffer } | undefined> {
+  if (dir === undefined) return undefined;
+  const { chain, key } = certFilesIn(dir);
+  const [certBytes, keyBytes] = await Promise.all([readFile(chain).catch(() => undefined), readFile(key).catch(() => undefined)]);
+  if (!certBytes || !keyBytes) return undefined;
+  // Expired or unreadable: the token alone, as Istio's client does.
+  try {
+    return new X509Certificate(certBytes).validToDate.getTime() > Date.now() ? { cert: certBytes, key: keyBytes } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

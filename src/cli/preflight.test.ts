@@ -65,13 +65,13 @@ test('flags within range are accepted', () => {
   for (const args of accepted) assert.equal(typeof parse(args), 'object', `${args.join(' ')}: ${String(parse(args))}`);
 });
 
-test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012, the default), or mutual TLS', () => {
+test('how the agent talks to the discovery server: plaintext, TLS with a token (istiod\'s 15012, the default), or mutual TLS (the token too)', () => {
   const rows: [args: string[], policy: string, tokenFile: string | undefined][] = [
     [['--discoveryAddress', 'istiod:15010'], 'NONE', undefined],
     [['--discoveryAddress', 'istiod:15012'], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--discoveryAddress', 'istiod:15012', '--xdsTokenFile', '/t'], 'TLS', '/t'],
     [['--discoveryAddress', 'xds:9000', '--xdsRootCa', '/root.pem'], 'TLS', './var/run/secrets/tokens/istio-token'],
-    [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', undefined],
+    [['--discoveryAddress', 'istiod:15012', '--controlPlaneAuthPolicy', 'MUTUAL_TLS'], 'MUTUAL_TLS', './var/run/secrets/tokens/istio-token'],
     [[], 'TLS', './var/run/secrets/tokens/istio-token'],
     [['--controlPlaneAuthPolicy', 'NONE', '--discoveryAddress', 'istio-pilot:15010'], 'NONE', undefined],
   ];
@@ -81,6 +81,16 @@ test('how the agent talks to the discovery server: plaintext, TLS with a token (
     assert.equal(xdsTransport(config), policy, args.join(' '));
     assert.equal(xdsUpstream(config).tokenFile, tokenFile, args.join(' '));
   }
+});
+
+test('PROV_CERT: TLS offers our certificate from there when it is there, and its root comes after a root mounted in --certDir', () => {
+  const config = parse(['--discoveryAddress', 'istiod:15012', '--certDir', '/absent/certs']);
+  assert.ok(typeof config !== 'string', String(config));
+  const upstream = xdsUpstream(config, { clusterid: '' }, '/vm/certs');
+  assert.deepEqual([upstream.policy, upstream.certDir, upstream.rootCaFile], ['MUTUAL_TLS', '/vm/certs', '/vm/certs/root-cert.pem']);
+  assert.equal(upstream.tokenFile, './var/run/secrets/tokens/istio-token');
+  assert.equal(xdsRootCaFile(config, () => true, '/vm/certs'), '/absent/certs/root-cert.pem');
+  assert.equal(xdsUpstream(config).rootCaFile, './var/run/secrets/istio/root-cert.pem');
 });
 
 test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a root mounted in --certDir, then istiod\'s published root', () => {

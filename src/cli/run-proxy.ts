@@ -17,7 +17,8 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { agentVersion } from '../shared/version.ts';
 import { parseAppMetricsTargets } from '../status/app-metrics.ts';
 import { parseAppProbers } from '../status/app-probes/config.ts';
-import { probeNetwork } from '../status/app-probes/probe-target.ts';
+import { probeNetwork, type ProbeNetwork } from '../status/app-probes/probe-target.ts';
+import { parseHealthProbe } from '../health/probe-config.ts';
 import type { AgentEnv } from '../settings/agent-inputs.ts';
 import type { CommandContext } from './context.ts';
 import { checkBinary } from './preflight.ts';
@@ -41,7 +42,7 @@ export interface RunProxyOptions {
   /** Arguments commander did not recognise (Istio's agent ignores unknown flags); each is one warning. */
   unknownArgs?: readonly string[];
   /** ProxyConfig fields that set a flag, and fields ProxyConfig does not declare. */
-  proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[] };
+  proxyConfig?: { applied: readonly string[]; unknown: readonly { source: string; field: string }[]; origin?: Readonly<Record<string, string>> };
   /** The typed env (readAgentInputs). */
   env: AgentEnv;
   /** The merged ProxyConfig (mesh file, PROXY_CONFIG, annotation): the node's PROXY_CONFIG below what the agent runs with. */
@@ -60,6 +61,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   // Every env value was checked (readAgentInputs) before --configPath is made: bad input leaves nothing behind.
   const { env } = options;
   const app = appSettings(resolved, env, logger);
+  const health = healthSettings(options, app.probeNetwork, logger);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
   let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
@@ -70,8 +72,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
     options.context.stdout.write(bootstrap.text);
     return 0;
   }
-  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata) };
-  return env.proxyless.disableEnvoy ? runWithoutEnvoy(run) : runWithEnvoy(run, { app, launch });
+  const run: ProxyRun = { config, logger, bootstrap, ca, env, upstream: xdsUpstream(config, env.xdsMetadata, env.provCert) };
+  return env.proxyless.disableEnvoy ? runWithoutEnvoy(run) : runWithEnvoy(run, { app, launch, health });
 }
 
 /** The agent's logger: with --print-bootstrap stdout is the bootstrap, so log lines go to stderr. */
@@ -107,7 +109,9 @@ async function runWithoutEnvoy({ config, logger, bootstrap, ca, env, upstream }:
   return runProxylessRecipe(runtimeContext(config, logger), inputs);
 }
 
-async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSettings>; launch: EnvoyLaunch }): Promise<number> {
+type EnvoyParts = { app: ReturnType<typeof appSettings>; launch: EnvoyLaunch; health: ReturnType<typeof healthSettings> };
+
+async function runWithEnvoy(run: ProxyRun, parts: EnvoyParts): Promise<number> {
   const { config, logger, bootstrap, env, upstream } = run;
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
@@ -116,7 +120,7 @@ async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSe
   return runEnvoyRecipe(runtimeContext(config, logger), {
     bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
     caSettings: run.ca, app: parts.app, grpcBootstrapPath: grpcBootstrapPath(config, env), dns: { settings: env.dns, namespace: env.namespace },
-    wasm: env.wasm, guard: processGuard,
+    wasm: env.wasm, guard: processGuard, health: parts.health,
   });
 }
 
@@ -154,6 +158,14 @@ function appSettings(config: AgentConfig, env: AgentEnv, logger: Logger) {
     probes: parseAppProbers(env.app.probers, probeTarget.destination, warnProbe), probeNetwork: probeTarget,
     metrics: parseAppMetricsTargets(env.app.prometheusAnnotations, config.statusPort), mergeEnvoyStats: statusSettings.mergeEnvoyStats,
   };
+}
+
+/** ProxyConfig.readinessProbe (a VM's WorkloadGroup probe), checked now: probed as the app probes are, from 127.0.0.6. */
+function healthSettings(options: RunProxyOptions, network: ProbeNetwork, logger: Logger) {
+  const source = options.proxyConfig?.origin?.readinessProbe ?? 'ProxyConfig';
+  const warn = (message: string) => logger.warn({ source, field: 'readinessProbe' }, message);
+  const probe = parseHealthProbe(options.mergedProxyConfig?.readinessProbe, { source, destination: network.destination, warn });
+  return probe && { probe, network };
 }
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */

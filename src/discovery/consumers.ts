@@ -15,3 +15,14 @@ export type EcdsConverter = (message: Buffer, mode: XdsMode) => Promise<EcdsOutc
 export interface NameTableSink {
   accept(table: Buffer, version: string): Promise<string | undefined>;
 }
+
+/** The workload's health as the agent last judged it (ProxyConfig.readinessProbe), for istiod's WorkloadEntry. */
+export type HealthReport = { healthy: true } | { healthy: false; message: string };
+
+/** Where each relayed stream takes health reports from (the health room provides it). */
+export interface HealthReportSource {
+  /** The last report; undefined before the first probe settled. */
+  current(): HealthReport | undefined;
+  /** Calls `listener` with every later report; returns the unsubscribe. */
+  subscribe(listener: (report: HealthReport) => void): () => void;
+}

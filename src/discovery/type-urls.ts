@@ -25,6 +25,8 @@ export const listenerType = typeUrl('envoy.config.listener.v3.Listener');
 export const secretType = typeUrl('envoy.extensions.transport_sockets.tls.v3.Secret');
 export const extensionConfigType = typeUrl('envoy.config.core.v3.TypedExtensionConfig');
 export const nameTableType = typeUrl('istio.networking.nds.v1.NameTable');
+/** Istio's workload health report (istio.v1.HealthInformation): a request the agent sends, never a resource. */
+export const healthInfoType = typeUrl('istio.v1.HealthInformation');
 
 /** The xDS type URLs a discovery server for Envoy serves; the relay's metrics label only these. */
 export const knownTypeUrls: ReadonlySet<string> = new Set([...envoyTypes, ...istioTypes].map(typeUrl));

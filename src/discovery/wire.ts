@@ -58,6 +58,18 @@ export function encodeAck(mode: XdsMode, answered: { typeUrl: string; version: s
   return Buffer.concat(parts);
 }
 
+/**
+ * Istio's health report on Envoy's stream: a request of `typeUrl` with no
+ * resource; unhealthy carries error_detail (INTERNAL and the reason), as Istio's xDS proxy sends it.
+ */
+export function encodeHealthReport(mode: XdsMode, typeUrl: string, unhealthy?: string): Buffer {
+  const numbers = requestNumbers[mode];
+  const parts = [lenField(numbers.type, typeUrl)];
+  if (unhealthy !== undefined)
+    parts.push(lenField(numbers.error, Buffer.concat([encodeVarint(1 * 8 + wireVarint), encodeVarint(grpcInternal), lenField(2, unhealthy)])));
+  return Buffer.concat(parts);
+}
+
 /** The first request for `typeUrl` on a stream: a wildcard subscription (no names). */
 export const encodeSubscribe = (mode: XdsMode, typeUrl: string): Buffer => lenField(requestNumbers[mode].type, typeUrl);
 

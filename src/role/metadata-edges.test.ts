@@ -58,10 +58,16 @@ test('PROXY_CONFIG: the env\'s, else ISTIO_META_PROXY_CONFIG\'s, under the merge
   assert.deepEqual(build({ PROXY_CONFIG: '{"statNameLength":3}', ISTIO_META_PROXY_CONFIG: '{"concurrency":2}' }).PROXY_CONFIG, { statNameLength: 3 });
   const layered = build(
     { PROXY_CONFIG: '{"statNameLength":3,"concurrency":1}' },
-    { mergedProxyConfig: { concurrency: 4, statusPort: 1 }, proxyConfig: { statusPort: 15020 } },
+    { mergedProxyConfig: { statNameLength: 3, concurrency: 4, statusPort: 1 }, proxyConfig: { statusPort: 15020 } },
   );
   assert.deepEqual(layered.PROXY_CONFIG, { statNameLength: 3, concurrency: 4, statusPort: 15020 });
   assert.deepEqual(build({}).PROXY_CONFIG, {});
+});
+
+test('a YAML PROXY_CONFIG (istio-start.sh exports one) reaches the node as the object the settings read from it', () => {
+  const yaml = '\nserviceCluster: vm.k2\ncontrolPlaneAuthPolicy: MUTUAL_TLS\n';
+  const merged = { serviceCluster: 'vm.k2', controlPlaneAuthPolicy: 'MUTUAL_TLS' };
+  assert.deepEqual(build({ PROXY_CONFIG: yaml }, { mergedProxyConfig: merged }).PROXY_CONFIG, merged);
 });
 
 test('ProxyConfig proxyMetadata\'s ISTIO_META_* strings are node metadata under the env\'s; its other entries are not', () => {

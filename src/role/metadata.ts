@@ -86,7 +86,7 @@ export function buildNodeMetadata({ node, podInfo, agent }: NodeMetadataInput): 
     ENVOY_SKIP_DEPRECATED_LOGS: agent.skipDeprecatedLogs === undefined ? undefined : String(agent.skipDeprecatedLogs),
     WORKLOAD_IDENTITY_SOCKET_FILE: agent.workloadIdentitySocketFile,
     PILOT_SAN: agent.pilotSan?.length ? [...agent.pilotSan] : undefined,
-    PROXY_CONFIG: { ...proxyConfigFromEnv(node, metadata.PROXY_CONFIG), ...agent.mergedProxyConfig, ...agent.proxyConfig },
+    PROXY_CONFIG: { ...proxyConfigFromEnv(node, metadata.PROXY_CONFIG, agent.mergedProxyConfig), ...agent.mergedProxyConfig, ...agent.proxyConfig },
     STATIC_LABELS: staticLabels,
     LABELS: mergeLabels(metadata.LABELS, podInfo.labels),
     ANNOTATIONS: podInfo.annotations ? { ...(metadata.ANNOTATIONS as object | undefined), ...podInfo.annotations } : undefined,
@@ -143,9 +143,13 @@ function metadataDiscovery(node: NodeEnv, enableHbone: unknown): unknown {
   return enableHbone === 'true' ? 'true' : 'false';
 }
 
-/** PROXY_CONFIG (the injection template's JSON ProxyConfig), checked as istiod will read it. */
-function proxyConfigFromEnv(node: NodeEnv, fromMetadata: unknown): Record<string, unknown> {
+/**
+ * PROXY_CONFIG (the injection template's JSON ProxyConfig), checked as istiod will read it. With a merged ProxyConfig
+ * the settings have read it already, JSON or YAML (istio-start.sh exports YAML), so its fields are there.
+ */
+function proxyConfigFromEnv(node: NodeEnv, fromMetadata: unknown, merged: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!node.proxyConfig) return (fromMetadata as Record<string, unknown> | undefined) ?? {};
+  if (merged !== undefined) return {};
   return typed('PROXY_CONFIG', 'PROXY_CONFIG', node.proxyConfig) as Record<string, unknown>;
 }
 

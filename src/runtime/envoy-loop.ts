@@ -38,7 +38,7 @@ const drainPolicy = (config: AgentConfig) => ({
  * restart gate; every spawn is told as `envoySpawned`. Disposing it stops the
  * gate, then every epoch (resolves once no Envoy is left).
  */
-export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; xds: XdsReadiness }): EnvoyLoop {
+export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; xds: XdsReadiness & { endStreams?(): void } }): EnvoyLoop {
   const { config, registry, clock, logger } = ctx;
   const metrics = registerAgentMetrics(registry);
   const epochs = new EpochTracker({ clock, metrics });
@@ -48,6 +48,8 @@ export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; x
   registerStateGauges(registry, () => agent.state);
   agent.onEvent(countAgentEvents(metrics));
   agent.onEvent((event) => event.type === 'epoch-spawned' && ctx.events.envoySpawned.emit({ epoch: event.epoch, pid: event.pid }));
+  // Before the first Envoy is stopped (newest first), the relay's streams end oldest first (XdsRelay.endStreams: a VM's WorkloadEntry).
+  agent.onEvent((_event, state) => void (state.phase === 'stopping' && parts.xds.endStreams?.()));
   const gate = new RestartGate({
     xds: parts.xds, clock, dispatch: (event) => agent.dispatch(event), state: () => agent.state,
     readNotAfter: () => readCertNotAfter(certFilesIn(config.certDir).chain), expiryMarginMs: defaultExpiryMarginMs,

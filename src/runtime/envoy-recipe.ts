@@ -8,6 +8,7 @@ import type { CaSettings } from '../ca/ca-settings.ts';
 import type { EnvoyLaunch } from '../envoy/args.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
+import { HealthReports } from '../health/reports.ts';
 import type { NodeMetadata } from '../role/metadata.ts';
 import type { EnvValues } from '../settings/env-settings.ts';
 import type { wasmEnv } from '../settings/wasm-env.ts';
@@ -18,6 +19,7 @@ import { startCaPart, withCaDebug } from './ca.ts';
 import { startCertsPart } from './certs.ts';
 import type { RuntimeContext } from './context.ts';
 import { startDnsPart, type DnsInputs } from './dns.ts';
+import { startHealthPart, type HealthInputs } from './health.ts';
 import { startEnvoyLoop, type LoopProxy } from './envoy-loop.ts';
 import { hookProcess, type ProcessHooks } from './process-hooks.ts';
 import { startRelayPart } from './relay.ts';
@@ -38,6 +40,8 @@ export interface EnvoyRecipeInputs {
   grpcBootstrapPath: string | undefined;
   dns: DnsInputs;
   wasm: EnvValues<typeof wasmEnv>;
+  /** ProxyConfig.readinessProbe and how it reaches the app: the workload's health, reported to the discovery server. */
+  health?: Pick<HealthInputs, 'probe' | 'network'>;
   guard: ProcessHooks;
   /** Tests: the proxy the loop runs instead of Envoy. */
   proxy?: LoopProxy;
@@ -52,11 +56,11 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.defer(() => events.stopped.emit());
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = stack.use(await startDnsPart(ctx, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId }));
-  const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined }));
+  const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined, outputDir: inputs.caSettings?.outputDir }));
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
-  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert };
+  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert, health: inputs.health && new HealthReports() };
   const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
   if (inputs.grpcBootstrapPath) await writeSideBootstrap(inputs.grpcBootstrapPath, inputs);
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
@@ -69,6 +73,7 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
     readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
     certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
   }));
+  stack.use(healthPart(ctx, inputs, relayParts.health, { agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   const restart = (hash: string) => {
@@ -82,6 +87,13 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
+}
+
+/** ProxyConfig.readinessProbe's checks, reported where the relay reads them; none without a probe. */
+function healthPart(
+  ctx: RuntimeContext, inputs: EnvoyRecipeInputs, reports: HealthReports | undefined, parts: Omit<HealthInputs, 'probe' | 'network' | 'reports'>,
+) {
+  return reports && inputs.health ? startHealthPart(ctx, { ...inputs.health, reports, ...parts }) : undefined;
 }
 
 /** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */

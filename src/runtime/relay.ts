@@ -12,6 +12,7 @@ export interface RelayInputs {
   ca: CaRuntime | undefined;
   nameTables?: XdsRelayOptions['nameTables'];
   ecds?: XdsRelayOptions['ecds'];
+  health?: XdsRelayOptions['health'];
 }
 
 export type RelayPart = XdsRelay & AsyncDisposable;
@@ -42,6 +43,7 @@ export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): 
     lastKnownGood,
     nameTables: inputs.nameTables,
     ecds: inputs.ecds,
+    health: inputs.health,
   });
   try {
     await relay.start();

@@ -4,13 +4,14 @@ import { stopsOnDispose, type RuntimeContext } from './context.ts';
 export type SdsPart = SdsRuntime & AsyncDisposable;
 
 /** The SDS server on --sdsSocket (or the note that another process serves it). */
-export async function startSdsPart(ctx: RuntimeContext, options: { workloadFromCa: boolean }): Promise<SdsPart> {
+export async function startSdsPart(ctx: RuntimeContext, options: { workloadFromCa: boolean; outputDir?: string }): Promise<SdsPart> {
   const sds = await startSds({
     config: ctx.config,
     registry: ctx.registry,
     clock: ctx.clock,
     logger: ctx.logger.child({ component: 'sds' }),
     workloadFromCa: options.workloadFromCa,
+    outputDir: options.outputDir,
   });
   return stopsOnDispose(sds, () => sds.stop());
 }

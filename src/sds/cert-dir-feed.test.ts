@@ -149,3 +149,18 @@ test('changedPaths: a file that appears or disappears is a change; the same byte
   assert.deepEqual(changedPaths([], [{ path: '/new' }]), [], 'absent before and after');
   assert.deepEqual(changedPaths([], [{ path: '/new', content: Buffer.alloc(0) }]), ['/new']);
 });
+
+test("feedCertDir: the agent's own OUTPUT_CERTS write into the dir restarts nothing; another file's change still does", () => {
+  const restarts: string[] = [];
+  const ownFiles = new Set(['/certs/cert-chain.pem', '/certs/key.pem', '/certs/root-cert.pem']);
+  const common = { store: new SecretStore(), certDir: '/certs', coveredFiles: () => new Set<string>(), logger: silentLogger, storesWorkload: false };
+  const onFiles = feedCertDir({ ...common, rotation: 'auto', restart: (hash) => restarts.push(hash), ownFiles });
+  onFiles('h0', files(pems.a));
+  onFiles('h1', files(pems.b));
+  assert.deepEqual(restarts, ['h0'], 'a VM whose PROV_CERT and OUTPUT_CERTS are its --certDir: no epoch 1 after the first certificate');
+  const restartsOthers: string[] = [];
+  const partial = feedCertDir({ ...common, rotation: 'auto', restart: (hash) => restartsOthers.push(hash), ownFiles: new Set(['/certs/cert-chain.pem']) });
+  partial('h0', files(pems.a));
+  partial('h1', files(pems.b));
+  assert.deepEqual(restartsOthers, ['h0', 'h1'], 'key.pem is not the agent\'s: its change restarts');
+});

@@ -20,6 +20,8 @@ export interface CertDirFeedOptions {
   logger: Logger;
   /** False when a CA feeds `default`/`ROOTCA`: the dir's files must not replace or remove them. */
   storesWorkload?: boolean;
+  /** Files the agent writes itself (OUTPUT_CERTS, from the CA): Envoy has their certificate over SDS already, so they never restart it. */
+  ownFiles?: ReadonlySet<string>;
 }
 
 /**
@@ -36,7 +38,10 @@ export function feedCertDir(options: CertDirFeedOptions): (hash: string, files: 
     const changed = previous ? changedPaths(previous, files) : undefined;
     previous = files;
     if (!changed) return options.restart(hash);
-    const uncovered = restartNeededFor(options.rotation, changed, options.coveredFiles());
+    const others = changed.filter((path) => !options.ownFiles?.has(path));
+    if (others.length === 0 && changed.length > 0)
+      return options.logger.info({ files: changed }, "certificate dir changed by the agent's own OUTPUT_CERTS write; no restart");
+    const uncovered = restartNeededFor(options.rotation, others, options.coveredFiles());
     if (uncovered.length > 0) return options.restart(hash);
     options.logger.info({ files: changed }, 'certificate change delivered over SDS; no restart');
   };

@@ -3,6 +3,8 @@ import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import type { FileRead } from '../watch/cert-set.ts';
+import { resolve } from 'node:path';
+import { certFilesIn } from '../shared/istio-files.ts';
 import { feedCertDir } from './cert-dir-feed.ts';
 import { FileSecretSources } from './file-sources.ts';
 import { registerSdsMetrics } from './metrics.ts';
@@ -29,6 +31,8 @@ export interface StartSdsOptions {
   logger: Logger;
   /** The workload identity comes from a CA, not from `default`/`ROOTCA` files in --certDir. */
   workloadFromCa: boolean;
+  /** OUTPUT_CERTS, where the CA's certificate is written: a --certDir there sees the agent's own writes. */
+  outputDir?: string;
 }
 
 /**
@@ -63,6 +67,7 @@ export async function startSds(options: StartSdsOptions): Promise<SdsRuntime> {
       restart,
       logger,
       storesWorkload: !options.workloadFromCa,
+      ownFiles: options.outputDir === undefined ? undefined : new Set(Object.values(certFilesIn(resolve(options.outputDir)))),
     });
   return {
     certFeed,

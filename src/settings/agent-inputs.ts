@@ -28,6 +28,8 @@ export interface AgentEnv {
   namespace: string;
   /** gRPC metadata on every xDS call (ISTIO_META_CLUSTER_ID, XDS_HEADER_*). */
   xdsMetadata: Record<string, string>;
+  /** PROV_CERT: a VM's provisioned certificates (the xDS and CA roots, and our client certificate when there). */
+  provCert?: string;
 }
 
 /** The typed env; the first bad value throws, naming its variable (exit 2). */
@@ -43,6 +45,7 @@ export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Re
     hostIp: readEnvText(env, podEnv.hostIp),
     namespace: readEnvText(env, caEnv.namespace) ?? '',
     xdsMetadata: xdsCallMetadata(env),
+    provCert: readEnvText(env, caEnv.provCert),
   };
 }
 

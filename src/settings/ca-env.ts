@@ -63,6 +63,12 @@ export const caEnv = declareEnvSettings({
     parse: (text) => ratio(text),
     description: 'Random spread of the renewal, so a fleet does not renew at once',
   },
+  provCert: {
+    env: 'PROV_CERT',
+    description:
+      "Pre-provisioned certificates (a VM's /etc/certs): the CA's and the discovery server's root is root-cert.pem there (unless CA_ROOT_CA, " +
+        'XDS_ROOT_CA or --certDir has one), and its cert-chain.pem and key.pem, when there, go along to both, as Istio',
+  },
   outputDir: {
     env: 'OUTPUT_CERTS',
     description: 'Also write the certificate and key here, for apps that read files (0600; 0644 with proxyless gRPC, as Istio on Kubernetes)',

@@ -81,7 +81,7 @@ export const envoySettings = declareSettings([
     choices: ['NONE', 'MUTUAL_TLS'],
     description:
       "Security towards the discovery server. Unset: TLS with the pod's token on port 15012 or with --xdsRootCa, else plaintext; MUTUAL_TLS given: " +
-        "our certificate from --certDir too (Istio 1.1); NONE given: as unset",
+        "TLS with the token, and our certificate from --certDir when it is there; NONE given: as unset",
   },
   {
     flag: 'customConfigFile',

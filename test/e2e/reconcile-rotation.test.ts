@@ -3,6 +3,7 @@ import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { assertGone } from '../support/agent.ts';
+import { pollUntil } from '../support/poll.ts';
 import { epochLive, servedSerial, startTlsRig, waitForSerial } from '../support/tls-rig.ts';
 
 const exists = (path: string) => access(path).then(() => true, () => false);
@@ -23,6 +24,14 @@ describe('certificate rotation with the real Envoy and the peer', () => {
         'epoch 0 to exit after the hot restart',
       );
       assert.ok(parentExit);
+      // No upstream stream outlives the Envoy it serves: once epoch 0 is gone, only epoch 1's stream is open at the discovery server.
+      const openAtPeer = () => {
+        const events = rig.peer.log.entries;
+        const closed = new Set(events.filter((entry) => entry.event === 'stream_closed').map((entry) => entry.stream));
+        return events.filter((entry) => entry.event === 'stream_open' && !closed.has(entry.stream)).map((entry) => entry.stream);
+      };
+      await pollUntil(openAtPeer, { what: "epoch 0's stream closed at the discovery server", timeoutMs: 10_000, intervalMs: 100, accept: (open) => open.length === 1,
+        show: (open) => `open streams ${open.join(', ')}` });
       const configDir = join(rig.agent.dir, 'config');
       assert.equal(await exists(join(configDir, 'envoy-rev1.json')), true);
       for (let i = 0; i < 50 && (await exists(join(configDir, 'envoy-rev0.json'))); i++) await new Promise((resolve) => setTimeout(resolve, 100));

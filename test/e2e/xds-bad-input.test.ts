@@ -20,8 +20,8 @@ describe('xDS upstream settings are checked at start (exit 2, one line naming th
     assert.match(await expectUsageError([], 'no-port-here'), /--discoveryAddress: "no-port-here" is not host:port/);
   });
 
-  it('MUTUAL_TLS with the cert files missing', async () => {
-    assert.match(await expectUsageError(['--controlPlaneAuthPolicy', 'MUTUAL_TLS']), /certs\/cert-chain\.pem: cannot read \(ENOENT\)/);
+  it('MUTUAL_TLS with neither our certificate nor a token', async () => {
+    assert.match(await expectUsageError(['--controlPlaneAuthPolicy', 'MUTUAL_TLS']), /--xdsTokenFile: cannot read \.\/var\/run\/secrets\/tokens\/istio-token \(ENOENT\)/);
   });
 
   it('MUTUAL_TLS with a key that does not match the certificate', async () => {

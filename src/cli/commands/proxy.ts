@@ -36,7 +36,7 @@ export function proxyCommand(context: CommandContext): Command {
       // What commander did not take: unknown flags (and their values), or words past the type.
       unknownArgs: command.args.slice(command.args[0] === type ? 1 : 0),
       unimplementedFlags: unimplementedFlags.filter(given),
-      proxyConfig: { applied, unknown: proxyConfig.unknown },
+      proxyConfig: { applied, unknown: proxyConfig.unknown, origin: proxyConfig.origin },
       env,
       mergedProxyConfig: proxyConfig.value,
     });

@@ -45,12 +45,13 @@ export function parseAppProbers(
   if (!isObject(parsed)) throw fail(`must be a JSON object keyed by ${pathShape}`);
   for (const [path, prober] of Object.entries(parsed)) {
     if (!probePath.test(path)) throw fail(`key ${JSON.stringify(path)} is not ${pathShape}`);
-    probes.set(path, parseProbe(prober, { fail: (reason) => fail(`${path}: ${reason}`), warn: (message) => warn(`${path}: ${message}`), destination }));
+    probes.set(path, parseAppProbe(prober, { fail: (reason) => fail(`${path}: ${reason}`), warn: (message) => warn(`${path}: ${message}`), destination }));
   }
   return probes;
 }
 
-function parseProbe(prober: unknown, { fail, warn, destination }: Context): AppProbe {
+/** One Kubernetes-shaped probe (httpGet, tcpSocket or grpc, timeoutSeconds), aimed at `destination`; `fail` makes the error to throw. */
+export function parseAppProbe(prober: unknown, { fail, warn, destination }: ProbeParseContext): AppProbe {
   if (!isObject(prober)) throw fail('must be an object');
   const kinds = (['httpGet', 'tcpSocket', 'grpc'] as const).filter((kind) => prober[kind] !== undefined && prober[kind] !== null);
   if (kinds.length !== 1) throw fail('needs exactly one of httpGet, tcpSocket, grpc');
@@ -64,13 +65,13 @@ function parseProbe(prober: unknown, { fail, warn, destination }: Context): AppP
   return { action, timeoutMs: (timeout || defaultTimeoutSeconds) * 1000 };
 }
 
-interface Context {
+export interface ProbeParseContext {
   fail: (reason: string) => Error;
   warn: (message: string) => void;
   destination: string;
 }
 
-function httpAction(body: Json, context: Context): ProbeAction {
+function httpAction(body: Json, context: ProbeParseContext): ProbeAction {
   const scheme = String(body.scheme ?? 'HTTP').toLowerCase();
   if (scheme !== 'http' && scheme !== 'https') throw context.fail(`scheme ${JSON.stringify(body.scheme)} is not HTTP or HTTPS`);
   const path = body.path ?? '/';
@@ -79,18 +80,18 @@ function httpAction(body: Json, context: Context): ProbeAction {
   return { kind: 'http', scheme, host: host(body, context), port: port(body, context), path: absolute, headers: headers(body.httpHeaders, context) };
 }
 
-function tcpAction(body: Json, context: Context): ProbeAction {
+function tcpAction(body: Json, context: ProbeParseContext): ProbeAction {
   return { kind: 'tcp', host: host(body, context), port: port(body, context) };
 }
 
-function grpcAction(body: Json, context: Context): ProbeAction {
+function grpcAction(body: Json, context: ProbeParseContext): ProbeAction {
   const service = body.service ?? '';
   if (typeof service !== 'string') throw context.fail('service must be a string');
   return { kind: 'grpc', host: host(body, context), port: port(body, context), service };
 }
 
 /** The injector resolves named ports, so only numbers arrive here. */
-function port(body: Json, context: Context): number {
+function port(body: Json, context: ProbeParseContext): number {
   const value = typeof body.port === 'string' && /^\d+$/.test(body.port) ? Number(body.port) : body.port;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 65535)
     throw context.fail(`port ${JSON.stringify(body.port)} is not a number in 1-65535`);
@@ -98,7 +99,7 @@ function port(body: Json, context: Context): number {
 }
 
 /** The probe's own host is not a target: the pod's address is (a different one is worth a warning). */
-function host(body: Json, context: Context): string {
+function host(body: Json, context: ProbeParseContext): string {
   const value = body.host ?? '';
   if (typeof value !== 'string') throw context.fail(`host ${JSON.stringify(value)} is not a string`);
   const samePod = value === '' || value === context.destination || value === 'localhost' || (isIP(value) !== 0 && /^(127\.|::1$)/.test(value));
@@ -106,7 +107,7 @@ function host(body: Json, context: Context): string {
   return context.destination;
 }
 
-function headers(value: unknown, context: Context): [string, string][] {
+function headers(value: unknown, context: ProbeParseContext): [string, string][] {
   if (value === undefined || value === null) return [];
   if (!Array.isArray(value)) throw context.fail('httpHeaders must be a list of {name, value}');
   return value.map((header) => {

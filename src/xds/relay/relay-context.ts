@@ -4,7 +4,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import type { XdsMode } from '../../discovery/wire.ts';
-import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
+import type { EcdsConverter, HealthReportSource, NameTableSink } from '../../discovery/consumers.ts';
 import type { XdsStats } from './stats.ts';
 
 export interface RelayLimits {
@@ -30,6 +30,8 @@ export interface RelayContext {
   nameTables?: NameTableSink;
   /** With Wasm remote load conversion on: ECDS responses go through it. */
   ecds?: EcdsConverter;
+  /** With a readinessProbe in ProxyConfig: the workload's health, reported on each upstream stream. */
+  health?: HealthReportSource;
   /** Opens the upstream call for a stream of `mode` (a predial's, a spare, or a new one); may reject. */
   dial(mode: XdsMode, logger: Logger): Promise<UpstreamStream>;
   /** A redial that reached the server: given to the next stream of this mode. */

@@ -139,9 +139,10 @@ export class RelayStream {
   }
 
   #responseLeg({ stream: upstream }: UpstreamStream): ResponseLeg {
-    const { limits, stats, nameTables, ecds } = this.#context;
+    const { limits, stats, nameTables, ecds, health } = this.#context;
     return new ResponseLeg({
-      mode: this.mode, upstream, ads: this.#ads, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger: this.#logger, nameTables, ecds,
+      mode: this.mode, upstream, ads: this.#ads, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger: this.#logger,
+      nameTables, ecds, health,
       deltaUnimplemented: () => this.#context.deltaUnimplemented(),
       ending: () => this.#ending !== undefined,
       opened: () => {

@@ -307,3 +307,22 @@ describe('XdsRelay: predial', () => {
     }
   });
 });
+
+describe('XdsRelay: endStreams, as the agent stops its Envoys', () => {
+  it('ends every stream oldest first, so the newest upstream connection closes last; nothing is dialled after', async () => {
+    const upstreams = [new FakeUpstream(), new FakeUpstream(), new FakeUpstream()];
+    const { xds, open, dials } = relay([...upstreams]);
+    const streams = [await open(), await open(), await open('delta')];
+    const closed: number[] = [];
+    upstreams.forEach((upstream, index) => {
+      const close = upstream.close.bind(upstream);
+      upstream.close = () => (closed.push(index), close());
+    });
+    xds.endStreams();
+    assert.deepEqual(closed, [0, 1, 2]);
+    assert.deepEqual(await Promise.all(streams.map(({ stream }) => stream.done)), ['relay_stopped', 'relay_stopped', 'relay_stopped']);
+    xds.predial('sotw');
+    await xds.stop();
+    assert.equal(dials.length, 3, 'nothing dialled after endStreams');
+  });
+});

@@ -5,7 +5,7 @@ import { formatHostPort } from '../../shared/host-port.ts';
 import type { Logger } from '../../shared/log.ts';
 import { LastKnownGoodConfig } from '../last-known-good/config.ts';
 import { keepaliveDefaults, type KeepaliveOptions } from '../../grpc/keepalive.ts';
-import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
+import type { EcdsConverter, HealthReportSource, NameTableSink } from '../../discovery/consumers.ts';
 import type { AdsStream } from './ads-stream.ts';
 import { RelayStream } from './relay-stream.ts';
 import type { RelayContext, RelayLimits } from './relay-context.ts';
@@ -17,6 +17,7 @@ import type { UpstreamOptions } from '../upstream/material.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import { dialWithCredentials, RefusedCertificate } from '../upstream/dial.ts';
 import type { XdsMode } from '../../discovery/wire.ts';
+import { GrpcStatus } from '../../grpc/grpc-status.ts';
 
 export { adsMethods, maxStreamsPerConnection, xdsConnectionLimits } from './relay-listener.ts';
 
@@ -44,6 +45,8 @@ export interface XdsRelayOptions {
   nameTables?: NameTableSink;
   /** With Wasm remote load conversion on: rewrites ECDS responses before Envoy sees them. */
   ecds?: EcdsConverter;
+  /** With a readinessProbe in ProxyConfig: the workload's health, sent on every upstream stream (istio.v1.HealthInformation). */
+  health?: HealthReportSource;
   /** Opens an upstream call (default: the discovery server at `upstream`, with its credentials); unit tests script it. */
   dialUpstream?: (mode: XdsMode, logger: Logger) => Promise<UpstreamStream>;
 }
@@ -79,6 +82,7 @@ export class XdsRelay {
   #predialing: { mode: XdsMode; dialing: Promise<UpstreamStream | undefined> } | undefined;
   #listener: RelayListener | undefined;
   #nextId = 1;
+  #streamsEnded = false; // endStreams() ran: the agent is stopping its Envoys
   readonly lastKnownGood: LastKnownGoodConfig;
   readonly #availability: ConfigAvailability;
   readonly #deltaListeners = new Set<() => void>();
@@ -96,10 +100,10 @@ export class XdsRelay {
   }
 
   #makeContext(): RelayContext {
-    const { clock, backoff, random, nameTables, ecds, keepLastKnownGood } = this.#options;
+    const { clock, backoff, random, nameTables, ecds, health, keepLastKnownGood } = this.#options;
     let node: Buffer | undefined;
     return {
-      stats: this.#stats, clock, lastKnownGood: this.lastKnownGood, random, nameTables, ecds,
+      stats: this.#stats, clock, lastKnownGood: this.lastKnownGood, random, nameTables, ecds, health,
       limits: keepLastKnownGood === false ? { ...limits, pendingBytes: 0 } : limits,
       backoff: backoff ?? reconnectBackoff,
       dial: (mode, logger) => this.#takePredial(mode, logger) ?? this.#spares.take(mode) ?? this.#dial(mode, logger),
@@ -119,7 +123,8 @@ export class XdsRelay {
       socketMode: socketMode ?? 0o600,
       keepalive: this.#keepalive,
       logger,
-      serve: (mode, ads) => this.serve(mode, ads),
+      // Once endStreams() ran, a reconnecting Envoy is refused: never dialled, so no newer connection follows.
+      serve: (mode, ads) => (this.#streamsEnded ? ads.finish(GrpcStatus.UNAVAILABLE, 'the agent is stopping') : this.serve(mode, ads)),
     });
     await listener.listen();
     this.#listener = listener;
@@ -173,12 +178,27 @@ export class XdsRelay {
     return dialWithCredentials({ upstream, refused: this.#refused, path: adsMethods[mode], keepalive: this.#keepalive, clock, stats: this.#stats, logger });
   }
 
-  /** Ends every stream and stops listening. */
-  async stop(): Promise<void> {
+  /**
+   * The agent is about to stop its Envoys (newest first, for hot restart): every stream ends now, oldest first, so
+   * the newest connection closes last at the discovery server (istiod unregisters a VM only on that one's close).
+   */
+  endStreams(): void {
+    if (this.#streamsEnded) return;
+    this.#streamsEnded = true;
+    this.#dropPending();
+    for (const stream of this.#streams) stream.stop();
+  }
+
+  #dropPending(): void {
     const predial = this.#predialing;
     this.#predialing = undefined;
     void predial?.dialing.then((upstream) => upstream?.close());
     this.#spares.dropAll();
+  }
+
+  /** Ends every stream and stops listening. */
+  async stop(): Promise<void> {
+    this.#dropPending();
     for (const stream of this.#streams) stream.stop();
     await Promise.all([...this.#streams].map((stream) => stream.done));
     const listener = this.#listener;

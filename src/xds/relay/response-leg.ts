@@ -6,7 +6,8 @@ import type { LastKnownGoodRecorder } from '../last-known-good/recorder.ts';
 import type { UpstreamStream } from '../upstream/session.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 import { EcdsInterceptor } from './ecds-interceptor.ts';
-import type { EcdsConverter, NameTableSink } from '../../discovery/consumers.ts';
+import type { EcdsConverter, HealthReportSource, NameTableSink } from '../../discovery/consumers.ts';
+import { HealthForward } from './health-forward.ts';
 import type { AdsStream } from './ads-stream.ts';
 import type { Ending } from './ending.ts';
 import { NdsSubscription } from './nds-subscription.ts';
@@ -26,6 +27,8 @@ export interface ResponseLegOptions {
   logger: Logger;
   nameTables?: NameTableSink;
   ecds?: EcdsConverter;
+  /** With a readinessProbe in ProxyConfig: the workload's health, reported upstream. */
+  health?: HealthReportSource;
   /** True once the stream is ending: later bytes and events are dropped. */
   ending(): boolean;
   /** The discovery server answered the call: Envoy's response headers may go. */
@@ -54,6 +57,8 @@ export class ResponseLeg {
   #nds: NdsSubscription | undefined;
   /** Remote Wasm conversion, when on. */
   #ecds: EcdsInterceptor | undefined;
+  /** The workload's health reports, with a readinessProbe. */
+  #health: HealthForward | undefined;
 
   constructor(options: ResponseLegOptions) {
     this.#options = options;
@@ -72,15 +77,18 @@ export class ResponseLeg {
   envoyRequested(fields: RequestFields): void {
     this.#nds?.envoyRequested(fields.typeUrl);
     this.#ecds?.envoyRequested(fields);
+    this.#health?.envoyRequested(fields.typeUrl);
   }
 
   close(): void {
     this.#ecds?.close();
+    this.#health?.stop();
   }
 
   #listen(): void {
-    const { upstream, nameTables, ecds, logger, maxBytes, mode } = this.#options;
+    const { upstream, nameTables, ecds, health, logger, maxBytes, mode } = this.#options;
     const passOn = (bytes: Buffer) => this.#passOn(bytes);
+    if (health) this.#health = new HealthForward({ mode, source: health, send: (request) => void upstream.write(frame(request)), logger });
     if (nameTables)
       this.#nds = new NdsSubscription({ mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes, logger });
     const afterEcds = (bytes: Buffer) => (this.#nds ? this.#nds.push(bytes) : passOn(bytes));

@@ -56,14 +56,27 @@ test('MUTUAL_TLS carries the three files of --certDir, the token beside them', a
   assert.equal((await loadMaterial(mutual(path))).credential, 'certificate');
 });
 
+test('MUTUAL_TLS without our certificate there is TLS with the token, as Istio on a VM before its first certificate', async () => {
+  const path = await certDir('root-only', { root: ca.cert });
+  const material = await loadMaterial(mutual(path, join(dir, 'token')));
+  assert.deepEqual(material.tls, { ca: Buffer.from(ca.cert) });
+  assert.equal(material.headers.authorization, 'Bearer the-token');
+  assert.equal(material.credential, 'token');
+  await assert.rejects(loadMaterial(mutual(path, join(dir, 'absent-token'))), /--xdsTokenFile: cannot read .*absent-token \(ENOENT\)/);
+});
+
 test('MUTUAL_TLS refuses files it could only fail on at handshake time, naming the file', { timeout: 10_000 }, async () => {
   const rows: { name: string; files: { chain?: string; key?: string; root?: string }; error: RegExp }[] = [
-    { name: 'none there', files: {}, error: /\/cert-chain\.pem: cannot read \(ENOENT\); needed by --controlPlaneAuthPolicy MUTUAL_TLS$/ },
-    { name: 'no key', files: { chain: pair.cert, root: ca.cert }, error: /\/key\.pem: cannot read \(ENOENT\); needed by --controlPlaneAuthPolicy MUTUAL_TLS$/ },
+    { name: 'none there', files: {}, error: /\/root-cert\.pem: cannot read \(ENOENT\); the discovery server's TLS root/ },
+    {
+      name: 'no key',
+      files: { chain: pair.cert, root: ca.cert },
+      error: /\/key\.pem: cannot read \(ENOENT\); our client certificate for --controlPlaneAuthPolicy MUTUAL_TLS$/,
+    },
     { name: 'no root', files: { chain: pair.cert, key: pair.key }, error: /\/root-cert\.pem: cannot read \(ENOENT\)/ },
     { name: 'a chain that is not PEM', files: { chain: 'garbage', key: pair.key, root: ca.cert }, error: /\/cert-chain\.pem: not a PEM certificate$/ },
     { name: 'a key that is not PEM', files: { chain: pair.cert, key: 'garbage', root: ca.cert }, error: /\/key\.pem: not a PEM private key$/ },
-    { name: 'a root that is not PEM', files: { chain: pair.cert, key: pair.key, root: 'garbage' }, error: /\/root-cert\.pem: not a PEM certificate$/ },
+    { name: 'a root that is not PEM', files: { chain: pair.cert, key: pair.key, root: 'garbage' }, error: /\/root-cert\.pem: not a PEM certificate/ },
     {
       name: 'the key of another certificate',
       files: { chain: pair.cert, key: other.key, root: ca.cert },

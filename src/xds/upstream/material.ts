@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { getCACertificates } from 'node:tls';
 import { readBoundedFile, readFailure } from '../../shared/bounded-file.ts';
-import { badFile, badFlag } from '../../shared/errors.ts';
+import { AgentError, badFile, badFlag } from '../../shared/errors.ts';
 import type { HostPort } from '../../shared/host-port.ts';
 import { certFileNames } from '../../shared/istio-files.ts';
 import { certFileMaxBytes } from '../../watch/cert-set.ts';
@@ -45,36 +45,46 @@ export interface UpstreamMaterial {
  * Reads the TLS files and the token now, and takes the held certificate;
  * throws AgentError naming the file at fault. With a certificate to present,
  * an unreadable token is left out rather than fatal, as Istio's token reader does.
+ * MUTUAL_TLS is TLS with the token too, as Istio speaks it today: our files
+ * from the cert dir go along only when they are there (pilot/pkg/grpc/tls.go).
  */
 export async function loadMaterial(options: UpstreamOptions, now = Date.now()): Promise<UpstreamMaterial> {
-  const held = chooseHeldCertificate(options.policy, options.heldCertificate?.(), now);
+  const files = options.policy === 'MUTUAL_TLS' ? await readClientFiles(options.certDir) : undefined;
+  const held: HeldCertificateChoice = files
+    ? { present: false, reason: 'cert-dir' }
+    : chooseHeldCertificate(options.policy === 'NONE' ? 'NONE' : 'TLS', options.heldCertificate?.(), now);
   const headers: OutgoingHttpHeaders = {};
   let tokenProblem: string | undefined;
   if (options.tokenFile) {
     const token = await readText(options.tokenFile, '--xdsTokenFile').catch((error: Error) => {
-      if (!held.present) throw error;
+      if (!held.present && !files) throw error;
       tokenProblem = error.message;
     });
     if (token !== undefined) headers.authorization = `Bearer ${token.trim()}`;
   }
-  const base = {
-    headers,
-    held,
-    tokenProblem,
-    credential: credentialLabel(held.present || options.policy === 'MUTUAL_TLS', headers.authorization !== undefined),
-  };
+  const base = { headers, held, tokenProblem, credential: credentialLabel(held.present || files !== undefined, headers.authorization !== undefined) };
   if (options.policy === 'NONE') return { tls: undefined, ...base };
-  if (options.policy === 'TLS') {
-    const ca = await readRoot(options.rootCaFile!);
-    return { tls: held.present ? { ca, cert: held.certificate.chain, key: held.certificate.key } : { ca }, ...base };
-  }
-  // One after the other: with several files missing, the error names the same one every time.
-  const files = {} as Record<keyof typeof certFileNames, Buffer>;
-  for (const [key, name] of Object.entries(certFileNames) as [keyof typeof certFileNames, string][]) {
-    files[key] = await readCert(join(options.certDir, name));
-  }
-  checkKeyPair(options.certDir, files.chain, files.key, files.root);
-  return { tls: { cert: files.chain, key: files.key, ca: files.root }, ...base };
+  const ca = await readRoot(xdsRootOf(options));
+  if (files) return { tls: { ca, cert: files.chain, key: files.key }, ...base };
+  return { tls: held.present ? { ca, cert: held.certificate.chain, key: held.certificate.key } : { ca }, ...base };
+}
+
+/** The root istiod's certificate must chain to: the one given, else (MUTUAL_TLS, Istio 1.1) root-cert.pem beside our files. */
+export const xdsRootOf = (options: UpstreamOptions): string => options.rootCaFile ?? join(options.certDir, certFileNames.root);
+
+/**
+ * Our certificate and key from the cert dir, checked; undefined when there is
+ * no certificate there (a VM before its first one: the token speaks for us).
+ */
+async function readClientFiles(certDir: string): Promise<{ chain: Buffer; key: Buffer } | undefined> {
+  const chain = await readCert(join(certDir, certFileNames.chain)).catch((error: AgentError) => {
+    if ((error.cause as NodeJS.ErrnoException | undefined)?.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (chain === undefined) return undefined;
+  const key = await readCert(join(certDir, certFileNames.key));
+  checkKeyPair(certDir, chain, key);
+  return { chain, key };
 }
 
 /** A service-account token is a few KiB; past this it is not one. A FIFO or device is refused, not waited on. */
@@ -119,12 +129,12 @@ async function readCert(path: string): Promise<Buffer> {
   try {
     return await readBoundedFile(path, { maxBytes: certFileMaxBytes });
   } catch (error) {
-    throw badFile(path, `cannot read (${readFailure(error)}); needed by --controlPlaneAuthPolicy MUTUAL_TLS`, error);
+    throw badFile(path, `cannot read (${readFailure(error)}); our client certificate for --controlPlaneAuthPolicy MUTUAL_TLS`, error);
   }
 }
 
 /** A key that does not match its certificate would only fail at handshake time, far from the cause. */
-function checkKeyPair(certDir: string, chain: Buffer, key: Buffer, root: Buffer): void {
+function checkKeyPair(certDir: string, chain: Buffer, key: Buffer): void {
   const parse = <T>(file: string, make: () => T): T => {
     try {
       return make();
@@ -134,6 +144,5 @@ function checkKeyPair(certDir: string, chain: Buffer, key: Buffer, root: Buffer)
   };
   const cert = parse(certFileNames.chain, () => new X509Certificate(chain));
   const privateKey = parse(certFileNames.key, () => createPrivateKey(key));
-  parse(certFileNames.root, () => new X509Certificate(root));
   if (!cert.checkPrivateKey(privateKey)) throw badFile(join(certDir, certFileNames.key), `does not match the certificate in ${certFileNames.chain}`);
 }

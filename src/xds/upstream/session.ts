@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
@@ -6,10 +5,9 @@ import { keepAlive, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import { grpcContentType } from '../../grpc/server-call.ts';
 import { boundedTimer } from '../../shared/clock.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
-import { certFileNames } from '../../shared/istio-files.ts';
 import { agentVersion } from '../../shared/version.ts';
 import { classifyTlsFailure, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './credentials.ts';
-import { loadMaterial, type UpstreamMaterial, type UpstreamOptions } from './material.ts';
+import { loadMaterial, xdsRootOf, type UpstreamMaterial, type UpstreamOptions } from './material.ts';
 
 const mib = 1024 * 1024;
 
@@ -95,12 +93,12 @@ function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: 
   const because = `${error.code}: ${error.message.split('\n')[0]!.trim()}`;
   const messages: Record<TlsFailure, () => string> = {
     'server-not-trusted': () => {
-      const root = options.policy === 'MUTUAL_TLS' ? join(options.certDir, certFileNames.root) : options.rootCaFile;
+      const root = xdsRootOf(options);
       return `TLS: the discovery server's certificate is not trusted (${because}); root ${root}, expected name ${options.serverName ?? options.address.host}`;
     },
     'client-certificate-refused': () =>
       `TLS: the discovery server refused our client certificate (${because}); ` +
-        `${options.policy === 'MUTUAL_TLS' ? `files in ${options.certDir}` : 'the workload certificate from the CA'}`,
+        `${material.held.present ? 'the workload certificate from the CA' : `files in ${options.certDir}`}`,
     'client-certificate-required': () => `TLS: the discovery server wants a client certificate and the agent holds none yet (${because})`,
   };
   return new UpstreamDialError(tls ? messages[tls]() : error.message, { cause: error, credential: material.credential, tls });

@@ -123,7 +123,7 @@ func main() {
 		ClassifyDelta: func(r *cachev3.DeltaRequest) string { return cacheFor(r.GetTypeUrl()) },
 		Caches:        map[string]cachev3.Cache{"snapshots": snapshots, "names": names},
 	}
-	xds := serverv3.NewServer(context.Background(), mux, newCallbacks())
+	var xds serverv3.Server = healthSink{serverv3.NewServer(context.Background(), mux, newCallbacks())}
 	if *noDelta {
 		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, sotwOnly{xds})
 	} else {
