@@ -4,6 +4,7 @@ import { customAdminPort } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
+import { listenerHosts } from '../bootstrap/listener-hosts.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
@@ -63,7 +64,9 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
   let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
-  const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
+  const launch: EnvoyLaunch = {
+    localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
+  };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
@@ -111,7 +114,7 @@ async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSe
   const { config, logger, bootstrap, env, upstream } = run;
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
-  await checkEnvoyPortsFree(config);
+  await checkEnvoyPortsFree(config, bootstrap.listenerHosts);
   logStarting(logger, bootstrap.nodeId, config);
   return runEnvoyRecipe(runtimeContext(config, logger), {
     bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
@@ -192,11 +195,16 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
-  const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true };
+  const { dualStack, metricsLocalhostOnly } = env.bootstrap;
+  const inputs = {
+    nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
+    dualStack, metricsLocalhostOnly,
+  };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
   const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster };
+  const hosts = listenerHosts(instanceIps(inputs), dualStack);
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

@@ -28,6 +28,8 @@ export interface EnvoyLaunch {
   localAddressIpVersion: 'v4' | 'v6';
   /** ISTIO_BOOTSTRAP_OVERRIDE as JSON, merged over the bootstrap by Envoy. */
   configYaml?: string;
+  /** ISTIO_ENVOY_ENABLE_CORE_DUMP: Envoy's --enable-core-dump, as Istio's agent passes it. */
+  enableCoreDump?: boolean;
 }
 
 /**
@@ -59,6 +61,7 @@ export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {
     '--allow-unknown-static-fields',
     '-l', envoyLogLevel(input.logLevel),
     ...(input.skipDeprecatedLogs ? ['--skip-deprecated-logs'] : []),
+    ...(input.launch.enableCoreDump ? ['--enable-core-dump'] : []),
   ];
   return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency }, input.launch)];
 }
