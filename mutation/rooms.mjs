@@ -113,10 +113,19 @@ export const rooms = {
   },
   // What the bootstrap exposes: the pod-facing listeners, where they bind, and the template renderer.
   bootstrap: {
-    mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/listener-hosts.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
+    mutate: [
+      'src/bootstrap/exact-path-listener.ts',
+      'src/bootstrap/listener-hosts.ts',
+      'src/bootstrap/readiness.ts',
+      'src/bootstrap/self-discovery.ts',
+      'src/bootstrap/stats-annotations.ts',
+      'src/bootstrap/template.ts',
+    ],
     tests: [
       'src/bootstrap/exact-path-listener.test.ts',
       'src/bootstrap/listener-hosts.test.ts',
+      'src/bootstrap/self-discovery.test.ts',
+      'src/bootstrap/stats-annotations.test.ts',
       'src/bootstrap/exposure.test.ts',
       'src/bootstrap/template.test.ts',
       'src/bootstrap/template-edges.test.ts',

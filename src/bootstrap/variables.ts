@@ -5,6 +5,8 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { additionalAddresses, listenerHosts, type ListenerHosts } from './listener-hosts.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { applicationLogConfig, layeredRuntime, overloadManager } from './runtime.ts';
+import { clusterManager, localCluster, selfDiscoveryEnabled } from './self-discovery.ts';
+import { statsAnnotationVariables } from './stats-annotations.ts';
 import { statsCompressionFilters } from './stats-compression.ts';
 import { splitList, statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
@@ -49,7 +51,9 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     extra_clusters: [
       ...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs, hosts)] : []),
       ...readinessClusters(config, context),
+      ...(selfDiscoveryEnabled(context.metadata) ? [localCluster()] : []),
     ],
+    cluster_manager: clusterManager(selfDiscoveryEnabled(context.metadata)),
     extra_listeners: readinessListeners(config, hosts),
     tracing: config.zipkinAddress ? zipkinTracing() : null,
     prometheus_port: config.prometheusPort,
@@ -66,6 +70,7 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
 /** stats_config's tags and matcher: flags, ProxyConfig and the pod's annotations, as Istio merges them. */
 function statsVariables(config: AgentConfig, context: BootstrapContext) {
   return {
+    ...statsAnnotationVariables(annotationsOf(context.metadata)),
     stats_tags: statsTags({ proxyConfig: config.extraStatTags, annotation: stringOrUndefined(annotationsOf(context.metadata)[extraStatTagsAnnotation]) }),
     stats_matcher: statsMatcher({
       flags: { prefixes: config.statsInclusionPrefixes, suffixes: config.statsInclusionSuffixes, regexps: config.statsInclusionRegexps },

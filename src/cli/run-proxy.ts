@@ -66,6 +66,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
+    fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
   };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);

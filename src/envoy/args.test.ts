@@ -77,6 +77,11 @@ test('ISTIO_ENVOY_ENABLE_CORE_DUMP passes --enable-core-dump, as Istio\'s agent 
   assert.ok(!buildEnvoyArgs(input).includes('--enable-core-dump'));
 });
 
+test('ProxyConfig fileFlushMinSizeKb passes --file-flush-min-size-kb, as Istio\'s agent does; not when unset', () => {
+  assert.equal(flagValue(buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', fileFlushMinSizeKb: 64 } }), '--file-flush-min-size-kb'), '64');
+  assert.ok(!buildEnvoyArgs(input).includes('--file-flush-min-size-kb'));
+});
+
 test('the bootstrap override reaches Envoy and its validation as --config-yaml', () => {
   const configYaml = '{"stats_flush_interval":"7s"}';
   const launch = { localAddressIpVersion: 'v4' as const, configYaml };

@@ -30,6 +30,8 @@ export interface EnvoyLaunch {
   configYaml?: string;
   /** ISTIO_ENVOY_ENABLE_CORE_DUMP: Envoy's --enable-core-dump, as Istio's agent passes it. */
   enableCoreDump?: boolean;
+  /** ProxyConfig fileFlushMinSizeKb: access logs buffer this much before a flush (with the interval). */
+  fileFlushMinSizeKb?: number;
 }
 
 /**
@@ -62,6 +64,7 @@ export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {
     '-l', envoyLogLevel(input.logLevel),
     ...(input.skipDeprecatedLogs ? ['--skip-deprecated-logs'] : []),
     ...(input.launch.enableCoreDump ? ['--enable-core-dump'] : []),
+    ...(input.launch.fileFlushMinSizeKb ? ['--file-flush-min-size-kb', String(input.launch.fileFlushMinSizeKb)] : []),
   ];
   return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency }, input.launch)];
 }
