@@ -117,6 +117,7 @@ export const rooms = {
       'src/bootstrap/exact-path-listener.ts',
       'src/bootstrap/listener-hosts.ts',
       'src/bootstrap/readiness.ts',
+      'src/bootstrap/secure-metrics.ts',
       'src/bootstrap/self-discovery.ts',
       'src/bootstrap/stats-annotations.ts',
       'src/bootstrap/template.ts',
@@ -124,6 +125,7 @@ export const rooms = {
     tests: [
       'src/bootstrap/exact-path-listener.test.ts',
       'src/bootstrap/listener-hosts.test.ts',
+      'src/bootstrap/secure-metrics.test.ts',
       'src/bootstrap/self-discovery.test.ts',
       'src/bootstrap/stats-annotations.test.ts',
       'src/bootstrap/exposure.test.ts',

@@ -19,6 +19,8 @@ export interface ExactPathListenerOptions {
   statPrefix: string;
   /** The one path that passes, e.g. `/healthz/ready`. */
   path: string;
+  /** Further exact paths to the same cluster (the merged metrics' `/metrics`). */
+  alsoPaths?: readonly string[];
   cluster: string;
   /** HTTP filters before the router (the template splices the stats compressors in here). */
   filtersBeforeRouter?: readonly unknown[];
@@ -55,10 +57,12 @@ function exactPathConnectionManager(options: ExactPathListenerOptions): unknown 
 }
 
 /** GET on the path goes upstream; another method there is 405; every other path is 404. */
-function exactPathRoutes({ path, cluster }: ExactPathListenerOptions): unknown[] {
+function exactPathRoutes({ path, alsoPaths = [], cluster }: ExactPathListenerOptions): unknown[] {
   return [
-    { match: { path, headers: [{ name: ':method', string_match: { exact: 'GET' } }] }, route: { cluster } },
-    { match: { path }, direct_response: { status: 405 }, response_headers_to_add: [{ header: { key: 'allow', value: 'GET' } }] },
+    ...[path, ...alsoPaths].flatMap((exact) => [
+      { match: { path: exact, headers: [{ name: ':method', string_match: { exact: 'GET' } }] }, route: { cluster } },
+      { match: { path: exact }, direct_response: { status: 405 }, response_headers_to_add: [{ header: { key: 'allow', value: 'GET' } }] },
+    ]),
     { match: { prefix: '/' }, direct_response: { status: 404 } },
   ];
 }

@@ -1,10 +1,12 @@
 import { isIP } from 'node:net';
+import { badEnv } from '../shared/errors.ts';
 import type { HostPort } from '../shared/host-port.ts';
 import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { additionalAddresses, listenerHosts, type ListenerHosts } from './listener-hosts.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { applicationLogConfig, layeredRuntime, overloadManager } from './runtime.ts';
+import { mergedMetricsCluster, secureMetricsListeners, type SecureMetricsPorts } from './secure-metrics.ts';
 import { clusterManager, localCluster, selfDiscoveryEnabled } from './self-discovery.ts';
 import { statsAnnotationVariables } from './stats-annotations.ts';
 import { statsCompressionFilters } from './stats-compression.ts';
@@ -26,6 +28,8 @@ export interface BootstrapContext {
   dualStack?: boolean;
   /** METRICS_LOCALHOST_ACCESS_ONLY: Envoy's Prometheus listener on loopback, out of the pod network's reach. */
   metricsLocalhostOnly?: boolean;
+  /** ENVOY_SECURE_METRICS_PORT, ENVOY_SECURE_MERGED_METRICS_PORT: Istio's mTLS metrics listeners. */
+  secureMetrics?: SecureMetricsPorts;
 }
 
 /** The variables the default template (and any --templateFile) can use. */
@@ -52,9 +56,10 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
       ...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs, hosts)] : []),
       ...readinessClusters(config, context),
       ...(selfDiscoveryEnabled(context.metadata) ? [localCluster()] : []),
+      ...(context.secureMetrics?.merged ? [mergedMetricsCluster(mergedStatusPort(config))] : []),
     ],
     cluster_manager: clusterManager(selfDiscoveryEnabled(context.metadata)),
-    extra_listeners: readinessListeners(config, hosts),
+    extra_listeners: [...readinessListeners(config, hosts), ...secureMetricsListeners(context.secureMetrics ?? { envoy: 0, merged: 0 }, hosts.wildcard)],
     tracing: config.zipkinAddress ? zipkinTracing() : null,
     prometheus_port: config.prometheusPort,
     status_port: config.statusPort,
@@ -101,6 +106,12 @@ export function instanceIps(context: Pick<BootstrapContext, 'nodeId' | 'metadata
 /** The readiness hop needs both ends: the status server and Envoy's listener. */
 const readinessEnabled = (config: AgentConfig) => config.statusPort !== 0 && config.readinessPort !== 0;
 const readinessListeners = (config: AgentConfig, hosts: ListenerHosts) => (readinessEnabled(config) ? [readinessListener(config.readinessPort, hosts)] : []);
+
+/** The merged metrics come from the status server: without it, ENVOY_SECURE_MERGED_METRICS_PORT has nothing to serve. */
+function mergedStatusPort(config: AgentConfig): number {
+  if (config.statusPort === 0) throw badEnv('ENVOY_SECURE_MERGED_METRICS_PORT', 'serves the status port\'s merged metrics, but --statusPort is 0');
+  return config.statusPort;
+}
 
 /** Envoy's Prometheus listener: the pod's wildcard, or loopback with METRICS_LOCALHOST_ACCESS_ONLY, as Istio's template binds it. */
 function prometheusHosts(config: AgentConfig, hosts: ListenerHosts, localOnly: boolean) {

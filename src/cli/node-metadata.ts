@@ -16,7 +16,7 @@ const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
 export async function nodeMetadata(
-  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>,
+  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>, secureMetrics?: { envoy: number; merged: number },
 ): Promise<NodeMetadata> {
   const podInfo = await readPodInfo(config.podInfoDir);
   return buildNodeMetadata({
@@ -26,6 +26,8 @@ export async function nodeMetadata(
       instanceIps: instanceIps(role.ip, networkInterfaces(), excludedInterfaces(podInfo.annotations)),
       envoyStatusPort: config.statusPort === 0 ? 0 : config.readinessPort,
       envoyPrometheusPort: config.prometheusPort,
+      envoySecureMetricsPort: secureMetrics?.envoy,
+      envoySecureMergedMetricsPort: secureMetrics?.merged,
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       proxyConfig: agentProxyConfig(config),
       mergedProxyConfig: { ...istioProxyConfigDefaults, ...mergedProxyConfig },

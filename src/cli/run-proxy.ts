@@ -115,7 +115,7 @@ async function runWithEnvoy(run: ProxyRun, parts: { app: ReturnType<typeof appSe
   const { config, logger, bootstrap, env, upstream } = run;
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
-  await checkEnvoyPortsFree(config, bootstrap.listenerHosts);
+  await checkEnvoyPortsFree(config, { ...bootstrap.listenerHosts, secureMetrics: bootstrap.secureMetrics });
   logStarting(logger, bootstrap.nodeId, config);
   return runEnvoyRecipe(runtimeContext(config, logger), {
     bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
@@ -193,19 +193,20 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig);
+  const secureMetrics = { envoy: env.bootstrap.secureMetricsPort, merged: env.bootstrap.secureMergedMetricsPort };
+  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, secureMetrics);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
   const inputs = {
     nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
-    dualStack, metricsLocalhostOnly,
+    dualStack, metricsLocalhostOnly, secureMetrics,
   };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
   const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts };
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

@@ -6,6 +6,8 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 export interface PodFacingHosts {
   wildcard: string;
   additional?: { wildcard: string };
+  /** Istio's mTLS metrics listeners, on the first wildcard; 0: none. */
+  secureMetrics?: { envoy: number; merged: number };
 }
 
 const ipv4Only: PodFacingHosts = { wildcard: '0.0.0.0' };
@@ -18,6 +20,11 @@ export function envoyPorts(config: AgentConfig, hosts: PodFacingHosts = ipv4Only
     ...wildcards.map((host) => ({ flag: '--prometheusPort', host, port: config.prometheusPort })),
   ];
   if (config.statusPort !== 0) ports.push(...wildcards.map((host) => ({ flag: '--readinessPort', host, port: config.readinessPort })));
+  const secure = hosts.secureMetrics;
+  if (secure) {
+    ports.push({ flag: 'ENVOY_SECURE_METRICS_PORT', host: hosts.wildcard, port: secure.envoy });
+    ports.push({ flag: 'ENVOY_SECURE_MERGED_METRICS_PORT', host: hosts.wildcard, port: secure.merged });
+  }
   return ports.filter((entry) => entry.port !== 0 && !config.customConfigFile);
 }
 

@@ -1,5 +1,5 @@
 import { declareEnvSettings } from './env-settings.ts';
-import { bool } from './parse-values.ts';
+import { bool, port } from './parse-values.ts';
 
 /**
  * Env-only settings of Envoy's bootstrap and command line, under Istio's
@@ -19,6 +19,18 @@ export const bootstrapEnv = declareEnvSettings({
     default: 'false',
     parse: bool,
     description: "true: Envoy's Prometheus listener binds loopback, out of the pod network's reach (scrape the status port's merged metrics instead)",
+  },
+  secureMetricsPort: {
+    env: 'ENVOY_SECURE_METRICS_PORT',
+    default: '0',
+    parse: port,
+    description: "An mTLS listener (client certificates from the mesh's root) serving Envoy's own stats at /stats/prometheus; 0: none",
+  },
+  secureMergedMetricsPort: {
+    env: 'ENVOY_SECURE_MERGED_METRICS_PORT',
+    default: '0',
+    parse: port,
+    description: "An mTLS listener serving the status port's merged metrics (Envoy, agent, app) at /stats/prometheus and /metrics; 0: none",
   },
   enableCoreDump: {
     env: 'ISTIO_ENVOY_ENABLE_CORE_DUMP',
