@@ -116,6 +116,7 @@ export const rooms = {
     mutate: [
       'src/bootstrap/exact-path-listener.ts',
       'src/bootstrap/listener-hosts.ts',
+      'src/bootstrap/metadata-discovery.ts',
       'src/bootstrap/readiness.ts',
       'src/bootstrap/secure-metrics.ts',
       'src/bootstrap/self-discovery.ts',
@@ -125,6 +126,7 @@ export const rooms = {
     tests: [
       'src/bootstrap/exact-path-listener.test.ts',
       'src/bootstrap/listener-hosts.test.ts',
+      'src/bootstrap/metadata-discovery.test.ts',
       'src/bootstrap/secure-metrics.test.ts',
       'src/bootstrap/self-discovery.test.ts',
       'src/bootstrap/stats-annotations.test.ts',

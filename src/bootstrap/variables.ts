@@ -6,6 +6,7 @@ import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { additionalAddresses, listenerHosts, type ListenerHosts } from './listener-hosts.ts';
 import { agentStatusCluster, readinessListener } from './readiness.ts';
 import { applicationLogConfig, layeredRuntime, overloadManager } from './runtime.ts';
+import { metadataDiscoveryExtensions } from './metadata-discovery.ts';
 import { mergedMetricsCluster, secureMetricsListeners, type SecureMetricsPorts } from './secure-metrics.ts';
 import { clusterManager, localCluster, selfDiscoveryEnabled } from './self-discovery.ts';
 import { statsAnnotationVariables } from './stats-annotations.ts';
@@ -47,6 +48,7 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     overload_manager: overloadManager(config.bootstrapFields?.globalDownstreamMaxConnections),
     stats_compression_filters: statsCompressionFilters(config.bootstrapFields?.statsCompression !== false),
     ads_api_type: config.deltaXds ? 'DELTA_GRPC' : 'GRPC',
+    metadata_discovery_extensions: metadataDiscoveryExtensions(config, context.metadata),
     connect_timeout: protoDuration(config.connectTimeoutMs),
     // The hop is a local socket: plain, and no DNS. TLS to the discovery server is the relay's job.
     xds_cluster_type: 'STATIC',

@@ -5,6 +5,7 @@ import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
 import { listenerHosts } from '../bootstrap/listener-hosts.ts';
+import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
@@ -63,6 +64,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const app = appSettings(resolved, env, logger);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
+  if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
+    logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
   let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
@@ -141,6 +144,8 @@ function noteIgnoredInputs(config: AgentConfig, options: RunProxyOptions, logger
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
   const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
   for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
+  const deltaOnly = 'a waypoint speaks Delta xDS only, as Istio forces it: --deltaXds=false (ISTIO_DELTA_XDS) ignored';
+  if (config.deltaXdsForced) logger.warn({ flag: 'deltaXds' }, deltaOnly);
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
 }
 
@@ -204,7 +209,9 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
-  const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
+  // Never for a waypoint: Istio keeps it on Delta, which its metadata discovery needs.
+  const fallback = config.deltaXds && !config.customConfigFile && config.proxyType !== 'waypoint';
+  const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
   return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
 }
