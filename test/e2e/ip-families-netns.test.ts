@@ -5,9 +5,11 @@
  * dual-stack pod with ISTIO_DUAL_STACK on both of its addresses.
  */
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { startAgent } from '../support/agent.ts';
-import { deferStop } from '../support/cleanup.ts';
+import { deferStop, tempDir } from '../support/cleanup.ts';
 import { makeFamilyNetns, type FamilyNetns } from '../support/family-netns.ts';
 import { netnsSkipReason } from '../support/netns.ts';
 import { startPeer } from '../support/peer.ts';
@@ -23,11 +25,11 @@ async function get(host: string, port: number, path: string): Promise<number> {
 }
 
 /** A pod of the given shape running the agent (its discovery server on the node's end of the link), undone by `undo`. */
-async function startPodAgent(undo: AsyncDisposableStack, pod: FamilyNetns, podIp: string, env: Record<string, string> = {}) {
+async function startPodAgent(undo: AsyncDisposableStack, pod: FamilyNetns, podIp: string, env: Record<string, string> = {}, extraArgs: string[] = []) {
   const node = pod.v6 ? `[${pod.v6.host}]` : pod.v4!.host;
   const peer = await startPeer(simpleHttpService({ listenerPort: 18_080, upstreamPort: 18_081 }), { address: `${node}:0` });
   undo.defer(() => peer.stop());
-  const args = ['--ip', podIp, '--statusPort', '15020', '--readinessPort', '15021', '--prometheusPort', '15090'];
+  const args = ['--ip', podIp, '--statusPort', '15020', '--readinessPort', '15021', '--prometheusPort', '15090', ...extraArgs];
   const agent = await startAgent({ discoveryAddress: peer.address, wrap: pod.exec, args, env });
   deferStop(undo, agent);
   return agent;
@@ -55,6 +57,16 @@ describe('pods of every IP shape are probed on their own addresses', { skip }, (
       await ready(host);
       assert.equal(await get(host, 15_090, '/stats/prometheus'), 200, `Prometheus on ${host}`);
     }
+  });
+
+  it('an IPv6-only pod with a second IPv4 network excluded by traffic.sidecar.istio.io/excludeInterfaces still answers on its IPv6 address', async () => {
+    await using undo = new AsyncDisposableStack();
+    const pod = await makeFamilyNetns('excluded', { v4: false, v6: true, secondNetwork: true });
+    undo.defer(() => pod.remove());
+    const podInfo = await tempDir(undo, 'pod-info-');
+    await writeFile(join(podInfo, 'annotations'), `traffic.sidecar.istio.io/excludeInterfaces="${pod.second!.name}"\n`);
+    await startPodAgent(undo, pod, pod.v6!.pod, {}, ['--podInfoDir', podInfo]);
+    await ready(pod.v6!.pod);
   });
 
   it('METRICS_LOCALHOST_ACCESS_ONLY keeps Prometheus off the pod network while readiness stays on it', async () => {
