@@ -11,9 +11,10 @@ import assert from 'node:assert/strict';
 import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { execa } from 'execa';
 import { startAgent } from '../support/agent.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
-import { envoyBin } from '../support/paths.ts';
+import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';
 import { startPeer } from '../support/peer.ts';
 import { freePort } from '../support/ports.ts';
 import { simpleHttpService } from '../support/resources.ts';
@@ -73,5 +74,24 @@ describe('a waypoint, as far as upstream Envoy goes', () => {
     assert.deepEqual(forced.map((entry) => [entry.msg, entry.flag]), [
       ['a waypoint speaks Delta xDS only, as Istio forces it: --deltaXds=false (ISTIO_DELTA_XDS) ignored', 'deltaXds'],
     ]);
+  });
+
+  it('a sidecar whose node asks for metadata discovery gets the extension on Delta, and on State of the World one warning instead', async () => {
+    await using undo = new AsyncDisposableStack();
+    const dir = await tempDir(undo, 'metadata-discovery-');
+    const print = (delta: string) =>
+      execa(nodeBin, [agentBin, 'proxy', 'sidecar', '--serviceregistry', 'Other', '--ip', '198.19.1.3', '--discoveryAddress', '127.0.0.1:15010',
+        '--configPath', join(dir, 'config'), '--certDir', join(dir, 'certs'), '--print-bootstrap'], {
+        env: { PEER_METADATA_DISCOVERY: 'true', ISTIO_DELTA_XDS: delta }, extendEnv: false, reject: false,
+      });
+    const names = (stdout: string) => (JSON.parse(stdout) as { bootstrap_extensions: { name: string }[] }).bootstrap_extensions.map((e) => e.name);
+    const delta = await print('true');
+    assert.equal(delta.exitCode, 0, delta.stderr);
+    assert.deepEqual(names(delta.stdout), ['metadata_discovery', 'envoy.bootstrap.internal_listener']);
+    assert.doesNotMatch(delta.stderr, /metadata discovery/);
+    const sotw = await print('false');
+    assert.equal(sotw.exitCode, 0, sotw.stderr);
+    assert.deepEqual(names(sotw.stdout), ['envoy.bootstrap.internal_listener']);
+    assert.equal(sotw.stderr.split('\n').filter((line) => /metadata discovery is not rendered: it needs Delta xDS/.test(line)).length, 1, sotw.stderr);
   });
 });
