@@ -111,11 +111,25 @@ export const rooms = {
       'src/iptables/rules-edges.test.ts',
     ],
   },
-  // What the bootstrap exposes: the 0.0.0.0 listeners and the template renderer.
+  // What the bootstrap exposes: the pod-facing listeners, where they bind, and the template renderer.
   bootstrap: {
-    mutate: ['src/bootstrap/exact-path-listener.ts', 'src/bootstrap/readiness.ts', 'src/bootstrap/template.ts'],
+    mutate: [
+      'src/bootstrap/exact-path-listener.ts',
+      'src/bootstrap/listener-hosts.ts',
+      'src/bootstrap/metadata-discovery.ts',
+      'src/bootstrap/readiness.ts',
+      'src/bootstrap/secure-metrics.ts',
+      'src/bootstrap/self-discovery.ts',
+      'src/bootstrap/stats-annotations.ts',
+      'src/bootstrap/template.ts',
+    ],
     tests: [
       'src/bootstrap/exact-path-listener.test.ts',
+      'src/bootstrap/listener-hosts.test.ts',
+      'src/bootstrap/metadata-discovery.test.ts',
+      'src/bootstrap/secure-metrics.test.ts',
+      'src/bootstrap/self-discovery.test.ts',
+      'src/bootstrap/stats-annotations.test.ts',
       'src/bootstrap/exposure.test.ts',
       'src/bootstrap/template.test.ts',
       'src/bootstrap/template-edges.test.ts',
@@ -216,6 +230,7 @@ export const rooms = {
       'src/settings/env-settings.ts',
       'src/settings/pod-env.ts',
       'src/settings/xds-env.ts',
+      'src/settings/bootstrap-env.ts',
       'src/settings/agent-inputs.ts',
     ],
     tests: [

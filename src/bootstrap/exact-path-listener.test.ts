@@ -17,7 +17,9 @@ test('the template\'s Prometheus listener is the exact-path listener, written ou
   const prometheus = template.static_resources.listeners.find((listener) => (listener as Listener).name === 'prometheus_stats');
   const expected = exactPathListener({
     name: 'prometheus_stats',
+    host: '{{ prometheus_host }}',
     port: '{{ prometheus_port }}',
+    additionalAddresses: '{{ prometheus_additional_addresses }}',
     statPrefix: 'stats',
     path: '/stats/prometheus',
     cluster: 'prometheus_stats',
@@ -26,10 +28,10 @@ test('the template\'s Prometheus listener is the exact-path listener, written ou
   assert.deepEqual(prometheus, expected);
 });
 
-test('both 0.0.0.0 listeners normalise paths and pass one exact GET path, answering the rest themselves', () => {
+test('both pod-facing listeners normalise paths and pass one exact GET path, answering the rest themselves', () => {
   for (const [listener, path] of [
-    [exactPathListener({ name: 'p', port: 1, statPrefix: 's', path: '/stats/prometheus', cluster: 'c' }), '/stats/prometheus'],
-    [readinessListener(15021), '/healthz/ready'],
+    [exactPathListener({ name: 'p', host: '0.0.0.0', port: 1, statPrefix: 's', path: '/stats/prometheus', cluster: 'c' }), '/stats/prometheus'],
+    [readinessListener(15021, { wildcard: '::' }), '/healthz/ready'],
   ] as const) {
     const manager = connectionManager(listener);
     assert.equal(manager.normalize_path, true);

@@ -1,5 +1,6 @@
 /**
- * The shape of every HTTP listener the bootstrap opens on 0.0.0.0: it
+ * The shape of every HTTP listener the bootstrap opens to the pod network
+ * (the wildcard of the pod's IP family, listener-hosts.ts): it
  * passes exactly one `GET <path>` to one cluster and answers anything else
  * itself. Envoy normalises the path first (dot segments, `%2e`, merged
  * slashes) and refuses encoded slashes, so no spelling of a path reaches the
@@ -10,10 +11,16 @@
  */
 export interface ExactPathListenerOptions {
   name: string;
+  /** The wildcard (or, for metrics kept local, the loopback) of the pod's first IP family. */
+  host: string;
   port: number | string;
+  /** Envoy's additional_addresses: the other family's on a dual-stack pod; null or absent for none. */
+  additionalAddresses?: unknown;
   statPrefix: string;
   /** The one path that passes, e.g. `/healthz/ready`. */
   path: string;
+  /** Further exact paths to the same cluster (the merged metrics' `/metrics`). */
+  alsoPaths?: readonly string[];
   cluster: string;
   /** HTTP filters before the router (the template splices the stats compressors in here). */
   filtersBeforeRouter?: readonly unknown[];
@@ -22,7 +29,8 @@ export interface ExactPathListenerOptions {
 export function exactPathListener(options: ExactPathListenerOptions): unknown {
   return {
     name: options.name,
-    address: { socket_address: { address: '0.0.0.0', port_value: options.port } },
+    address: { socket_address: { address: options.host, port_value: options.port } },
+    ...(options.additionalAddresses ? { additional_addresses: options.additionalAddresses } : {}),
     // As Istio's: the pod's own probes and scrapes pass even when the global connection limit is reached.
     ignore_global_conn_limit: true,
     bypass_overload_manager: true,
@@ -49,10 +57,12 @@ function exactPathConnectionManager(options: ExactPathListenerOptions): unknown 
 }
 
 /** GET on the path goes upstream; another method there is 405; every other path is 404. */
-function exactPathRoutes({ path, cluster }: ExactPathListenerOptions): unknown[] {
+function exactPathRoutes({ path, alsoPaths = [], cluster }: ExactPathListenerOptions): unknown[] {
   return [
-    { match: { path, headers: [{ name: ':method', string_match: { exact: 'GET' } }] }, route: { cluster } },
-    { match: { path }, direct_response: { status: 405 }, response_headers_to_add: [{ header: { key: 'allow', value: 'GET' } }] },
+    ...[path, ...alsoPaths].flatMap((exact) => [
+      { match: { path: exact, headers: [{ name: ':method', string_match: { exact: 'GET' } }] }, route: { cluster } },
+      { match: { path: exact }, direct_response: { status: 405 }, response_headers_to_add: [{ header: { key: 'allow', value: 'GET' } }] },
+    ]),
     { match: { prefix: '/' }, direct_response: { status: 404 } },
   ];
 }

@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import { protoDuration } from '../bootstrap/variables.ts';
 import { parseDownwardApi } from '../role/downward-api.ts';
 import { buildNodeMetadata, type NodeEnv, type NodeMetadata, type PodInfo } from '../role/metadata.ts';
-import { instanceIps } from '../role/private-ip.ts';
+import { excludedInterfaces, instanceIps } from '../role/private-ip.ts';
 import type { Role } from '../role/role.ts';
 import { badFile } from '../shared/errors.ts';
 import { formatHostPort } from '../shared/host-port.ts';
@@ -16,15 +16,18 @@ const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
 export async function nodeMetadata(
-  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>,
+  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>, secureMetrics?: { envoy: number; merged: number },
 ): Promise<NodeMetadata> {
+  const podInfo = await readPodInfo(config.podInfoDir);
   return buildNodeMetadata({
     node,
-    podInfo: await readPodInfo(config.podInfoDir),
+    podInfo,
     agent: {
-      instanceIps: instanceIps(role.ip, networkInterfaces()),
+      instanceIps: instanceIps(role.ip, networkInterfaces(), excludedInterfaces(podInfo.annotations)),
       envoyStatusPort: config.statusPort === 0 ? 0 : config.readinessPort,
       envoyPrometheusPort: config.prometheusPort,
+      envoySecureMetricsPort: secureMetrics?.envoy,
+      envoySecureMergedMetricsPort: secureMetrics?.merged,
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       proxyConfig: agentProxyConfig(config),
       mergedProxyConfig: { ...istioProxyConfigDefaults, ...mergedProxyConfig },

@@ -4,6 +4,8 @@ import { customAdminPort } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
+import { listenerHosts } from '../bootstrap/listener-hosts.ts';
+import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
@@ -64,8 +66,13 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const health = healthSettings(options, app.probeNetwork, logger);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
+  if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
+    logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
   let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
-  const launch: EnvoyLaunch = { localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml };
+  const launch: EnvoyLaunch = {
+    localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
+    fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
+  };
   if (config.customConfigFile) config = await adoptCustomAdmin(config, config.customConfigFile, bootstrap.text, logger);
   warnIfConfigDirIsForeign(config.configPath, bootstrap.configDir, options.printBootstrap ? options.context.stderr : logger);
   if (options.printBootstrap) {
@@ -115,7 +122,7 @@ async function runWithEnvoy(run: ProxyRun, parts: EnvoyParts): Promise<number> {
   const { config, logger, bootstrap, env, upstream } = run;
   await checkBinary(config.binaryPath);
   await checkXdsUpstream(upstream);
-  await checkEnvoyPortsFree(config);
+  await checkEnvoyPortsFree(config, { ...bootstrap.listenerHosts, secureMetrics: bootstrap.secureMetrics });
   logStarting(logger, bootstrap.nodeId, config);
   return runEnvoyRecipe(runtimeContext(config, logger), {
     bootstrap, launch: parts.launch, sockets: { xds: xdsSocketPath(config), readiness: readinessSocketPath(config) }, upstream,
@@ -141,6 +148,8 @@ function noteIgnoredInputs(config: AgentConfig, options: RunProxyOptions, logger
   for (const { source, field } of options.proxyConfig?.unknown ?? []) logger.warn({ source, field }, 'ProxyConfig field is not known; ignored');
   const notRendered = 'ProxyConfig tracing provider or service is configured but the bootstrap does not render it; ignored';
   for (const field of config.bootstrapFields?.unrendered ?? []) logger.warn({ field }, notRendered);
+  const deltaOnly = 'a waypoint speaks Delta xDS only, as Istio forces it: --deltaXds=false (ISTIO_DELTA_XDS) ignored';
+  if (config.deltaXdsForced) logger.warn({ flag: 'deltaXds' }, deltaOnly);
   if (options.proxyConfig?.applied.length) logger.info({ fields: options.proxyConfig.applied }, 'settings taken from ProxyConfig');
 }
 
@@ -201,14 +210,22 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig);
+  const secureMetrics = { envoy: env.bootstrap.secureMetricsPort, merged: env.bootstrap.secureMergedMetricsPort };
+  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, secureMetrics);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
-  const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true };
+  const { dualStack, metricsLocalhostOnly } = env.bootstrap;
+  const inputs = {
+    nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
+    dualStack, metricsLocalhostOnly, secureMetrics,
+  };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
-  const renderSotw = config.deltaXds && !config.customConfigFile ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster };
+  // Never for a waypoint: Istio keeps it on Delta, which its metadata discovery needs.
+  const fallback = config.deltaXds && !config.customConfigFile && config.proxyType !== 'waypoint';
+  const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
+  const hosts = listenerHosts(instanceIps(inputs), dualStack);
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

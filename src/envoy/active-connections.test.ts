@@ -26,6 +26,12 @@ describe('sumActiveConnections', () => {
     assert.equal(sumActiveConnections(''), undefined);
   });
 
+  it('leaves out internal listeners, whose pipes stay open as long as a tunnel pool does (Istio\'s waypoint rule)', () => {
+    const internal = 'listener.envoy_internal_connect_originate.downstream_cx_active: 2\nlistener.envoy_internal_main_internal.downstream_cx_active: 3\n';
+    assert.equal(sumActiveConnections(`${internal}listener.0.0.0.0_15008.downstream_cx_active: 1\n`), 1);
+    assert.equal(sumActiveConnections(internal), undefined);
+  });
+
   it('is zero once every connection is closed', () => {
     assert.equal(sumActiveConnections('listener.127.0.0.1_8443.downstream_cx_active: 0\n'), 0);
   });

@@ -25,6 +25,8 @@ export function sumActiveConnections(statsText: string, ignoredPorts: readonly n
 function countsTowardsDrain(name: string, ignoredPorts: readonly number[]): boolean {
   if (!name.startsWith('listener.') || !name.endsWith('.downstream_cx_active')) return false;
   if (name.startsWith('listener.admin.') || name.includes('.worker_')) return false;
+  // Internal listeners (a waypoint's connect_originate, main_internal…) carry pipes between filter chains, no client: as Istio, never counted.
+  if (name.startsWith('listener.envoy_internal_')) return false;
   return !ignoredPorts.some((port) => port > 0 && name.endsWith(`_${port}.downstream_cx_active`));
 }
 

@@ -72,6 +72,16 @@ test('local addresses are IPv6 only when every node IP is IPv6', () => {
   assert.equal(flagValue(args, '--local-address-ip-version'), 'v6');
 });
 
+test('ISTIO_ENVOY_ENABLE_CORE_DUMP passes --enable-core-dump, as Istio\'s agent does; never otherwise', () => {
+  assert.ok(buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', enableCoreDump: true } }).includes('--enable-core-dump'));
+  assert.ok(!buildEnvoyArgs(input).includes('--enable-core-dump'));
+});
+
+test('ProxyConfig fileFlushMinSizeKb passes --file-flush-min-size-kb, as Istio\'s agent does; not when unset', () => {
+  assert.equal(flagValue(buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', fileFlushMinSizeKb: 64 } }), '--file-flush-min-size-kb'), '64');
+  assert.ok(!buildEnvoyArgs(input).includes('--file-flush-min-size-kb'));
+});
+
 test('the bootstrap override reaches Envoy and its validation as --config-yaml', () => {
   const configYaml = '{"stats_flush_interval":"7s"}';
   const launch = { localAddressIpVersion: 'v4' as const, configYaml };

@@ -28,6 +28,10 @@ export interface EnvoyLaunch {
   localAddressIpVersion: 'v4' | 'v6';
   /** ISTIO_BOOTSTRAP_OVERRIDE as JSON, merged over the bootstrap by Envoy. */
   configYaml?: string;
+  /** ISTIO_ENVOY_ENABLE_CORE_DUMP: Envoy's --enable-core-dump, as Istio's agent passes it. */
+  enableCoreDump?: boolean;
+  /** ProxyConfig fileFlushMinSizeKb: access logs buffer this much before a flush (with the interval). */
+  fileFlushMinSizeKb?: number;
 }
 
 /**
@@ -59,6 +63,8 @@ export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {
     '--allow-unknown-static-fields',
     '-l', envoyLogLevel(input.logLevel),
     ...(input.skipDeprecatedLogs ? ['--skip-deprecated-logs'] : []),
+    ...(input.launch.enableCoreDump ? ['--enable-core-dump'] : []),
+    ...(input.launch.fileFlushMinSizeKb ? ['--file-flush-min-size-kb', String(input.launch.fileFlushMinSizeKb)] : []),
   ];
   return [...args, ...validationArgs({ proxyComponentLogLevel: input.componentLogLevel, concurrency: input.concurrency }, input.launch)];
 }

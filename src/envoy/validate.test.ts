@@ -32,6 +32,17 @@ describe('bootstrapVerdict: Envoy\'s verdict, and --binaryPath checked only when
     assert.match(verdict.reason, /port_value/);
   });
 
+  it('an extension of Istio\'s own Envoy build (a waypoint\'s metadata discovery) is named with the build that has it', async () => {
+    const istioOnly = join(dir, 'istio-only.json');
+    const extension = { name: 'metadata_discovery', typed_config: { '@type': 'type.googleapis.com/udpa.type.v1.TypedStruct', type_url: 'type.googleapis.com/istio.workload.BootstrapExtension', value: {} } };
+    await writeFile(istioOnly, JSON.stringify({ bootstrap_extensions: [extension] }));
+    const verdict = await bootstrapVerdict(envoyBin, istioOnly);
+    assert.ok(!verdict.accepted);
+    assert.match(verdict.message, /istio\.workload\.BootstrapExtension is in Istio's own Envoy build, not upstream Envoy: run with Istio's proxyv2 Envoy\)$/);
+    const plain = await bootstrapVerdict(envoyBin, invalid);
+    assert.ok(!plain.accepted && !plain.message.includes("Istio's own Envoy build"));
+  });
+
   // /bin/true exits 0 to anything: a zero exit without Envoy's OK line is no verdict.
   for (const binary of ['/bin/true', '/bin/false']) {
     it(`${binary} is not an Envoy, named as --binaryPath`, async () => {

@@ -24,7 +24,18 @@ const accepted: Verdict = { accepted: true };
 
 /** The verdict on a bootstrap Envoy refused with `reason` (in validate mode, or in its own start). */
 export function rejected(bootstrapPath: string, reason: string): Extract<Verdict, { accepted: false }> {
-  return { accepted: false, code: 'BOOTSTRAP_REJECTED', reason, message: `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}` };
+  const message = `${bootstrapPath}: Envoy rejects the bootstrap: ${reason}${istioBuildHint(reason)}`;
+  return { accepted: false, code: 'BOOTSTRAP_REJECTED', reason, message };
+}
+
+/**
+ * An extension only Istio's own Envoy build registers (a waypoint's metadata
+ * discovery, `istio.workload.BootstrapExtension`): say which Envoy is needed,
+ * not just that the type is unknown.
+ */
+function istioBuildHint(reason: string): string {
+  const type = /registered implementation for '[^']*' with type URL: '(istio\.[\w.]+)'/.exec(reason)?.[1];
+  return type ? ` (${type} is in Istio's own Envoy build, not upstream Envoy: run with Istio's proxyv2 Envoy)` : '';
 }
 
 function badFlagVerdict(error: AgentError): Verdict {

@@ -106,6 +106,13 @@ test('the agent adds what Istio\'s agent adds: the node of istiod/reviews-sideca
   });
 });
 
+test('the mTLS metrics ports go into the node, as Istio\'s agent sends them (istiod leaves them uncaptured); 0 leaves them out', () => {
+  const withPorts = buildNodeMetadata({ node: readNodeEnv({}), podInfo: {}, agent: { ...facts, envoySecureMetricsPort: 15091, envoySecureMergedMetricsPort: 15092 } });
+  assert.deepEqual([withPorts.ENVOY_SECURE_METRICS_PORT, withPorts.ENVOY_SECURE_MERGED_METRICS_PORT], [15091, 15092]);
+  const without = buildNodeMetadata({ node: readNodeEnv({}), podInfo: {}, agent: { ...facts, envoySecureMetricsPort: 0 } });
+  assert.deepEqual([without.ENVOY_SECURE_METRICS_PORT, without.ENVOY_SECURE_MERGED_METRICS_PORT], [undefined, undefined]);
+});
+
 test('LABELS: pod labels from the downward API win over static labels, without pod-template-hash', () => {
   const env = { ISTIO_METAJSON_LABELS: '{"app":"reviews","tier":"web"}', POD_NAMESPACE: 'ns' };
   const podInfo = { labels: { app: 'reviews-v2', 'pod-template-hash': '54b8' }, annotations: { 'sidecar.istio.io/status': '{}' } };

@@ -37,6 +37,9 @@ export interface AgentFacts {
   /** Envoy's readiness (15021) and Prometheus (15090) listeners; 0 leaves the key out. */
   envoyStatusPort: number;
   envoyPrometheusPort: number;
+  /** Istio's mTLS metrics ports (istiod leaves them uncaptured); 0 or absent leaves the key out. */
+  envoySecureMetricsPort?: number;
+  envoySecureMergedMetricsPort?: number;
   exitOnZeroActiveConnections: boolean;
   /** The ProxyConfig fields the agent runs with; they win over PROXY_CONFIG's. */
   proxyConfig: Record<string, unknown>;
@@ -79,6 +82,8 @@ export function buildNodeMetadata({ node, podInfo, agent }: NodeMetadataInput): 
     INSTANCE_IPS: agent.instanceIps.length > 0 ? [...new Set(agent.instanceIps)].join(',') : undefined,
     ENVOY_STATUS_PORT: agent.envoyStatusPort || undefined,
     ENVOY_PROMETHEUS_PORT: agent.envoyPrometheusPort || undefined,
+    ENVOY_SECURE_METRICS_PORT: agent.envoySecureMetricsPort || undefined,
+    ENVOY_SECURE_MERGED_METRICS_PORT: agent.envoySecureMergedMetricsPort || undefined,
     EXIT_ON_ZERO_ACTIVE_CONNECTIONS: agent.exitOnZeroActiveConnections ? 'true' : undefined,
     // Not ISTIO_META_-prefixed, yet Istio's agent sends it: istiod points the proxy's DNS at it.
     DNS_PROXY_ADDR: node.dnsProxyAddr || undefined,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { NetworkInterfaceInfo } from 'node:os';
 import { test } from 'node:test';
 import { FakeClock } from '../shared/clock.ts';
-import { instanceIps, pickPrivateIp, waitForPrivateIp, type InterfaceTable } from './private-ip.ts';
+import { excludedInterfaces, instanceIps, pickPrivateIp, waitForPrivateIp, type InterfaceTable } from './private-ip.ts';
 
 const nic = (address: string, internal = false) => ({ address, internal, family: address.includes(':') ? 'IPv6' : 'IPv4' }) as NetworkInterfaceInfo;
 
@@ -23,6 +23,16 @@ test('instanceIps: the role IP first, then every private address once, loopbacks
     ['127.0.0.1', { lo: [nic('127.0.0.1', true)] }, ['127.0.0.1', '::1']],
   ];
   for (const [ip, table, expected] of cases) assert.deepEqual(instanceIps(ip, table), expected);
+});
+
+test('instanceIps: the excludeInterfaces annotation takes those interfaces\' addresses out, never the role IP, as Istio\'s agent does', () => {
+  const table: InterfaceTable = { eth0: [nic('198.18.0.2'), nic('2001:2::2')], net1: [nic('198.19.0.2'), nic('2001:2:0:1::2')], lo: [nic('127.0.0.1', true)] };
+  assert.deepEqual(instanceIps('198.18.0.2', table, ['net1']), ['198.18.0.2', '2001:2::2']);
+  assert.deepEqual(instanceIps('198.19.0.2', table, ['net1', 'missing']), ['198.19.0.2', '198.18.0.2', '2001:2::2']);
+  assert.deepEqual(instanceIps('198.18.0.2', table, ['eth0', 'net1']), ['198.18.0.2']);
+  assert.deepEqual(instanceIps('198.18.0.2', table), ['198.18.0.2', '198.19.0.2', '2001:2::2', '2001:2:0:1::2']);
+  assert.deepEqual(excludedInterfaces({ 'traffic.sidecar.istio.io/excludeInterfaces': 'net1,net2' }), ['net1', 'net2']);
+  assert.deepEqual([excludedInterfaces({}), excludedInterfaces(undefined)], [[], []]);
 });
 
 test('waitForPrivateIp polls until an address appears, bounded', async () => {

@@ -24,12 +24,22 @@ export function listPrivateIps(table: InterfaceTable): string[] {
 
 /**
  * INSTANCE_IPS as Istio's agent sends it: the proxy's own IP first (istiod
- * takes the first as the pod IP), then the host's private addresses, or
- * both loopbacks when there are none.
+ * takes the first as the pod IP), then the host's private addresses but
+ * those of the excluded interfaces, or both loopbacks when there are none.
  */
-export function instanceIps(roleIp: string, table: InterfaceTable): string[] {
+export function instanceIps(roleIp: string, table: InterfaceTable, excludeInterfaces: readonly string[] = []): string[] {
   const others = listPrivateIps(table);
-  return [...new Set([roleIp, ...(others.length > 0 ? others : ['127.0.0.1', '::1'])])];
+  // As Istio: the loopbacks stand in only for a host without private addresses, before any exclusion.
+  if (others.length === 0) return [...new Set([roleIp, '127.0.0.1', '::1'])];
+  const excluded = new Set(listPrivateIps(Object.fromEntries(excludeInterfaces.map((name) => [name, table[name]]))));
+  return [...new Set([roleIp, ...others.filter((address) => !excluded.has(address))])];
+}
+
+/** The traffic.sidecar.istio.io/excludeInterfaces annotation: interfaces whose addresses are not the proxy's (Istio's getExcludeInterfaces). */
+export const excludeInterfacesAnnotation = 'traffic.sidecar.istio.io/excludeInterfaces';
+
+export function excludedInterfaces(annotations: Readonly<Record<string, string>> | undefined): string[] {
+  return (annotations?.[excludeInterfacesAnnotation] ?? '').split(',').filter((name) => name !== '');
 }
 
 function unwrapMapped(address: string): string {

@@ -18,6 +18,7 @@ test('service node per registry, flags over env', async () => {
     [{ registry: 'Other', findPrivateIp: async () => undefined }, 'sidecar~127.0.0.1~127.0.0.1~'],
     [{ registry: 'Other', type: 'ingress', ip: '::1' }, 'router~::1~::1~'],
     [{ registry: 'Other', type: 'router', ip: '::1' }, 'router~::1~::1~'],
+    [{ registry: 'Other', type: 'waypoint', ip: '::1' }, 'waypoint~::1~::1~'],
   ];
   for (const [input, expected] of cases) {
     assert.equal(serviceNode(await resolveRole({ ...base, ...input })), expected);

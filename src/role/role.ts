@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { badEnv, badFlag } from '../shared/errors.ts';
 
-export const proxyTypes = ['sidecar', 'router', 'ingress'] as const;
+export const proxyTypes = ['sidecar', 'router', 'ingress', 'waypoint'] as const;
 export type ProxyType = (typeof proxyTypes)[number];
 
 export const registries = ['Kubernetes', 'Consul', 'Other'] as const;
@@ -39,8 +39,8 @@ export interface RoleInput {
  * The node type the discovery server knows: istiod accepts sidecar, router,
  * waypoint and ztunnel, so an ingress introduces itself as the router it is.
  */
-export function nodeType(type: ProxyType): 'sidecar' | 'router' {
-  return type === 'sidecar' ? 'sidecar' : 'router';
+export function nodeType(type: ProxyType): 'sidecar' | 'router' | 'waypoint' {
+  return type === 'ingress' ? 'router' : type;
 }
 
 /** The service node id Envoy and the discovery server know us by. */

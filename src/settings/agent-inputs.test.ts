@@ -47,10 +47,20 @@ test('readAgentEnv: DNS settings from ProxyConfig proxyMetadata under the real e
   assert.deepEqual(readAgentEnv({ ISTIO_META_CLUSTER_ID: 'c1', CLUSTER_ID: 'c2', XDS_HEADER_X: 'v' }).xdsMetadata, { clusterid: 'c1', x: 'v' });
 });
 
+test('readAgentEnv: the bootstrap\'s env (dual stack, local-only metrics, core dumps), proxyMetadata under the env as Istio reads it', () => {
+  const none = { secureMetricsPort: 0, secureMergedMetricsPort: 0 };
+  assert.deepEqual(readAgentEnv({}).bootstrap, { dualStack: false, metricsLocalhostOnly: false, enableCoreDump: false, ...none });
+  const set = readAgentEnv({ ISTIO_DUAL_STACK: 'true', ISTIO_ENVOY_ENABLE_CORE_DUMP: '1', ENVOY_SECURE_METRICS_PORT: '15091' }, { METRICS_LOCALHOST_ACCESS_ONLY: 'true' });
+  assert.deepEqual(set.bootstrap, { dualStack: true, metricsLocalhostOnly: true, enableCoreDump: true, ...none, secureMetricsPort: 15091 });
+  assert.equal(readAgentEnv({ METRICS_LOCALHOST_ACCESS_ONLY: 'false' }, { METRICS_LOCALHOST_ACCESS_ONLY: 'true' }).bootstrap.metricsLocalhostOnly, false);
+});
+
 test('readAgentEnv: a bad value of any table is exit 2 naming the variable', () => {
   const cases: [Record<string, string>, string][] = [
     [{ PILOT_AGENT_MERGE_ENVOY_STATS: 'yes' }, 'env PILOT_AGENT_MERGE_ENVOY_STATS: "yes" is not a boolean (true or false)'],
     [{ DISABLE_ENVOY: 'on' }, 'env DISABLE_ENVOY: "on" is not a boolean (true or false)'],
+    [{ ISTIO_DUAL_STACK: 'yes' }, 'env ISTIO_DUAL_STACK: "yes" is not a boolean (true or false)'],
+    [{ ENVOY_SECURE_MERGED_METRICS_PORT: '70000' }, 'env ENVOY_SECURE_MERGED_METRICS_PORT: not a port (0-65535)'],
     [{ DNS_PROXY_ADDR: 'nope' }, 'env DNS_PROXY_ADDR: '],
     [{ WASM_HTTP_REQUEST_MAX_RETRIES: '0' }, 'env WASM_HTTP_REQUEST_MAX_RETRIES: must be at least 1'],
     [{ 'XDS_HEADER_a b': 'x' }, 'env XDS_HEADER_a b: '],

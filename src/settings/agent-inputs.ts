@@ -1,5 +1,6 @@
 import type { NodeEnv } from '../role/metadata.ts';
 import type { PodEnv, ProxyType } from '../role/role.ts';
+import { bootstrapEnv } from './bootstrap-env.ts';
 import { dnsEnv } from './dns-env.ts';
 import { readEnvSettings, readEnvText, type EnvValues } from './env-settings.ts';
 import { caEnv } from './ca-env.ts';
@@ -19,6 +20,8 @@ export interface AgentEnv {
   /** Under the real env: ProxyConfig's proxyMetadata (ISTIO_META_DNS_CAPTURE, …), as Istio's agent reads it. */
   dns: EnvValues<typeof dnsEnv>;
   wasm: EnvValues<typeof wasmEnv>;
+  /** Under the real env: proxyMetadata, as for DNS (METRICS_LOCALHOST_ACCESS_ONLY is a proxyMetadata key in Istio). */
+  bootstrap: EnvValues<typeof bootstrapEnv>;
   pod: PodEnv;
   node: NodeEnv;
   /** ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS as set: status/ parses them against the status port. */
@@ -39,6 +42,7 @@ export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Re
     proxyless: readEnvSettings(env, proxylessEnv),
     dns: readEnvSettings({ ...proxyMetadata, ...env }, dnsEnv),
     wasm: readEnvSettings(env, wasmEnv),
+    bootstrap: readEnvSettings({ ...proxyMetadata, ...env }, bootstrapEnv),
     pod: readPodEnv(env),
     node: readNodeEnv(env),
     app: { probers: readEnvText(env, podEnv.appProbers), prometheusAnnotations: readEnvText(env, podEnv.prometheusAnnotations) },

@@ -28,3 +28,10 @@ test('tracing providers and services the bootstrap does not render are named; re
   ];
   for (const [name, value, expected] of cases) assert.deepEqual(unrendered(value), expected, name);
 });
+
+test('fileFlushMinSizeKb: a size above 0 is taken, 0 or unset is Envoy\'s default, anything else names the field', () => {
+  const size = (value: unknown) =>
+    bootstrapProxyConfig(mergeProxyConfigs([{ name: 'mesh', value: value === undefined ? {} : { fileFlushMinSizeKb: value } }])).fileFlushMinSizeKb;
+  assert.deepEqual([size(64), size('128'), size(0), size(undefined)], [64, 128, undefined, undefined]);
+  for (const bad of [-1, 4294967296]) assert.throws(() => size(bad), /mesh: field fileFlushMinSizeKb: .* is not a size in KiB/);
+});

@@ -9,6 +9,8 @@ export interface BootstrapProxyConfig {
   statsCompression?: boolean;
   /** The overload manager's global downstream connection limit, when something sets one. */
   globalDownstreamMaxConnections?: number;
+  /** ProxyConfig.fileFlushMinSizeKb: Envoy's --file-flush-min-size-kb when above 0, as Istio passes it. */
+  fileFlushMinSizeKb?: number;
   /** ProxyConfig tracing providers and services that are configured but not rendered, by field. */
   unrendered: string[];
 }
@@ -29,8 +31,21 @@ export function bootstrapProxyConfig(merged: MergedProxyConfig, env: NodeJS.Proc
     runtimeValues,
     statsCompression: typeof compression === 'boolean' ? compression : undefined,
     globalDownstreamMaxConnections: connectionLimit(merged, env, runtimeValues),
+    fileFlushMinSizeKb: flushMinSize(merged),
     unrendered: unrenderedFields(value),
   };
+}
+
+/** A uint32 in ProxyConfig (protojson takes a number or its decimal text); 0 or unset: Envoy's default. */
+function flushMinSize(merged: MergedProxyConfig): number | undefined {
+  const raw = merged.value.fileFlushMinSizeKb ?? merged.value.file_flush_min_size_kb;
+  if (raw === undefined || raw === null) return undefined;
+  const value = Number(String(raw).trim());
+  if (!Number.isSafeInteger(value) || value < 0 || value > 4294967295) {
+    const source = `${merged.origin.fileFlushMinSizeKb ?? 'ProxyConfig'}: field fileFlushMinSizeKb`;
+    throw bad(source, `${JSON.stringify(raw)} is not a size in KiB (0 to 4294967295)`);
+  }
+  return value > 0 ? value : undefined;
 }
 
 /**

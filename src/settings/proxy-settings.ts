@@ -22,6 +22,8 @@ export type AgentConfig = SettingValues<typeof proxySettings> & {
   bootstrapFields?: BootstrapProxyConfig;
   /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
   proxyAdminPortGiven?: boolean;
+  /** A waypoint given --deltaXds=false (or ISTIO_DELTA_XDS=false): Delta anyway, as Istio forces it, and one warning. */
+  deltaXdsForced?: boolean;
   /** Whether the command line or ProxyConfig set --controlPlaneAuthPolicy (MUTUAL_TLS given asks for Istio 1.1's certificate files). */
   controlPlaneAuthPolicyGiven?: boolean;
 };

@@ -1,3 +1,4 @@
+import { bootstrapEnv } from './bootstrap-env.ts';
 import { caEnv } from './ca-env.ts';
 import { commandFlags, istioCompatFlags } from './command-flags.ts';
 import { dnsEnv } from './dns-env.ts';
@@ -16,7 +17,9 @@ import { wasmEnv } from './wasm-env.ts';
  * CA's by ca/ once it knows it asks a CA); docs/settings.md lists them all.
  */
 export const flagTables = { proxy: proxySettings, command: commandFlags, istioCompat: istioCompatFlags } as const;
-export const envTables = { ca: caEnv, envoy: envoyEnv, status: statusEnv, proxyless: proxylessEnv, dns: dnsEnv, wasm: wasmEnv, pod: podEnv } as const;
+export const envTables = {
+  ca: caEnv, envoy: envoyEnv, bootstrap: bootstrapEnv, status: statusEnv, proxyless: proxylessEnv, dns: dnsEnv, wasm: wasmEnv, pod: podEnv,
+} as const;
 
 /** Every flag row, in help and README order. */
 export const flagRows: readonly FlagSetting[] = Object.values(flagTables).flat();

@@ -42,6 +42,8 @@ export function resolveAgentConfig(options: ResolveAgentConfigOptions): { config
     controlPlaneAuthPolicyGiven: given('controlPlaneAuthPolicy'),
   } as AgentConfig;
   config.bootstrapFields = bootstrapProxyConfig(options.proxyConfig, options.env);
+  // Istio's bootstrap forces Delta for a waypoint: its metadata discovery has no State of the World form.
+  if (options.proxyType === 'waypoint' && !config.deltaXds) Object.assign(config, { deltaXds: true, deltaXdsForced: true });
   return { config, applied };
 }
 

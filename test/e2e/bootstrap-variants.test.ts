@@ -25,7 +25,15 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
   const common = ['--serviceregistry', 'Other', '--ip', '198.19.1.3', '--discoveryAddress', '127.0.0.1:15010', '--print-bootstrap'];
   const variants: { name: string; args: string[]; env?: Record<string, string>; check: (bootstrap: any) => void }[] = [
     { name: 'sidecar, SotW', args: ['sidecar', '--deltaXds=false'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'GRPC') },
-    { name: 'router, Delta (the default)', args: ['router'], check: (b) => assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC') },
+    {
+      name: 'router, Delta (the default); no cluster_manager without self discovery',
+      args: ['router'],
+      check: (b) => {
+        assert.equal(b.dynamic_resources.ads_config.api_type, 'DELTA_GRPC');
+        assert.equal(b.cluster_manager, undefined);
+        assert.ok(!b.static_resources.clusters.some((c: any) => c.name === 'local_cluster'));
+      },
+    },
     {
       name: "sidecar: Istio's internal listener extension and its last stats prefixes",
       args: ['sidecar'],
@@ -124,6 +132,31 @@ describe('rendered bootstraps pass envoy --mode validate', () => {
       name: 'JSON log lines for Envoy too',
       args: ['sidecar', '--log_as_json'],
       check: (b) => assert.equal(b.application_log_config.log_format.json_format.msg, '%j'),
+    },
+    {
+      name: "the pod's stats annotations: histogram buckets, flush and eviction intervals",
+      args: ['sidecar'],
+      env: {
+        ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({
+          'sidecar.istio.io/statsHistogramBuckets': '{"istiocustom":[1,5,10],"cluster.xds-grpc":[1,10]}',
+          'sidecar.istio.io/statsFlushInterval': '10s',
+          'sidecar.istio.io/statsEvictionInterval': '60s',
+        }),
+      },
+      check: (b) => {
+        assert.deepEqual([b.stats_flush_interval, b.stats_eviction_interval], ['10s', '60s']);
+        assert.deepEqual(b.stats_config.histogram_bucket_settings.map((s: any) => s.match.prefix), ['cluster.xds-grpc', 'istiocustom']);
+      },
+    },
+    {
+      name: 'self discovery: local_cluster over ADS and deferred cluster creation; deferred stats always',
+      args: ['sidecar'],
+      env: { ISTIO_META_ENABLE_SELF_DISCOVERY: 'true' },
+      check: (b) => {
+        assert.deepEqual(b.cluster_manager, { local_cluster_name: 'local_cluster', enable_deferred_cluster_creation: true });
+        assert.ok(b.static_resources.clusters.some((c: any) => c.name === 'local_cluster' && c.type === 'EDS'));
+        assert.deepEqual(b.deferred_stat_options, { enable_deferred_creation_stats: true });
+      },
     },
     { name: 'custom template', args: ['sidecar', '--templateFile', 'TEMPLATE'], check: (b) => assert.deepEqual(Object.keys(b), ['node', 'admin']) },
   ];

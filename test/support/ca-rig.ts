@@ -13,6 +13,8 @@ const istiodName = 'istiod.istio-system.svc';
 
 export interface CaRig extends Rig {
   ca: CaPeer;
+  /** The CA's signer (the mesh's root), e.g. for a client certificate the mesh trusts; closed with the rig. */
+  signer: CsrSigner;
   peer: Peer;
   files: { token: string; root: string; dir: string };
 }
@@ -75,7 +77,7 @@ export async function startCaRig(options: CaRigOptions = {}): Promise<CaRig> {
     discovery: { resources: (ports) => sdsHttpsService({ listenerPort: ports.listenerPort, upstreamPort: ports.upstreamPort }), peerArgs: xds?.peerArgs },
     agent: { env, args: options.tokenText === null ? [] : ['--xdsTokenFile', files.token] },
   });
-  return { ...rig, peer: rig.peer!, ca, files };
+  return { ...rig, peer: rig.peer!, ca, files, signer };
 }
 
 /** The peer's TLS arguments and the agent's XDS_ROOT_CA for a peer shaped like istiod's 15012. */
