@@ -146,10 +146,7 @@ export function resolveRunConfig(flags: GivenFlags): RunConfig {
   const bool = (long: string) => parseBool(get(long));
   const variant = get('force-iptables-binary');
   if (!['', 'legacy', 'nft'].includes(variant.text.trim())) throw badFlag(variant.name, `"${variant.text}" is not legacy or nft`);
-  const nativeNftables = bool('native-nftables');
-  if (nativeNftables && variant.text.trim() !== '')
-    throw badFlag(variant.name, `chooses an iptables binary, but --native-nftables writes no iptables rule; give one or the other`);
-  return {
+  const run: RunConfig = {
     dryRun: bool('dry-run'),
     skipRuleApply: bool('skip-rule-apply'),
     runValidation: bool('run-validation'),
@@ -157,10 +154,13 @@ export function resolveRunConfig(flags: GivenFlags): RunConfig {
     cleanupOnly: bool('cleanup-only'),
     forceApply: bool('force-apply'),
     binaryVariant: variant.text.trim() as RunConfig['binaryVariant'],
-    nativeNftables,
+    nativeNftables: bool('native-nftables'),
     probePort: port(get('iptables-probe-port')),
     probeTimeoutMs: goDuration(get('probe-timeout')),
   };
+  if (run.nativeNftables && run.binaryVariant !== '')
+    throw badFlag(variant.name, `chooses an iptables binary, but --native-nftables writes no iptables rule; give one or the other`);
+  return run;
 }
 
 /** Flags of Istio's that cannot apply here: refused by name rather than ignored. */

@@ -73,6 +73,27 @@ for (const variant of [
   });
 }
 
+describe('istio-iptables --native-nftables in a dual-stack pod without ISTIO_DUAL_STACK (beyond Istio: the IPv6 exemptions too)', { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+  let pair: PodPair;
+  let stderr = '';
+
+  it('sets up, saying in one line that the inet tables capture its IPv6 and its IPv6 exemptions are written', { skip }, async () => {
+    assertBundleFresh();
+    pair = await makePodPair(cleanup, 'nftdsr', { v4: true, v6: true });
+    const result = await runIptables(pair.appNs, native);
+    assert.equal(result.exitCode, 0, result.stderr);
+    stderr = result.stderr;
+    await startListener(cleanup, pair, pair.appNs, 'app', [...proxyPorts, ...appPorts], true);
+    await startListener(cleanup, pair, pair.peerNs, 'peer', [8080], true);
+    assert.match(stderr, /^pilot-agent istio-iptables: the pod has IPv6 address 2001:2:0:251::1 but dual stack is off .*\(::1, ::6\) are written too$/m);
+    const { stdout } = await execa('ip', ['-n', pair.appNs, '-6', 'addr', 'show', 'dev', 'lo']);
+    assert.match(stdout, /inet6 ::6\/128/);
+  });
+
+  for (const family of [v4, v6]) addressCases(family, () => pair);
+});
+
 /** The capture cases of one address family of the pod. */
 function addressCases(family: Family, pod: () => PodPair): void {
   const name = family === v4 ? 'IPv4' : 'IPv6';
