@@ -6,7 +6,7 @@
  * iptables mode's (iptables-netns, iptables-ipv6-netns); see test/support/iptables-pods.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -169,6 +169,18 @@ describe('istio-iptables --native-nftables: reruns, validation and bad input', {
     assert.equal(result.exitCode, 2, result.stderr);
     assert.equal(result.stderr, 'pilot-agent: nft: not found or does not run; --native-nftables writes the capture with it (install nftables)');
     assert.equal(await nftRuleset(pair.appNs), before);
+  });
+
+  it('removes its tables again when the routes after them cannot be set (TPROXY, no ip on the PATH)', { skip }, async () => {
+    const fresh = await makePodPair(cleanup, 'nftrt', { v4: true, v6: false });
+    const before = await nftRuleset(fresh.appNs);
+    const bin = await mkdtemp(join(tmpdir(), 'pa-only-nft-'));
+    cleanup.defer(() => rm(bin, { recursive: true, force: true }));
+    await symlink((await execa('sh', ['-c', 'command -v nft'])).stdout.trim(), join(bin, 'nft'));
+    const result = await runIptables(fresh.appNs, ['--native-nftables', '-u', String(proxyUid), '-m', 'TPROXY', '-b', '80'], { path: bin });
+    assert.equal(result.exitCode, 1, result.stderr);
+    assert.match(result.stderr, /^pilot-agent: ip -4 rule del fwmark 1337 lookup 133 failed: /);
+    assert.equal(await nftRuleset(fresh.appNs), before, 'no table left capturing into routes that are not there');
   });
 
   it('leaves no half-applied rule set when nft refuses the transaction', { skip }, async () => {
