@@ -60,6 +60,18 @@ for (const variant of [
 
     for (const family of variant.addresses) addressCases(family, () => pair);
 
+    if (!variant.families.v4) {
+      it('passes the validation over ::1 and ::6, as Istio does for an IPv6 pod', { skip }, async () => {
+        // Our listeners hold 15001 and 15006 on every address; the validation gets its own pair of ports.
+        const ports = ['-p', '16001', '-z', '16006'];
+        const applied = await runIptables(pair.appNs, [...ports, '-u', String(proxyUid), '-b', '*', '-i', '*', '--native-nftables']);
+        assert.equal(applied.exitCode, 0, applied.stderr);
+        const validated = await runIptables(pair.appNs, [...ports, '--run-validation', '--skip-rule-apply', '--native-nftables'], { uid: proxyUid });
+        assert.equal(validated.exitCode, 0, validated.stderr);
+        assert.match(validated.stderr, /validation passed/);
+      });
+    }
+
     it('--cleanup-only leaves nft list ruleset as it found it, and the pod uncaptured', { skip }, async () => {
       const result = await runIptables(pair.appNs, [...native, '--cleanup-only']);
       assert.equal(result.exitCode, 0, result.stderr);
