@@ -45,7 +45,8 @@ function conntrackZones(nft: NftBuilder, config: CaptureConfig, host: HostFacts)
     nft.add(raw, NftChain.inbound, 'udp sport 53 counter ct zone set 1');
     return;
   }
-  if (host.dnsServersV4.length + host.dnsServersV6.length > 0) nft.add(raw, NftChain.prerouting, 'counter jump', NftChain.inbound);
+  // Here DNS capture is on, so resolv.conf named a server (dnsPlan): Istio's check for one always holds.
+  nft.add(raw, NftChain.prerouting, 'counter jump', NftChain.inbound);
   for (const server of host.dnsServersV4) {
     nft.add(raw, NftChain.outputDns, `udp dport 53 ip daddr ${server}/32 counter ct zone set 2`);
     nft.add(raw, NftChain.inbound, `udp sport 53 ip saddr ${server}/32 counter ct zone set 1`);

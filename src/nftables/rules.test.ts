@@ -80,6 +80,16 @@ describe('the native nftables rules, one behaviour each', () => {
       [nat('istio-output-dns udp dport 53 counter redirect to :15053'),
         nat('istio-output oifname lo meta l4proto tcp ip daddr != 127.0.0.1/32 tcp dport != { 53, 15008 } skuid 1337 counter jump istio-in-redirect'),
         'add rule inet istio-proxy-raw istio-output-dns udp dport 53 meta skuid 1337 counter ct zone set 1'], []],
+    ['excluded interfaces skip only the nat table under REDIRECT', ['-u', '1337', '-c', 'eth9'], {},
+      [nat('prerouting iifname "eth9" counter return'), nat('output oifname "eth9" counter return')], [/istio-proxy-mangle/]],
+    ['IPv6 ranges and their -k rules only with IPv6 capture', ['-u', '1337', '-i', '198.18.0.0/15,2001:2::/48', '-k', 'veth0'], {},
+      [nat('istio-output ip daddr 198.18.0.0/15 counter jump istio-redirect')], [/ip6 daddr 2001:2::\/48/]],
+    ['a -k interface under -i \'*\' sends its inbound to 15001, first in prerouting', ['-u', '1337', '-i', '*', '-k', 'veth0'], {},
+      ['insert rule inet istio-proxy-nat prerouting index 0 iifname "veth0" counter jump istio-redirect'], []],
+    ['-i ::1/128 includes loopback: the app\'s loopback traffic is no longer returned', ['-u', '1337', '-i', '::1/128'], { ipv6: true },
+      [nat('istio-output ip6 daddr ::1/128 counter jump istio-redirect')], [/oifname lo skuid != 1337/]],
+    ['a group name is quoted, even one starting with digits; an id is not', ['-u', '1337'], { env: { ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: '1000,2x' } },
+      [nat('istio-output skgid 1000 counter return'), nat('istio-output skgid "2x" counter return')], []],
     ['an insert into a chain already holding rules stays an insert; one past its end is an append', ['-u', '1337', '-c', 'eth9', '-k', 'veth0'], {},
       ['insert rule inet istio-proxy-nat prerouting index 0 iifname "veth0" counter return'], [/insert rule .* index 0 iifname "veth0" counter jump/]],
   ];
@@ -101,6 +111,15 @@ describe('the native nftables rules, one behaviour each', () => {
     const chains = lines(['-u', '1337', '-b', '']).filter((line) => line.startsWith('add chain'));
     assert.ok(!chains.some((line) => / prerouting | istio-output-dns$/.test(line)), chains.join('\n'));
     assert.ok(chains.includes('add chain inet istio-proxy-nat output { type nat hook output priority -100 ; }'), chains.join('\n'));
+  });
+
+  it('declares a chain that is only jumped to (DNS zones for an IPv6 server in a pod without IPv6 capture)', () => {
+    const config = resolveCaptureConfig(gatherFlags({ 'proxy-uid': '1337', 'redirect-dns': 'true' }, {}), {});
+    const rules = buildNftRules(config, { ipv6: 'none', dnsServersV4: [], dnsServersV6: ['2001:2::53'] });
+    assert.ok(rules.every((rule) => typeof rule.rule === 'string' && rule.table.startsWith('istio-proxy-')));
+    const text = renderTransaction(rules).split('\n');
+    assert.ok(text.includes('add rule inet istio-proxy-raw prerouting counter jump istio-inbound'), text.join('\n'));
+    assert.ok(text.includes('add chain inet istio-proxy-raw istio-inbound'), text.join('\n'));
   });
 
   it('--cleanup-only removes the three tables and nothing else', () => {
