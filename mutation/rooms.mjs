@@ -111,6 +111,13 @@ export const rooms = {
       'src/iptables/rules-edges.test.ts',
     ],
   },
+  // The native nftables capture (istio-iptables --native-nftables): the rules and the transaction that
+  // writes them. Left out: apply.ts (runs nft and the iptables save programs), covered by the netns e2e
+  // tests (nftables-netns, nftables-istio-netns); plan.ts's tables are data, checked through the goldens.
+  nftables: {
+    mutate: ['src/nftables/rules.ts', 'src/nftables/inbound.ts', 'src/nftables/dns.ts', 'src/nftables/render.ts', 'src/nftables/plan.ts'],
+    tests: ['src/nftables/rules.test.ts'],
+  },
   // What the bootstrap exposes: the pod-facing listeners, where they bind, and the template renderer.
   bootstrap: {
     mutate: [

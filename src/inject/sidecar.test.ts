@@ -55,6 +55,14 @@ describe('buildPodPatch', () => {
     assert.deepEqual(patch({}, { rewriteAppHTTPProbers: false }).probeRewrites, []);
   });
 
+  it('gives istio-init --native-nftables when the values ask for it, as Istio\'s global.nativeNftables, and not otherwise', () => {
+    const initArgs = (values: Partial<InjectValues>) =>
+      patch({}, values).lists.flatMap((list) => list.items).find((item) => item['name'] === 'istio-init')?.['args'] as string[];
+    assert.equal(initArgs({}).includes('--native-nftables'), false);
+    assert.equal(initArgs({ nativeNftables: true }).at(-1), '--native-nftables');
+    assert.equal(initArgs({ nativeNftables: true }).filter((arg) => arg === '--native-nftables').length, 1);
+  });
+
   it("adds the metadata env to the template's istio-proxy and istio-init only, and nothing when there is none", () => {
     const template = parseTemplate(
       'initContainers: [{name: istio-init}, {name: other-init}]\ncontainers: [{name: istio-proxy}, {name: helper}]\nvolumes: [{name: v}]\n',

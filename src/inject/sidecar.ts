@@ -51,10 +51,8 @@ export function buildPodPatch(pod: PodTemplate, inputs: InjectionInputs, workloa
     ? mergePrometheusAnnotations(annotations, values.statusPort, at(pod, 'metadata.annotations'))
     : undefined;
   const env = { ...metaEnv(values.proxyMetadata), ISTIO_KUBE_APP_PROBERS: probes.probers, ISTIO_PROMETHEUS_ANNOTATIONS: metrics?.env };
-  const added = withInitEnv(
-    withProxyEnv(renderTemplate(inputs.template, podVars(pod, values, workloadName, inputs.warn), inputs.templatePath), env),
-    metaEnv(values.proxyMetadata),
-  );
+  const rendered = renderTemplate(inputs.template, podVars(pod, values, workloadName, inputs.warn), inputs.templatePath);
+  const added = withInitArgs(withInitEnv(withProxyEnv(rendered, env), metaEnv(values.proxyMetadata)), values.nativeNftables ? ['--native-nftables'] : []);
   const lists = placeProxy(added, proxyPlacement(values));
   for (const addition of lists) checkNames(pod, addition);
   return { annotations: { ...metrics?.annotations, [statusAnnotation]: statusOf(lists, inputs) }, lists, probeRewrites: probes.rewrites };
@@ -81,6 +79,13 @@ function withInitEnv(template: InjectionTemplate, env: Record<string, string>): 
   const extra = Object.entries(env).map(([name, value]) => ({ name, value }));
   if (extra.length === 0) return template;
   const initContainers = template.initContainers.map((c) => (c['name'] === initName ? { ...c, env: [...((c['env'] ?? []) as Mapping[]), ...extra] } : c));
+  return { ...template, initContainers };
+}
+
+/** Flags istio-init gets only when the values ask (the template has no conditions): Istio's `{{ if .Values.global.nativeNftables }}`. */
+function withInitArgs(template: InjectionTemplate, args: readonly string[]): InjectionTemplate {
+  if (args.length === 0) return template;
+  const initContainers = template.initContainers.map((c) => (c['name'] === initName ? { ...c, args: [...((c['args'] ?? []) as string[]), ...args] } : c));
   return { ...template, initContainers };
 }
 

@@ -29,6 +29,8 @@ export interface InjectValues {
   proxyUID: number;
   proxyGID: number;
   interceptionMode: string;
+  /** Istio's global.nativeNftables: istio-init writes the capture as nftables tables (`--native-nftables`). */
+  nativeNftables: boolean;
   outboundCapturePort: number;
   inboundCapturePort: number;
   includeInboundPorts: string;

@@ -32,6 +32,7 @@ const kinds: Record<keyof InjectValues, Kind> = {
   proxyUID: 'integer',
   proxyGID: 'integer',
   interceptionMode: 'string',
+  nativeNftables: 'boolean',
   outboundCapturePort: 'integer',
   inboundCapturePort: 'integer',
   includeInboundPorts: 'string',

@@ -79,6 +79,7 @@ describe('gatherFlags: every flag from the command line, else its env vars, as I
       ),
     );
     assert.deepEqual(run, {
+      nativeNftables: false,
       dryRun: true,
       skipRuleApply: true,
       runValidation: true,
@@ -139,8 +140,6 @@ describe('resolveCaptureConfig', () => {
     ['a group that is no name', {}, { ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: 'a b' }, /^env ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE: /],
     ['--network-namespace', { 'network-namespace': '/var/run/netns/x' }, {}, /^--network-namespace: is not supported/],
     ['--cni-mode', { 'cni-mode': 'true' }, {}, /^--cni-mode: is not supported/],
-    ['--native-nftables', { 'native-nftables': 'true' }, {}, /^--native-nftables: is not supported/],
-    ['NATIVE_NFTABLES', {}, { NATIVE_NFTABLES: 'true' }, /^env NATIVE_NFTABLES: is not supported/],
   ];
   for (const [name, cli, env, message] of bad) {
     it(`rejects ${name} with a usage error naming it`, () => rejects(() => resolve(cli, env), message));
@@ -153,6 +152,18 @@ describe('resolveCaptureConfig', () => {
     );
     rejects(() => resolveRunConfig(gatherFlags({ 'probe-timeout': '5' }, {})), /^--probe-timeout: "5" is not a duration/);
     rejects(() => resolveRunConfig(gatherFlags({ 'iptables-probe-port': '0' }, {})), /^--iptables-probe-port: /);
+    rejects(() => resolveRunConfig(gatherFlags({ 'native-nftables': 'maybe' }, {})), /^--native-nftables: "maybe" is not true or false$/);
+    rejects(
+      () => resolveRunConfig(gatherFlags({ 'native-nftables': 'true', 'force-iptables-binary': 'nft' }, {})),
+      /^--force-iptables-binary: chooses an iptables binary, but --native-nftables writes no iptables rule/,
+    );
+  });
+
+  it('takes --native-nftables from the flag or from NATIVE_NFTABLES, as Istio binds it', () => {
+    assert.equal(resolveRunConfig(gatherFlags({}, {})).nativeNftables, false);
+    assert.equal(resolveRunConfig(gatherFlags({ 'native-nftables': 'true' }, {})).nativeNftables, true);
+    assert.equal(resolveRunConfig(gatherFlags({}, { NATIVE_NFTABLES: 'true' })).nativeNftables, true);
+    assert.equal(resolveRunConfig(gatherFlags({ 'native-nftables': 'false' }, { NATIVE_NFTABLES: 'true' })).nativeNftables, false);
   });
 
   it('reads Go durations', () => {

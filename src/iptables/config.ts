@@ -63,6 +63,8 @@ export interface RunConfig {
   forceApply: boolean;
   /** '' (iptables), 'legacy' or 'nft'. */
   binaryVariant: '' | 'legacy' | 'nft';
+  /** --native-nftables: the capture as nftables tables (src/nftables/) instead of iptables rules. */
+  nativeNftables: boolean;
   probePort: number;
   probeTimeoutMs: number;
 }
@@ -144,7 +146,7 @@ export function resolveRunConfig(flags: GivenFlags): RunConfig {
   const bool = (long: string) => parseBool(get(long));
   const variant = get('force-iptables-binary');
   if (!['', 'legacy', 'nft'].includes(variant.text.trim())) throw badFlag(variant.name, `"${variant.text}" is not legacy or nft`);
-  return {
+  const run: RunConfig = {
     dryRun: bool('dry-run'),
     skipRuleApply: bool('skip-rule-apply'),
     runValidation: bool('run-validation'),
@@ -152,9 +154,13 @@ export function resolveRunConfig(flags: GivenFlags): RunConfig {
     cleanupOnly: bool('cleanup-only'),
     forceApply: bool('force-apply'),
     binaryVariant: variant.text.trim() as RunConfig['binaryVariant'],
+    nativeNftables: bool('native-nftables'),
     probePort: port(get('iptables-probe-port')),
     probeTimeoutMs: goDuration(get('probe-timeout')),
   };
+  if (run.nativeNftables && run.binaryVariant !== '')
+    throw badFlag(variant.name, `chooses an iptables binary, but --native-nftables writes no iptables rule; give one or the other`);
+  return run;
 }
 
 /** Flags of Istio's that cannot apply here: refused by name rather than ignored. */
@@ -163,8 +169,6 @@ function rejectUnsupported(get: (long: string) => Given, bool: (long: string) =>
     throw badFlag(get('network-namespace').name, 'is not supported: run istio-iptables inside the pod network namespace');
   }
   if (bool('cni-mode')) throw badFlag(get('cni-mode').name, 'is not supported: run istio-iptables inside the pod network namespace');
-  if (bool('native-nftables'))
-    throw badFlag(get('native-nftables').name, 'is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)');
 }
 
 function port(given: Given): number {

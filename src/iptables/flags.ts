@@ -60,7 +60,7 @@ const declared: readonly Declared[] = [
   { long: 'force-iptables-binary', kind: 'string', default: '', help: 'legacy or nft: use iptables-legacy or iptables-nft (default: iptables)' },
   { long: 'network-namespace', kind: 'string', default: '', help: 'not supported: run inside the pod network namespace' },
   { long: 'cni-mode', kind: 'bool', default: 'false', help: 'not supported: run inside the pod network namespace' },
-  { long: 'native-nftables', kind: 'bool', default: 'false', help: 'not supported: the rules are written with iptables' },
+  { long: 'native-nftables', kind: 'bool', default: 'false', help: 'write the capture as nftables tables (nft) instead of iptables rules' },
 ];
 
 export const iptablesFlags: readonly IptablesFlag[] = declared.map(({ noEnv, ...flag }) => (noEnv ? flag : { ...flag, env: envOf(flag.long) }));

@@ -6,6 +6,8 @@
  * reaches the app around the proxy.
  */
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { execa } from 'execa';
 import { parseAllDocuments } from 'yaml';
@@ -13,15 +15,19 @@ import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup } from '../support/cleanup.ts';
 import { agentBin, nodeBin } from '../support/paths.ts';
 import { connectAll, hostPort, iptablesSkipReason, makePodPair, runIptables, startListener, v4, type PodPair } from '../support/iptables-pods.ts';
+import { iptablesRuleLines, nftRuleset, nftSkipReason } from '../support/nft-pods.ts';
+import { tempDir } from '../support/cleanup.ts';
 
 const skip = (await iptablesSkipReason()) ?? false;
+const nftSkip = (await nftSkipReason()) ?? false;
 
 type Mapping = Record<string, unknown>;
 
 /** istio-init's arguments (without the leading `istio-iptables`) and the warnings, as `inject` renders them for this pod. */
-async function injectedInitArgs(pod: string): Promise<{ args: string[]; stderr: string }> {
+async function injectedInitArgs(pod: string, valuesFile?: string): Promise<{ args: string[]; stderr: string }> {
   assertBundleFresh();
-  const result = await execa(nodeBin, [agentBin, 'inject', '-f', '-'], { input: pod, env: {}, extendEnv: false, timeout: 30_000 });
+  const values = valuesFile === undefined ? [] : ['--values', valuesFile];
+  const result = await execa(nodeBin, [agentBin, 'inject', '-f', '-', ...values], { input: pod, env: {}, extendEnv: false, timeout: 30_000 });
   const doc = parseAllDocuments(result.stdout)[0]?.toJS() as { spec: { initContainers: Mapping[] } };
   const init = doc.spec.initContainers.find((container) => container['name'] === 'istio-init');
   const args = init?.['args'] as string[];
@@ -63,5 +69,25 @@ describe("inject's istio-init in a pod: inbound capture with the default values"
     const { args, stderr } = await injectedInitArgs(pod);
     assert.equal(args[args.indexOf('-b') + 1], '');
     assert.match(stderr, /^warning: .*no inbound port is captured .*without mTLS or authorization$/);
+  });
+});
+
+describe("inject's istio-init with nativeNftables: true (Istio's global.nativeNftables)", { timeout: 120_000 }, () => {
+  const cleanup = suiteCleanup();
+
+  it('renders --native-nftables, and those arguments capture every app port with nftables rules only', { skip: nftSkip }, async () => {
+    const pair = await makePodPair(cleanup, 'injnft', { v4: true, v6: false });
+    await startListener(cleanup, pair, pair.appNs, 'app', [15006, 8080, 9090], false);
+    const dir = await tempDir(cleanup, 'pa-inject-nft-');
+    await writeFile(join(dir, 'values.yaml'), 'nativeNftables: true\n');
+    const { args, stderr } = await injectedInitArgs(podDeclaring(''), join(dir, 'values.yaml'));
+    assert.equal(stderr, '');
+    assert.equal(args.at(-1), '--native-nftables');
+    const result = await runIptables(pair.appNs, args);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.deepEqual(await iptablesRuleLines(pair.appNs), []);
+    assert.match(await nftRuleset(pair.appNs), /table inet istio-proxy-nat/);
+    const answers = await connectAll(pair, pair.peerNs, v4.app, [8080, 9090]);
+    for (const port of [8080, 9090]) assert.equal(answers.get(port), `app 15006 ${hostPort(v4.app, port)}`, `port ${port}`);
   });
 });

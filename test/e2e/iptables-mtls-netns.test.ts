@@ -5,6 +5,7 @@
  * root, as STRICT mTLS does. From the pod network, a plaintext connection to
  * every port of the pod, SSH's 22 included, over IPv4 and IPv6, never gets
  * an answer from the app; an mTLS connection to 22 is passed to the app.
+ * The same with the rules written as iptables and as native nftables.
  */
 import assert from 'node:assert/strict';
 import { chmod, readdir, writeFile } from 'node:fs/promises';
@@ -17,9 +18,10 @@ import { writeTestCerts } from '../support/certs.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { envoyBin } from '../support/paths.ts';
 import { iptablesSkipReason, makePodPair, proxyUid, runIptables, startListener, templateArgs, v4, v6, type PodPair } from '../support/iptables-pods.ts';
+import { nftSkipReason } from '../support/nft-pods.ts';
 
-const reason = await iptablesSkipReason();
-const skip = reason ?? false;
+const iptablesSkip = (await iptablesSkipReason()) ?? false;
+const nftSkip = (await nftSkipReason()) ?? false;
 
 const appPorts = [22, 80, 443, 3306, 8080, 9090];
 
@@ -96,65 +98,71 @@ async function probe(pair: PodPair, host: string, ports: number[], certs = '-'):
   }));
 }
 
-describe('plaintext from the pod network never reaches an app port when the inbound listener enforces mTLS', { timeout: 180_000 }, () => {
-  const cleanup = suiteCleanup();
-  let pair: PodPair;
-  let certs: string;
+for (const mode of [
+  { label: 'mtls', name: 'iptables', args: [] as string[], skip: iptablesSkip },
+  { label: 'mtlsnft', name: 'native nftables', args: ['--native-nftables'], skip: nftSkip },
+]) {
+  const skip = mode.skip;
+  describe(`plaintext from the pod network never reaches an app port when the inbound listener enforces mTLS (${mode.name})`, { timeout: 180_000 }, () => {
+    const cleanup = suiteCleanup();
+    let pair: PodPair;
+    let certs: string;
 
-  it('sets up the capture, the app and Envoy', { skip }, async () => {
-    assertBundleFresh();
-    pair = await makePodPair(cleanup, 'mtls', { v4: true, v6: true });
-    const applied = await runIptables(pair.appNs, templateArgs, { env: { ISTIO_DUAL_STACK: 'true' } });
-    assert.equal(applied.exitCode, 0, applied.stderr);
-    await startListener(cleanup, pair, pair.appNs, 'app', appPorts, true);
-    certs = await tempDir(cleanup, 'pa-ipt-mtls-');
-    await writeTestCerts(certs, 'pod');
-    await writeFile(join(certs, 'envoy.yaml'), envoyConfig(certs));
-    // Envoy runs as the proxy user, as in the pod.
-    await chmod(certs, 0o755);
-    for (const name of await readdir(certs)) await chmod(join(certs, name), 0o644);
-    const envoy: ResultPromise = execa(
-      'ip',
-      [
-        'netns',
-        'exec',
-        pair.appNs,
-        'setpriv',
-        `--reuid=${proxyUid}`,
-        `--regid=${proxyUid}`,
-        '--clear-groups',
-        envoyBin,
-        '-c',
-        join(certs, 'envoy.yaml'),
-        '--disable-hot-restart',
-        '-l',
-        'info',
-      ],
-      { reject: false, all: true },
-    );
-    cleanup.defer(async () => {
-      envoy.kill('SIGTERM');
-      await envoy;
-      await assertGone(envoy.pid === undefined ? [] : [envoy.pid]);
+    it('sets up the capture, the app and Envoy', { skip }, async () => {
+      assertBundleFresh();
+      pair = await makePodPair(cleanup, mode.label, { v4: true, v6: true });
+      const applied = await runIptables(pair.appNs, [...templateArgs, ...mode.args], { env: { ISTIO_DUAL_STACK: 'true' } });
+      assert.equal(applied.exitCode, 0, applied.stderr);
+      await startListener(cleanup, pair, pair.appNs, 'app', appPorts, true);
+      certs = await tempDir(cleanup, 'pa-ipt-mtls-');
+      await writeTestCerts(certs, 'pod');
+      await writeFile(join(certs, 'envoy.yaml'), envoyConfig(certs));
+      // Envoy runs as the proxy user, as in the pod.
+      await chmod(certs, 0o755);
+      for (const name of await readdir(certs)) await chmod(join(certs, name), 0o644);
+      const envoy: ResultPromise = execa(
+        'ip',
+        [
+          'netns',
+          'exec',
+          pair.appNs,
+          'setpriv',
+          `--reuid=${proxyUid}`,
+          `--regid=${proxyUid}`,
+          '--clear-groups',
+          envoyBin,
+          '-c',
+          join(certs, 'envoy.yaml'),
+          '--disable-hot-restart',
+          '-l',
+          'info',
+        ],
+        { reject: false, all: true },
+      );
+      cleanup.defer(async () => {
+        envoy.kill('SIGTERM');
+        await envoy;
+        await assertGone(envoy.pid === undefined ? [] : [envoy.pid]);
+      });
+      const started = new Promise<void>((resolve, reject) => {
+        envoy.all?.on('data', (chunk: Buffer) => /starting main dispatch loop/.test(String(chunk)) && resolve());
+        void envoy.then((result) => reject(new Error(`envoy exited (${result.exitCode}): ${result.all}`)));
+      });
+      await started;
     });
-    const started = new Promise<void>((resolve, reject) => {
-      envoy.all?.on('data', (chunk: Buffer) => /starting main dispatch loop/.test(String(chunk)) && resolve());
-      void envoy.then((result) => reject(new Error(`envoy exited (${result.exitCode}): ${result.all}`)));
+
+    it('answers mTLS to port 22 with the app behind it (so the listener is the one that decides)', { skip }, async () => {
+      assert.match((await probe(pair, v4.app, [22], certs)).get(22)!, /^app 22 /);
     });
-    await started;
+
+    for (const [family, address] of [['IPv4', v4.app], ['IPv6', v6.app]] as const) {
+      it(`closes plaintext to every port over ${family}, 22 included, without a word from the app`, { skip }, async () => {
+        const ports = [...appPorts, 7777];
+        const answers = await probe(pair, address, ports);
+        const leaked = ports.filter((port) => /^app /.test(answers.get(port) ?? ''));
+        assert.deepEqual(leaked, [], `the app answered plaintext: ${JSON.stringify([...answers])}`);
+        for (const port of ports) assert.match(answers.get(port)!, /^(closed|reset)$/, `port ${port}`);
+      });
+    }
   });
-
-  it('answers mTLS to port 22 with the app behind it (so the listener is the one that decides)', { skip }, async () => {
-    assert.match((await probe(pair, v4.app, [22], certs)).get(22)!, /^app 22 /);
-  });
-
-  for (const [family, address] of [['IPv4', v4.app], ['IPv6', v6.app]] as const) {
-    it(`closes plaintext to every port over ${family}, 22 included, without a word from the app`, { skip }, async () => {
-      const ports = [...appPorts, 7777];
-      const answers = await probe(pair, address, ports);
-      const leaked = ports.filter((port) => /^app /.test(answers.get(port) ?? ''));
-      assert.deepEqual(leaked, [], `the app answered plaintext: ${JSON.stringify([...answers])}`);
-      for (const port of ports) assert.match(answers.get(port)!, /^(closed|reset)$/, `port ${port}`);
-    });
-  }
-});
+}

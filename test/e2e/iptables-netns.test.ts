@@ -111,9 +111,9 @@ describe('istio-iptables in an IPv4 pod, with the injection template\'s argument
     for (const [args, env, line] of [
       [['-p', '15001', '-b', '8080', '-d', '8080'], {}, 'pilot-agent: -d: port 8080 is also in the captured inbound ports (-b)'],
       [
-        ['--native-nftables'],
+        ['--native-nftables', '--force-iptables-binary=nft'],
         {},
-        'pilot-agent: --native-nftables: is not supported: the rules are written with iptables (the nft variant is --force-iptables-binary=nft)',
+        'pilot-agent: --force-iptables-binary: chooses an iptables binary, but --native-nftables writes no iptables rule; give one or the other',
       ],
       [[], { ISTIO_INBOUND_PORTS: '22,x' }, 'pilot-agent: env ISTIO_INBOUND_PORTS: port "x" is not an integer from 1 to 65535'],
     ] as const) {

@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { gatherFlags, resolveCaptureConfig, resolveRunConfig, type CaptureConfig, type RunConfig } from '../../iptables/config.ts';
 import { iptablesFlags } from '../../iptables/flags.ts';
-import { decideIpv6, localAddresses, lookupUid, parseResolvConf, type Ipv6Decision } from '../../iptables/host.ts';
+import { decideIpv6, localAddresses, lookupUid } from '../../iptables/host.ts';
 import type { CapturePlan, HostFacts } from '../../iptables/plan.ts';
-import { badFile, describe } from '../../shared/errors.ts';
+import { badFile } from '../../shared/errors.ts';
 import type { CommandContext } from '../context.ts';
+import { dnsServers, mixedLine, toolExec, type Surroundings } from './capture-host.ts';
+import { captureNft } from './istio-nftables.ts';
 
 /**
  * `pilot-agent istio-iptables`: the traffic capture of Istio's proxy_init.
@@ -46,14 +47,8 @@ export async function runIstioIptables(cli: Readonly<Record<string, string | und
   const run = resolveRunConfig(given);
   const config = resolveCaptureConfig(given, context.env, (name) => lookupUid(name));
   const ipv6 = decideIpv6(localAddresses(), config.dualStack);
-  if (!run.skipRuleApply) await capture(config, run, { ipv6, note, context });
+  if (!run.skipRuleApply) await (run.nativeNftables ? captureNft : capture)(config, run, { ipv6, note, context });
   if (run.runValidation) await validate(config, run, { ipv6, note, context });
-}
-
-interface Surroundings {
-  ipv6: Ipv6Decision;
-  note: (line: string) => void;
-  context: CommandContext;
 }
 
 async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, context }: Surroundings): Promise<void> {
@@ -71,12 +66,7 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
   }
   if (run.dryRun) return printPlan(plan, context);
   const { applyRules, binariesFor, hasBinary, removeRules } = await import('../../iptables/apply.ts');
-  const { execa } = await import('execa');
-  // Rejects with execa's error, which carries the tool's stderr.
-  const exec = async (file: string, args: readonly string[], input?: string) => {
-    const result = await execa(file, args, { input, timeout: 60_000, forceKillAfterDelay: 5000, maxBuffer: 16 * 1024 * 1024 });
-    return { stdout: result.stdout };
-  };
+  const exec = toolExec;
   const v4 = binariesFor('v4', run.binaryVariant);
   const v6 = binariesFor('v6', run.binaryVariant);
   if (!(await hasBinary(v4.restore, exec))) throw badFile(v4.restore, 'not found or does not run; it is needed to write the capture rules');
@@ -95,6 +85,9 @@ async function capture(config: CaptureConfig, run: RunConfig, { ipv6, note, cont
   const { configureRoutes } = await import('../../iptables/routes.ts');
   await configureRoutes(config, ipv6.mode === 'capture', exec);
   note(outcomes.join('; '));
+  const { nftTablesPresent } = await import('../../nftables/apply.ts');
+  const native = await nftTablesPresent(exec);
+  if (native.length > 0) note(mixedLine(native.map((table) => `nftables inet ${table}`), '`istio-iptables --native-nftables --cleanup-only`'));
 }
 
 /** --dry-run: the rules as iptables-restore input, written nowhere. */
@@ -102,20 +95,6 @@ async function printPlan(plan: CapturePlan, context: CommandContext): Promise<vo
   const { renderRestoreInput } = await import('../../iptables/render.ts');
   context.stdout.write(`# iptables-restore --noflush\n${renderRestoreInput(plan.v4)}`);
   if (plan.v6.length > 0) context.stdout.write(`# ip6tables-restore --noflush\n${renderRestoreInput(plan.v6)}`);
-}
-
-/** Istio reads the name servers only for DNS capture without --capture-all-dns. */
-function dnsServers(config: CaptureConfig): Pick<HostFacts, 'dnsServersV4' | 'dnsServersV6'> {
-  if (!config.redirectDns || config.captureAllDns) return { dnsServersV4: [], dnsServersV6: [] };
-  const path = '/etc/resolv.conf';
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw badFile(path, `cannot be read for --redirect-dns: ${describe(error)}`, error);
-  }
-  const { v4, v6 } = parseResolvConf(text);
-  return { dnsServersV4: v4, dnsServersV6: v6 };
 }
 
 /** Istio's validation exit code: the pod is not ready for the mesh. */
