@@ -95,6 +95,8 @@ func main() {
 	if *requireToken != "" {
 		interceptors = append(interceptors, tokenCheck(*requireToken))
 	}
+	// Last: a refused token is refused at once, silent or not.
+	interceptors = append(interceptors, newSilence().interceptor)
 	opts = append(opts, grpc.ChainStreamInterceptor(interceptors...))
 
 	lis, err := net.Listen("tcp", *address)
