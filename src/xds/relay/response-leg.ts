@@ -114,6 +114,8 @@ export class ResponseLeg {
     });
     upstream.on('trailers', (trailers) => (this.#status = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#error = error));
+    // The server's side ended (trailers, END_STREAM), after every byte before it was read: with no RST_STREAM after it, 'close' never comes.
+    upstream.on('end', () => this.#onClosed(undefined, true));
     upstream.on('close', () => this.#onClosed(upstream.rstCode));
   }
 
@@ -148,7 +150,8 @@ export class ResponseLeg {
     this.#options.end({ reason: 'delta_unsupported', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server does not implement Delta xDS' });
   }
 
-  #onClosed(rstCode: number | undefined): void {
+  /** `endStream`: the server ended its side; else the stream closed (both sides, or a reset). */
+  #onClosed(rstCode: number | undefined, endStream = false): void {
     if (this.#options.ending()) return;
     const status = this.#status;
     const ended = (code: string, details: string) => {
@@ -156,6 +159,7 @@ export class ResponseLeg {
       // UNAVAILABLE makes Envoy reconnect with backoff, which dials a fresh upstream.
       this.#options.end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
+    if (!status && endStream) return ended('NO_STATUS', 'it ended its side without a status');
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#error ? `, ${this.#error.message}` : ''})`);
     if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false)
       return ended('TRUNCATED', 'it stopped inside a response');
