@@ -142,7 +142,7 @@ export class RelayStream {
     const { limits, stats, nameTables, ecds } = this.#context;
     return new ResponseLeg({
       mode: this.mode, upstream, ads: this.#ads, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger: this.#logger, nameTables, ecds,
-      deltaUnimplemented: () => this.#context.deltaUnimplemented(),
+      unimplemented: () => this.#context.unimplemented(this.mode),
       ending: () => this.#ending !== undefined,
       opened: () => {
         if (this.#phase.name === 'relaying') this.#phase.open = true;

@@ -81,7 +81,7 @@ export class XdsRelay {
   #nextId = 1;
   readonly lastKnownGood: LastKnownGoodConfig;
   readonly #availability: ConfigAvailability;
-  readonly #deltaListeners = new Set<() => void>();
+  readonly #unimplementedListeners = new Set<(mode: XdsMode) => void>();
   /** What every stream shares. */
   readonly #context: RelayContext;
 
@@ -107,7 +107,7 @@ export class XdsRelay {
       dialed: (ok) => this.#availability.dialed(ok),
       lastDialFailed: () => this.#availability.lastDialFailed,
       node: { get: () => node, set: (next) => (node = next) },
-      deltaUnimplemented: () => this.#deltaListeners.forEach((listener) => listener()),
+      unimplemented: (mode) => this.#unimplementedListeners.forEach((listener) => listener(mode)),
     };
   }
 
@@ -196,10 +196,10 @@ export class XdsRelay {
     return this.#availability.onChange(listener);
   }
 
-  /** Calls `listener` each time the server answers a Delta call UNIMPLEMENTED (no Delta xDS there). */
-  onDeltaUnimplemented(listener: () => void): () => void {
-    this.#deltaListeners.add(listener);
-    return () => this.#deltaListeners.delete(listener);
+  /** Calls `listener` each time the server answers a call UNIMPLEMENTED, with the call's flavour (no Delta, or no SotW, there). */
+  onUnimplemented(listener: (mode: XdsMode) => void): () => void {
+    this.#unimplementedListeners.add(listener);
+    return () => this.#unimplementedListeners.delete(listener);
   }
 
   /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */

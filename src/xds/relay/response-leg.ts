@@ -32,8 +32,11 @@ export interface ResponseLegOptions {
   opened(): void;
   /** Ends the stream (both sides), with the first reason only. */
   end(ending: Ending): void;
-  /** A Delta call answered UNIMPLEMENTED: the server has no Delta xDS (Istio 1.1's Pilot); the agent falls back to SotW. */
-  deltaUnimplemented?(): void;
+  /**
+   * The call was answered UNIMPLEMENTED: the server has no xDS of this flavour (Istio 1.1's Pilot has no Delta);
+   * the agent starts Envoy on the other one. A Delta call ends `delta_unsupported`, a SotW call as an error.
+   */
+  unimplemented?(): void;
 }
 
 /**
@@ -146,7 +149,7 @@ export class ResponseLeg {
 
   #deltaUnimplemented(): void {
     this.#options.stats.upstreamFailure('UNIMPLEMENTED');
-    this.#options.deltaUnimplemented?.();
+    this.#options.unimplemented?.();
     this.#options.end({ reason: 'delta_unsupported', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server does not implement Delta xDS' });
   }
 
@@ -163,7 +166,10 @@ export class ResponseLeg {
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#error ? `, ${this.#error.message}` : ''})`);
     if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false)
       return ended('TRUNCATED', 'it stopped inside a response');
-    if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.mode === 'delta' && this.#options.deltaUnimplemented) return this.#deltaUnimplemented();
+    if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.unimplemented) {
+      if (this.#options.mode === 'delta') return this.#deltaUnimplemented();
+      this.#options.unimplemented();
+    }
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#options.end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }

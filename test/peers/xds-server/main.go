@@ -63,6 +63,7 @@ func main() {
 	clientCert := flag.String("client-cert", "optional", "with --client-ca: optional (verified if given, istiod's way) or required")
 	maxAge := flag.Duration("max-connection-age", 0, "close each connection after this long (GOAWAY), as istiod does; 0: never")
 	noDelta := flag.Bool("no-delta", false, "answer DeltaAggregatedResources UNIMPLEMENTED, as a Pilot without Delta xDS (Istio 1.1's) does")
+	noSotw := flag.Bool("no-sotw", false, "answer StreamAggregatedResources UNIMPLEMENTED, as a server with Delta xDS only does")
 	flag.Parse()
 
 	if *configPath == "" {
@@ -126,9 +127,14 @@ func main() {
 		Caches:        map[string]cachev3.Cache{"snapshots": snapshots, "names": names},
 	}
 	xds := serverv3.NewServer(context.Background(), mux, newCallbacks())
-	if *noDelta {
+	switch {
+	case *noDelta && *noSotw:
+		fatal(errors.New("--no-delta and --no-sotw leave nothing to serve"))
+	case *noDelta:
 		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, sotwOnly{xds})
-	} else {
+	case *noSotw:
+		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, deltaOnly{xds})
+	default:
 		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, xds)
 	}
 
@@ -431,4 +437,12 @@ type sotwOnly struct{ serverv3.Server }
 func (sotwOnly) DeltaAggregatedResources(discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	emit("delta_refused")
 	return status.Error(codes.Unimplemented, "unknown method DeltaAggregatedResources")
+}
+
+// deltaOnly serves Delta ADS and answers State of the World UNIMPLEMENTED.
+type deltaOnly struct{ serverv3.Server }
+
+func (deltaOnly) StreamAggregatedResources(discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	emit("sotw_refused")
+	return status.Error(codes.Unimplemented, "unknown method StreamAggregatedResources")
 }
