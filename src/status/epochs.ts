@@ -85,9 +85,12 @@ export class EpochTracker {
     };
   }
 
-  /** The newest epoch that took over: the one serving, whose readiness counts. */
+  /**
+   * The epoch whose readiness counts: the newest that took over (the one
+   * serving), else, while none has, the newest one starting (admin is its).
+   */
   serving(state: Pick<State, 'live'>): ServingEpoch | undefined {
-    const entry = state.live.filter((candidate) => candidate.tookOver).at(-1);
+    const entry = state.live.filter((candidate) => candidate.tookOver).at(-1) ?? state.live.filter((candidate) => !candidate.aborting).at(-1);
     return entry && { epoch: entry.epoch, pid: entry.pid };
   }
 

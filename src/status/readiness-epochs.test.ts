@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AdminClient } from '../envoy/admin.ts';
-import { judgeReadiness, ReadinessProbe, type ReadinessStats, type ServingEpoch } from './readiness.ts';
+import { judgeReadiness, type NotLive, ReadinessProbe, type ReadinessStats, type ServingEpoch } from './readiness.ts';
 
 /** Readiness across a hot restart: each epoch earns its own. */
 const statsText = (values: Record<string, number>) => Object.entries(values).map(([name, value]) => `${name}: ${value}`).join('\n');
@@ -84,6 +84,18 @@ describe('ReadinessProbe across a hot restart', () => {
     const result = await probe.check();
     assert.equal(result.ready, false);
     assert.match(!result.ready ? result.reason : '', /answers for epoch 1, still starting, not for epoch 0 that serves/);
+  });
+
+  it('an epoch found ready while it starts (admin LIVE before the agent heard) stays ready as it takes over, without asking again', async () => {
+    const port = admin();
+    let notLive: NotLive | undefined = { reason: 'no Envoy epoch is LIVE (epoch 0 starting)', starting: true };
+    const probe = new ReadinessProbe({ admin: port, stopping: () => false, notLive: () => notLive, serving: () => ({ epoch: 0, pid: 100 }) });
+    port.body = envoy(0, { live: true, ownConfig: true });
+    assert.deepEqual(await probe.check(), { ready: true });
+    notLive = undefined;
+    port.body = '';
+    assert.deepEqual(await probe.check(), { ready: true });
+    assert.equal(port.calls, 1);
   });
 
   it('a new process under the same epoch number (a chain started again) earns readiness afresh', async () => {

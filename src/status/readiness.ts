@@ -98,7 +98,7 @@ export interface ReadinessProbeOptions {
   stopping: () => boolean;
   /** Why no Envoy epoch is LIVE and whether one is starting, or undefined while one is LIVE. */
   notLive: () => NotLive | undefined;
-  /** The newest epoch that took over (LIVE), the one serving; undefined while none has. */
+  /** The epoch whose readiness counts: the newest that took over (LIVE), else the newest starting one; undefined with none. */
   serving?: () => ServingEpoch | undefined;
   /** Something outside Envoy that keeps the pod from serving, e.g. no workload certificate. */
   blocked?: () => string | undefined;
@@ -133,11 +133,13 @@ export class ReadinessProbe {
     const blocked = this.#options.blocked?.();
     if (blocked) return { ready: false, reason: blocked };
     const notLive = this.#options.notLive();
-    if (notLive) this.#readyEpoch = undefined;
-    if (notLive && !notLive.starting) return { ready: false, reason: notLive.reason };
-    const serving = notLive ? undefined : this.#options.serving?.();
-    // Without the serving epoch's identity (a caller that does not tell it), "an epoch is LIVE" is the key.
-    const key = notLive ? undefined : serving ? `${serving.epoch}/${serving.pid ?? ''}` : 'live';
+    if (notLive && !notLive.starting) {
+      this.#readyEpoch = undefined;
+      return { ready: false, reason: notLive.reason };
+    }
+    const serving = this.#options.serving?.();
+    // Without the epoch's identity (a caller that does not tell it), "an epoch is LIVE" is the key.
+    const key = serving ? `${serving.epoch}/${serving.pid ?? ''}` : notLive ? undefined : 'live';
     if (key !== undefined && key === this.#readyEpoch) return { ready: true };
     const result = await this.#options.admin.get(readinessStatsPath, signal);
     if (!result.ok) return { ready: false, reason: `Envoy admin is not reachable: ${result.error}` };
