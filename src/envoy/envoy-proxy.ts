@@ -19,6 +19,9 @@ import { bootstrapVerdict, type Verdict } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
 import { watchedCertGroups, type CertGroup } from '../watch/cert-files.ts';
 
+/** A new epoch waits for CDS and LDS without a limit (initial_fetch_timeout 0s); an older epoch, if any, serves meanwhile. */
+const waitingLine = 'epoch not LIVE yet: Envoy waits for its clusters and listeners from the discovery server; an older epoch, if any, keeps serving';
+
 export interface EnvoyProxyOptions {
   config: AgentConfig;
   serviceNode: string;
@@ -115,7 +118,10 @@ export class EnvoyProxy implements Proxy {
       checkBeside: plan.beside
         ? () => bootstrapVerdict(config.binaryPath, bootstrapPath, { extraArgs, niceness: validateNiceness }).catch(() => passed)
         : undefined,
-      watchLive: (watching, tell) => watchLive({ admin: this.#admin, clock: this.#options.clock, bootstrapPath, signal: watching, onLive: tell }),
+      watchLive: (watching, tell) => watchLive({
+        admin: this.#admin, clock: this.#options.clock, bootstrapPath, signal: watching, onLive: tell,
+        onWaiting: (waitedMs) => this.#options.logger.warn({ epoch, waitedMs }, waitingLine),
+      }),
       onLive: (details) => ((wentLive = true), (this.#servingCerts = certs), onLive(details)),
       onSpawned: (pid) => (pid !== undefined && onStarted?.({ pid }), this.#options.onSpawn?.(epoch)),
     });

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { LiveDetails } from '../agent/proxy.ts';
 import { FakeClock } from '../shared/clock.ts';
 import type { AdminClient, AdminResult, ServerInfo } from './admin.ts';
-import { isThisEpochLive, livePollMs, watchLive } from './live.ts';
+import { isThisEpochLive, livePollMs, waitingNoticeMs, watchLive } from './live.ts';
 
 const rev = (epoch: number) => `/etc/istio/proxy/envoy-rev${epoch}.json`;
 
@@ -90,4 +90,25 @@ test('stopped while /server_info was being asked: no LIVE is told, even if the a
   const admin: AdminClient = { get: async (path) => (path === '/server_info' && stop.abort(), answer), post: async () => answer };
   await watchLive({ admin, clock: new FakeClock(), bootstrapPath: rev(1), signal: stop.signal, onLive: (details) => live.push(details) });
   assert.deepEqual(live, []);
+});
+
+test('an epoch still not LIVE after 30 s is told once (it waits for its config); one LIVE before is never', async () => {
+  const run = async (answers: Answer[], polls: number) => {
+    const clock = new FakeClock();
+    const stop = new AbortController();
+    const waited: number[] = [];
+    const admin = scriptedAdmin(answers, []);
+    const done = watchLive({ admin, clock, bootstrapPath: rev(1), signal: stop.signal, onLive: () => undefined, onWaiting: (ms) => waited.push(ms) });
+    for (let i = 0; i < polls; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(livePollMs);
+    }
+    stop.abort();
+    await done;
+    return waited;
+  };
+  const polls = waitingNoticeMs / livePollMs;
+  assert.deepEqual(await run([starting], polls - 1), [], 'not before 30 s');
+  assert.deepEqual(await run([starting], polls + 50), [waitingNoticeMs]);
+  assert.deepEqual(await run([starting, liveNew], polls + 50), []);
 });

@@ -5,6 +5,9 @@ import { isLive, serverInfo, type AdminClient, type ServerInfo } from './admin.t
 /** How often admin is polled until the epoch is LIVE. */
 export const livePollMs = 100;
 
+/** Envoy's own default fetch timeouts (15 s for CDS, 15 s for LDS), which this bootstrap does without: past them, say so once. */
+export const waitingNoticeMs = 30_000;
+
 /**
  * Whether what answered on admin is this epoch's own Envoy, LIVE. During a
  * hot restart both epochs share the admin port, and another agent's Envoy
@@ -21,6 +24,8 @@ export interface WatchLiveOptions {
   bootstrapPath: string;
   signal: AbortSignal;
   onLive: (details: LiveDetails) => void;
+  /** Told once when the epoch is still not LIVE after `waitingNoticeMs` (it waits for its config). */
+  onWaiting?: (waitedMs: number) => void;
 }
 
 /**
@@ -30,8 +35,14 @@ export interface WatchLiveOptions {
  * agent's per call, against ~0.15 and ~0.3 for /ready): a node of pods
  * starting together is CPU-bound, and this runs every 100 ms until LIVE.
  */
-export async function watchLive({ admin, clock, bootstrapPath, signal, onLive }: WatchLiveOptions): Promise<void> {
+export async function watchLive({ admin, clock, bootstrapPath, signal, onLive, onWaiting }: WatchLiveOptions): Promise<void> {
+  const since = clock.now();
+  let told = false;
   while (!signal.aborted) {
+    if (!told && clock.now() - since >= waitingNoticeMs) {
+      told = true;
+      onWaiting?.(clock.now() - since);
+    }
     const live = await isLive(admin, signal);
     const info = live ? await serverInfo(admin, signal) : undefined;
     if (isThisEpochLive(info, bootstrapPath)) {

@@ -68,7 +68,8 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
   const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: relay }));
   const { agent } = loop;
-  stack.use(fallBackToSotw({ relay, agent, gate: loop.gate, proxy: loop.proxy, xds, render: bootstrap.renderSotw, logger: ctx.logger }));
+  const bootstraps = bootstrap.renderSotw && { delta: bootstrap.text, sotw: bootstrap.renderSotw };
+  stack.use(fallBackToSotw({ relay, agent, gate: loop.gate, proxy: loop.proxy, xds, bootstraps, clock: ctx.clock, logger: ctx.logger }));
   stack.use(await startStatusPart(ctx, {
     readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
     certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,

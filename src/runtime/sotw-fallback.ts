@@ -1,53 +1,84 @@
 import type { Agent } from '../agent/agent.ts';
 import type { RestartGate } from '../agent/restart-gate.ts';
+import type { XdsMode } from '../discovery/wire.ts';
+import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { XdsRelay } from '../xds/relay/relay.ts';
 import type { LoopProxy } from './envoy-loop.ts';
 
 /** The xDS flavour Envoy's next epoch speaks, and the mark its config gets once it fell back. */
 export interface XdsChoice {
-  mode: 'delta' | 'sotw';
+  mode: XdsMode;
   configSuffix: string;
 }
 
+/** The first switch (to SotW) goes at once; each later one waits this long, doubled each time, up to `maxSwitchDelayMs`. */
+export const switchDelayMs = 1000;
+export const maxSwitchDelayMs = 5 * 60_000;
+
+const sotwMark = '+sotw';
+const names: Record<XdsMode, string> = { delta: 'Delta xDS', sotw: 'State of the World xDS' };
+
 /**
  * Delta xDS is the default, as Istio's since 1.22. A discovery server without
- * it (Istio 1.1's Pilot) answers the Delta call UNIMPLEMENTED: then, once,
- * the next epoch gets a SotW bootstrap (a hot restart, validated before it
- * takes over, as every one) and the agent stays on SotW. Returns the undo.
+ * it (Istio 1.1's Pilot) answers the Delta call UNIMPLEMENTED: then the next
+ * epoch gets a SotW bootstrap (a hot restart, validated before it takes
+ * over, as every one; an epoch still starting is replaced) and the agent
+ * stays on SotW. Should SotW be answered UNIMPLEMENTED too (the server behind
+ * the address changed, or it has Delta only), the agent goes back to Delta
+ * the same way, after 1 s, then 2 s, 4 s … at most 5 min between switches:
+ * an Envoy never waits for ever on a flavour the server said it lacks, and a
+ * server with neither costs one restart per wait. Returns the undo.
  */
 export function fallBackToSotw(parts: {
-  relay: Pick<XdsRelay, 'onDeltaUnimplemented'>;
+  relay: Pick<XdsRelay, 'onUnimplemented'>;
   agent: Pick<Agent, 'state' | 'dispatch'>;
   /** Told of the new config first: it keeps a certificate's expiry per config the loop runs. */
   gate: Pick<RestartGate, 'certsChanged'>;
   proxy: LoopProxy;
   xds: XdsChoice;
-  render: (() => Promise<string>) | undefined;
+  /** The Delta bootstrap Envoy started with, and how to render the SotW one. */
+  bootstraps: { delta: string; sotw: () => Promise<string> } | undefined;
+  clock: Clock;
   logger: Logger;
 }): Disposable {
-  const { relay, agent, gate, proxy, xds, render, logger } = parts;
+  const { relay, proxy, xds, bootstraps, clock, logger } = parts;
   const none = { [Symbol.dispose]: () => undefined };
-  if (xds.mode !== 'delta' || !render || !proxy.useBootstrap) return none;
-  const stop = relay.onDeltaUnimplemented(() => {
-    if (xds.mode !== 'delta') return;
-    xds.mode = 'sotw';
-    stop();
-    logger.info({}, 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run');
-    void render().then(
-      (text) => {
-        proxy.useBootstrap?.(text);
-        // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
-        xds.configSuffix = '+sotw';
-        // An epoch still starting (waiting on Delta it will never get) has nothing to hand over: replaced, not waited for.
-        if (agent.state.desired === undefined) return;
-        // The same certificate files under a new config: the gate must know its expiry, or a held rotation never goes ahead near it.
-        const config = agent.state.desired + xds.configSuffix;
-        gate.certsChanged(config);
-        agent.dispatch({ type: 'config-changed', config, replaceStarting: true });
-      },
-      (err: unknown) => logger.error({ err }, 'cannot render the SotW bootstrap; staying on Delta'),
-    );
+  if (xds.mode !== 'delta' || !bootstraps || !proxy.useBootstrap) return none;
+  let switches = 0;
+  let timer: Timer | undefined;
+  let pending = false;
+  const stop = relay.onUnimplemented((mode) => {
+    // A late stream of the flavour already left, or a switch under way.
+    if (mode !== xds.mode || pending) return;
+    const next: XdsMode = mode === 'delta' ? 'sotw' : 'delta';
+    const delayMs = switches === 0 ? 0 : Math.min(switchDelayMs * 2 ** (switches - 1), maxSwitchDelayMs);
+    switches++;
+    pending = true;
+    logger.info({ delayMs }, `the discovery server does not implement ${names[mode]} (UNIMPLEMENTED): restarting Envoy with ${names[next]}`);
+    const go = () => void switchTo(parts, next, bootstraps).finally(() => (pending = false));
+    if (delayMs === 0) return go();
+    timer = clock.setTimeout(go, delayMs);
   });
-  return { [Symbol.dispose]: () => stop() };
+  return { [Symbol.dispose]: () => (stop(), timer?.cancel()) };
+}
+
+/** The next epoch runs `next`: its bootstrap, the config's mark, and (with certificates) a config the loop starts. */
+async function switchTo(parts: Parameters<typeof fallBackToSotw>[0], next: XdsMode, bootstraps: { delta: string; sotw: () => Promise<string> }) {
+  const { agent, gate, proxy, xds, logger } = parts;
+  const text = await Promise.resolve().then(() => (next === 'sotw' ? bootstraps.sotw() : bootstraps.delta)).catch((err: unknown) => {
+    logger.error({ err }, `cannot render the ${names[next]} bootstrap; staying on ${names[xds.mode]}`);
+  });
+  if (text === undefined) return;
+  proxy.useBootstrap?.(text);
+  xds.mode = next;
+  // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
+  xds.configSuffix = next === 'sotw' ? sotwMark : '';
+  if (agent.state.desired === undefined) return;
+  const files = agent.state.desired.endsWith(sotwMark) ? agent.state.desired.slice(0, -sotwMark.length) : agent.state.desired;
+  // The same certificate files under a new config: the gate must know its expiry, or a held rotation never goes ahead near it.
+  const config = files + xds.configSuffix;
+  gate.certsChanged(config);
+  // An epoch still starting (waiting on a flavour it will never get) has nothing to hand over: replaced, not waited for.
+  agent.dispatch({ type: 'config-changed', config, replaceStarting: true });
 }

@@ -153,4 +153,14 @@ describe('countAgentEvents', () => {
     const two = [0, 1].map((epoch) => ({ epoch, config: 'c', aborting: false, tookOver: false }));
     assert.equal(tracker.whyNotLive({ live: two })?.reason, 'no Envoy epoch is LIVE (epoch 0, 1 starting; epoch 0 ended failed: killed by SIGKILL)');
   });
+
+  it('the epoch readiness counts for is the newest that took over, with its pid, else the newest starting one', () => {
+    const tracker = new EpochTracker({ clock: new FakeClock(0) });
+    const entry = (epoch: number, tookOver: boolean) => ({ epoch, config: 'c', aborting: false, tookOver, pid: 100 + epoch });
+    assert.equal(tracker.serving({ live: [] }), undefined);
+    assert.deepEqual(tracker.serving({ live: [entry(0, false)] }), { epoch: 0, pid: 100 }, 'while none took over: the one starting');
+    assert.equal(tracker.serving({ live: [{ ...entry(0, false), aborting: true }] }), undefined);
+    assert.deepEqual(tracker.serving({ live: [entry(0, true), entry(1, false)] }), { epoch: 0, pid: 100 });
+    assert.deepEqual(tracker.serving({ live: [entry(0, true), entry(1, true)] }), { epoch: 1, pid: 101 });
+  });
 });

@@ -2,7 +2,7 @@ import type { Proxy, RunOptions } from '../agent/proxy.ts';
 import { shuttingDown, type ExitKind, type State } from '../agent/reconcile-types.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { NotLive } from './readiness.ts';
+import type { NotLive, ServingEpoch } from './readiness.ts';
 
 export interface EpochRecord {
   epoch: number;
@@ -83,6 +83,15 @@ export class EpochTracker {
       reason: `no Envoy epoch is LIVE (${now}${last ? `; epoch ${last.epoch} ended ${last.kind}: ${last.detail}` : ''})`,
       starting: state.live.length > 0,
     };
+  }
+
+  /**
+   * The epoch whose readiness counts: the newest that took over (the one
+   * serving), else, while none has, the newest one starting (admin is its).
+   */
+  serving(state: Pick<State, 'live'>): ServingEpoch | undefined {
+    const entry = state.live.filter((candidate) => candidate.tookOver).at(-1) ?? state.live.filter((candidate) => !candidate.aborting).at(-1);
+    return entry && { epoch: entry.epoch, pid: entry.pid };
   }
 
   /** /debug/epochs: the live epochs (newest last), recent exits (newest last), the retry budget. */

@@ -67,6 +67,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     admin,
     stopping: () => stoppedServing(agent.state),
     notLive: () => options.epochs.whyNotLive(agent.state),
+    serving: () => options.epochs.serving(agent.state),
     blocked: options.certificateProblem,
   });
   const appTargets = options.app?.metrics ?? [];

@@ -2,7 +2,8 @@
  * Delta xDS by default, as Istio's agent since 1.22; a discovery server
  * without Delta (Istio 1.1's Pilot) answers it UNIMPLEMENTED, and the agent
  * falls back to State of the World by itself: one line, one new epoch with
- * a SotW bootstrap, and it stays there.
+ * a SotW bootstrap, and it stays there, unless SotW is answered UNIMPLEMENTED
+ * in turn: then back to Delta.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -17,7 +18,8 @@ import { startUpstream } from '../support/upstream.ts';
 import { epochLive } from '../support/tls-rig.ts';
 import { pollUntil } from '../support/poll.ts';
 
-const fallbackLine = 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World, for the rest of this run';
+const fallbackLine = 'the discovery server does not implement Delta xDS (UNIMPLEMENTED): restarting Envoy with State of the World xDS';
+const backLine = 'the discovery server does not implement State of the World xDS (UNIMPLEMENTED): restarting Envoy with Delta xDS';
 
 /** Envoy's answer on the configured listener, once it has one. */
 async function getThrough(port: number): Promise<string> {
@@ -81,5 +83,30 @@ describe('Delta xDS by default, State of the World with a server without Delta',
       const warnings = agent.log.entries.filter((entry) => Number(entry.level) >= 40 && entry.component !== 'envoy' && entry.component !== 'certs');
       assert.deepEqual(warnings.map((entry) => entry.msg), [], 'an old Pilot is a working world: no warning');
     });
+  });
+
+  it('an agent fallen back to SotW whose server then has Delta only goes back to Delta: a new epoch takes over and serves', { timeout: 150_000 }, async () => {
+    await using cleanup = new AsyncDisposableStack();
+    const upstream = await startUpstream('hello (delta again)');
+    cleanup.defer(() => upstream.close());
+    const listenerPort = await freePort();
+    const resources = simpleHttpService({ listenerPort, upstreamPort: upstream.port });
+    let peer = await startPeer(resources, { args: ['--no-delta'] });
+    const address = peer.address;
+    cleanup.defer(() => peer.stop());
+    const agent = await startAgent({ discoveryAddress: address });
+    deferStop(cleanup, agent);
+    await agent.log.waitFor((entry) => entry.msg === fallbackLine, 30_000, 'the fallback to SotW');
+    await epochLive(agent, 0);
+    assert.equal(await adsApiType(agent.dir, 0), 'GRPC');
+    // The server behind the address now has Delta only: the SotW stream is answered UNIMPLEMENTED.
+    await peer.stop();
+    peer = await startPeer(resources, { args: ['--no-sotw'], address });
+    await agent.log.waitFor((entry) => entry.msg === backLine, 60_000, 'the switch back to Delta');
+    await epochLive(agent, 1, 60_000);
+    assert.equal(await adsApiType(agent.dir, 1), 'DELTA_GRPC');
+    assert.ok(peer.log.entries.some((entry) => entry.event === 'sotw_refused'));
+    assert.ok(peer.log.entries.some((entry) => entry.event === 'stream_open' && entry.type === 'delta'));
+    assert.equal(await getThrough(listenerPort), 'hello (delta again)');
   });
 });

@@ -27,6 +27,10 @@ export interface Peer {
   setResources(resources: unknown[]): Promise<void>;
   /** Replaces the name table served on the NDS type URL (undefined: none). */
   setNameTable(table: NameTableJson | undefined): Promise<void>;
+  /** From now on, new calls are accepted and answered nothing (SIGUSR1); resolves once the peer says so. */
+  silence(): Promise<void>;
+  /** Serves the held calls and every later one again (SIGUSR2). */
+  answer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -74,6 +78,15 @@ export async function startPeer(resources: unknown[], options: { address?: strin
       served = { ...served, nameTable: table };
       await write();
     },
+    silence: () => signalled(child.pid!, 'SIGUSR1', log, 'silent'),
+    answer: () => signalled(child.pid!, 'SIGUSR2', log, 'answering'),
     stop,
   };
+}
+
+/** Signals the peer and waits for the line that says it took it (a line logged after the signal). */
+async function signalled(pid: number, signal: NodeJS.Signals, log: LineLog<PeerEvent>, event: string): Promise<void> {
+  const from = log.entries.length;
+  process.kill(pid, signal);
+  await log.waitFor((entry) => entry.event === event, 10_000, `the peer ${event}`, from);
 }

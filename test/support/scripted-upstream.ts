@@ -60,3 +60,38 @@ export async function startFreezableProxy(targetPort: number) {
     close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
   };
 }
+
+/**
+ * A TCP relay in front of an HTTP/2 (h2c) server that drops the server's
+ * RST_STREAM frames (type 3): a server that ends a call with trailers and
+ * leaves our side of the stream open, as HTTP/2 allows, which node:http2's
+ * own server never does.
+ */
+export async function startRstDroppingProxy(targetPort: number) {
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((client) => {
+    const target = connectSocket(targetPort, '127.0.0.1');
+    let pending = Buffer.alloc(0);
+    for (const socket of [client, target]) {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+    }
+    client.on('data', (chunk) => target.write(chunk));
+    target.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      // Whole frames only: a 9-byte header (24-bit length, type, flags, stream id), then the payload.
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const size = 9 + pending.readUIntBE(0, 3);
+        if (pending[3] !== 3) client.write(pending.subarray(0, size));
+        pending = pending.subarray(size);
+      }
+    });
+    client.on('close', () => target.destroy());
+    target.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
+  };
+}

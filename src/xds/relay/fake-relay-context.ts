@@ -31,7 +31,7 @@ export function fakeRelayContext(options: { upstreams?: (FakeUpstream | Error)[]
     dials: [] as XdsMode[],
     dialed: [] as boolean[],
     spares: [] as UpstreamStream[],
-    deltaUnimplemented: 0,
+    unimplemented: [] as XdsMode[],
     node: undefined as Buffer | undefined,
   };
   let lastDialFailed = options.lastDialFailed ?? false;
@@ -50,7 +50,7 @@ export function fakeRelayContext(options: { upstreams?: (FakeUpstream | Error)[]
     dialed: (ok) => void (told.dialed.push(ok), (lastDialFailed = !ok)),
     lastDialFailed: () => lastDialFailed,
     node: { get: () => told.node, set: (node) => void (told.node = node) },
-    deltaUnimplemented: () => void told.deltaUnimplemented++,
+    unimplemented: (mode) => void told.unimplemented.push(mode),
   };
   return { context, clock, registry, told, script };
 }

@@ -76,6 +76,15 @@ export class FakeUpstream implements UpstreamStream {
     this.closeCall();
   }
 
+  /**
+   * The call ends with trailers and END_STREAM, and no RST_STREAM follows: the
+   * server's side is done while ours is open, so node:http2 emits 'end' and never 'close'.
+   */
+  trailersWithoutReset(status: number, message = ''): void {
+    this.call.emit('trailers', { 'grpc-status': String(status), 'grpc-message': message });
+    this.call.emit('end');
+  }
+
   /** The stream closes (after trailers, or a reset with `rstCode`). */
   closeCall(rstCode?: number, error?: Error): void {
     this.call.rstCode = rstCode;

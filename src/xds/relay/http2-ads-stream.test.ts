@@ -73,7 +73,7 @@ describe('RelayStream over HTTP/2 (Http2AdsStream): when Envoy goes away, the up
       keepSpare: () => undefined,
       dialed: () => undefined,
       lastDialFailed: () => false,
-      deltaUnimplemented: () => undefined,
+      unimplemented: () => undefined,
     };
     return new RelayStream({ id: 1, mode: 'sotw', ads: new Http2AdsStream(downstream), context, logger });
   }

@@ -42,6 +42,6 @@ export interface RelayContext {
   lastDialFailed(): boolean;
   /** The node of the last stream that carried one, for a first request without it. */
   node: { get(): Buffer | undefined; set(node: Buffer): void };
-  /** Told when the server answers a Delta call UNIMPLEMENTED. */
-  deltaUnimplemented(): void;
+  /** Told when the server answers a call of this flavour UNIMPLEMENTED. */
+  unimplemented(mode: XdsMode): void;
 }

@@ -276,7 +276,7 @@ describe('RelayStream: how it ends', () => {
       assert.equal(s.upstream!.closes, 1, 'the upstream call is closed');
       assert.deepEqual(Object.keys(s.context.stats.snapshot().terminations), [], 'the relay, not the stream, counts the ending');
       assert.deepEqual(await failures(s.registry), row.failure ? [row.failure] : []);
-      assert.equal(s.told.deltaUnimplemented, row.reason === 'delta_unsupported' ? 1 : 0);
+      assert.deepEqual(s.told.unimplemented, row.failure === 'UNIMPLEMENTED' ? [row.mode ?? 'sotw'] : [], 'told UNIMPLEMENTED, with the flavour');
     });
   }
 

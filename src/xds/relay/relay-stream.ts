@@ -143,7 +143,7 @@ export class RelayStream {
     return new ResponseLeg({
       mode: this.mode, upstream, ads: this.#ads, maxBytes: limits.responseBytes, recorder: this.#recorder, stats, logger: this.#logger,
       nameTables, ecds, health,
-      deltaUnimplemented: () => this.#context.deltaUnimplemented(),
+      unimplemented: () => this.#context.unimplemented(this.mode),
       ending: () => this.#ending !== undefined,
       opened: () => {
         if (this.#phase.name === 'relaying') this.#phase.open = true;

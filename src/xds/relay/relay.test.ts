@@ -178,17 +178,21 @@ describe('XdsRelay: the core over in-memory streams and a scripted upstream', ()
     assert.equal(xds.lastKnownGood.has('sotw'), false);
   });
 
-  it('tells Delta-unimplemented listeners when the server has no Delta', async () => {
-    const upstream = new FakeUpstream();
-    const { xds, open } = relay([upstream]);
-    let told = 0;
-    xds.onDeltaUnimplemented(() => told++);
-    xds.onDeltaUnimplemented(() => assert.fail('unsubscribed'))();
-    const { stream } = await open('delta');
-    upstream.answer({ ':status': 200, 'grpc-status': '12' });
-    upstream.closeCall();
-    assert.equal(await stream.done, 'delta_unsupported');
-    assert.equal(told, 1);
+  it('tells unimplemented listeners the flavour the server has not: Delta, then SotW', async () => {
+    const [delta, sotw] = [new FakeUpstream(), new FakeUpstream()];
+    const { xds, open } = relay([delta, sotw]);
+    const told: string[] = [];
+    xds.onUnimplemented((mode) => told.push(mode));
+    xds.onUnimplemented(() => assert.fail('unsubscribed'))();
+    const first = await open('delta');
+    delta.answer({ ':status': 200, 'grpc-status': '12' });
+    delta.closeCall();
+    assert.equal(await first.stream.done, 'delta_unsupported');
+    const second = await open('sotw');
+    sotw.answer({ ':status': 200, 'grpc-status': '12' });
+    sotw.closeCall();
+    assert.equal(await second.stream.done, 'upstream_error');
+    assert.deepEqual(told, ['delta', 'sotw']);
   });
 
   it('stop() ends every stream (relay_stopped) and closes their upstream calls', async () => {

@@ -85,7 +85,7 @@ export class XdsRelay {
   #streamsEnded = false; // endStreams() ran: the agent is stopping its Envoys
   readonly lastKnownGood: LastKnownGoodConfig;
   readonly #availability: ConfigAvailability;
-  readonly #deltaListeners = new Set<() => void>();
+  readonly #unimplementedListeners = new Set<(mode: XdsMode) => void>();
   /** What every stream shares. */
   readonly #context: RelayContext;
 
@@ -111,7 +111,7 @@ export class XdsRelay {
       dialed: (ok) => this.#availability.dialed(ok),
       lastDialFailed: () => this.#availability.lastDialFailed,
       node: { get: () => node, set: (next) => (node = next) },
-      deltaUnimplemented: () => this.#deltaListeners.forEach((listener) => listener()),
+      unimplemented: (mode) => this.#unimplementedListeners.forEach((listener) => listener(mode)),
     };
   }
 
@@ -216,10 +216,10 @@ export class XdsRelay {
     return this.#availability.onChange(listener);
   }
 
-  /** Calls `listener` each time the server answers a Delta call UNIMPLEMENTED (no Delta xDS there). */
-  onDeltaUnimplemented(listener: () => void): () => void {
-    this.#deltaListeners.add(listener);
-    return () => this.#deltaListeners.delete(listener);
+  /** Calls `listener` each time the server answers a call UNIMPLEMENTED, with the call's flavour (no Delta, or no SotW, there). */
+  onUnimplemented(listener: (mode: XdsMode) => void): () => void {
+    this.#unimplementedListeners.add(listener);
+    return () => this.#unimplementedListeners.delete(listener);
   }
 
   /** Since when (ms) the oldest stream still served from last-known-good config is; undefined when none is. */

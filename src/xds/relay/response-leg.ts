@@ -35,8 +35,11 @@ export interface ResponseLegOptions {
   opened(): void;
   /** Ends the stream (both sides), with the first reason only. */
   end(ending: Ending): void;
-  /** A Delta call answered UNIMPLEMENTED: the server has no Delta xDS (Istio 1.1's Pilot); the agent falls back to SotW. */
-  deltaUnimplemented?(): void;
+  /**
+   * The call was answered UNIMPLEMENTED: the server has no xDS of this flavour (Istio 1.1's Pilot has no Delta);
+   * the agent starts Envoy on the other one. A Delta call ends `delta_unsupported`, a SotW call as an error.
+   */
+  unimplemented?(): void;
 }
 
 /**
@@ -122,6 +125,8 @@ export class ResponseLeg {
     });
     upstream.on('trailers', (trailers) => (this.#status = statusFromHeaders(trailers)));
     upstream.on('error', (error) => (this.#error = error));
+    // The server's side ended (trailers, END_STREAM), after every byte before it was read: with no RST_STREAM after it, 'close' never comes.
+    upstream.on('end', () => this.#onClosed(undefined, true));
     upstream.on('close', () => this.#onClosed(upstream.rstCode));
   }
 
@@ -152,11 +157,12 @@ export class ResponseLeg {
 
   #deltaUnimplemented(): void {
     this.#options.stats.upstreamFailure('UNIMPLEMENTED');
-    this.#options.deltaUnimplemented?.();
+    this.#options.unimplemented?.();
     this.#options.end({ reason: 'delta_unsupported', status: GrpcStatus.UNAVAILABLE, details: 'the discovery server does not implement Delta xDS' });
   }
 
-  #onClosed(rstCode: number | undefined): void {
+  /** `endStream`: the server ended its side; else the stream closed (both sides, or a reset). */
+  #onClosed(rstCode: number | undefined, endStream = false): void {
     if (this.#options.ending()) return;
     const status = this.#status;
     const ended = (code: string, details: string) => {
@@ -164,10 +170,14 @@ export class ResponseLeg {
       // UNAVAILABLE makes Envoy reconnect with backoff, which dials a fresh upstream.
       this.#options.end({ reason: 'upstream_error', status: GrpcStatus.UNAVAILABLE, details: `discovery server ended the stream: ${details}` });
     };
+    if (!status && endStream) return ended('NO_STATUS', 'it ended its side without a status');
     if (!status) return ended('RESET', `reset (HTTP/2 code ${rstCode ?? 'none'}${this.#error ? `, ${this.#error.message}` : ''})`);
     if (!this.#responses.atBoundary || this.#nds?.atBoundary === false || this.#ecds?.atBoundary === false)
       return ended('TRUNCATED', 'it stopped inside a response');
-    if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.mode === 'delta' && this.#options.deltaUnimplemented) return this.#deltaUnimplemented();
+    if (status.code === GrpcStatus.UNIMPLEMENTED && this.#options.unimplemented) {
+      if (this.#options.mode === 'delta') return this.#deltaUnimplemented();
+      this.#options.unimplemented();
+    }
     if (status.code !== GrpcStatus.OK) return ended(statusName(status.code), `${statusName(status.code)} ${status.message}`);
     this.#options.end({ reason: 'upstream_closed', status: GrpcStatus.UNAVAILABLE, details: 'discovery server ended the stream: OK' });
   }

@@ -63,6 +63,7 @@ func main() {
 	clientCert := flag.String("client-cert", "optional", "with --client-ca: optional (verified if given, istiod's way) or required")
 	maxAge := flag.Duration("max-connection-age", 0, "close each connection after this long (GOAWAY), as istiod does; 0: never")
 	noDelta := flag.Bool("no-delta", false, "answer DeltaAggregatedResources UNIMPLEMENTED, as a Pilot without Delta xDS (Istio 1.1's) does")
+	noSotw := flag.Bool("no-sotw", false, "answer StreamAggregatedResources UNIMPLEMENTED, as a server with Delta xDS only does")
 	flag.Parse()
 
 	if *configPath == "" {
@@ -95,6 +96,8 @@ func main() {
 	if *requireToken != "" {
 		interceptors = append(interceptors, tokenCheck(*requireToken))
 	}
+	// Last: a refused token is refused at once, silent or not.
+	interceptors = append(interceptors, newSilence().interceptor)
 	opts = append(opts, grpc.ChainStreamInterceptor(interceptors...))
 
 	lis, err := net.Listen("tcp", *address)
@@ -124,9 +127,14 @@ func main() {
 		Caches:        map[string]cachev3.Cache{"snapshots": snapshots, "names": names},
 	}
 	var xds serverv3.Server = healthSink{serverv3.NewServer(context.Background(), mux, newCallbacks())}
-	if *noDelta {
+	switch {
+	case *noDelta && *noSotw:
+		fatal(errors.New("--no-delta and --no-sotw leave nothing to serve"))
+	case *noDelta:
 		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, sotwOnly{xds})
-	} else {
+	case *noSotw:
+		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, deltaOnly{xds})
+	default:
 		discoverygrpc.RegisterAggregatedDiscoveryServiceServer(srv, xds)
 	}
 
@@ -429,4 +437,12 @@ type sotwOnly struct{ serverv3.Server }
 func (sotwOnly) DeltaAggregatedResources(discoverygrpc.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	emit("delta_refused")
 	return status.Error(codes.Unimplemented, "unknown method DeltaAggregatedResources")
+}
+
+// deltaOnly serves Delta ADS and answers State of the World UNIMPLEMENTED.
+type deltaOnly struct{ serverv3.Server }
+
+func (deltaOnly) StreamAggregatedResources(discoverygrpc.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	emit("sotw_refused")
+	return status.Error(codes.Unimplemented, "unknown method StreamAggregatedResources")
 }
