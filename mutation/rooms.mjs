@@ -344,6 +344,7 @@ export const rooms = {
       'src/envoy/admin.ts',
       'src/envoy/cert-check.ts',
       'src/envoy/active-connections.ts',
+      'src/envoy/stderr-fifo.ts',
     ],
     tests: [
       'src/envoy/args.test.ts',
@@ -362,6 +363,7 @@ export const rooms = {
       'src/envoy/active-connections-edges.test.ts',
       'src/envoy/leftovers-edges.test.ts',
       'src/envoy/envoy-process.test.ts',
+      'src/envoy/stderr-fifo.test.ts',
     ],
   },
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test

@@ -14,6 +14,7 @@ import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
 import { watchLive } from './live.ts';
 import { stopLeftoverEnvoys, type ProcView } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
+import { StderrFifos } from './stderr-fifo.ts';
 import { needsExplaining, planStartChecks, refusedAtStart, verdictExit } from './start-check.ts';
 import { bootstrapVerdict, type Verdict } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
@@ -34,7 +35,11 @@ export interface EnvoyProxyOptions {
   onSpawn?: (epoch: number) => void;
   /** Where epoch 0 looks for an earlier agent's Envoys (tests give a fake /proc). */
   procView?: ProcView;
+  /** Where Envoy's stderr lines that are not its log go (an access log to /dev/stderr): the agent's stderr by default. */
+  rawLine?: (line: string) => void;
 }
+
+const toStderr = (line: string) => void process.stderr.write(`${line}\n`);
 
 const baseIdWaitMs = 10_000;
 /** Epoch 0's `--mode validate` beside its Envoy (operator bootstraps): the lowest priority, it is off the path to ready. */
@@ -65,9 +70,11 @@ export class EnvoyProxy implements Proxy {
   #earlierBootstraps: Promise<boolean> | undefined;
   /** The certificate groups the epoch that took over last was checked with. */
   #servingCerts: CertGroup[] = [];
+  readonly #stderrFifos: StderrFifos;
 
   constructor(options: EnvoyProxyOptions) {
     this.#options = options;
+    this.#stderrFifos = new StderrFifos(options.config.configPath, options.logger);
     this.#admin = adminClient(options.config.proxyAdminPort);
     this.#baseIdPath = join(options.config.configPath, 'envoy-base-id');
     this.#bootstrap = options.bootstrap;
@@ -105,7 +112,10 @@ export class EnvoyProxy implements Proxy {
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     let wentLive = false;
+    const stderr = await this.#stderrFifos.open(epoch);
     const exit = await runEnvoyProcess({
+      stderr,
+      rawLine: this.#options.rawLine ?? toStderr,
       binaryPath: config.binaryPath,
       args: await this.#envoyArgs(epoch, bootstrapPath, signal),
       signal,

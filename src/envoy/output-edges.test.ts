@@ -84,3 +84,15 @@ test('RecentErrors keeps the last `size` lines (5 by default), finds the last ma
   for (const line of ['a', 'b', 'c']) two.add(line);
   assert.equal(two.toString(), 'b | c');
 });
+
+test("with a raw sink, a line that is not Envoy's log goes there as it is (an access log to /dev/stderr), still kept; Envoy's lines still reach the log", async () => {
+  const logged: Array<{ level: number; msg: string }> = [];
+  const logger = pino({ level: 'trace' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+  const recent = new RecentErrors(10);
+  const raw: string[] = [];
+  const access = '[2026-11-25T09:00:00.000Z] "GET /x HTTP/1.1" 200 - 0 5 1 0 "-" "curl" "-" "-" "-"';
+  await forwardOutput(linesOf([access, '[2026-11-25 09:00:00.000][7][warning][main] careful']), logger, recent, (line) => raw.push(line));
+  assert.deepEqual(raw, [access]);
+  assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[40, 'careful']]);
+  assert.equal(recent.toString(), `${access} | careful`);
+});

@@ -41,23 +41,26 @@ export class RecentErrors {
 
 /**
  * Carries Envoy's output into the agent's log, one entry per line, at
- * Envoy's own level, tagged with the epoch by the logger passed in.
+ * Envoy's own level, tagged with the epoch by the logger passed in. A line
+ * that is not Envoy's log goes to `raw` as it is, when given (an access
+ * log to /dev/stderr stays the line Envoy wrote, as with Istio's agent).
  */
-export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger, recent: RecentErrors): Promise<void> {
+export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger, recent: RecentErrors, raw?: (line: string) => void): Promise<void> {
   try {
-    for await (const line of lines) forwardLine(line, logger, recent);
+    for await (const line of lines) forwardLine(line, logger, recent, raw);
   } catch {
     // The child's failure is its result's business (exit code, signal), not the log forwarder's.
   }
 }
 
-function forwardLine(line: string, logger: Logger, recent: RecentErrors): void {
+function forwardLine(line: string, logger: Logger, recent: RecentErrors, raw: ((line: string) => void) | undefined): void {
   const parsed = parseJsonLine(line) ?? parseTextLine(line);
   const level = (parsed && levels[parsed.level]) ?? 'info';
   const message = parsed ? parsed.message : line;
   // Unformatted lines are what Envoy prints outside its logger when it
   // gives up (e.g. "previous envoy process is still initializing"): keep them.
   if (!parsed || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
+  if (!parsed && raw) return raw(line);
   logger[level]({ envoyComponent: parsed?.component, ...(parsed?.caller ? { caller: parsed.caller } : {}) }, message);
 }
 
