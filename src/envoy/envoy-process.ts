@@ -2,7 +2,7 @@ import { execa } from 'execa';
 import type { LiveDetails, ProxyExit } from '../agent/proxy.ts';
 import type { Logger } from '../shared/log.ts';
 import { classifyExit, type PortFlags } from './exit.ts';
-import { forwardOutput, RecentErrors } from './output.ts';
+import { forwardOutput, RecentErrors, type RawLine } from './output.ts';
 import type { StderrFifo } from './stderr-fifo.ts';
 import type { Verdict } from './validate.ts';
 
@@ -29,7 +29,11 @@ export interface EnvoyProcessOptions {
   onSpawned: (pid: number | undefined) => void;
   /** Envoy's stderr (stderr-fifo.ts); piped as any child's when absent. */
   stderr?: StderrFifo;
-  /** Where lines that are not Envoy's log go as they are (an access log to /dev/stderr); the log at info when absent. */
+  /**
+   * Where lines that are not Envoy's log go as they are once the epoch is
+   * LIVE (an access log to /dev/stderr). Before, such lines are what Envoy
+   * prints as it gives up: they go to the log, and stderr keeps its one line.
+   */
   rawLine?: (line: string) => void;
 }
 
@@ -50,9 +54,11 @@ export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<Pro
   options.stderr?.release();
   options.onSpawned(child.pid);
   const recent = new RecentErrors();
-  const output = forwardOutput(options.stderr?.lines ?? child.iterable({ from: 'stderr' }), logger, recent, options.rawLine);
+  let live = false;
+  const raw: RawLine = (line) => live && options.rawLine !== undefined && (options.rawLine(line), true);
+  const output = forwardOutput(options.stderr?.lines ?? child.iterable({ from: 'stderr' }), logger, recent, raw);
   const stopWatching = new AbortController();
-  const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && options.onLive(details);
+  const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && ((live = true), options.onLive(details));
   void options.watchLive(AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
   const result = await child;
   stopWatching.abort();

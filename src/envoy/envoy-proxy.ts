@@ -14,7 +14,7 @@ import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
 import { watchLive } from './live.ts';
 import { stopLeftoverEnvoys, type ProcView } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
-import { StderrFifos } from './stderr-fifo.ts';
+import { StderrFifos, type StderrFifo } from './stderr-fifo.ts';
 import { needsExplaining, planStartChecks, refusedAtStart, verdictExit } from './start-check.ts';
 import { bootstrapVerdict, type Verdict } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
@@ -87,17 +87,20 @@ export class EnvoyProxy implements Proxy {
 
   async run(epoch: number, _config: string, options: RunOptions): Promise<ProxyExit> {
     this.#running++;
+    // Made while the checks run (a spawn of mkfifo), not after them on the way to Envoy's spawn.
+    const stderr = this.#stderrFifos.open(epoch);
     try {
-      return await this.#run(epoch, options);
+      return await this.#run(epoch, options, stderr);
     } catch (error) {
       return { kind: options.signal.aborted ? 'aborted' : 'failed', detail: describe(error) };
     } finally {
+      void stderr.then((fifo) => fifo?.close());
       if (--this.#running === 0) await (this.#sharedMemoryRemoved = this.#removeSharedMemory());
     }
   }
 
   /** The start checks of start-check.ts around one epoch's process (envoy-process.ts). */
-  async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
+  async #run(epoch: number, { signal, onLive, onStarted }: RunOptions, stderr: Promise<StderrFifo | undefined>): Promise<ProxyExit> {
     const { config } = this.#options;
     this.#earlierBootstraps ??= bootstrapsLeftIn(config.configPath);
     await this.#earlierBootstraps;
@@ -112,12 +115,11 @@ export class EnvoyProxy implements Proxy {
     // Stopped while being validated (shutdown): never spawn it.
     if (signal.aborted) return { kind: 'aborted', detail: 'stopped before it started' };
     let wentLive = false;
-    const stderr = await this.#stderrFifos.open(epoch);
     const exit = await runEnvoyProcess({
-      stderr,
-      rawLine: this.#options.rawLine ?? toStderr,
       binaryPath: config.binaryPath,
       args: await this.#envoyArgs(epoch, bootstrapPath, signal),
+      stderr: await stderr,
+      rawLine: this.#options.rawLine ?? toStderr,
       signal,
       ports: config,
       killAfterMs: this.#options.killAfterMs ?? defaultKillAfterMs,

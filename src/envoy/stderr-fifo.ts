@@ -17,6 +17,8 @@ export interface StderrFifo {
   readonly lines: AsyncIterable<string>;
   /** Closes the agent's write end: the lines then end when Envoy's do. */
   release(): void;
+  /** Closes both ends: after the lines ended, or for an epoch never spawned. */
+  close(): void;
 }
 
 /**
@@ -68,12 +70,14 @@ async function openEnds(path: string): Promise<StderrFifo> {
   }
   const reader = new Socket({ fd: readFd, readable: true, writable: false });
   let released = false;
+  const release = () => {
+    if (!released) close(writeFd, () => undefined);
+    released = true;
+  };
   return {
     writeFd,
     lines: createInterface({ input: reader, crlfDelay: Infinity }),
-    release: () => {
-      if (!released) close(writeFd, () => undefined);
-      released = true;
-    },
+    release,
+    close: () => (release(), reader.destroy()),
   };
 }
