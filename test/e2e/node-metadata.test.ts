@@ -78,6 +78,23 @@ describe('node metadata: the JSON types istiod declares, as Envoy sends them', (
       }
     });
   }
+
+  it('a 150 KB annotation without escapes (a pod annotated with a big blob) is read, not a crash loop: the peer gets it whole', async () => {
+    const podInfoDir = join(dir, 'big-pod');
+    await mkdir(podInfoDir);
+    const blob = 'A'.repeat(150 * 1024);
+    await writeFile(join(podInfoDir, 'annotations'), `sidecar.istio.io/inject="true"\nexample.com/blob="${blob}"\n`);
+    const from = peer.log.entries.length;
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--podInfoDir', podInfoDir] });
+    try {
+      const seen = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 30_000, 'a node from this agent', from);
+      const annotations = (seen.metadata as { ANNOTATIONS?: Record<string, string> }).ANNOTATIONS;
+      assert.equal(annotations?.['example.com/blob'], blob);
+    } finally {
+      assert.equal((await agent.stop('SIGTERM')).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
+  });
 });
 
 describe('node metadata that istiod would refuse ends the agent with exit 2, naming the input', () => {
