@@ -231,11 +231,12 @@ export const rooms = {
       'src/ca/ca-settings.test.ts',
     ],
   },
-  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
+  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the proxy type, the xDS transport.
   cli: {
-    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/runtime/xds-upstream.ts'],
+    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/proxy-type.ts', 'src/runtime/xds-upstream.ts'],
     tests: [
       'src/cli/flag-checks.test.ts',
+      'src/cli/proxy-type.test.ts',
       'src/cli/log-levels.test.ts',
       'src/cli/node-metadata.test.ts',
       'src/cli/node-metadata-edges.test.ts',
