@@ -16,7 +16,7 @@ const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
 export async function nodeMetadata(
-  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>,
+  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>, proxyMetadataSource?: string,
 ): Promise<NodeMetadata> {
   return buildNodeMetadata({
     node,
@@ -28,6 +28,7 @@ export async function nodeMetadata(
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       proxyConfig: agentProxyConfig(config),
       mergedProxyConfig: { ...istioProxyConfigDefaults, ...mergedProxyConfig },
+      proxyMetadataSource,
       pilotSan: effectiveAuthPolicy(config) === 'MUTUAL_TLS' ? [pilotSan(config)] : undefined,
       skipDeprecatedLogs: config.skipDeprecatedLogs,
       workloadIdentitySocketFile: basename(config.sdsSocket),

@@ -46,6 +46,8 @@ export interface RunProxyOptions {
   env: AgentEnv;
   /** The merged ProxyConfig (mesh file, PROXY_CONFIG, annotation): the node's PROXY_CONFIG below what the agent runs with. */
   mergedProxyConfig?: Record<string, unknown>;
+  /** Which of those set proxyMetadata, for error lines. */
+  proxyMetadataSource?: string;
 }
 
 /**
@@ -177,7 +179,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, logAsJson }: RunProxyOptions) {
+async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
@@ -189,7 +191,7 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
-  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig);
+  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, proxyMetadataSource);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const inputs = { nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true };

@@ -139,6 +139,16 @@ describe('node metadata that istiod would refuse ends the agent with exit 2, nam
       line: /^pilot-agent: env PROXY_CONFIG: field drainDuration must be a duration/,
     },
     {
+      name: 'a proxyMetadata value of the wrong type names the ProxyConfig field, not an env var',
+      env: { PROXY_CONFIG: '{"proxyMetadata":{"ISTIO_META_ENVOY_STATUS_PORT":"x"}}' },
+      line: /^pilot-agent: env PROXY_CONFIG: field proxyMetadata\.ISTIO_META_ENVOY_STATUS_PORT: must be a port number/,
+    },
+    {
+      name: 'a proxyMetadata DNS setting that is not a boolean names the ProxyConfig field',
+      env: { PROXY_CONFIG: '{"proxyMetadata":{"ISTIO_META_DNS_CAPTURE":"yes"}}' },
+      line: /^pilot-agent: env PROXY_CONFIG: field proxyMetadata\.ISTIO_META_DNS_CAPTURE: "yes" is not a boolean/,
+    },
+    {
       name: 'ISTIO_METAJSON_ nested 5000 deep',
       env: { ISTIO_METAJSON_X: `${'['.repeat(5000)}${']'.repeat(5000)}` },
       line: /^pilot-agent: env ISTIO_METAJSON_X: nests deeper than 64 levels$/,

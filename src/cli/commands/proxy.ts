@@ -42,6 +42,7 @@ export function proxyCommand(context: CommandContext): Command {
       proxyConfig: { applied, unknown: proxyConfig.unknown },
       env,
       mergedProxyConfig: proxyConfig.value,
+      proxyMetadataSource: proxyConfig.origin.proxyMetadata,
     });
   });
 }
