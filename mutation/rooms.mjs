@@ -253,11 +253,12 @@ export const rooms = {
       'src/ca/ca-settings.test.ts',
     ],
   },
-  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the xDS transport.
+  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the proxy type, the xDS transport.
   cli: {
-    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/runtime/xds-upstream.ts'],
+    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/proxy-type.ts', 'src/runtime/xds-upstream.ts'],
     tests: [
       'src/cli/flag-checks.test.ts',
+      'src/cli/proxy-type.test.ts',
       'src/cli/log-levels.test.ts',
       'src/cli/node-metadata.test.ts',
       'src/cli/node-metadata-edges.test.ts',
@@ -366,6 +367,7 @@ export const rooms = {
       'src/envoy/admin.ts',
       'src/envoy/cert-check.ts',
       'src/envoy/active-connections.ts',
+      'src/envoy/stderr-fifo.ts',
     ],
     tests: [
       'src/envoy/args.test.ts',
@@ -384,6 +386,7 @@ export const rooms = {
       'src/envoy/active-connections-edges.test.ts',
       'src/envoy/leftovers-edges.test.ts',
       'src/envoy/envoy-process.test.ts',
+      'src/envoy/stderr-fifo.test.ts',
     ],
   },
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test

@@ -16,7 +16,8 @@ const maxPodInfoBytes = 1024 * 1024;
 
 /** The node metadata for this proxy: env, downward-API files and what the agent runs with. */
 export async function nodeMetadata(
-  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>, secureMetrics?: { envoy: number; merged: number },
+  config: AgentConfig, role: Role, node: NodeEnv, mergedProxyConfig?: Record<string, unknown>,
+  secureMetrics?: { envoy: number; merged: number }, proxyMetadataSource?: string,
 ): Promise<NodeMetadata> {
   const podInfo = await readPodInfo(config.podInfoDir);
   return buildNodeMetadata({
@@ -31,6 +32,7 @@ export async function nodeMetadata(
       exitOnZeroActiveConnections: config.exitOnZeroActiveConnections,
       proxyConfig: agentProxyConfig(config),
       mergedProxyConfig: { ...istioProxyConfigDefaults, ...mergedProxyConfig },
+      proxyMetadataSource,
       pilotSan: effectiveAuthPolicy(config) === 'MUTUAL_TLS' ? [pilotSan(config)] : undefined,
       skipDeprecatedLogs: config.skipDeprecatedLogs,
       workloadIdentitySocketFile: basename(config.sdsSocket),

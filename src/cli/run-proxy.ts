@@ -49,6 +49,8 @@ export interface RunProxyOptions {
   env: AgentEnv;
   /** The merged ProxyConfig (mesh file, PROXY_CONFIG, annotation): the node's PROXY_CONFIG below what the agent runs with. */
   mergedProxyConfig?: Record<string, unknown>;
+  /** Which of those set proxyMetadata, for error lines. */
+  proxyMetadataSource?: string;
 }
 
 /**
@@ -198,7 +200,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, logAsJson }: RunProxyOptions) {
+async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
@@ -211,7 +213,7 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   });
   const nodeId = serviceNode(role);
   const secureMetrics = { envoy: env.bootstrap.secureMetricsPort, merged: env.bootstrap.secureMergedMetricsPort };
-  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, secureMetrics);
+  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, secureMetrics, proxyMetadataSource);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;

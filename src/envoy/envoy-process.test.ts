@@ -10,7 +10,7 @@ import { runEnvoyProcess } from './envoy-process.ts';
 /** A stand-in Envoy that prints "up" once its SIGTERM handling is set, then waits (at most 30 s); `ignoreTerm`: SIGTERM does nothing. */
 const standIn = (ignoreTerm: boolean) => `#!/bin/sh
 trap '${ignoreTerm ? '' : 'exit 0'}' TERM
-echo up
+echo up >&2
 i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
 `;
 

@@ -2,7 +2,8 @@ import { execa } from 'execa';
 import type { LiveDetails, ProxyExit } from '../agent/proxy.ts';
 import type { Logger } from '../shared/log.ts';
 import { classifyExit, type PortFlags } from './exit.ts';
-import { forwardOutput, RecentErrors } from './output.ts';
+import { forwardOutput, RecentErrors, type RawLine } from './output.ts';
+import type { StderrFifo } from './stderr-fifo.ts';
 import type { Verdict } from './validate.ts';
 
 /** What SIGTERM may take before SIGKILL, when the agent's caller does not say. */
@@ -26,12 +27,22 @@ export interface EnvoyProcessOptions {
   onLive: (details: LiveDetails) => void;
   /** Told once the process is spawned, with its pid (undefined when the spawn failed). */
   onSpawned: (pid: number | undefined) => void;
+  /** Envoy's stderr (stderr-fifo.ts); piped as any child's when absent. */
+  stderr?: StderrFifo;
+  /**
+   * Where lines that are not Envoy's log go as they are once the epoch is
+   * LIVE (an access log to /dev/stderr). Before, such lines are what Envoy
+   * prints as it gives up: they go to the log, and stderr keeps its one line.
+   */
+  rawLine?: (line: string) => void;
 }
 
 /**
  * Runs one epoch's Envoy process to its end: spawned through execa, its
- * output forwarded to the log line by line, LIVE watched on admin, and its
- * end classified (exit.ts), a forced kill included.
+ * stderr (its own log) forwarded to the log line by line, LIVE watched on
+ * admin, and its end classified (exit.ts), a forced kill included. Envoy's
+ * stdout is the agent's own, as Istio's agent gives it: an access log to
+ * /dev/stdout is written there by Envoy, never through the agent.
  */
 export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<ProxyExit> {
   const { signal, logger } = options;
@@ -40,14 +51,14 @@ export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<Pro
   const verdict = options.checkBeside?.();
   void verdict?.then((found) => !found.accepted && refused.abort());
   logger.info({ envoyPid: child.pid, args: options.args }, 'envoy started');
+  options.stderr?.release();
   options.onSpawned(child.pid);
   const recent = new RecentErrors();
-  const output = Promise.all([
-    forwardOutput(child.iterable({ from: 'stdout' }), logger, recent),
-    forwardOutput(child.iterable({ from: 'stderr' }), logger, recent),
-  ]);
+  let live = false;
+  const raw: RawLine = (line) => live && options.rawLine !== undefined && (options.rawLine(line), true);
+  const output = forwardOutput(options.stderr?.lines ?? child.iterable({ from: 'stderr' }), logger, recent, raw);
   const stopWatching = new AbortController();
-  const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && options.onLive(details);
+  const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && ((live = true), options.onLive(details));
   void options.watchLive(AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
   const result = await child;
   stopWatching.abort();
@@ -70,10 +81,13 @@ function spawnEnvoy(options: EnvoyProcessOptions, cancelSignal: AbortSignal) {
     cancelSignal,
     forceKillAfterDelay: options.killAfterMs,
     detached: true,
+    // Envoy's own log is on stderr; its stdout carries only what it is told
+    // to write there (access logs), which a socket would refuse to open.
     stdin: 'ignore',
+    stdout: 'inherit',
+    // A number is a descriptor the child gets as is (execa's types let only 3-9 through).
+    stderr: (options.stderr?.writeFd ?? 'pipe') as 'pipe',
     // Nothing is kept: each line goes to the log as it comes (forwardOutput).
-    // stdout and stderr are read apart: execa's `all` (one merged stream)
-    // cost more of the agent's CPU per spawn (docs/benchmarks.md).
     buffer: false,
   });
 }

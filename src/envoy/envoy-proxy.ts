@@ -14,6 +14,7 @@ import { defaultKillAfterMs, runEnvoyProcess } from './envoy-process.ts';
 import { watchLive } from './live.ts';
 import { stopLeftoverEnvoys, type ProcView } from './leftovers.ts';
 import { removeSharedMemory } from './shared-memory.ts';
+import { StderrFifos, type StderrFifo } from './stderr-fifo.ts';
 import { needsExplaining, planStartChecks, refusedAtStart, verdictExit } from './start-check.ts';
 import { bootstrapVerdict, type Verdict } from './validate.ts';
 import { groupsToCheck, writeCertCheck } from './cert-check.ts';
@@ -37,7 +38,11 @@ export interface EnvoyProxyOptions {
   onSpawn?: (epoch: number) => void;
   /** Where epoch 0 looks for an earlier agent's Envoys (tests give a fake /proc). */
   procView?: ProcView;
+  /** Where Envoy's stderr lines that are not its log go (an access log to /dev/stderr): the agent's stderr by default. */
+  rawLine?: (line: string) => void;
 }
+
+const toStderr = (line: string) => void process.stderr.write(`${line}\n`);
 
 const baseIdWaitMs = 10_000;
 /** Epoch 0's `--mode validate` beside its Envoy (operator bootstraps): the lowest priority, it is off the path to ready. */
@@ -68,9 +73,11 @@ export class EnvoyProxy implements Proxy {
   #earlierBootstraps: Promise<boolean> | undefined;
   /** The certificate groups the epoch that took over last was checked with. */
   #servingCerts: CertGroup[] = [];
+  readonly #stderrFifos: StderrFifos;
 
   constructor(options: EnvoyProxyOptions) {
     this.#options = options;
+    this.#stderrFifos = new StderrFifos(options.config.configPath, options.logger);
     this.#admin = adminClient(options.config.proxyAdminPort);
     this.#baseIdPath = join(options.config.configPath, 'envoy-base-id');
     this.#bootstrap = options.bootstrap;
@@ -83,17 +90,20 @@ export class EnvoyProxy implements Proxy {
 
   async run(epoch: number, _config: string, options: RunOptions): Promise<ProxyExit> {
     this.#running++;
+    // Made while the checks run (a spawn of mkfifo), not after them on the way to Envoy's spawn.
+    const stderr = this.#stderrFifos.open(epoch);
     try {
-      return await this.#run(epoch, options);
+      return await this.#run(epoch, options, stderr);
     } catch (error) {
       return { kind: options.signal.aborted ? 'aborted' : 'failed', detail: describe(error) };
     } finally {
+      void stderr.then((fifo) => fifo?.close());
       if (--this.#running === 0) await (this.#sharedMemoryRemoved = this.#removeSharedMemory());
     }
   }
 
   /** The start checks of start-check.ts around one epoch's process (envoy-process.ts). */
-  async #run(epoch: number, { signal, onLive, onStarted }: RunOptions): Promise<ProxyExit> {
+  async #run(epoch: number, { signal, onLive, onStarted }: RunOptions, stderr: Promise<StderrFifo | undefined>): Promise<ProxyExit> {
     const { config } = this.#options;
     this.#earlierBootstraps ??= bootstrapsLeftIn(config.configPath);
     await this.#earlierBootstraps;
@@ -111,6 +121,8 @@ export class EnvoyProxy implements Proxy {
     const exit = await runEnvoyProcess({
       binaryPath: config.binaryPath,
       args: await this.#envoyArgs(epoch, bootstrapPath, signal),
+      stderr: await stderr,
+      rawLine: this.#options.rawLine ?? toStderr,
       signal,
       ports: config,
       killAfterMs: this.#options.killAfterMs ?? defaultKillAfterMs,

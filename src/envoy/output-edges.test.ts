@@ -84,3 +84,16 @@ test('RecentErrors keeps the last `size` lines (5 by default), finds the last ma
   for (const line of ['a', 'b', 'c']) two.add(line);
   assert.equal(two.toString(), 'b | c');
 });
+
+test("a line that is not Envoy's log goes to the raw sink as it is when taken (an access log to /dev/stderr), else to the log; kept either way", async () => {
+  const logged: Array<{ level: number; msg: string }> = [];
+  const logger = pino({ level: 'trace' }, { write: (line: string) => void logged.push(JSON.parse(line)) });
+  const recent = new RecentErrors(10);
+  const raw: string[] = [];
+  const access = '[2026-11-25T09:00:00.000Z] "GET /x HTTP/1.1" 200 - 0 5 1 0 "-" "curl" "-" "-" "-"';
+  const lines = ['before live', '[2026-11-25 09:00:00.000][7][warning][main] careful', access];
+  await forwardOutput(linesOf(lines), logger, recent, (line) => line !== 'before live' && raw.push(line) > 0);
+  assert.deepEqual(raw, [access]);
+  assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[30, 'before live'], [40, 'careful']]);
+  assert.equal(recent.toString(), `before live | careful | ${access}`);
+});

@@ -39,25 +39,31 @@ export class RecentErrors {
   }
 }
 
+/** Takes a line that is not Envoy's log as it is (true), or leaves it to the log (false). */
+export type RawLine = (line: string) => boolean;
+
 /**
  * Carries Envoy's output into the agent's log, one entry per line, at
- * Envoy's own level, tagged with the epoch by the logger passed in.
+ * Envoy's own level, tagged with the epoch by the logger passed in. A line
+ * that is not Envoy's log is offered to `raw` first (an access log to
+ * /dev/stderr stays the line Envoy wrote, as with Istio's agent).
  */
-export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger, recent: RecentErrors): Promise<void> {
+export async function forwardOutput(lines: AsyncIterable<string>, logger: Logger, recent: RecentErrors, raw?: RawLine): Promise<void> {
   try {
-    for await (const line of lines) forwardLine(line, logger, recent);
+    for await (const line of lines) forwardLine(line, logger, recent, raw);
   } catch {
     // The child's failure is its result's business (exit code, signal), not the log forwarder's.
   }
 }
 
-function forwardLine(line: string, logger: Logger, recent: RecentErrors): void {
+function forwardLine(line: string, logger: Logger, recent: RecentErrors, raw: RawLine | undefined): void {
   const parsed = parseJsonLine(line) ?? parseTextLine(line);
   const level = (parsed && levels[parsed.level]) ?? 'info';
   const message = parsed ? parsed.message : line;
   // Unformatted lines are what Envoy prints outside its logger when it
   // gives up (e.g. "previous envoy process is still initializing"): keep them.
   if (!parsed || level === 'warn' || level === 'error' || level === 'fatal') recent.add(message);
+  if (!parsed && raw?.(line)) return;
   logger[level]({ envoyComponent: parsed?.component, ...(parsed?.caller ? { caller: parsed.caller } : {}) }, message);
 }
 

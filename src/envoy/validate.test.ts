@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -22,6 +22,27 @@ describe('bootstrapVerdict: Envoy\'s verdict, and --binaryPath checked only when
 
   it('accepts what Envoy accepts', async () => {
     assert.deepEqual(await bootstrapVerdict(envoyBin, valid), { accepted: true });
+  });
+
+  it('a bootstrap whose access logs go to /dev/stdout and /dev/stderr is accepted, as Envoy serves it (no output socket to open), and leaves no file', async () => {
+    const logTo = (path: string) => ({
+      name: 'envoy.access_loggers.file',
+      typed_config: { '@type': 'type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog', path },
+    });
+    const tcpProxy = (path: string) => ({
+      name: 'envoy.filters.network.tcp_proxy',
+      typed_config: {
+        '@type': 'type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy', stat_prefix: 'p', cluster: 'c', access_log: [logTo(path)],
+      },
+    });
+    const listener = (name: string, path: string) => ({
+      name, address: { socket_address: { address: '127.0.0.1', port_value: 0 } }, filter_chains: [{ filters: [tcpProxy(path)] }],
+    });
+    const bootstrap = join(dir, 'access-logs.json');
+    const clusters = [{ name: 'c', type: 'STATIC', connect_timeout: '1s' }];
+    await writeFile(bootstrap, JSON.stringify({ static_resources: { listeners: [listener('out', '/dev/stdout'), listener('err', '/dev/stderr')], clusters } }));
+    assert.deepEqual(await bootstrapVerdict(envoyBin, bootstrap), { accepted: true });
+    assert.deepEqual((await readdir(dir)).filter((name) => name.startsWith('.')), []);
   });
 
   it('a bootstrap Envoy rejects is BOOTSTRAP_REJECTED with its reason', async () => {

@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import { open, rm } from 'node:fs/promises';
 import { setPriority } from 'node:os';
+import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { AgentError, badFlag } from '../shared/errors.ts';
 import { checkIsEnvoy } from './version.ts';
@@ -77,23 +80,42 @@ function agentFlags(extraArgs: readonly string[]): string {
 /** Envoy's verdict is a few lines; a megabyte of output is not a verdict, and is not kept. */
 const maxVerdictBytes = 1024 * 1024;
 
-function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[], niceness?: number) {
-  const child = execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], {
-    reject: false,
-    all: true,
-    stdin: 'ignore',
-    timeout: 30_000,
-    forceKillAfterDelay: 5000,
-    maxBuffer: maxVerdictBytes,
-  });
-  if (niceness !== undefined && child.pid !== undefined) {
-    try {
-      setPriority(child.pid, niceness);
-    } catch {
-      // Gone already, or not ours to lower: it then runs at the agent's priority, as before.
-    }
+/**
+ * Envoy opens a bootstrap's access log files even to validate it, and a
+ * socket (what a child's output is piped through) cannot be opened again by
+ * path: /dev/stdout would refuse a bootstrap that Envoy serves. The output
+ * goes to a file beside the bootstrap instead, read back and removed.
+ */
+async function runValidate(binaryPath: string, bootstrapPath: string, extraArgs: readonly string[], niceness?: number) {
+  const outputPath = join(dirname(bootstrapPath), `.envoy-validate-${randomUUID()}.out`);
+  const output = await open(outputPath, 'a+', 0o600);
+  try {
+    const child = execa(binaryPath, ['--mode', 'validate', '-c', bootstrapPath, '-l', 'error', ...extraArgs], {
+      reject: false,
+      stdin: 'ignore',
+      // A number is a descriptor the child gets as is (execa's types let only 3-9 through).
+      stdout: output.fd as 3,
+      stderr: output.fd as 3,
+      timeout: 30_000,
+      forceKillAfterDelay: 5000,
+    });
+    lowerPriority(child.pid, niceness);
+    const { exitCode, code } = await child;
+    const { buffer, bytesRead } = await output.read(Buffer.alloc(maxVerdictBytes), 0, maxVerdictBytes, 0);
+    return { exitCode, code, all: buffer.toString('utf8', 0, bytesRead) };
+  } finally {
+    await output.close();
+    await rm(outputPath, { force: true });
   }
-  return child;
+}
+
+function lowerPriority(pid: number | undefined, niceness: number | undefined): void {
+  if (niceness === undefined || pid === undefined) return;
+  try {
+    setPriority(pid, niceness);
+  } catch {
+    // Gone already, or not ours to lower: it then runs at the agent's priority, as before.
+  }
 }
 
 /** The line of Envoy's output that says what is wrong, without the log prefix. */

@@ -28,3 +28,12 @@ test('parseDownwardApi: the key is what comes before the first =, the line numbe
   assert.deepEqual(parseDownwardApi('\n\nskip\nk=v'), { ok: false, line: 4, reason: 'value is not a double-quoted string' });
   assert.deepEqual(parseDownwardApi('k="a"=b'), { ok: false, line: 1, reason: 'value is not a double-quoted string' });
 });
+
+test('parseDownwardApi: a 1 MiB value (the pod info cap) without escapes, or made only of escapes, is read whole, without deep recursion', () => {
+  const plain = 'x'.repeat(1024 * 1024);
+  assert.deepEqual(parseDownwardApi(`big="${plain}"\n`), { ok: true, entries: { big: plain } });
+  const escaped = '\\n'.repeat(512 * 1024);
+  const parsed = parseDownwardApi(`k="a${escaped}b"`);
+  assert.ok(parsed.ok);
+  assert.equal(parsed.entries.k, `a${'\n'.repeat(512 * 1024)}b`);
+});

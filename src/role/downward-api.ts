@@ -16,7 +16,7 @@ export function parseDownwardApi(text: string): { ok: true; entries: Record<stri
   return { ok: true, entries };
 }
 
-const simpleEscapes: Record<string, string> = { a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v', '\\': '\\', '"': '"', "'": "'" };
+const simpleEscapes: Record<string, number> = { a: 0x07, b: 0x08, f: 0x0c, n: 0x0a, r: 0x0d, t: 0x09, v: 0x0b, '\\': 0x5c, '"': 0x22, "'": 0x27 };
 const escapePattern = /\\(?:([abfnrtv\\"'])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([0-7]{3}))/g;
 
 /** Go's strconv.Unquote for double-quoted strings; undefined when it would fail. */
@@ -25,22 +25,26 @@ export function unquoteGo(quoted: string): string | undefined {
   const body = quoted.slice(1, -1);
   // Anything left after removing valid escapes must hold no quote, backslash or newline.
   if (/["\\\n]/.test(body.replace(escapePattern, ''))) return undefined;
-  const bytes: number[] = [];
+  // One buffer, written in place: an escape never decodes to more bytes than
+  // it takes. Spreading a value into push() overflowed the stack past ~100 KB.
+  const out = Buffer.allocUnsafe(Buffer.byteLength(body, 'utf8'));
+  let size = 0;
   let last = 0;
   for (const match of body.matchAll(escapePattern)) {
     const escaped = escapeBytes(match);
     if (!escaped) return undefined;
-    bytes.push(...Buffer.from(body.slice(last, match.index), 'utf8'), ...escaped);
+    if (match.index > last) size += out.write(body.slice(last, match.index), size, 'utf8');
+    for (const byte of escaped) out[size++] = byte;
     last = match.index + match[0].length;
   }
-  bytes.push(...Buffer.from(body.slice(last), 'utf8'));
-  return Buffer.from(bytes).toString('utf8');
+  size += out.write(body.slice(last), size, 'utf8');
+  return out.toString('utf8', 0, size);
 }
 
 /** \x and octal escapes are raw bytes in Go; the others are characters. */
 function escapeBytes(match: RegExpMatchArray): number[] | undefined {
   const [, simple, hex, u4, u8, octal] = match;
-  if (simple) return [...Buffer.from(simpleEscapes[simple]!, 'utf8')];
+  if (simple) return [simpleEscapes[simple]!];
   if (hex) return [Number.parseInt(hex, 16)];
   if (octal) return Number.parseInt(octal, 8) > 0xff ? undefined : [Number.parseInt(octal, 8)];
   const code = Number.parseInt((u4 ?? u8)!, 16);

@@ -77,6 +77,17 @@ test('ProxyConfig proxyMetadata\'s ISTIO_META_* strings are node metadata under 
   assert.equal(build({}, { mergedProxyConfig: { proxyMetadata: 'not an object' } }).MESH_ID, undefined);
 });
 
+test('a proxyMetadata value that cannot take its type names the ProxyConfig field and its source; the same value from the env names the env var', () => {
+  const proxyMetadata = { ISTIO_META_ENVOY_STATUS_PORT: 'status' };
+  const source = 'annotation proxy.istio.io/config (/etc/istio/pod/annotations)';
+  assert.throws(() => build({}, { mergedProxyConfig: { proxyMetadata }, proxyMetadataSource: source }), {
+    message: `${source}: field proxyMetadata.ISTIO_META_ENVOY_STATUS_PORT: must be a port number (an integer 0-65535); istiod reads node metadata ENVOY_STATUS_PORT with that type`,
+  });
+  assert.throws(() => build({ ISTIO_META_ENVOY_STATUS_PORT: 'x' }, { mergedProxyConfig: { proxyMetadata }, proxyMetadataSource: source }), {
+    message: /^env ISTIO_META_ENVOY_STATUS_PORT: must be a port number/,
+  });
+});
+
 test('ANNOTATIONS: the pod\'s over ISTIO_META_ANNOTATIONS; an ISTIO_METAJSON_ value replaces a META value that is not an object', () => {
   const metadata = build({ ISTIO_META_ANNOTATIONS: '{"a":"1","b":"2"}' }, {}, { annotations: { b: '3' } });
   assert.deepEqual(metadata.ANNOTATIONS, { a: '1', b: '3' });

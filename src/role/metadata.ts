@@ -1,4 +1,4 @@
-import { badEnv } from '../shared/errors.ts';
+import { AgentError } from '../shared/errors.ts';
 import { parseBoundedJson } from './bounded-json.ts';
 import { coerceMetadata, isObject } from './metadata-types.ts';
 import { istioLocalityLabel, localityFromLabels } from './locality.ts';
@@ -45,6 +45,8 @@ export interface AgentFacts {
   proxyConfig: Record<string, unknown>;
   /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged: the rest of PROXY_CONFIG. */
   mergedProxyConfig?: Record<string, unknown>;
+  /** Which of those set proxyMetadata, to name it when one of its values cannot take its type. */
+  proxyMetadataSource?: string;
   /** PILOT_SAN: the discovery server's name, when Istio's agent would say MUTUAL_TLS. */
   pilotSan?: readonly string[];
   /** Envoy --skip-deprecated-logs; absent leaves the key out. */
@@ -72,7 +74,10 @@ export interface NodeMetadataInput {
  * variable whose value cannot take its type.
  */
 export function buildNodeMetadata({ node, podInfo, agent }: NodeMetadataInput): NodeMetadata {
-  const metadata = metadataFromEnv({ ...istioMetaOf(agent.mergedProxyConfig?.proxyMetadata), ...node.meta });
+  const fromProxyConfig = istioMetaOf(agent.mergedProxyConfig?.proxyMetadata);
+  const sourceOf = (name: string) =>
+    name in node.meta || !(name in fromProxyConfig) ? `env ${name}` : `${agent.proxyMetadataSource ?? 'ProxyConfig'}: field proxyMetadata.${name}`;
+  const metadata = metadataFromEnv({ ...fromProxyConfig, ...node.meta }, sourceOf);
   const staticLabels = node.meta[`${metaJsonPrefix}LABELS`] === undefined ? undefined : (metadata.LABELS as Record<string, string>);
   Object.assign(metadata, definedOnly({
     NAMESPACE: node.namespace || undefined,
@@ -106,30 +111,34 @@ export function buildNodeMetadata({ node, podInfo, agent }: NodeMetadataInput): 
  * ISTIO_META_<KEY>=text and ISTIO_METAJSON_<KEY>=json, each converted to the
  * type istiod declares for KEY; JSON objects merge over a same-named META value.
  */
-export function metadataFromEnv(vars: Env): NodeMetadata {
+export function metadataFromEnv(vars: Env, sourceOf: (name: string) => string = (name) => `env ${name}`): NodeMetadata {
+  const bad = (name: string, reason: string) => new AgentError('BAD_ENV', `${sourceOf(name)}: ${reason}`);
   const metadata: NodeMetadata = {};
   const names = Object.keys(vars).sort();
   for (const name of withPrefix(names, metaPrefix)) {
-    metadata[name.slice(metaPrefix.length)] = typed(name, name.slice(metaPrefix.length), vars[name] ?? '');
+    metadata[name.slice(metaPrefix.length)] = typed(name, name.slice(metaPrefix.length), vars[name] ?? '', bad);
   }
   for (const name of withPrefix(names, metaJsonPrefix)) {
     const key = name.slice(metaJsonPrefix.length);
-    metadata[key] = typed(name, key, merge(metadata[key], parseJson(name, vars[name] ?? '')));
+    metadata[key] = typed(name, key, merge(metadata[key], parseJson(name, vars[name] ?? '', bad)), bad);
   }
   return metadata;
 }
 
+type Blame = (name: string, reason: string) => AgentError;
+const blameEnv: Blame = (name, reason) => new AgentError('BAD_ENV', `env ${name}: ${reason}`);
+
 const withPrefix = (names: string[], prefix: string) => names.filter((name) => name.startsWith(prefix) && name.length > prefix.length);
 
-function typed(variable: string, key: string, value: unknown): unknown {
+function typed(variable: string, key: string, value: unknown, bad: Blame = blameEnv): unknown {
   const coerced = coerceMetadata(key, value);
-  if (!coerced.ok) throw badEnv(variable, `${coerced.reason}; istiod reads node metadata ${key} with that type`);
+  if (!coerced.ok) throw bad(variable, `${coerced.reason}; istiod reads node metadata ${key} with that type`);
   return coerced.value;
 }
 
-function parseJson(name: string, text: string): unknown {
+function parseJson(name: string, text: string, bad: Blame): unknown {
   const parsed = parseBoundedJson(text);
-  if (!parsed.ok) throw badEnv(name, parsed.reason);
+  if (!parsed.ok) throw bad(name, parsed.reason);
   return parsed.value;
 }
 

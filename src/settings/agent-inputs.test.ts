@@ -55,6 +55,13 @@ test('readAgentEnv: the bootstrap\'s env (dual stack, local-only metrics, core d
   assert.equal(readAgentEnv({ METRICS_LOCALHOST_ACCESS_ONLY: 'false' }, { METRICS_LOCALHOST_ACCESS_ONLY: 'true' }).bootstrap.metricsLocalhostOnly, false);
 });
 
+test('readAgentEnv: a bad DNS value from proxyMetadata names the ProxyConfig field and its source, not an env var the pod does not set', () => {
+  assert.throws(() => readAgentEnv({}, { ISTIO_META_DNS_CAPTURE: 'yes' }, 'env PROXY_CONFIG'), {
+    message: 'env PROXY_CONFIG: field proxyMetadata.ISTIO_META_DNS_CAPTURE: "yes" is not a boolean (true or false)',
+  });
+  assert.throws(() => readAgentEnv({ DNS_PROXY_ADDR: 'nope' }, { DNS_PROXY_ADDR: '127.0.0.1:15053' }, 'env PROXY_CONFIG'), { message: /^env DNS_PROXY_ADDR: / });
+});
+
 test('readAgentEnv: a bad value of any table is exit 2 naming the variable', () => {
   const cases: [Record<string, string>, string][] = [
     [{ PILOT_AGENT_MERGE_ENVOY_STATS: 'yes' }, 'env PILOT_AGENT_MERGE_ENVOY_STATS: "yes" is not a boolean (true or false)'],

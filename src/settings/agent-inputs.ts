@@ -35,12 +35,16 @@ export interface AgentEnv {
   provCert?: string;
 }
 
-/** The typed env; the first bad value throws, naming its variable (exit 2). */
-export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Record<string, string>>): AgentEnv {
+/**
+ * The typed env; the first bad value throws, naming its variable (exit 2),
+ * or the proxyMetadata field of `proxyMetadataSource` it came from.
+ */
+export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Record<string, string>>, proxyMetadataSource = 'ProxyConfig'): AgentEnv {
+  const sourceOf = (name: string) => (env[name] || !proxyMetadata?.[name] ? `env ${name}` : `${proxyMetadataSource}: field proxyMetadata.${name}`);
   return {
     status: readEnvSettings(env, statusEnv),
     proxyless: readEnvSettings(env, proxylessEnv),
-    dns: readEnvSettings({ ...proxyMetadata, ...env }, dnsEnv),
+    dns: readEnvSettings({ ...proxyMetadata, ...env }, dnsEnv, sourceOf),
     wasm: readEnvSettings(env, wasmEnv),
     bootstrap: readEnvSettings({ ...proxyMetadata, ...env }, bootstrapEnv),
     pod: readPodEnv(env),
@@ -80,5 +84,5 @@ export async function readAgentInputs(options: ReadAgentInputsOptions): Promise<
   const proxyConfig = await readProxyConfigSources({ env, meshConfigPath: options.meshConfigPath, podInfoDir: options.podInfoDir });
   const { config, applied } = resolveAgentConfig({ proxyType: options.proxyType, commandLine: options.commandLine, proxyConfig, env });
   const proxyMetadata = proxyConfig.value.proxyMetadata as Record<string, string> | undefined;
-  return { config, applied, proxyConfig, env: readAgentEnv(env, proxyMetadata) };
+  return { config, applied, proxyConfig, env: readAgentEnv(env, proxyMetadata, proxyConfig.origin.proxyMetadata) };
 }

@@ -1,4 +1,4 @@
-import { badEnv } from '../shared/errors.ts';
+import { AgentError } from '../shared/errors.ts';
 import type { EnvSetting } from './setting.ts';
 
 /**
@@ -28,22 +28,27 @@ export function readEnvText(env: NodeJS.ProcessEnv, setting: EnvSetting): string
   return env[setting.env];
 }
 
+/** How an error line names the variable a value came from: `env NAME` unless the caller knows better (a ProxyConfig field). */
+export type SourceOf = (name: string) => string;
+const fromEnv: SourceOf = (name) => `env ${name}`;
+
 /** One row's value: the variable's, else the default's, each through the row's parser. */
-export function readEnvSetting<S extends EnvSetting>(env: NodeJS.ProcessEnv, setting: S): EnvValue<S> {
+export function readEnvSetting<S extends EnvSetting>(env: NodeJS.ProcessEnv, setting: S, sourceOf: SourceOf = fromEnv): EnvValue<S> {
   const name = setVariable(env, setting);
   const text = name === undefined ? setting.default : env[name]!;
-  if (text === undefined && setting.required) throw badEnv(setting.env, setting.required);
+  const bad = (reason: string, cause?: unknown) => new AgentError('BAD_ENV', `${sourceOf(name ?? setting.env)}: ${reason}`, { cause });
+  if (text === undefined && setting.required) throw bad(setting.required);
   if (text === undefined || !setting.parse) return text as EnvValue<S>;
   try {
     return setting.parse(text) as EnvValue<S>;
   } catch (error) {
-    throw badEnv(name ?? setting.env, (error as Error).message, error);
+    throw bad((error as Error).message, error);
   }
 }
 
 /** Every row of a table, in its order; the first bad value throws. */
-export function readEnvSettings<Rows extends Record<string, EnvSetting>>(env: NodeJS.ProcessEnv, rows: Rows): EnvValues<Rows> {
+export function readEnvSettings<Rows extends Record<string, EnvSetting>>(env: NodeJS.ProcessEnv, rows: Rows, sourceOf?: SourceOf): EnvValues<Rows> {
   const values: Record<string, unknown> = {};
-  for (const [key, setting] of Object.entries(rows)) values[key] = readEnvSetting(env, setting);
+  for (const [key, setting] of Object.entries(rows)) values[key] = readEnvSetting(env, setting, sourceOf);
   return values as EnvValues<Rows>;
 }

@@ -46,8 +46,8 @@ const fieldKinds = new Map<string, FieldKind>(
   Object.entries(fieldsByKind).flatMap(([kind, fields]) => fields.map((field) => [field, kind as FieldKind] as const)),
 );
 
-/** protojson accepts the proto name (snake_case) as well as the JSON name. */
-const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+/** protojson accepts the proto name (snake_case) as well as the JSON name: the JSON name of either. */
+export const camel = (name: string) => name.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
 
 const isInteger = (value: unknown) => (typeof value === 'number' && Number.isInteger(value)) || (typeof value === 'string' && /^-?\d+$/.test(value));
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -70,10 +70,37 @@ describe('ProxyConfig under the flags: Istio\'s precedence', () => {
       want: 16_000,
     },
     { name: 'the bootstrap template path', args: [], sources: [env({ proxyBootstrapTemplatePath: '/t.json' })], flag: 'templateFile', want: '/t.json' },
+    // protojson takes the proto field name as well as the JSON name, as Istio's agent does.
+    { name: 'a field by its proto name (snake_case)', args: [], sources: [env({ drain_duration: '12s' })], flag: 'drainDuration', want: 12_000 },
+    {
+      name: 'a proto name in a later source replaces the JSON name of an earlier one',
+      args: [],
+      sources: [mesh({ drainDuration: '20s' }), annotation({ drain_duration: '8s' })],
+      flag: 'drainDuration',
+      want: 8000,
+    },
+    {
+      name: 'an integer field by its proto name',
+      args: [],
+      sources: [env({ proxy_admin_port: 16001, tracing: { zipkin: { address: 'zipkin:9411' } } })],
+      flag: 'proxyAdminPort',
+      want: 16_001,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => assert.deepEqual(settle(row.args, row.env ?? {}, row.sources).flags[row.flag], row.want));
   }
+
+  it("a field set twice in one source, by its JSON and its proto name, is refused naming both (protojson's duplicate field)", () => {
+    assert.throws(() => mergeProxyConfigs([env({ drainDuration: '5s', drain_duration: '6s' })]), {
+      message: 'env PROXY_CONFIG: field drain_duration is set twice (also as drainDuration)',
+    });
+  });
+
+  it('proxyStatsMatcher and its lists by their proto names', () => {
+    const merged = mergeProxyConfigs([env({ proxy_stats_matcher: { inclusion_prefixes: ['cluster.'], inclusionSuffixes: ['.rq'] } })]);
+    assert.deepEqual(proxyStatsMatcher(merged), { prefixes: ['cluster.'], suffixes: ['.rq'], regexps: undefined });
+  });
 
   it('lists the fields that took effect', () => {
     const { applied, flags } = settle(['--concurrency', '4'], {}, [env({ concurrency: 2, tracing: { zipkin: { address: 'zipkin:9411' } } })]);

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseDownwardApi } from '../role/downward-api.ts';
-import { checkProxyConfig, isProxyConfigField } from './proxy-config-fields.ts';
+import { camel, checkProxyConfig, isProxyConfigField } from './proxy-config-fields.ts';
 import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { AgentError } from '../shared/errors.ts';
@@ -59,9 +59,17 @@ export function mergeProxyConfigs(sources: readonly ProxyConfigSource[]): Merged
   for (const source of sources) {
     const problem = checkProxyConfig(source.value);
     if (problem) throw badSource(source.name, problem);
+    const seen = new Map<string, string>();
     for (const [field, value] of Object.entries(source.value)) {
-      if (!isProxyConfigField(field)) merged.unknown.push({ source: source.name, field });
-      else if (value !== null) [merged.value[field], merged.origin[field]] = [value, source.name];
+      if (!isProxyConfigField(field)) {
+        merged.unknown.push({ source: source.name, field });
+        continue;
+      }
+      // Kept by its JSON name, which every reader asks for: drain_duration is drainDuration.
+      const name = camel(field);
+      if (seen.has(name)) throw badSource(source.name, `field ${field} is set twice (also as ${seen.get(name)})`);
+      seen.set(name, field);
+      if (value !== null) [merged.value[name], merged.origin[name]] = [value, source.name];
     }
   }
   return merged;
@@ -137,12 +145,18 @@ async function readOptional(path: string, flag: string, maxBytes: number): Promi
   }
 }
 
+/** A nested message's field by its JSON name, also when written by its proto name (protojson takes both). */
+export function fieldOf(message: Record<string, unknown>, name: string): unknown {
+  if (name in message) return message[name];
+  return Object.entries(message).find(([key]) => camel(key) === name)?.[1];
+}
+
 /** ProxyConfig.proxyStatsMatcher's inclusion lists, for the bootstrap's stats_matcher. */
 export function proxyStatsMatcher(merged: MergedProxyConfig): StatsInclusion | undefined {
   const matcher = merged.value.proxyStatsMatcher as Record<string, unknown> | undefined;
   if (!matcher) return undefined;
   const list = (name: string) => {
-    const value = matcher[name];
+    const value = fieldOf(matcher, name);
     if (value === undefined || value === null) return undefined;
     if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string'))
       throw badSource(merged.origin.proxyStatsMatcher ?? 'ProxyConfig', `field proxyStatsMatcher.${name} must be an array of strings`);

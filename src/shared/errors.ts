@@ -54,7 +54,17 @@ export const badEnv = (name: string, reason: string, cause?: unknown) =>
 export const badFile = (path: string, reason: string, cause?: unknown) =>
   new AgentError('BAD_FILE', `${path}: ${reason}`, { cause });
 
+/**
+ * Node's advice on a certificate it cannot verify, to start it with
+ * --use-system-ca: not the operator's to act on (the agent's roots are
+ * files, or SYSTEM), so it is left out of what is logged.
+ */
+const nodeSystemCaHint = /; if the root CA is installed locally, try running Node\.js with\s+--use-system-ca\.?/g;
+
+/** A message without the advice Node appends for its own command line. */
+export const withoutNodeHints = (message: string) => message.replace(nodeSystemCaHint, '');
+
 /** The message of any thrown value, for log lines. */
 export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return withoutNodeHints(error instanceof Error ? error.message : String(error));
 }

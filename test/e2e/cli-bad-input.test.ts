@@ -49,6 +49,11 @@ describe('bad input ends with exit 2 and one line naming the culprit', () => {
 
   const cases: { name: string; args: () => string[]; env?: Record<string, string>; line: RegExp; envoyMayStart?: boolean }[] = [
     { name: 'unknown proxy type', args: () => ['gateway', ...ok], line: /argument 'type'.*sidecar, router, ingress/ },
+    {
+      name: 'an unknown flag before the type, which would swallow it, is named (not the type)',
+      args: () => ['--foo', 'router', ...ok],
+      line: /^pilot-agent: --foo: unknown flag before the proxy type "router" .*put the type first$/,
+    },
     { name: 'malformed duration', args: () => ['sidecar', ...ok, '--drainDuration', '45'], line: /--drainDuration.*'45'.*not a Go duration/ },
     { name: 'count that is not a number', args: () => ['sidecar', ...ok, '--concurrency', 'two'], line: /--concurrency.*'two'.*not a non-negative integer/ },
     {

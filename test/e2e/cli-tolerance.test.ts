@@ -26,6 +26,14 @@ describe("a command line as tolerant as Istio's", () => {
     assert.deepEqual(warnings.map((line) => line.args), [['--noSuchFlag=1', '--anotherOne', 'value']]);
   });
 
+  it('unknown flags before the type are ignored as Istio ignores them (one without = takes the next word as its value)', async () => {
+    const result = await cli(['proxy', '--noSuchFlag=1', '--another', 'value', 'router', ...printBootstrap]);
+    assert.equal(result.exitCode, 0, result.stderr);
+    assert.equal(JSON.parse(result.stdout).node.id.split('~')[0], 'router');
+    const warnings = result.stderr.split('\n').filter(Boolean).map((line) => JSON.parse(line) as { msg: string; args: string[] });
+    assert.deepEqual(warnings.map((line) => line.args), [['--noSuchFlag=1', '--another', 'value']]);
+  });
+
   it('`proxy` with no type is a sidecar', async () => {
     const result = await cli(['proxy', ...printBootstrap]);
     assert.equal(result.exitCode, 0, result.stderr);

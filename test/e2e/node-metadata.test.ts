@@ -78,6 +78,23 @@ describe('node metadata: the JSON types istiod declares, as Envoy sends them', (
       }
     });
   }
+
+  it('a 150 KB annotation without escapes (a pod annotated with a big blob) is read, not a crash loop: the peer gets it whole', async () => {
+    const podInfoDir = join(dir, 'big-pod');
+    await mkdir(podInfoDir);
+    const blob = 'A'.repeat(150 * 1024);
+    await writeFile(join(podInfoDir, 'annotations'), `sidecar.istio.io/inject="true"\nexample.com/blob="${blob}"\n`);
+    const from = peer.log.entries.length;
+    const agent = await startAgent({ discoveryAddress: peer.address, args: ['--podInfoDir', podInfoDir] });
+    try {
+      const seen = await peer.log.waitFor((entry: PeerEvent) => entry.event === 'node', 30_000, 'a node from this agent', from);
+      const annotations = (seen.metadata as { ANNOTATIONS?: Record<string, string> }).ANNOTATIONS;
+      assert.equal(annotations?.['example.com/blob'], blob);
+    } finally {
+      assert.equal((await agent.stop('SIGTERM')).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
+  });
 });
 
 describe('node metadata that istiod would refuse ends the agent with exit 2, naming the input', () => {
@@ -120,6 +137,16 @@ describe('node metadata that istiod would refuse ends the agent with exit 2, nam
       name: 'a PROXY_CONFIG field of the wrong type',
       env: { PROXY_CONFIG: '{"drainDuration":45}' },
       line: /^pilot-agent: env PROXY_CONFIG: field drainDuration must be a duration/,
+    },
+    {
+      name: 'a proxyMetadata value of the wrong type names the ProxyConfig field, not an env var',
+      env: { PROXY_CONFIG: '{"proxyMetadata":{"ISTIO_META_ENVOY_STATUS_PORT":"x"}}' },
+      line: /^pilot-agent: env PROXY_CONFIG: field proxyMetadata\.ISTIO_META_ENVOY_STATUS_PORT: must be a port number/,
+    },
+    {
+      name: 'a proxyMetadata DNS setting that is not a boolean names the ProxyConfig field',
+      env: { PROXY_CONFIG: '{"proxyMetadata":{"ISTIO_META_DNS_CAPTURE":"yes"}}' },
+      line: /^pilot-agent: env PROXY_CONFIG: field proxyMetadata\.ISTIO_META_DNS_CAPTURE: "yes" is not a boolean/,
     },
     {
       name: 'ISTIO_METAJSON_ nested 5000 deep',

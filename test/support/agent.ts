@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa, type ResultPromise } from 'execa';
 import { assertBundleFresh } from './bundle-fresh.ts';
+import { openFifo } from './fifo-stdio.ts';
 import { LineLog } from './lines.ts';
 import { agentBin, envoyBin, nodeBin } from './paths.ts';
 import { freePort } from './ports.ts';
@@ -67,6 +68,8 @@ export interface AgentOptions {
   wrap?: string[];
   /** Only `proxy <type>` and `args`, as Istio's injector renders them: no discovery address, paths or ports of the test's. */
   injectedOnly?: boolean;
+  /** The agent's stdout and stderr are FIFOs, as a container runtime gives them, not sockets (an access log to /dev/stdout opens on these only). */
+  fifoStdio?: boolean;
 }
 
 function flagValues(args: readonly string[], flag: string): string[] {
@@ -102,23 +105,28 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     : [nodeBin, [...(options.nodeArgs ?? []), ...args], {}];
   // `wrap` execs the agent (e.g. `ip netns exec <name>`): the pid stays the agent's.
   const [command, ...prefix] = [...(options.wrap ?? []), file];
+  const fifos = options.fifoStdio ? [await openFifo(dir, 'agent-stdout'), await openFifo(dir, 'agent-stderr')] : undefined;
   const child: ResultPromise = execa(command!, [...prefix, ...argv], {
     reject: false,
     buffer: false,
     stdin: 'ignore',
+    // A number is a descriptor the child gets as is (execa's types let only 3-9 through).
+    ...(fifos ? { stdout: fifos[0]!.writeFd as 3, stderr: fifos[1]!.writeFd as 3 } : {}),
     env: { ...options.env, ...path },
     cwd: options.cwd,
     forceKillAfterDelay: 30_000,
     detached: true,
   });
+  for (const fifo of fifos ?? []) fifo.release();
+  const [stdout, stderrStream] = fifos ? [fifos[0]!.reader, fifos[1]!.reader] : [child.stdout!, child.stderr!];
   const marks = [dir, ...flagValues(options.args ?? [], '--configPath')];
   for (const mark of marks) ownDir(mark, { remove: mark === dir && !options.dir });
   let stderr = '';
   const log = new LineLog<AgentLogEntry>(
-    child.stdout!,
+    stdout,
     () => `the agent's stdout closed (exit code ${child.exitCode ?? '?'}); stderr: ${stderr.trim() || '(empty)'}`,
   );
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  stderrStream.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = child.then((result) => ({ exitCode: result.exitCode, signal: result.signal }));
   own(child, exited, `agent ${dir}`);
   const liveEnvoys = () => findEnvoys({ parent: child.pid, marks, foreignParents: ownedPids().filter((pid) => pid !== child.pid) });

@@ -1,20 +1,24 @@
 import { Argument, Command } from 'commander';
-import { proxyTypes, type ProxyType } from '../../role/role.ts';
+import { proxyTypes } from '../../role/role.ts';
 import type { CommandContext } from '../context.ts';
 import { checkResolvedConfig } from '../preflight.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
+import { parseTypeWord, splitProxyArgs } from '../proxy-type.ts';
 import { readAgentInputs } from '../../settings/agent-inputs.ts';
 
 /** `pilot-agent proxy <sidecar|router|ingress>`: the sidecar's entry point. */
 export function proxyCommand(context: CommandContext): Command {
   const command = new Command('proxy')
     .description('Render the Envoy bootstrap, run Envoy through hot restarts and serve its status')
-    .addArgument(new Argument('[type]', 'proxy role').choices(proxyTypes).default('sidecar'))
+    // The choices for help; an unknown flag in the type's place is splitProxyArgs' to name.
+    .addArgument(new Argument('[type]', 'proxy role').choices(proxyTypes).argParser(parseTypeWord).default('sidecar'))
     // As Istio's cobra command: unknown flags (an older or newer template's) are ignored, with a warning, not refused.
     .allowUnknownOption()
     .allowExcessArguments();
   for (const spec of proxyFlags) command.addOption(toOption(spec));
-  return command.action(async (type: ProxyType, flags: Record<string, unknown>) => {
+  return command.action(async (_word: string, flags: Record<string, unknown>) => {
+    // What commander did not take: unknown flags (and their values), the type, words past it.
+    const { type, ignored } = splitProxyArgs(command.args);
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
     const { config, applied, proxyConfig, env } = await readAgentInputs({
       proxyType: type,
@@ -33,12 +37,12 @@ export function proxyCommand(context: CommandContext): Command {
       logAsJson: flags.log_as_json === true,
       printBootstrap: Boolean(flags.printBootstrap),
       ignoredFlags: ignoredFlags.filter(given),
-      // What commander did not take: unknown flags (and their values), or words past the type.
-      unknownArgs: command.args.slice(command.args[0] === type ? 1 : 0),
+      unknownArgs: ignored,
       unimplementedFlags: unimplementedFlags.filter(given),
       proxyConfig: { applied, unknown: proxyConfig.unknown, origin: proxyConfig.origin },
       env,
       mergedProxyConfig: proxyConfig.value,
+      proxyMetadataSource: proxyConfig.origin.proxyMetadata,
     });
   });
 }

@@ -4,6 +4,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { keepAlive, type KeepaliveOptions } from '../../grpc/keepalive.ts';
 import { grpcContentType } from '../../grpc/server-call.ts';
 import { boundedTimer } from '../../shared/clock.ts';
+import { withoutNodeHints } from '../../shared/errors.ts';
 import { formatHostPort } from '../../shared/host-port.ts';
 import { agentVersion } from '../../shared/version.ts';
 import { classifyTlsFailure, type HeldCertificateChoice, type TlsFailure, type UpstreamCredential } from './credentials.ts';
@@ -90,7 +91,7 @@ export async function dialUpstream(options: UpstreamOptions, dial: DialOptions):
 function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: NodeJS.ErrnoException): UpstreamDialError {
   const presented = material.tls?.cert !== undefined;
   const tls = material.tls ? classifyTlsFailure(error.code, presented) : undefined;
-  const because = `${error.code}: ${error.message.split('\n')[0]!.trim()}`;
+  const because = `${error.code}: ${withoutNodeHints(error.message.split('\n')[0]!).trim()}`;
   const messages: Record<TlsFailure, () => string> = {
     'server-not-trusted': () => {
       const root = xdsRootOf(options);
@@ -101,7 +102,7 @@ function dialError(options: UpstreamOptions, material: UpstreamMaterial, error: 
         `${material.held.present ? 'the workload certificate from the CA' : `files in ${options.certDir}`}`,
     'client-certificate-required': () => `TLS: the discovery server wants a client certificate and the agent holds none yet (${because})`,
   };
-  return new UpstreamDialError(tls ? messages[tls]() : error.message, { cause: error, credential: material.credential, tls });
+  return new UpstreamDialError(tls ? messages[tls]() : withoutNodeHints(error.message), { cause: error, credential: material.credential, tls });
 }
 
 async function openSession(options: UpstreamOptions, material: UpstreamMaterial): Promise<ClientHttp2Session> {

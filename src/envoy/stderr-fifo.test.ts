@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { it } from 'node:test';
+import { execa } from 'execa';
+import { pino } from 'pino';
+import { tempDir } from '../../test/support/cleanup.ts';
+import { within } from '../../test/support/within.ts';
+import { StderrFifos } from './stderr-fifo.ts';
+
+function capture() {
+  const logged: { level: number; msg: string }[] = [];
+  return { logged, logger: pino({ level: 'info' }, { write: (text: string) => void logged.push(JSON.parse(text)) }) };
+}
+
+it("a child's fd 2 is a FIFO: it can open /dev/stderr by path, both writes reach the lines, which end with the child; no name is left", async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'stderr-fifo-');
+  const { logged, logger } = capture();
+  const fifo = await new StderrFifos(dir, logger).open(3);
+  assert.ok(fifo, JSON.stringify(logged));
+  const child = execa('sh', ['-c', 'echo on-fd-2 >&2; echo by-path >> /dev/stderr'], { stdin: 'ignore', stdout: 'ignore', stderr: fifo.writeFd as 3, reject: false });
+  fifo.release();
+  const lines: string[] = [];
+  await within((async () => { for await (const line of fifo.lines) lines.push(line); })(), 10_000, 'the lines to end with the child');
+  assert.equal((await child).exitCode, 0);
+  assert.deepEqual(lines, ['on-fd-2', 'by-path']);
+  assert.deepEqual(await readdir(dir), []);
+  assert.deepEqual(logged, []);
+});
+
+it('where no FIFO can be made, none is tried again: Envoy keeps a piped stderr, and one warning says what /dev/stderr then cannot do', async () => {
+  const { logged, logger } = capture();
+  const fifos = new StderrFifos(join('/nonexistent', 'dir'), logger);
+  assert.equal(await fifos.open(0), undefined);
+  assert.equal(await fifos.open(1), undefined);
+  assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[40, "no FIFO for Envoy's stderr: it is a socket, so an access log to /dev/stderr cannot open"]]);
+});
