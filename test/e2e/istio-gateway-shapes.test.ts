@@ -93,7 +93,18 @@ for (const [name, shape] of [['the gateway chart (gateway injection template)', 
 
     it('sends the node as a router, in its namespace', async () => {
       const node = await pod.peer.log.waitFor((entry) => entry.event === 'node', 10_000, 'the node at the xDS peer');
-      assert.equal(node.node, `router~${pod.podIp}~${shape.env('', '').POD_NAME}.${shape.namespace}~${shape.namespace}.svc.cluster.local`);
+      const env = shape.env('', '');
+      assert.equal(node.node, `router~${pod.podIp}~${env.POD_NAME}.${shape.namespace}~${shape.namespace}.svc.cluster.local`);
+      const metadata = node.metadata as Record<string, unknown>;
+      assert.deepEqual(
+        [metadata.NAMESPACE, metadata.SERVICE_ACCOUNT, metadata.WORKLOAD_NAME, metadata.OWNER, metadata.CLUSTER_ID],
+        [shape.namespace, shape.serviceAccount, env.ISTIO_META_WORKLOAD_NAME, env.ISTIO_META_OWNER, 'Kubernetes'],
+      );
+    });
+
+    it("is ready on :15021 from outside the pod, where the template's readiness probe asks", async () => {
+      const status = await fetch(`http://${pod.podIp}:15021/healthz/ready`, { signal: AbortSignal.timeout(5_000) }).then((response) => response.status);
+      assert.equal(status, 200);
     });
 
     it('logs nothing at warn or above', () => {
