@@ -55,12 +55,13 @@ describe('Dockerfile.proxy', () => {
     assert.ok(copies.some((c) => c.getFromFlag()?.getValue() === 'envoy' && args(c).join(' ').endsWith('/usr/local/bin/envoy /usr/local/bin/envoy')));
   });
 
-  it('takes Envoy from PyPI by default, from Istio\'s proxy image with ENVOY_SOURCE=istio', () => {
-    assert.equal(globalArg('ENVOY_SOURCE'), 'pypi');
+  it('takes Istio\'s Envoy from its proxy image by default (a stock istiod\'s config needs its filters), upstream with ENVOY_SOURCE=pypi', () => {
+    assert.equal(globalArg('ENVOY_SOURCE'), 'istio');
     assert.match(globalArg('ISTIO_PROXY_IMAGE') ?? '', /^docker\.io\/istio\/proxyv2:/);
     assert.equal(froms[2]?.getImage(), '${ISTIO_PROXY_IMAGE}');
     assert.equal(froms[3]?.getImage(), 'envoy-${ENVOY_SOURCE}');
-    assert.match(read('README.md'), /ENVOY_SOURCE=istio/);
+    assert.match(read('README.md'), /ENVOY_SOURCE=pypi/);
+    assert.match(read('docs/docker.md'), /`istio`, the default/);
   });
 
   it('gives UID 1337 the SDS socket\'s directory', () => {
