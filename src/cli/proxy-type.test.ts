@@ -21,10 +21,10 @@ test('splitProxyArgs: an unknown flag that would swallow the type is exit 2 nami
   const refused = (words: string[], message: string) =>
     assert.throws(() => splitProxyArgs(words), (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === message, words.join(' '));
   refused(['--foo', 'router'], '--foo: unknown flag before the proxy type "router" (Istio\'s agent would take "router" as its value and run a sidecar): put the type first');
-  refused(['--foo=1', 'gateway'], 'proxy: argument \'type\': "gateway" is not one of sidecar, router, ingress');
+  refused(['--foo=1', 'gateway'], 'proxy: argument \'type\': "gateway" is not one of sidecar, router, ingress, waypoint');
 });
 
 test("parseTypeWord: a proxy type or a flag passes (the flag is splitProxyArgs' to name); any other word is commander's choices error", () => {
   assert.deepEqual(['router', '--foo', '-x'].map(parseTypeWord), ['router', '--foo', '-x']);
-  assert.throws(() => parseTypeWord('gateway'), { code: 'commander.invalidArgument', message: 'Allowed choices are sidecar, router, ingress.' });
+  assert.throws(() => parseTypeWord('gateway'), { code: 'commander.invalidArgument', message: 'Allowed choices are sidecar, router, ingress, waypoint.' });
 });

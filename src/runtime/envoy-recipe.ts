@@ -77,17 +77,20 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.use(healthPart(ctx, inputs, relayParts.health, { agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
-  const restart = (hash: string) => {
-    // The gate keeps the expiry under the config the loop runs (a SotW fallback marks it).
-    const config = hash + xds.configSuffix;
-    loop.gate.certsChanged(config);
-    agent.dispatch({ type: 'config-changed', config });
-  };
-  stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restart) }));
+  stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restartOnCerts(loop, xds)) }));
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
+}
+
+/** A new certificate set asks the loop for a new epoch; the gate keeps the expiry under the config the loop runs (a SotW fallback marks it). */
+function restartOnCerts(loop: Pick<ReturnType<typeof startEnvoyLoop>, 'gate' | 'agent'>, xds: XdsChoice) {
+  return (hash: string) => {
+    const config = hash + xds.configSuffix;
+    loop.gate.certsChanged(config);
+    loop.agent.dispatch({ type: 'config-changed', config });
+  };
 }
 
 /** ProxyConfig.readinessProbe's checks, reported where the relay reads them; none without a probe. */

@@ -95,14 +95,7 @@ export class ResponseLeg {
     if (nameTables)
       this.#nds = new NdsSubscription({ mode, sink: nameTables, send: (request) => void upstream.write(frame(request)), forward: passOn, maxBytes, logger });
     const afterEcds = (bytes: Buffer) => (this.#nds ? this.#nds.push(bytes) : passOn(bytes));
-    const badFrame = (error: Error) => {
-      this.#options.stats.upstreamFailure('BAD_FRAME');
-      this.#options.end({
-        reason: 'bad_upstream_frame',
-        status: GrpcStatus.UNAVAILABLE,
-        details: `malformed response from the discovery server: ${error.message}`,
-      });
-    };
+    const badFrame = (error: Error) => this.#badFrame(error);
     if (ecds)
       this.#ecds = new EcdsInterceptor({
         mode,
@@ -128,6 +121,12 @@ export class ResponseLeg {
     // The server's side ended (trailers, END_STREAM), after every byte before it was read: with no RST_STREAM after it, 'close' never comes.
     upstream.on('end', () => this.#onClosed(undefined, true));
     upstream.on('close', () => this.#onClosed(upstream.rstCode));
+  }
+
+  #badFrame(error: Error): void {
+    this.#options.stats.upstreamFailure('BAD_FRAME');
+    const details = `malformed response from the discovery server: ${error.message}`;
+    this.#options.end({ reason: 'bad_upstream_frame', status: GrpcStatus.UNAVAILABLE, details });
   }
 
   /** Envoy's response bytes: read on the way (throws WireError when malformed), then written. */
