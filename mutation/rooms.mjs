@@ -280,6 +280,7 @@ export const rooms = {
       'src/dns/table-store.test.ts',
       'src/dns/tcp-connection.test.ts',
       'src/dns/tcp-connection-edges.test.ts',
+      'src/dns/start.test.ts',
     ],
   },
   // Wasm fetching: what a registry, a redirect or an ECDS answer can send. Left out: start.ts
