@@ -5,8 +5,8 @@ import { importsIn, readSourceFiles, type ImportOf } from '../../test/support/so
 /**
  * An ES import of node:http or node:https (a value, not a type) reads every
  * export of the builtin, and its lazy WebSocket/EventSource exports then load
- * Node's bundled undici: 8–20 ms of CPU at every start and +8 MB anonymous
- * memory per pod. The product takes them from src/shared/node-http.ts.
+ * Node's bundled undici: CPU at every start and memory per pod
+ * (docs/benchmarks.md). The product takes them from src/shared/node-http.ts.
  */
 const loadsHttp = (specifiers: readonly ImportOf[]) => specifiers.some(({ from, typeOnly }) => !typeOnly && /^(node:)?https?$/.test(from));
 
