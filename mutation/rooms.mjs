@@ -303,6 +303,7 @@ export const rooms = {
       'src/dns/table-store.test.ts',
       'src/dns/tcp-connection.test.ts',
       'src/dns/tcp-connection-edges.test.ts',
+      'src/dns/start.test.ts',
     ],
   },
   // Wasm fetching: what a registry, a redirect or an ECDS answer can send. Left out: start.ts
@@ -414,8 +415,23 @@ export const rooms = {
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {
-    mutate: ['src/runtime/envoy-recipe.ts', 'src/runtime/envoy-loop.ts', 'src/runtime/process-hooks.ts', 'src/runtime/events.ts', 'src/runtime/context.ts'],
-    tests: ['src/runtime/sotw-fallback.test.ts', 'src/runtime/envoy-recipe.test.ts', 'src/runtime/envoy-recipe-xds.test.ts', 'src/runtime/events.test.ts', 'src/runtime/relay.test.ts', 'src/runtime/envoy-loop.test.ts'],
+    mutate: [
+      'src/runtime/envoy-recipe.ts',
+      'src/runtime/proxyless-recipe.ts',
+      'src/runtime/envoy-loop.ts',
+      'src/runtime/process-hooks.ts',
+      'src/runtime/events.ts',
+      'src/runtime/context.ts',
+    ],
+    tests: [
+      'src/runtime/sotw-fallback.test.ts',
+      'src/runtime/envoy-recipe.test.ts',
+      'src/runtime/envoy-recipe-xds.test.ts',
+      'src/runtime/proxyless-recipe.test.ts',
+      'src/runtime/events.test.ts',
+      'src/runtime/relay.test.ts',
+      'src/runtime/envoy-loop.test.ts',
+    ],
   },
   // The xDS relay's core: each stream's phases, legs and endings, the relay's streams, predial and
   // spares, and whether a new Envoy would get config; run over an in-memory AdsStream and a scripted upstream.

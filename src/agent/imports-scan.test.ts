@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'node:test';
+import { readSourceFiles, roomOf } from '../../test/support/source-files.ts';
 
 /**
  * The reducer, its interpreter, `Proxy`, `FakeProxy` and the restart gate
@@ -11,13 +10,8 @@ import { test } from 'node:test';
 const allowed = /^(\.\/[^/]+|\.\.\/shared\/[^/]+|node:[\w/]+)$/;
 
 test('agent/ imports only shared/ and itself (tests aside)', () => {
-  const found: string[] = [];
-  for (const name of readdirSync(import.meta.dirname).filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))) {
-    const text = readFileSync(join(import.meta.dirname, name), 'utf8');
-    for (const match of text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?\bfrom\s+['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
-      const specifier = match[1] ?? match[2]!;
-      if (!allowed.test(specifier)) found.push(`src/agent/${name}: ${specifier}`);
-    }
-  }
+  const agent = readSourceFiles().filter((file) => roomOf(file.path) === 'agent');
+  assert.ok(agent.some((file) => file.path === 'src/agent/reconcile.ts'), 'the scan reads the agent room');
+  const found = agent.flatMap((file) => file.specifiers.filter(({ from }) => !allowed.test(from)).map(({ from }) => `${file.path}: ${from}`));
   assert.deepEqual(found, [], 'move the wiring to src/runtime/, or the shared piece to src/shared/');
 });

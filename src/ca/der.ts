@@ -2,10 +2,9 @@
  * The few DER encodings a certificate request needs (X.690). Enough for a
  * CSR, nothing more: lengths up to 2^32, OIDs from dotted strings. The
  * signing and key export are node:crypto's; certificates are read with its
- * X509Certificate. Kept over node-forge 1.4 (bench/library-cost.ts, fresh
- * node, median of 7): forge has no ECDSA keys (P-256 is our default), and an
- * RSA 2048 CSR with it costs +20.5 MB RSS / +9.1 MB anonymous and 148 ms,
- * against +6.4 / +2.6 MB and 88 ms here, key generation included.
+ * X509Certificate. Kept over node-forge (bench/library-cost.ts, figures in
+ * docs/benchmarks.md): forge has no ECDSA keys (P-256 is our default), and
+ * an RSA 2048 CSR with it costs more memory and time than here.
  */
 export function tlv(tag: number, content: Buffer): Buffer {
   return Buffer.concat([Buffer.from([tag]), encodeLength(content.length), content]);

@@ -32,15 +32,15 @@ export interface StartCaOptions {
   clock: Clock;
   logger: Logger;
   /**
-   * The first CA call (and with it the load of @grpc/grpc-js, ~40 ms of the
-   * main thread) waits for this, at most `firstCallWaitMs`: Envoy's spawn,
-   * so that load runs while Envoy boots instead of delaying its spawn. The
-   * key is made at once: an RSA key takes the thread pool ~100 ms.
+   * The first CA call (and with it the load of @grpc/grpc-js, on the main
+   * thread) waits for this, at most `firstCallWaitMs`: Envoy's spawn, so
+   * that load runs while Envoy boots instead of delaying its spawn. The key
+   * is made at once: an RSA key is slow to make, on the thread pool.
    */
   firstCallAfter?: Promise<unknown>;
 }
 
-/** Envoy needs its certificate ~50 ms after its spawn; a spawn that never comes does not hold the CA back longer. */
+/** Envoy asks for its certificate soon after its spawn; a spawn that never comes does not hold the CA back longer. */
 const firstCallWaitMs = 1000;
 
 /**

@@ -4,9 +4,9 @@ import { encodeVarint, lenField } from '../grpc/proto-wire.ts';
 /**
  * Reads the few fields the relay needs straight from protobuf wire bytes, so
  * a 50 MB response is scanned (lengths skipped), never decoded or copied.
- * protobufjs (7) decodes a whole message, so the relay would first have to
- * gather it, and loading it costs +8.2 MB RSS / +3.9 MB anonymous
- * (bench/library-cost.ts); the scanner streams and costs neither.
+ * protobufjs decodes a whole message, so the relay would first have to
+ * gather it, and loading it costs memory of its own (bench/library-cost.ts,
+ * docs/benchmarks.md); the scanner streams and costs neither.
  * Field numbers from envoy/service/discovery/v3/discovery.proto.
  */
 export type XdsMode = 'sotw' | 'delta';

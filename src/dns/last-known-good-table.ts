@@ -89,8 +89,8 @@ const base64SliceBytes = 3 * 64 * 1024;
 
 /**
  * The file's JSON, the table's base64 made a slice at a time with the loop
- * turning between slices: for 100,000 names one JSON.stringify held it for
- * ~15 ms, longer than any step of the table's build. base64 needs no JSON
+ * turning between slices: for 100,000 names one JSON.stringify held it
+ * longer than any step of the table's build. base64 needs no JSON
  * escaping, so the text is put together around it.
  */
 async function lastKnownGoodText(head: { node: string; at: number; version: string }, table: Buffer, yieldToLoop: () => Promise<void>): Promise<Buffer> {

@@ -232,9 +232,8 @@ const shardCount = 64;
 
 /**
  * A Map split by its (hashed) keys. One Map grows by copying all of itself
- * in one step: past 131,072 names that step took 16-50 ms (35-200 ms at
- * 262,144) on this machine, however the build around it is sliced; each of
- * these grows a 64th as much.
+ * in one step, which for a large table holds the loop however the build
+ * around it is sliced (docs/benchmarks.md); each of these grows a 64th as much.
  */
 class ShardedMap<V> {
   readonly #shards = Array.from({ length: shardCount }, () => new Map<number, V>());

@@ -48,6 +48,9 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   logger.info({ resolvConf: resolv.path, servers: resolv.servers, search: resolv.search }, 'DNS forwards unknown names to these resolvers');
   const store = new TableStore({ pod: { ...options.pod, search: resolv.search }, now: () => clock.now() });
   const lastKnownGood = new LastKnownGoodTable({ path: join(options.configPath, 'dns-name-table.json'), node: options.node, now: () => clock.now() });
+  await using stack = new AsyncDisposableStack();
+  // Undone last: a table being written as the server stops is on disk before the stop resolves.
+  stack.defer(() => lastKnownGood.close());
   await loadLastKnownGood(store, lastKnownGood, logger);
   const forwarder = new Forwarder({ servers: resolv.servers, timeoutMs: options.forwardTimeoutMs, parallel: options.forwardParallel, clock });
   // Serving port 53 as root means no capture (a VM, Docker): answer at once, as Istio does, forwarding until the table comes.
@@ -66,14 +69,13 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
   await server.start().catch((error: Error) => {
     throw badEnv('DNS_PROXY_ADDR', `cannot listen on ${options.address.host}:${options.address.port} (${error.message})`, error);
   });
+  stack.defer(() => server.stop());
+  const stops = stack.move();
   return {
     nameTables: { accept: (table, version) => acceptTable({ store, lastKnownGood, table, version, logger }) },
     problem: () => (store.table ? undefined : 'DNS is on and the name table has not arrived yet (NDS)'),
     debug: (withTable) => store.debug(withTable),
-    stop: async () => {
-      await server.stop();
-      await lastKnownGood.close();
-    },
+    stop: () => stops.disposeAsync(),
   };
 }
 

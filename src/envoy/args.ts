@@ -37,14 +37,14 @@ export interface EnvoyLaunch {
 /**
  * Istio's rule: an IPv6-only pod (every node IP is IPv6) makes Envoy's local addresses IPv6.
  * isIP, not isIPv6: it tries Node's IPv4 pattern first, and an IPv4 address then never runs
- * the IPv6 one, whose first run compiles it (~4 ms of CPU, up to 10 ms before Envoy's spawn).
+ * the IPv6 one, whose first run compiles it (CPU before Envoy's spawn).
  */
 export function localAddressIpVersion(nodeIps: readonly string[]): 'v4' | 'v6' {
   return nodeIps.length > 0 && nodeIps.every((ip) => isIP(ip) === 6) ? 'v6' : 'v4';
 }
 
 /**
- * Envoy 1.40's command line for one epoch. Every start is a hot restart, so
+ * Envoy's command line for one epoch. Every start is a hot restart, so
  * epoch N > 0 must reuse the base id epoch 0 picked.
  */
 export function buildEnvoyArgs(input: EnvoyArgsInput): string[] {

@@ -31,9 +31,9 @@ export interface WatchLiveOptions {
 /**
  * Polls admin until this epoch's own Envoy reports LIVE, then tells
  * `onLive` once. The poll asks `/ready` (5 bytes) and only once it says
- * LIVE `/server_info` (~120 KB: ~1.8 ms of Envoy's CPU and ~0.7 ms of the
- * agent's per call, against ~0.15 and ~0.3 for /ready): a node of pods
- * starting together is CPU-bound, and this runs every 100 ms until LIVE.
+ * LIVE `/server_info` (large, and several times the CPU of /ready on both
+ * sides, docs/benchmarks.md): a node of pods starting together is
+ * CPU-bound, and this runs every 100 ms until LIVE.
  */
 export async function watchLive({ admin, clock, bootstrapPath, signal, onLive, onWaiting }: WatchLiveOptions): Promise<void> {
   const since = clock.now();

@@ -15,8 +15,8 @@ import { rejected, type Verdict } from './validate.ts';
  * enum value that `--mode validate` refuses). The agent's own rendering of
  * its built-in template is validated only `afterFailedStart`, to tell a
  * rejected bootstrap (exit 2) from a start a retry may pass: a validation
- * beside every pod's start cost ~43 ms of Envoy's CPU, on a node where
- * pods start together and wait for CPU.
+ * beside every pod's start cost Envoy's CPU (docs/benchmarks.md), on a
+ * node where pods start together and wait for CPU.
  */
 export interface StartCheckPlan {
   before: boolean;

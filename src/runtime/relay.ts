@@ -20,7 +20,8 @@ export type RelayPart = XdsRelay & AsyncDisposable;
 /**
  * The xDS relay with the last-known-good config it serves from. Listening
  * before Envoy starts: Envoy's first ADS connect then succeeds at once.
- * Disposing it stops the relay, then writes and closes the last-known-good file.
+ * Disposing it stops the relay, then writes and closes the last-known-good file:
+ * one stack, as the recipes', which also closes the file when the relay cannot start.
  */
 export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): Promise<RelayPart> {
   const logger = ctx.logger.child({ component: 'xds' });
@@ -30,6 +31,9 @@ export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): 
     clock: ctx.clock,
     logger,
   });
+  await using stack = new AsyncDisposableStack();
+  // Undone last: the file gets what the relay kept up to its stop.
+  stack.defer(() => lastKnownGoodFile.close());
   const { ca } = inputs;
   // Once the CA has issued one, new connections to istiod present the workload certificate too (never waited for).
   const upstream = { ...inputs.upstream, heldCertificate: ca && (() => ca.workloadCertificate()) };
@@ -45,14 +49,8 @@ export async function startRelayPart(ctx: RuntimeContext, inputs: RelayInputs): 
     ecds: inputs.ecds,
     health: inputs.health,
   });
-  try {
-    await relay.start();
-  } catch (error) {
-    await lastKnownGoodFile.close();
-    throw error;
-  }
-  return stopsOnDispose(relay, async () => {
-    await relay.stop();
-    await lastKnownGoodFile.close();
-  });
+  await relay.start();
+  stack.defer(() => relay.stop());
+  const stops = stack.move();
+  return stopsOnDispose(relay, () => stops.disposeAsync());
 }

@@ -50,8 +50,8 @@ type Call = Grpc.ServerDuplexStream<Buffer, Buffer>;
  * grpc-js: grpc-js has no connection cap, net.Server has (`maxConnections`).
  * It also lets the socket listen before grpc-js is loaded: grpc-js loads
  * when the first connection comes (Envoy's, once it is up and wants a
- * secret), not on the way to spawning Envoy, where its 40-150 ms of module
- * loading on the main thread delayed Envoy's start (bench/cost.ts). The
+ * secret), not on the way to spawning Envoy, where its module loading on
+ * the main thread delayed Envoy's start (bench/cost.ts). The
  * connection waits for it; its bytes are kept, and read by grpc-js.
  */
 export class SdsServer {

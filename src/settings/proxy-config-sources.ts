@@ -77,7 +77,7 @@ export function mergeProxyConfigs(sources: readonly ProxyConfigSource[]): Merged
 
 /**
  * JSON or YAML text to an object. JSON (what the injection sends) needs no
- * YAML parser; the parser (about 4 MB of a pod's memory) loads only for YAML.
+ * YAML parser; the parser (memory every pod would pay) loads only for YAML.
  */
 export async function parseProxyConfigText(source: string, text: string): Promise<ProxyConfigObject> {
   let value: unknown;

@@ -1,28 +1,15 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { test } from 'node:test';
+import { readSourceFiles, roomOf } from '../../test/support/source-files.ts';
 
 /**
  * The status server only reads the reconcile state and dispatches to it: it
  * never reaches Envoy around `Proxy` (a drain of its own was the third way to
  * drain Envoy). What it reads from Envoy's admin it is handed by `runtime/`.
  */
-function productFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return productFiles(path);
-    return entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') ? [path] : [];
-  });
-}
-
 test('status/ never imports envoy/ (tests aside)', () => {
-  const found: string[] = [];
-  for (const path of productFiles(import.meta.dirname)) {
-    for (const match of readFileSync(path, 'utf8').matchAll(/\bfrom\s+['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) {
-      const specifier = match[1] ?? match[2]!;
-      if (/(^|\/)envoy\//.test(specifier)) found.push(`${relative(join(import.meta.dirname, '..', '..'), path)}: ${specifier}`);
-    }
-  }
+  const status = readSourceFiles().filter((file) => roomOf(file.path) === 'status');
+  assert.ok(status.some((file) => file.path === 'src/status/app-probes/config.ts'), 'the scan reads status/ and its folders');
+  const found = status.flatMap((file) => file.imports.filter((path) => roomOf(path) === 'envoy').map((path) => `${file.path}: ${path}`));
   assert.deepEqual(found, [], 'dispatch to the agent, or take what Envoy gives from runtime/');
 });

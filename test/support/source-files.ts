@@ -13,9 +13,26 @@ export interface SourceFile {
   readonly text: string;
   /** Repository paths of the `src/` modules it imports. */
   readonly imports: readonly string[];
+  /** Every module it imports as written (`./x.ts`, `node:http`, `yaml`), in order. */
+  readonly specifiers: readonly ImportOf[];
 }
 
-const importPattern = /(?:^|\n)\s*(?:import|export)\b[^'";]*?\bfrom\s*'([^']+)'|\bimport\(\s*'([^']+)'\s*\)|(?:^|\n)\s*import\s*'([^']+)'/g;
+export interface ImportOf {
+  readonly from: string;
+  /** `import type`, `export type` or `typeof import(…)`: erased, it loads nothing. */
+  readonly typeOnly: boolean;
+}
+
+const importPattern =
+  /(?:^|\n)\s*(?:import|export)\b([^'";]*?)\bfrom\s*['"]([^'"]+)['"]|(\btypeof\s+)?\bimport\(\s*['"]([^'"]+)['"]\s*\)|(?:^|\n)\s*import\s*['"]([^'"]+)['"]/g;
+
+/** The modules a text imports: static, re-exports, type-only (and type queries), dynamic and bare imports alike. */
+export function importsIn(text: string): ImportOf[] {
+  return [...text.matchAll(importPattern)].map((match) => ({
+    from: (match[2] ?? match[4] ?? match[5])!,
+    typeOnly: /^\s*type\b/.test(match[1] ?? '') || match[3] !== undefined,
+  }));
+}
 
 /** Every production module under src/, sorted by path. */
 export function readSourceFiles(): SourceFile[] {
@@ -23,7 +40,8 @@ export function readSourceFiles(): SourceFile[] {
   return listModules(join(root, 'src'))
     .map((file) => {
       const text = readFileSync(file, 'utf8');
-      return { path: relative(root, file), text, imports: localImports(root, file, text) };
+      const specifiers = importsIn(text);
+      return { path: relative(root, file), text, imports: localImports(root, file, specifiers), specifiers };
     })
     .sort((a, b) => a.path.localeCompare(b.path));
 }
@@ -39,11 +57,7 @@ function listModules(dir: string): string[] {
     .map((entry) => join(entry.parentPath, entry.name));
 }
 
-function localImports(root: string, file: string, text: string): string[] {
-  const found = new Set<string>();
-  for (const match of text.matchAll(importPattern)) {
-    const specifier = match[1] ?? match[2] ?? match[3];
-    if (specifier?.startsWith('.')) found.add(relative(root, resolve(dirname(file), specifier)));
-  }
-  return [...found];
+function localImports(root: string, file: string, specifiers: readonly ImportOf[]): string[] {
+  const local = specifiers.filter(({ from }) => from.startsWith('.'));
+  return [...new Set(local.map(({ from }) => relative(root, resolve(dirname(file), from))))];
 }

@@ -147,8 +147,8 @@ export class XdsRelay {
 
   /**
    * Dials the discovery server for Envoy's first stream before Envoy opens
-   * it: Envoy takes ~60 ms from its spawn to its xDS stream, and the TLS
-   * handshake (~10 ms) then is no longer on the way to ready. Still one
+   * it: Envoy takes a while from its spawn to its xDS stream, and the TLS
+   * handshake then is no longer on the way to ready. Still one
    * connection: the stream takes this one (a redial's spare when it comes
    * late, closed after 10 s if no stream comes). A failed predial is
    * forgotten; the stream dials as usual.

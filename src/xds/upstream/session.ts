@@ -14,8 +14,9 @@ const mib = 1024 * 1024;
 
 /**
  * A 16 MiB HTTP/2 window, as Envoy's own xDS cluster: with the 64 KiB
- * default a 10 MB response takes ~3× longer. It is also the most a stalled
- * Envoy makes the relay hold per stream (the server waits for the window).
+ * default a large response takes much longer (docs/benchmarks.md). It is
+ * also the most a stalled Envoy makes the relay hold per stream (the server
+ * waits for the window).
  */
 export const upstreamWindowBytes = 16 * mib;
 /** A server that takes longer than this to accept and finish TLS counts as down. */
