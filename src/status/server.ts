@@ -9,6 +9,7 @@ import type { Logger } from '../shared/log.ts';
 import { boundSend } from '../shared/send-timeout.ts';
 import { isLoopbackPeer } from './access.ts';
 import { acceptsGzip } from './negotiate.ts';
+import { PipelineGate } from './pipeline.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
 
 export interface StatusServer {
@@ -66,10 +67,13 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const log = (fields: Record<string, unknown>, message: string) => options.logger.warn(fields, message);
   const tcpCap = new ConnectionCap({ ...statusConnectionLimits, trusted: (socket) => isLoopbackPeer(socket.remoteAddress), onShed: shedLog(log, 'status') });
   const hopCap = new ConnectionCap({ ...readinessHopLimits, trusted: () => false, onShed: shedLog(log, 'readiness socket') });
-  const tcp = http.createServer(statusServerTimeouts, (request, response) => void serve(handleStatus, options, tracked(tcpCap, request, response), response));
+  const tcp = http.createServer(
+    statusServerTimeouts,
+    inTurn((request, response) => serve(handleStatus, options, tracked(tcpCap, request, response), response)),
+  );
   const hop = http.createServer(
     statusServerTimeouts,
-    (request, response) => void serve(handleReadinessHop, options, tracked(hopCap, request, response), response),
+    inTurn((request, response) => serve(handleReadinessHop, options, tracked(hopCap, request, response), response)),
   );
   tcpCap.attach(tcp);
   hopCap.attach(hop);
@@ -79,6 +83,12 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     port: (tcp.address() as { port: number }).port,
     close: async () => void (await Promise.all([close(tcp), close(hop)])),
   };
+}
+
+/** A request handler that answers a connection's requests one after the other (see PipelineGate). */
+function inTurn(serveOne: (request: IncomingMessage, response: ServerResponse) => Promise<void>) {
+  const gate = new PipelineGate();
+  return (request: IncomingMessage, response: ServerResponse) => gate.enter(request.socket, response, () => void serveOne(request, response));
 }
 
 /**
