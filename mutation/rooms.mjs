@@ -53,11 +53,11 @@ export const rooms = {
       'src/status/app-probes/redirects.test.ts',
     ],
   },
-  // The metrics' text: the Prometheus exposition and its OpenMetrics rewrite (what every scrape reads).
+  // The metrics' text: the Prometheus exposition (what every scrape reads).
   // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
-    mutate: ['src/metrics/exposition.ts', 'src/metrics/openmetrics.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/openmetrics.test.ts', 'src/metrics/registry.test.ts'],
+    mutate: ['src/metrics/exposition.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.

@@ -1,6 +1,4 @@
 import { contentType as prometheusContentType } from '../metrics/exposition.ts';
-import { openMetricsContentType, toOpenMetrics } from '../metrics/openmetrics.ts';
-import { wantsOpenMetrics } from './negotiate.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
 import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
 import type { CappedBody } from './prometheus.ts';
@@ -14,8 +12,6 @@ export interface StatusRequest {
   url: string;
   /** The socket's peer; empty for the Unix socket of Envoy's readiness hop. */
   remoteAddress: string;
-  /** The Accept header: the merged metrics are OpenMetrics when the scraper prefers it. */
-  accept?: string;
   signal?: AbortSignal;
 }
 
@@ -132,9 +128,9 @@ async function metrics(deps: StatusDeps, request: StatusRequest): Promise<Status
     deps.envoyMetrics ? envoyPart(deps, deps.envoyMetrics, request.signal) : '',
     deps.appMetrics?.(request.signal) ?? '',
   ]);
-  const merged = mergePrometheus(mergePrometheus(agent, envoy), app);
-  if (wantsOpenMetrics(request.accept)) return { status: 200, contentType: openMetricsContentType, body: toOpenMetrics(merged) };
-  return { status: 200, contentType: prometheusContentType, body: merged };
+  // The text format whatever the Accept, as Istio's agent serves Envoy's part: rewritten as OpenMetrics, Envoy's
+  // counters gain `_total` and clash with its own `…_total` counters (envoy_cluster_upstream_rq{,_total}).
+  return { status: 200, contentType: prometheusContentType, body: mergePrometheus(mergePrometheus(agent, envoy), app) };
 }
 
 async function envoyPart(deps: StatusDeps, fetchEnvoy: NonNullable<StatusDeps['envoyMetrics']>, signal?: AbortSignal): Promise<string> {

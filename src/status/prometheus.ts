@@ -5,6 +5,9 @@ import { timeoutSignal } from '../shared/clock.ts';
 /** Envoy's part of /stats/prometheus is capped so one scrape cannot eat the agent's memory. */
 export const envoyMetricsCapBytes = 32 * 1024 * 1024;
 
+/** What the merged page is made of: the text format (an app that speaks OpenMetrics too is asked for text, as Istio asks Envoy). */
+const textAccept = 'text/plain;version=0.0.4,*/*;q=0.1';
+
 export type CappedBody = { ok: true; status: number; text: string; truncated: boolean } | { ok: false; error: string };
 
 export interface FetchCappedOptions {
@@ -24,7 +27,7 @@ export function fetchCapped(url: string, options: FetchCappedOptions): Promise<C
   const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve) => {
     const fail = (error: Error) => resolve({ ok: false, error: signal.aborted ? String(signal.reason) : String(error) });
-    const req = client.get(url, { signal, agent: false }, (response) => {
+    const req = client.get(url, { signal, agent: false, headers: { accept: textAccept } }, (response) => {
       readCapped(response, options.capBytes).then(
         ({ bytes, truncated }) => resolve({ ok: true, status: response.statusCode ?? 0, text: bytes.toString('utf8'), truncated }),
         fail,

@@ -143,7 +143,6 @@ async function serve(handler: Handler, options: StatusServerOptions, { request, 
     method: request.method ?? 'GET',
     url: request.url ?? '/',
     remoteAddress: request.socket.remoteAddress ?? '',
-    accept: request.headers.accept,
     signal: aborted.signal,
   });
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
