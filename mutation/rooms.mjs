@@ -18,7 +18,8 @@ function only(file, name) {
  */
 export const rooms = {
   // The status port: access (who may reach what), readiness, content negotiation, the epochs it reports,
-  // the Prometheus merge and its capped fetch, the app probes' parsing, target and redirects, and the
+  // the Prometheus merge (metadata-filter, merged-metrics: the streamed page) and its capped fetch, the
+  // pipelining gate, the body's streaming (send-body), the app probes' parsing, target and redirects, and the
   // server's slot release and gzip choice (server.ts's tracked and encode). Left out: the rest of
   // server.ts (listening and wiring: the e2e tests run it), handler.ts routing (its tests run in the room),
   // the probes' HTTP and gRPC clients (sockets, e2e status-app-probes) and app-metrics.ts.
@@ -30,6 +31,9 @@ export const rooms = {
       'src/status/epochs.ts',
       'src/status/prometheus.ts',
       'src/status/pipeline.ts',
+      'src/status/metadata-filter.ts',
+      'src/status/merged-metrics.ts',
+      'src/status/send-body.ts',
       'src/status/app-probes/config.ts',
       'src/status/app-probes/probe-target.ts',
       'src/status/app-probes/redirects.ts',
@@ -48,6 +52,8 @@ export const rooms = {
       'src/status/server.test.ts',
       'src/status/server-connections.test.ts',
       'src/status/pipeline.test.ts',
+      'src/status/metadata-filter.test.ts',
+      'src/status/merged-metrics.test.ts',
       'src/status/app-probes/config.test.ts',
       'src/status/app-probes/probe-target.test.ts',
       'src/status/app-probes/redirects.test.ts',
