@@ -78,7 +78,8 @@ async function measure(build: Build, discovery: string): Promise<Result> {
   const agent: RunningAgent = await startAgent({
     discoveryAddress: discovery, bin: build.bin, viaShebang: build.viaShebang,
     args: ['--statusPort', String(statusPort)],
-    env: { ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({ 'sidecar.istio.io/statsInclusionPrefixes': 'cluster.bulk_' }) },
+    // MALLOC_ARENA_MAX=2 as the image ships it (docs/benchmarks.md, "Node flags").
+    env: { MALLOC_ARENA_MAX: '2', ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({ 'sidecar.istio.io/statsInclusionPrefixes': 'cluster.bulk_' }) },
   });
   try {
     await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 60_000);

@@ -177,6 +177,20 @@ describe('the status server streams the merged metrics', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('HEAD of the streamed metrics: headers only, and Envoy\'s body let go of', async () => {
+    envoy.closed = false;
+    const answer = await new Promise<{ status: number; body: Buffer; encoding?: string }>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port: server.port, path: '/stats/prometheus', method: 'HEAD', headers: { 'accept-encoding': 'gzip' } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), encoding: response.headers['content-encoding'] }));
+      }).on('error', reject).end();
+    });
+    assert.deepEqual([answer.status, answer.body.length, answer.encoding], [200, 0, 'gzip']);
+    for (const until = Date.now() + 10_000; !envoy.closed && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(envoy.closed, 'Envoy\'s body let go of');
+  });
+
   it('a client that stops reading stops the reading of Envoy\'s body: a few chunks held, never the page; its leaving ends that body', async () => {
     const socket = connect(server.port, '127.0.0.1');
     socket.on('error', () => undefined);
@@ -190,6 +204,7 @@ describe('the status server streams the merged metrics', () => {
     }
     assert.ok(envoy.pulled < 16 * 2 ** 20, `Envoy's body read while nobody reads the answer: ${(envoy.pulled / 2 ** 20).toFixed(1)} MiB (the cap is 32)`);
     socket.destroy();
-    while (!envoy.closed) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (const until = Date.now() + 10_000; !envoy.closed && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(envoy.closed, 'Envoy\'s body let go of');
   });
 });
