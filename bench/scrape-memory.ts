@@ -35,8 +35,10 @@ const pipelined = Number(values.pipelined);
 
 const rssAnonMb = (pid: number) => Number(/RssAnon:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 
-/** One gzip scrape; the agent's heap used (MB), read from the page itself. */
-function scrape(port: number): Promise<{ heapMb: number; bytes: number }> {
+const gaugeMb = (text: string, name: string) => Number(new RegExp(`^istio_agent_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0) / 2 ** 20;
+
+/** One gzip scrape; the agent's V8 heap used and total (MB), read from the page itself. */
+function scrape(port: number): Promise<{ heapMb: number; heapTotalMb: number; bytes: number }> {
   return new Promise((resolve, reject) => {
     const request = http.get({ host: '127.0.0.1', port, path: '/stats/prometheus', headers: { 'accept-encoding': 'gzip' }, agent: false }, (response) => {
       const chunks: Buffer[] = [];
@@ -44,8 +46,7 @@ function scrape(port: number): Promise<{ heapMb: number; bytes: number }> {
       response.on('end', () => {
         const body = Buffer.concat(chunks);
         const text = (response.headers['content-encoding'] === 'gzip' ? gunzipSync(body) : body).toString();
-        const heap = /^istio_agent_nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1];
-        resolve({ heapMb: Number(heap ?? 0) / 2 ** 20, bytes: text.length });
+        resolve({ heapMb: gaugeMb(text, 'nodejs_heap_size_used_bytes'), heapTotalMb: gaugeMb(text, 'nodejs_heap_size_total_bytes'), bytes: text.length });
       });
     });
     request.on('error', reject);
@@ -71,26 +72,27 @@ async function pipelineAttack(pid: number, port: number, count: number): Promise
   return peak;
 }
 
-interface Result { label: string; before: { rss: number; heap: number }; quarters: { rss: number; heap: number }[]; pageKb: number; attackPeak: number; afterAttack: number }
+interface At { rss: number; heap: number; heapTotal: number }
+interface Result { label: string; before: At; quarters: At[]; pageKb: number; attackPeak: number; afterAttack: number }
 
 async function measure(build: Build, discovery: string): Promise<Result> {
   const statusPort = await freePort();
   const agent: RunningAgent = await startAgent({
     discoveryAddress: discovery, bin: build.bin, viaShebang: build.viaShebang,
-    args: ['--statusPort', String(statusPort)],
+    args: ['--statusPort', String(statusPort), '--statsInclusionPrefixes', 'cluster.bulk_'],
     // MALLOC_ARENA_MAX=2 as the image ships it (docs/benchmarks.md, "Node flags").
-    env: { MALLOC_ARENA_MAX: '2', ISTIO_METAJSON_ANNOTATIONS: JSON.stringify({ 'sidecar.istio.io/statsInclusionPrefixes': 'cluster.bulk_' }) },
+    env: { MALLOC_ARENA_MAX: '2' },
   });
   try {
     await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 60_000);
     for (let warm = 0; warm < 20; warm++) await scrape(statusPort);
     const first = await scrape(statusPort);
-    const before = { rss: rssAnonMb(agent.pid), heap: first.heapMb };
+    const before = { rss: rssAnonMb(agent.pid), heap: first.heapMb, heapTotal: first.heapTotalMb };
     const quarters: Result['quarters'] = [];
     for (let done = 0; done < scrapes; ) {
       let last = first;
       for (const end = done + scrapes / 4; done < end; done++) last = await scrape(statusPort);
-      quarters.push({ rss: rssAnonMb(agent.pid), heap: last.heapMb });
+      quarters.push({ rss: rssAnonMb(agent.pid), heap: last.heapMb, heapTotal: last.heapTotalMb });
     }
     const attackPeak = await pipelineAttack(agent.pid, statusPort, pipelined);
     await new Promise((resolve) => setTimeout(resolve, 2000));
@@ -110,8 +112,8 @@ try {
   const [ours, base] = results as [Result, Result];
   const fmt = (value: number) => value.toFixed(1).padStart(6);
   for (const result of results) {
-    console.log(`${result.label}: page ${result.pageKb.toFixed(0)} KB; RssAnon / heap used (MB) before, then after each quarter of ${scrapes} gzip scrapes:`);
-    console.log(`  ${[result.before, ...result.quarters].map((at) => `${fmt(at.rss)} /${fmt(at.heap)}`).join('  ')}`);
+    console.log(`${result.label}: page ${result.pageKb.toFixed(0)} KB; RssAnon / V8 heap used / heap total (MB) before, then after each quarter of ${scrapes} gzip scrapes:`);
+    console.log(`  ${[result.before, ...result.quarters].map((at) => `${fmt(at.rss)} /${fmt(at.heap)} /${fmt(at.heapTotal)}`).join('  ')}`);
     console.log(`  ${pipelined} pipelined scrapes never read: RssAnon peak ${fmt(result.attackPeak)}, 2 s after ${fmt(result.afterAttack)}`);
   }
   const growth = (result: Result) => result.quarters.at(-1)!.rss - result.before.rss;

@@ -27,11 +27,20 @@ export class MetadataFilter {
 
   /** The complete lines of a streamed chunk, its repeats dropped; a last line without its newline waits for the next chunk. */
   *chunk(chunk: Buffer): Generator<Buffer> {
-    const data = this.#partial ? Buffer.concat([this.#partial, chunk]) : chunk;
-    const end = data.lastIndexOf(newline) + 1;
+    let from = 0;
+    if (this.#partial) {
+      // Only the line cut between two chunks is joined (copied); the rest goes on as slices.
+      const first = chunk.indexOf(newline);
+      const joined = Buffer.concat([this.#partial, first < 0 ? chunk : chunk.subarray(0, first + 1)]);
+      this.#partial = first < 0 ? joined : undefined;
+      if (first < 0) return;
+      yield* this.#lines(joined);
+      from = first + 1;
+    }
+    const end = Math.max(from, chunk.lastIndexOf(newline) + 1);
+    if (end > from) yield* this.#lines(chunk.subarray(from, end));
     // A copy: a slice would keep the whole chunk alive until the next one.
-    this.#partial = end < data.length ? Buffer.from(data.subarray(end)) : undefined;
-    if (end > 0) yield* this.#lines(data.subarray(0, end));
+    if (end < chunk.length) this.#partial = Buffer.from(chunk.subarray(end));
   }
 
   /** The end of a streamed part: its last line, if it had no newline, gets one. */
