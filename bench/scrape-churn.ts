@@ -42,8 +42,8 @@ function scrape(port: number): Promise<number> {
   });
 }
 
-/** Runs one build's status server in a child; the JS heap it allocated over the scrapes, in bytes. */
-async function measure(srcRoot: string, envoyPort: number): Promise<number> {
+/** Runs one build's status server in a child; the JS heap it allocated over the scrapes, and what of it survived into the old space, in bytes. */
+async function measure(srcRoot: string, envoyPort: number): Promise<{ allocated: number; promoted: number }> {
   const child = execa(nodeBin, ['--trace-gc-nvp', '--max-semi-space-size=1', join(repoRoot, 'bench/scrape-churn-child.ts'), srcRoot, String(envoyPort)], {
     buffer: false, stdin: 'pipe', cwd: srcRoot,
   });
@@ -59,7 +59,8 @@ async function measure(srcRoot: string, envoyPort: number): Promise<number> {
   const measured = output.slice(start);
   child.kill('SIGTERM');
   await child.catch(() => undefined);
-  return [...measured.matchAll(/ allocated=(\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
+  const sum = (field: string) => [...measured.matchAll(new RegExp(` ${field}=(\\d+)`, 'g'))].reduce((total, match) => total + Number(match[1]), 0);
+  return { allocated: sum('allocated'), promoted: sum('promoted') };
 }
 
 const page = envoyPage(Number(values.kb));
@@ -72,7 +73,8 @@ try {
   const base = await measure(join(baseline.bin, '../..'), envoyPort);
   const perScrape = (bytes: number) => `${(bytes / scrapes / 2 ** 20).toFixed(2)} MiB`;
   console.log(`Envoy page ${(page.length / 1024).toFixed(0)} KB, ${scrapes} gzip scrapes; JS heap allocated per scrape:`);
-  console.log(`  this checkout ${perScrape(ours)}, ${baseline.label} ${perScrape(base)}: ${(ours / base).toFixed(2)}x`);
+  console.log(`  this checkout ${perScrape(ours.allocated)}, ${baseline.label} ${perScrape(base.allocated)}: ${(ours.allocated / base.allocated).toFixed(2)}x`);
+  console.log(`  promoted to the old space: ${perScrape(ours.promoted)} vs ${perScrape(base.promoted)}: ${(ours.promoted / base.promoted).toFixed(2)}x`);
 } finally {
   envoy.close();
   await baseline.remove();
