@@ -8,7 +8,8 @@
  */
 import { createServer } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { envoyMetricsCapBytes, fetchCapped, mergePrometheus } from '../src/status/prometheus.ts';
+import { mergePrometheus } from '../src/status/metadata-filter.ts';
+import { envoyMetricsCapBytes, fetchCapped } from '../src/status/prometheus.ts';
 
 const families = 20_000;
 const rounds = 15;

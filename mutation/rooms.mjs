@@ -18,7 +18,8 @@ function only(file, name) {
  */
 export const rooms = {
   // The status port: access (who may reach what), readiness, content negotiation, the epochs it reports,
-  // the Prometheus merge and its capped fetch, the app probes' parsing, target and redirects, and the
+  // the Prometheus merge (metadata-filter, merged-metrics: the streamed page) and its capped fetch, the
+  // pipelining gate, the body's streaming (send-body), the app probes' parsing, target and redirects, and the
   // server's slot release and gzip choice (server.ts's tracked and encode). Left out: the rest of
   // server.ts (listening and wiring: the e2e tests run it), handler.ts routing (its tests run in the room),
   // the probes' HTTP and gRPC clients (sockets, e2e status-app-probes) and app-metrics.ts.
@@ -29,6 +30,10 @@ export const rooms = {
       'src/status/negotiate.ts',
       'src/status/epochs.ts',
       'src/status/prometheus.ts',
+      'src/status/pipeline.ts',
+      'src/status/metadata-filter.ts',
+      'src/status/merged-metrics.ts',
+      'src/status/send-body.ts',
       'src/status/app-probes/config.ts',
       'src/status/app-probes/probe-target.ts',
       'src/status/app-probes/redirects.ts',
@@ -45,16 +50,20 @@ export const rooms = {
       'src/status/epochs.test.ts',
       'src/status/prometheus.test.ts',
       'src/status/server.test.ts',
+      'src/status/server-connections.test.ts',
+      'src/status/pipeline.test.ts',
+      'src/status/metadata-filter.test.ts',
+      'src/status/merged-metrics.test.ts',
       'src/status/app-probes/config.test.ts',
       'src/status/app-probes/probe-target.test.ts',
       'src/status/app-probes/redirects.test.ts',
     ],
   },
-  // The metrics' text: the Prometheus exposition and its OpenMetrics rewrite (what every scrape reads).
+  // The metrics' text: the Prometheus exposition (what every scrape reads).
   // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
-    mutate: ['src/metrics/exposition.ts', 'src/metrics/openmetrics.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/openmetrics.test.ts', 'src/metrics/registry.test.ts'],
+    mutate: ['src/metrics/exposition.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.

@@ -17,7 +17,7 @@ export function proxylessDeps(options: {
   return {
     readiness: { check: () => proxylessReadiness(options.bootstrapPath, options.ca) },
     agentMetrics: () => options.registry.metrics(),
-    envoyMetrics: async () => ({ ok: true, status: 200, text: '', truncated: false }),
+    envoyMetrics: async () => ({ ok: true, status: 200, body: [] }),
     epochs: () => ({ envoy: 'disabled (DISABLE_ENVOY=true)' }),
     xds: options.relay,
     quit: options.stop,

@@ -1,17 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parsePrometheus } from '../../test/support/prometheus.ts';
-import { handleStatus, type StatusDeps } from './handler.ts';
+import type { StatusDeps } from './handler.ts';
+import { answered } from '../../test/support/status-answer.ts';
 
 const baseDeps: StatusDeps = {
   readiness: { check: async () => ({ ready: true }) },
   agentMetrics: async () => '# TYPE istio_agent_up gauge\nistio_agent_up 1\n',
-  envoyMetrics: async () => ({ ok: true, status: 200, text: '# TYPE envoy_server_live gauge\nenvoy_server_live 1\n', truncated: false }),
+  envoyMetrics: async () => ({ ok: true, status: 200, body: [Buffer.from('# TYPE envoy_server_live gauge\nenvoy_server_live 1\n')] }),
   epochs: () => ({}),
   quit: () => undefined,
   drain: async () => true,
 };
-const get = (deps: StatusDeps, url: string, method = 'GET') => handleStatus(deps, { method, url, remoteAddress: '10.0.0.9' });
+const get = (deps: StatusDeps, url: string, method = 'GET') => answered(deps, { method, url, remoteAddress: '10.0.0.9' });
 
 describe('status routes for the app', () => {
   it('passes /app-health paths, without query, to the probes and answers their verdict', async () => {

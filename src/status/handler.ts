@@ -1,10 +1,8 @@
 import { contentType as prometheusContentType } from '../metrics/exposition.ts';
-import { openMetricsContentType, toOpenMetrics } from '../metrics/openmetrics.ts';
-import { wantsOpenMetrics } from './negotiate.ts';
 import { canonicalPath, isLoopbackPeer } from './access.ts';
 import { appHealthPrefix, appLifecyclePrefix } from './app-probes/app-health.ts';
-import type { CappedBody } from './prometheus.ts';
-import { mergePrometheus } from './prometheus.ts';
+import { mergedMetrics, oneLine } from './merged-metrics.ts';
+import { envoyMetricsCapBytes, type StreamedBody } from './prometheus.ts';
 import type { Readiness } from './readiness.ts';
 
 /** An HTTP request as the handlers see it; `server.ts` adapts node:http to this. */
@@ -14,15 +12,14 @@ export interface StatusRequest {
   url: string;
   /** The socket's peer; empty for the Unix socket of Envoy's readiness hop. */
   remoteAddress: string;
-  /** The Accept header: the merged metrics are OpenMetrics when the scraper prefers it. */
-  accept?: string;
   signal?: AbortSignal;
 }
 
 export interface StatusResponse {
   status: number;
   contentType: string;
-  body: string;
+  /** Text, or chunks made as the client reads (the merged metrics), streamed through. */
+  body: string | AsyncIterable<Buffer | string>;
   /** Runs once the response is sent (quitquitquit answers before stopping). */
   after?: () => void;
 }
@@ -32,7 +29,7 @@ export interface StatusDeps {
   readiness: { check(signal?: AbortSignal): Promise<Readiness> };
   agentMetrics: () => Promise<string>;
   /** Envoy's stats; undefined with PILOT_AGENT_MERGE_ENVOY_STATS=false (Prometheus scrapes Envoy's own port). */
-  envoyMetrics?: (signal?: AbortSignal) => Promise<CappedBody>;
+  envoyMetrics?: (signal?: AbortSignal) => Promise<StreamedBody>;
   /** Istio's scrape counters (istio_agent_scrapes_total, istio_agent_scrape_failures_total{type}). */
   scrapes?: { scraped(): void; failed(type: 'envoy' | 'application' | 'agent'): void };
   epochs: () => unknown;
@@ -123,27 +120,21 @@ function lastKnownGood(deps: StatusDeps): string {
 
 /**
  * The agent's part, then Envoy's (a comment saying why when admin does not
- * answer), then the app's: one failing part never costs the others.
+ * answer), then the app's: one failing part never costs the others. All
+ * three start at once; Envoy's streams through as the client reads.
  */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
   deps.scrapes?.scraped();
-  const [agent, envoy, app] = await Promise.all([
+  const app = deps.appMetrics?.(request.signal);
+  const [agent, envoy] = await Promise.all([
     deps.agentMetrics().catch((error: unknown) => (deps.scrapes?.failed('agent'), `# agent metrics unavailable: ${oneLine((error as Error).message)}\n`)),
-    deps.envoyMetrics ? envoyPart(deps, deps.envoyMetrics, request.signal) : '',
-    deps.appMetrics?.(request.signal) ?? '',
+    deps.envoyMetrics?.(request.signal),
   ]);
-  const merged = mergePrometheus(mergePrometheus(agent, envoy), app);
-  if (wantsOpenMetrics(request.accept)) return { status: 200, contentType: openMetricsContentType, body: toOpenMetrics(merged) };
-  return { status: 200, contentType: prometheusContentType, body: merged };
-}
-
-async function envoyPart(deps: StatusDeps, fetchEnvoy: NonNullable<StatusDeps['envoyMetrics']>, signal?: AbortSignal): Promise<string> {
-  const envoy = await fetchEnvoy(signal);
-  if (!envoy.ok || envoy.status !== 200) {
-    deps.scrapes?.failed('envoy');
-    return `# Envoy metrics unavailable: ${oneLine(envoy.ok ? `HTTP ${envoy.status}` : envoy.error)}\n`;
-  }
-  return envoy.truncated ? `${envoy.text}# Envoy metrics truncated at the size cap\n` : envoy.text;
+  const envoyFailed = () => deps.scrapes?.failed('envoy');
+  // The text format whatever the Accept, as Istio's agent serves Envoy's part: rewritten as OpenMetrics, Envoy's
+  // counters gain `_total` and clash with its own `…_total` counters (envoy_cluster_upstream_rq{,_total}).
+  const body = mergedMetrics({ agent, envoy, app, envoyCapBytes: envoyMetricsCapBytes, envoyFailed, signal: request.signal });
+  return { status: 200, contentType: prometheusContentType, body };
 }
 
 function quit(deps: StatusDeps): StatusResponse {
@@ -181,8 +172,4 @@ function text(status: number, body: string): StatusResponse {
 
 function json(status: number, value: unknown): StatusResponse {
   return { status, contentType: 'application/json', body: `${JSON.stringify(value, null, 2)}\n` };
-}
-
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').slice(0, 300);
 }

@@ -3,7 +3,8 @@ import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { freePort } from '../../test/support/ports.ts';
 import { parsePrometheus } from '../../test/support/prometheus.ts';
-import { fetchCapped, mergePrometheus } from './prometheus.ts';
+import { mergePrometheus } from './metadata-filter.ts';
+import { fetchCapped } from './prometheus.ts';
 
 const agent = '# HELP istio_agent_x An agent counter\n# TYPE istio_agent_x counter\nistio_agent_x 3\n';
 const envoy = [

@@ -2,10 +2,37 @@ import type { IncomingMessage } from 'node:http';
 import { http, https } from '../shared/node-http.ts';
 import { timeoutSignal } from '../shared/clock.ts';
 
-/** Envoy's part of /stats/prometheus is capped so one scrape cannot eat the agent's memory. */
+/** Envoy's part of /stats/prometheus is capped, so one scrape cannot grow without end (it streams through, never held whole). */
 export const envoyMetricsCapBytes = 32 * 1024 * 1024;
 
+/** What the merged page is made of: the text format (an app that speaks OpenMetrics too is asked for text, as Istio asks Envoy). */
+const textAccept = 'text/plain;version=0.0.4,*/*;q=0.1';
+
 export type CappedBody = { ok: true; status: number; text: string; truncated: boolean } | { ok: false; error: string };
+
+/** A body being read: its status, and its bytes as they arrive (already aborted when the signal fires). */
+export type StreamedBody = { ok: true; status: number; body: AsyncIterable<Buffer> | Iterable<Buffer> } | { ok: false; error: string };
+
+/**
+ * GETs a URL and hands its body over as it arrives, to be streamed on: the
+ * caller reads it (or drops it: `signal` or the timeout aborts it, the
+ * timeout counting until the last byte).
+ */
+export function openStream(url: string, options: { timeoutMs: number; signal?: AbortSignal }): Promise<StreamedBody> {
+  const signal = withTimeout(options.timeoutMs, options.signal);
+  const client = url.startsWith('https:') ? https : http;
+  return new Promise((resolve) => {
+    const req = client.get(url, { signal, agent: false, headers: { accept: textAccept } }, (response) =>
+      resolve({ ok: true, status: response.statusCode ?? 0, body: response as AsyncIterable<Buffer> }),
+    );
+    req.on('error', (error) => resolve({ ok: false, error: signal.aborted ? String(signal.reason) : String(error) }));
+  });
+}
+
+function withTimeout(ms: number, signal: AbortSignal | undefined): AbortSignal {
+  const timeout = timeoutSignal(ms);
+  return signal ? AbortSignal.any([signal, timeout]) : timeout;
+}
 
 export interface FetchCappedOptions {
   capBytes: number;
@@ -19,12 +46,11 @@ export interface FetchCappedOptions {
  * not fetch: fetch loads undici into the agent (see shared/node-http.ts).
  */
 export function fetchCapped(url: string, options: FetchCappedOptions): Promise<CappedBody> {
-  const timeout = timeoutSignal(options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const signal = withTimeout(options.timeoutMs, options.signal);
   const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve) => {
     const fail = (error: Error) => resolve({ ok: false, error: signal.aborted ? String(signal.reason) : String(error) });
-    const req = client.get(url, { signal, agent: false }, (response) => {
+    const req = client.get(url, { signal, agent: false, headers: { accept: textAccept } }, (response) => {
       readCapped(response, options.capBytes).then(
         ({ bytes, truncated }) => resolve({ ok: true, status: response.statusCode ?? 0, text: bytes.toString('utf8'), truncated }),
         fail,
@@ -47,26 +73,4 @@ async function readCapped(body: IncomingMessage, capBytes: number): Promise<{ by
     }
   }
   return { bytes: Buffer.concat(chunks), truncated: false };
-}
-
-const metadataLine = /^# (HELP|TYPE) (\S+)[^\n]*(\n|$)/gm;
-
-/**
- * The agent's metrics, then Envoy's. A family's HELP and TYPE may appear
- * once only, so Envoy's repeats (of its own or of ours) are dropped.
- */
-export function mergePrometheus(agentText: string, envoyText: string): string {
-  const seen = new Set<string>();
-  for (const match of agentText.matchAll(metadataLine)) seen.add(`${match[1]} ${match[2]}`);
-  const envoy = envoyText.replace(metadataLine, (line, kind: string, name: string) => {
-    const key = `${kind} ${name}`;
-    if (seen.has(key)) return '';
-    seen.add(key);
-    return line;
-  });
-  return joinParts(agentText, envoy);
-}
-
-function joinParts(...parts: string[]): string {
-  return parts.filter(Boolean).map((part) => (part.endsWith('\n') ? part : `${part}\n`)).join('');
 }

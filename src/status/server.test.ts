@@ -18,7 +18,7 @@ let agentMetrics = bigMetrics;
 const deps: StatusDeps = {
   readiness: { check: async () => ({ ready: true }) },
   agentMetrics: async () => agentMetrics,
-  envoyMetrics: async () => ({ ok: true, status: 200, text: '', truncated: false }),
+  envoyMetrics: async () => ({ ok: true, status: 200, body: [] }),
   epochs: () => ({}),
   quit: () => undefined,
   drain: async () => true,
@@ -153,3 +153,58 @@ describe('the status server: its connection slots', () => {
   });
 });
 
+
+describe('the status server streams the merged metrics', () => {
+  let dir: string;
+  let server: StatusServer;
+  const envoy = { pulled: 0, closed: false };
+  const chunk = Buffer.from(`${Array.from({ length: 1024 }, (_, i) => `envoy_streamed_metric{n="${i}"} ${i}`).join('\n')}\n`);
+  const envoyBytes = 256 * 2 ** 20;
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'status-stream-'));
+    async function* body() {
+      try {
+        for (envoy.pulled = 0; envoy.pulled < envoyBytes; envoy.pulled += chunk.length) yield chunk;
+      } finally {
+        envoy.closed = true;
+      }
+    }
+    const streaming: StatusDeps = { ...deps, agentMetrics: async () => '', envoyMetrics: async () => ({ ok: true, status: 200, body: body() }) };
+    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps: streaming, logger: silentLogger });
+  });
+  after(async () => {
+    await server.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('HEAD of the streamed metrics: headers only, and Envoy\'s body let go of', async () => {
+    envoy.closed = false;
+    const answer = await new Promise<{ status: number; body: Buffer; encoding?: string }>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port: server.port, path: '/stats/prometheus', method: 'HEAD', headers: { 'accept-encoding': 'gzip' } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), encoding: response.headers['content-encoding'] }));
+      }).on('error', reject).end();
+    });
+    assert.deepEqual([answer.status, answer.body.length, answer.encoding], [200, 0, 'gzip']);
+    for (const until = Date.now() + 10_000; !envoy.closed && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(envoy.closed, 'Envoy\'s body let go of');
+  });
+
+  it('a client that stops reading stops the reading of Envoy\'s body: a few chunks held, never the page; its leaving ends that body', async () => {
+    const socket = connect(server.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    socket.pause();
+    // Plain: gzip would shrink these repeated lines a thousandfold, and the kernel's buffers would take far more of them.
+    socket.write('GET /stats/prometheus HTTP/1.1\r\nHost: pod\r\n\r\n');
+    // Wait until the pull stops growing (the buffers of both sides are full), then some more.
+    for (let last = -1; envoy.pulled !== last || envoy.pulled === 0; ) {
+      last = envoy.pulled;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    assert.ok(envoy.pulled < 16 * 2 ** 20, `Envoy's body read while nobody reads the answer: ${(envoy.pulled / 2 ** 20).toFixed(1)} MiB (the cap is 32)`);
+    socket.destroy();
+    for (const until = Date.now() + 10_000; !envoy.closed && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.ok(envoy.closed, 'Envoy\'s body let go of');
+  });
+});

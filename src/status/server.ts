@@ -1,6 +1,6 @@
 import { chmod, rm } from 'node:fs/promises';
 import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
+import { createGzip, gzip } from 'node:zlib';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../shared/node-http.ts';
 import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
@@ -9,6 +9,8 @@ import type { Logger } from '../shared/log.ts';
 import { boundSend } from '../shared/send-timeout.ts';
 import { isLoopbackPeer } from './access.ts';
 import { acceptsGzip } from './negotiate.ts';
+import { PipelineGate } from './pipeline.ts';
+import { leading, streamTo } from './send-body.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
 
 export interface StatusServer {
@@ -66,10 +68,13 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const log = (fields: Record<string, unknown>, message: string) => options.logger.warn(fields, message);
   const tcpCap = new ConnectionCap({ ...statusConnectionLimits, trusted: (socket) => isLoopbackPeer(socket.remoteAddress), onShed: shedLog(log, 'status') });
   const hopCap = new ConnectionCap({ ...readinessHopLimits, trusted: () => false, onShed: shedLog(log, 'readiness socket') });
-  const tcp = http.createServer(statusServerTimeouts, (request, response) => void serve(handleStatus, options, tracked(tcpCap, request, response), response));
+  const tcp = http.createServer(
+    statusServerTimeouts,
+    inTurn((request, response) => serve(handleStatus, options, tracked(tcpCap, request, response), response)),
+  );
   const hop = http.createServer(
     statusServerTimeouts,
-    (request, response) => void serve(handleReadinessHop, options, tracked(hopCap, request, response), response),
+    inTurn((request, response) => serve(handleReadinessHop, options, tracked(hopCap, request, response), response)),
   );
   tcpCap.attach(tcp);
   hopCap.attach(hop);
@@ -79,6 +84,14 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
     port: (tcp.address() as { port: number }).port,
     close: async () => void (await Promise.all([close(tcp), close(hop)])),
   };
+}
+
+/** A request handler that answers a connection's requests one after the other (see PipelineGate). */
+function inTurn(serveOne: (request: IncomingMessage, response: ServerResponse) => Promise<void>) {
+  const gate = new PipelineGate();
+  // A failure past the handler's own catch (the body's stream) costs its answer, never the agent.
+  const start = (request: IncomingMessage, response: ServerResponse) => void serveOne(request, response).catch(() => response.destroy());
+  return (request: IncomingMessage, response: ServerResponse) => gate.enter(request.socket, response, () => start(request, response));
 }
 
 /**
@@ -133,24 +146,36 @@ async function serve(handler: Handler, options: StatusServerOptions, { request, 
     method: request.method ?? 'GET',
     url: request.url ?? '/',
     remoteAddress: request.socket.remoteAddress ?? '',
-    accept: request.headers.accept,
     signal: aborted.signal,
   });
   options.logger.debug({ method: request.method, url: request.url, status: result.status, peer: request.socket.remoteAddress ?? 'envoy' }, 'status request');
-  const { body, encoding } = await encode(result.body, request.headers['accept-encoding']);
+  const gzip = acceptsGzip(request.headers['accept-encoding']);
+  const { head, rest } = typeof result.body === 'string' ? { head: [Buffer.from(result.body)] } : await leading(result.body, gzipMinBytes);
+  if (rest && response.destroyed) return void rest.return?.();
+  if (rest) {
+    // Too long to hold whole: streamed, chunked, gzipped on the way when the client takes it.
+    response.writeHead(result.status, headersFor(result.contentType, gzip));
+    release();
+    if (request.method === 'HEAD') return void (response.end(), void rest.return?.());
+    return streamTo(response, head, rest, gzip ? createGzip() : undefined);
+  }
+  const { body, encoding } = await encode(Buffer.concat(head), gzip);
   if (response.destroyed) return;
-  const headers = { 'content-type': result.contentType, 'content-length': body.byteLength, vary: 'Accept-Encoding' };
-  if (encoding) Object.assign(headers, { 'content-encoding': encoding });
-  response.writeHead(result.status, headers);
+  response.writeHead(result.status, { ...headersFor(result.contentType, encoding !== undefined), 'content-length': body.byteLength });
   response.end(request.method === 'HEAD' ? undefined : body, () => result.after?.());
   release();
+}
+
+function headersFor(contentType: string, gzip: boolean): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': contentType, vary: 'Accept-Encoding' };
+  if (gzip) headers['content-encoding'] = 'gzip';
+  return headers;
 }
 
 const gzipAsync = promisify(gzip);
 
 /** Gzip when the client takes it and the answer is worth it, as Istio's status port (its whole mux sits behind a gzip handler). */
-async function encode(text: string, acceptEncoding: string | undefined): Promise<{ body: Buffer; encoding?: 'gzip' }> {
-  const plain = Buffer.from(text);
-  if (plain.byteLength < gzipMinBytes || !acceptsGzip(acceptEncoding)) return { body: plain };
+async function encode(plain: Buffer, takesGzip: boolean): Promise<{ body: Buffer; encoding?: 'gzip' }> {
+  if (plain.byteLength < gzipMinBytes || !takesGzip) return { body: plain };
   return { body: await gzipAsync(plain), encoding: 'gzip' };
 }

@@ -8,6 +8,7 @@ import { silentLogger } from '../shared/log.ts';
 import { handleStatus } from './handler.ts';
 import { envoyMetricsCapBytes } from './prometheus.ts';
 import { statusDeps, type StartStatusOptions } from './status.ts';
+import { answered } from '../../test/support/status-answer.ts';
 
 /** Stands in for Envoy's admin: /stats/prometheus never ends, as fast as the agent reads it. */
 function endlessAdmin() {
@@ -47,7 +48,7 @@ describe('/stats/prometheus as wired: Envoy\'s part is capped at 32 MiB', () => 
   after(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
 
   it('an admin that never stops sending is cut at the cap on a whole line, noted, and hung up on', async () => {
-    const response = await handleStatus(wiredDeps(port), { method: 'GET', url: '/stats/prometheus', remoteAddress: '10.0.0.1' });
+    const response = await answered(wiredDeps(port), { method: 'GET', url: '/stats/prometheus', remoteAddress: '10.0.0.1' });
     assert.equal(response.status, 200);
     const body = String(response.body);
     assert.ok(body.startsWith('# HELP istio_agent_up up\n# TYPE istio_agent_up gauge\nistio_agent_up 1\n'), 'the agent\'s part first, whole');

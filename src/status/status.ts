@@ -8,7 +8,7 @@ import type { AppProbe } from './app-probes/config.ts';
 import type { ProbeNetwork } from './app-probes/probe-target.ts';
 import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
-import { envoyMetricsCapBytes, fetchCapped } from './prometheus.ts';
+import { openStream } from './prometheus.ts';
 import { registerScrapeMetrics } from './metrics.ts';
 import { ReadinessProbe, type AdminReader, type Readiness } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
@@ -75,7 +75,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     readiness: recordStartup(readiness, scrapes.startup, logger),
     agentMetrics: () => registry.metrics(),
     envoyMetrics: options.app?.mergeEnvoyStats === false ? undefined
-      : (signal) => fetchCapped(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { capBytes: envoyMetricsCapBytes, timeoutMs: 5000, signal }),
+      : (signal) => openStream(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { timeoutMs: 5000, signal }),
     scrapes: { scraped: () => scrapes.total.inc(), failed: (type) => scrapes.failures.inc({ type: type }) },
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
