@@ -17,7 +17,7 @@ describe('LastKnownGoodConfig', () => {
     });
   });
 
-  it('subscriptions: SotW names replace, Delta names add up, and a kept type follows them', () => {
+  it('subscriptions: SotW names and the Delta subscription replace the kept ones, and a kept type follows them', () => {
     const config = new LastKnownGoodConfig();
     config.subscribe('sotw', cds, ['a', 'b']);
     config.keepSotw(cds, 'v1', [], 0);
@@ -27,10 +27,26 @@ describe('LastKnownGoodConfig', () => {
     config.subscribe('delta', eds, ['a', 'b']);
     config.subscribe('delta', eds, ['b', 'c']);
     config.applyDelta(eds, { version: 'd1', resources: [], removed: [], reset: true }, 0);
-    assert.deepEqual(config.get('delta', eds)!.names, ['a', 'b', 'c']);
+    assert.deepEqual(config.get('delta', eds)!.names, ['b', 'c']);
     config.subscribe('delta', eds, ['d']);
-    assert.deepEqual(config.get('delta', eds)!.names, ['a', 'b', 'c', 'd']);
+    assert.deepEqual(config.get('delta', eds)!.names, ['d']);
     assert.equal(config.get('sotw', eds), undefined, 'the kinds of stream are apart');
+  });
+
+  it('a Delta subscription without the wildcard takes along the kept resources it no longer names (a told change); with it, none', () => {
+    const config = new LastKnownGoodConfig();
+    const changes: LastKnownGoodChange[] = [];
+    config.onChange((change) => void changes.push(change));
+    config.applyDelta(eds, { version: 'd1', resources: [resource('a', 1), resource('b', 1)], removed: [], reset: true }, 0);
+    config.applyDelta(cds, { version: 'd1', resources: [resource('x', 1), resource('y', 1)], removed: [], reset: true }, 0);
+    changes.length = 0;
+    config.subscribe('delta', eds, ['b', 'c']);
+    config.subscribe('delta', cds, ['*', 'x']);
+    assert.deepEqual([...config.get('delta', eds)!.resources!.keys()], ['b']);
+    assert.deepEqual([...config.get('delta', cds)!.resources!.keys()], ['x', 'y']);
+    assert.deepEqual(changes, [{ mode: 'delta', typeUrl: eds }]);
+    config.subscribe('delta', eds, ['b']);
+    assert.equal(changes.length, 1, 'nothing dropped, nothing to write');
   });
 
   it('Delta changes apply on what is kept; reset starts afresh; removals of unknown names are harmless', () => {
@@ -71,7 +87,7 @@ describe('LastKnownGoodConfig', () => {
     assert.equal(config.covers('sotw'), false, 'a restored type does not cover a type asked since');
   });
 
-  it('a type kept before any subscription has no names; has() says whether anything is kept; a restored Delta subscription adds up with new names', () => {
+  it('a type kept before any subscription has no names; has() says whether anything is kept; a restored Delta subscription gives way to a live stream\'s (its first request states all of it)', () => {
     const config = new LastKnownGoodConfig();
     config.keepSotw(cds, 'v1', [], 0);
     config.applyDelta(eds, { version: 'd1', resources: [], removed: [], reset: true }, 0);
@@ -82,6 +98,6 @@ describe('LastKnownGoodConfig', () => {
     const restored = new LastKnownGoodConfig();
     restored.restore('delta', { typeUrl: eds, version: 'd1', ackedAt: 0, resources: new Map(), names: ['a'] });
     restored.subscribe('delta', eds, ['b']);
-    assert.deepEqual(restored.get('delta', eds)!.names, ['a', 'b']);
+    assert.deepEqual(restored.get('delta', eds)!.names, ['b']);
   });
 });
