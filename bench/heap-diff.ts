@@ -13,7 +13,7 @@ interface Snapshot {
   strings: string[];
 }
 
-/** Count and own bytes per "type:name" (strings and code by type only: their names are their contents). */
+/** Count and own bytes per "type:name" (strings by type only: their names are their contents). */
 function census(path: string): Map<string, { count: number; bytes: number }> {
   const heap = JSON.parse(readFileSync(path, 'utf8')) as Snapshot;
   const fields = heap.snapshot.meta.node_fields;
@@ -22,7 +22,7 @@ function census(path: string): Map<string, { count: number; bytes: number }> {
   const kinds = new Map<string, { count: number; bytes: number }>();
   for (let at = 0; at < heap.nodes.length; at += fields.length) {
     const type = types[heap.nodes[at + typeAt]!]!;
-    const named = type === 'object' || type === 'native' || type === 'closure';
+    const named = type === 'object' || type === 'native' || type === 'closure' || type === 'code' || type === 'hidden';
     const kind = named ? `${type}:${heap.strings[heap.nodes[at + nameAt]!]!.slice(0, 60)}` : type;
     const entry = kinds.get(kind) ?? { count: 0, bytes: 0 };
     entry.count++;

@@ -69,27 +69,37 @@ export interface Sample {
   pssMb: number;
   /** V8's heap used (nodejs_heap_size_used_bytes) or Go's heap in use (go_memstats_heap_inuse_bytes), from the agent's 15020. */
   heapMb: number | undefined;
+  /** Ours only: V8's heap committed, and the memory of Buffers outside it (nodejs_heap_size_total_bytes, nodejs_external_memory_bytes). */
+  heapTotalMb: number | undefined;
+  externalMb: number | undefined;
   fds: number;
   threads: number;
   /** A request through Envoy at each sample, so every churn shows whether the pod still serves. */
   probeOk: boolean;
 }
 
-const heapPattern = /^(?:\w*_)?(?:nodejs_heap_size_used_bytes|go_memstats_heap_inuse_bytes)(?:\{[^}]*\})? ([\d.e+]+)$/m;
+const gauge = (text: string, ...names: string[]) => {
+  const match = new RegExp(`^(?:\\w*_)?(?:${names.join('|')})(?:\\{[^}]*\\})? ([\\d.e+]+)$`, 'm').exec(text);
+  return match ? Number(match[1]) / 2 ** 20 : undefined;
+};
 
 /** The agent's heap as its own metrics say (one scrape: only with --heap). */
-async function heapMb(pod: Pod): Promise<number | undefined> {
+async function heapFigures(pod: Pod): Promise<Pick<Sample, 'heapMb' | 'heapTotalMb' | 'externalMb'>> {
   const text = await fetch(`http://${pod.ip}:15020/stats/prometheus`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text(), () => '');
-  const match = heapPattern.exec(text);
-  return match ? Number(match[1]) / 2 ** 20 : undefined;
+  return {
+    heapMb: gauge(text, 'nodejs_heap_size_used_bytes', 'go_memstats_heap_inuse_bytes'),
+    heapTotalMb: gauge(text, 'nodejs_heap_size_total_bytes'),
+    externalMb: gauge(text, 'nodejs_external_memory_bytes'),
+  };
 }
 
 const fdCount = (pid: number) => { try { return readdirSync(`/proc/${pid}/fd`).length; } catch { return 0; } };
 
 export async function sample(pod: Pod, t: number, withHeap: boolean): Promise<Sample> {
   const m = memory(pod.agentPid);
-  const [heap, probeOk] = await Promise.all([withHeap ? heapMb(pod) : undefined, requestThroughCapture(pod, 2000)]);
-  return { t, anonMb: m.rssAnonMb, pssMb: m.pssMb, heapMb: heap, fds: fdCount(pod.agentPid), threads: m.threads, probeOk };
+  const none = { heapMb: undefined, heapTotalMb: undefined, externalMb: undefined };
+  const [heap, probeOk] = await Promise.all([withHeap ? heapFigures(pod) : none, requestThroughCapture(pod, 2000)]);
+  return { t, anonMb: m.rssAnonMb, pssMb: m.pssMb, ...heap, fds: fdCount(pod.agentPid), threads: m.threads, probeOk };
 }
 
 /** Least-squares slope of y over t (per second). */

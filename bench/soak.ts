@@ -17,10 +17,12 @@
 // warm-up, in MB per 30 min, and the last minute's and the highest anonymous
 // RSS as ratios of the idle figure. Done means a slope ≤ 1 MB/30 min and ≤ 1.5× idle.
 // Builds: this checkout, --baseline REF (a git ref built into a temp
-// worktree, repeatable; none by default), --istio-agent PATH (bench/istio-agent.ts).
+// worktree, repeatable; none by default), --agent LABEL=PATH (a built entry point, e.g.
+// a copy of main's bin/ and dist/; repeatable), --istio-agent PATH (bench/istio-agent.ts).
 // --delta: ISTIO_DELTA_XDS=true in every pod (Istio's default; ours is SotW).
 // --heapsnapshots DIR: our agents write a V8 heap snapshot into DIR at the end
-// of the idle minute, half-way and at the end (SIGUSR2), to compare retained objects.
+// of the idle minute, half-way and at the end (SIGUSR2), to compare retained objects
+// (bench/heap-diff.ts); writing one costs the agent ~70 MB of RSS it keeps, so such a run's memory figures mean nothing.
 // Run: .tools/bin/node bench/soak.ts [--churn pushes ...|all] [--minutes 30] [--baseline main] [--istio-agent PATH] [--delta] [--out FILE]
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -38,6 +40,7 @@ const { values: flags } = parseArgs({
     'idle-minutes': { type: 'string', default: '1' },
     'warmup-minutes': { type: 'string', default: '2' },
     baseline: { type: 'string', multiple: true, default: [] },
+    agent: { type: 'string', multiple: true, default: [] },
     'istio-agent': { type: 'string' },
     delta: { type: 'boolean' },
     heap: { type: 'boolean', default: true },
@@ -154,6 +157,7 @@ function figures(result: { run: Run; counts: Counts; certificatesIssuedInMesh: n
   return {
     idleAnonMb: round(idle), endAnonMb: round(lastMinute), maxAnonMb: round(Math.max(...after.map((s) => s.anonMb))),
     anonMbPer30min: fit((s) => s.anonMb), pssMbPer30min: fit((s) => s.pssMb), heapMbPer30min: fit((s) => s.heapMb),
+    heapTotalMbPer30min: fit((s) => s.heapTotalMb), externalMbPer30min: fit((s) => s.externalMb),
     endToIdle: ratio(lastMinute, idle), maxToIdle: ratio(Math.max(...after.map((s) => s.anonMb)), idle),
     fds: `${samples[0]!.fds} → ${samples.at(-1)!.fds}`, threads: `${samples[0]!.threads} → ${samples.at(-1)!.threads}`,
     probesFailed: samples.filter((s) => !s.probeOk).length, ...result.counts, certificatesIssuedInMesh: result.certificatesIssuedInMesh,
@@ -171,6 +175,10 @@ if (flags.heapsnapshots) {
 }
 const builds: Contender[] = [currentBuild()];
 for (const ref of flags.baseline) builds.push(await buildRef(ref));
+for (const spec of flags.agent) {
+  const at = spec.indexOf('=');
+  builds.push({ label: spec.slice(0, at), bin: spec.slice(at + 1), viaShebang: true, remove: async () => {} });
+}
 if (flags['istio-agent']) builds.push(istioBuild(flags['istio-agent']));
 const report: Record<string, unknown> = { minutes, idleMinutes: idleS / 60, warmupMinutes: warmupS / 60, delta: flags.delta ?? false };
 const raw: Record<string, Record<string, Sample[]>> = {};

@@ -7,13 +7,14 @@ const eds = 'type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment'
 const resource = (name: string, bytes: number) => ({ name, version: 'r', bytes: Buffer.alloc(bytes) });
 
 describe('LastKnownGoodConfig', () => {
-  it('summary: versions, ACK times, bytes and (Delta) resource counts per type', () => {
+  it('summary: versions, ACK times, subscribed names, bytes and (Delta) resource counts per type', () => {
     const config = new LastKnownGoodConfig();
+    config.subscribe('delta', eds, ['a', 'b', 'c']);
     config.keepSotw(cds, 'v1', [Buffer.alloc(3), Buffer.alloc(4)], 0);
     config.applyDelta(eds, { version: 'd1', resources: [resource('a', 5), resource('b', 6)], removed: [], reset: true }, 1_000);
     assert.deepEqual(config.summary(), {
-      sotw: { [cds]: { version: 'v1', ackedAt: '1970-01-01T00:00:00.000Z', bytes: 7 } },
-      delta: { [eds]: { version: 'd1', ackedAt: '1970-01-01T00:00:01.000Z', bytes: 11, resources: 2 } },
+      sotw: { [cds]: { version: 'v1', ackedAt: '1970-01-01T00:00:00.000Z', names: 0, bytes: 7 } },
+      delta: { [eds]: { version: 'd1', ackedAt: '1970-01-01T00:00:01.000Z', names: 3, bytes: 11, resources: 2 } },
     });
   });
 

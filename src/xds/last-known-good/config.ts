@@ -106,10 +106,11 @@ export class LastKnownGoodConfig {
     for (const listener of this.#listeners) listener({ mode, typeUrl });
   }
 
-  /** Sizes and versions for /debug/xds. */
-  summary(): Record<XdsMode, Record<string, { version: string; ackedAt: string; bytes: number; resources?: number }>> {
+  /** Sizes, versions and how many names Envoy subscribes to, for /debug/xds. */
+  summary(): Record<XdsMode, Record<string, { version: string; ackedAt: string; names: number; bytes: number; resources?: number }>> {
     const describe = (entry: LastKnownGoodType) => ({
       version: entry.version,
+      names: entry.names.length,
       ackedAt: new Date(entry.ackedAt).toISOString(),
       bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce(
         (sum, bytes) => sum + bytes.length,
