@@ -30,6 +30,12 @@ export function startChurn(kinds: ChurnKind[], mesh: Mesh, pods: Pod[], until: n
   return { counts, stop: async () => { state.running = false; await Promise.all(loops); } };
 }
 
+/** The base config and `count` more services (an EDS cluster and its endpoints each), as a mesh's istiod sends. */
+export const withServices = (base: unknown[], count: number): unknown[] => [
+  ...base,
+  ...Array.from({ length: count }, (_, i) => `outbound|8080||svc-${i}.default.svc.cluster.local`).flatMap((name) => [edsCluster(name), endpoints(name, 8080)]),
+];
+
 /** A ServiceEntry's worth of config (an EDS cluster and its endpoints), a new name each time, added, then removed 3 s later. */
 async function pushLoop(mesh: Mesh, pods: Pod[], counts: Map<Pod, Counts>, live: () => boolean): Promise<void> {
   for (let n = 0; live(); n++) {

@@ -10,16 +10,21 @@
 //              (these run from the start: the idle minute rotates too)
 //   requests   a request through the capture and Envoy every 0.2 s, new TLS connection each
 //   all        all of them at once
-// Every 10 s: the agent's RssAnon and PSS (/proc), fds, threads, its heap
-// (V8's heap used, or Go's heap in use for Istio's agent, from its own 15020
-// metrics: one scrape a sample; --no-heap leaves it out) and one probe
-// request through Envoy. Printed: the least-squares slope after a 2 min
+//   idle       none (a control: what the agent does on its own over the same time)
+// Every 10 s: the agent's RssAnon and PSS (/proc), fds, threads and one probe
+// request through Envoy; with --heap also its heap (V8's heap used and
+// committed and Buffers' external memory, or Go's heap in use for Istio's
+// agent) from its own 15020 metrics: a scrape every 10 s is churn itself
+// (main grows under it: see docs/benchmarks.md), so a verdict run goes without. Printed: the least-squares slope after a 2 min
 // warm-up, in MB per 30 min, and the last minute's and the highest anonymous
 // RSS as ratios of the idle figure. Done means a slope ≤ 1 MB/30 min and ≤ 1.5× idle.
 // Builds: this checkout, --baseline REF (a git ref built into a temp
 // worktree, repeatable; none by default), --agent LABEL=PATH (a built entry point, e.g.
-// a copy of main's bin/ and dist/; repeatable), --istio-agent PATH (bench/istio-agent.ts).
+// a copy of main's bin/ and dist/; repeatable), --variant 'LABEL: --flag NAME=VALUE' (this
+// checkout under other Node flags and env, bench/cost-build.ts), --istio-agent PATH (bench/istio-agent.ts).
 // --delta: ISTIO_DELTA_XDS=true in every pod (Istio's default; ours is SotW).
+// --services N: N more EDS clusters with their endpoints in the base config, so
+// that a SotW push carries a mesh's worth of clusters as istiod's do (default 0).
 // --heapsnapshots DIR: our agents write a V8 heap snapshot into DIR at the end
 // of the idle minute, half-way and at the end (SIGUSR2), to compare retained objects
 // (bench/heap-diff.ts); writing one costs the agent ~70 MB of RSS it keeps, so such a run's memory figures mean nothing.
@@ -28,10 +33,10 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { makePodNamespace, podSkipReason, startMesh, startPodAgent, untilPodReady, type Pod } from '../test/support/pods.ts';
-import { buildRef, currentBuild } from './cost-build.ts';
+import { buildRef, currentBuild, variantBuild } from './cost-build.ts';
 import { median, ratio, round } from './figures.ts';
 import { istioBuild, type Contender } from './istio-agent.ts';
-import { churnKinds, rotation, sample, slope, startChurn, type ChurnKind, type Counts, type Sample } from './soak-churn.ts';
+import { churnKinds, rotation, sample, slope, startChurn, withServices, type ChurnKind, type Counts, type Sample } from './soak-churn.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -41,12 +46,14 @@ const { values: flags } = parseArgs({
     'warmup-minutes': { type: 'string', default: '2' },
     baseline: { type: 'string', multiple: true, default: [] },
     agent: { type: 'string', multiple: true, default: [] },
+    variant: { type: 'string', multiple: true, default: [] },
     'istio-agent': { type: 'string' },
     delta: { type: 'boolean' },
-    heap: { type: 'boolean', default: true },
+    heap: { type: 'boolean', default: false },
     heapsnapshots: { type: 'string' },
     out: { type: 'string' },
     quick: { type: 'boolean' },
+    services: { type: 'string', default: '0' },
   },
   allowNegative: true,
 });
@@ -61,7 +68,8 @@ function churnRuns(): { label: string; kinds: ChurnKind[] }[] {
   const asked = flags.churn.length > 0 ? flags.churn : flags.quick ? ['all'] : [...churnKinds, 'all'];
   return asked.map((label) => {
     if (label === 'all') return { label, kinds: [...churnKinds] };
-    if (!(churnKinds as readonly string[]).includes(label)) throw new Error(`--churn ${label}: expected one of ${churnKinds.join(', ')}, all`);
+    if (label === 'idle') return { label, kinds: [] };
+    if (!(churnKinds as readonly string[]).includes(label)) throw new Error(`--churn ${label}: expected one of ${churnKinds.join(', ')}, all, idle`);
     return { label, kinds: [label as ChurnKind] };
   });
 }
@@ -123,6 +131,7 @@ async function scenario(label: string, kinds: ChurnKind[], builds: Contender[]) 
   const runs: Run[] = [];
   try {
     if (kinds.includes('rotations')) await mesh.ca.setMode({ ttlSeconds: rotation.ttlSeconds });
+    if (Number(flags.services) > 0) await mesh.peer.setResources((mesh.resources = withServices(mesh.resources, Number(flags.services))));
     for (const [index, build] of builds.entries()) {
       const netns = await makePodNamespace(mesh, index);
       namespaces.push(netns);
@@ -179,6 +188,7 @@ for (const spec of flags.agent) {
   const at = spec.indexOf('=');
   builds.push({ label: spec.slice(0, at), bin: spec.slice(at + 1), viaShebang: true, remove: async () => {} });
 }
+for (const spec of flags.variant) builds.push(variantBuild(spec));
 if (flags['istio-agent']) builds.push(istioBuild(flags['istio-agent']));
 const report: Record<string, unknown> = { minutes, idleMinutes: idleS / 60, warmupMinutes: warmupS / 60, delta: flags.delta ?? false };
 const raw: Record<string, Record<string, Sample[]>> = {};
