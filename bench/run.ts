@@ -14,6 +14,7 @@ const benchmarks = [
   'status-metrics.ts',
   'dns.ts',
   'cost.ts',
+  'soak.ts',
 ];
 const args = process.argv.slice(2);
 

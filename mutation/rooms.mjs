@@ -202,6 +202,7 @@ export const rooms = {
       'src/xds/last-known-good/session.ts',
       'src/xds/last-known-good/pending-responses.ts',
       'src/xds/last-known-good/recorder.ts',
+      'src/xds/last-known-good/delta-subscription.ts',
     ],
     tests: [
       'src/xds/last-known-good/codec.test.ts',
@@ -209,6 +210,7 @@ export const rooms = {
       'src/xds/last-known-good/pending-responses.test.ts',
       'src/xds/last-known-good/config.test.ts',
       'src/xds/last-known-good/recorder.test.ts',
+      'src/xds/last-known-good/delta-subscription.test.ts',
       'src/xds/last-known-good/session.test.ts',
       'src/xds/last-known-good/last-known-good.test.ts',
     ],

@@ -43,7 +43,7 @@ describe('wire.ts against discovery.proto (proto-loader)', () => {
     const fields = readRequest(bytes, 'sotw');
     assert.deepEqual(
       { ...fields, node: nodeId('sotw', fields.node) },
-      { typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: 'bad cluster', names: ['a', 'b'], node: 'sidecar~1.2.3.4~a~b', initialVersions: 0 },
+      { typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: 'bad cluster', names: ['a', 'b'], unsubscribe: [], node: 'sidecar~1.2.3.4~a~b', initialVersions: 0 },
     );
   });
 
@@ -55,7 +55,7 @@ describe('wire.ts against discovery.proto (proto-loader)', () => {
     const fields = readRequest(bytes, 'delta');
     assert.deepEqual(
       { ...fields, node: nodeId('delta', fields.node) },
-      { typeUrl: cluster, versionInfo: '', nonce: 'n9', error: 'no endpoints', names: ['x', 'y'], node: 'router~5.6.7.8~r~d', initialVersions: 3 },
+      { typeUrl: cluster, versionInfo: '', nonce: 'n9', error: 'no endpoints', names: ['x', 'y'], unsubscribe: ['gone'], node: 'router~5.6.7.8~r~d', initialVersions: 3 },
     );
   });
 

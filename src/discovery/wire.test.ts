@@ -19,7 +19,7 @@ describe('readRequest', () => {
     const request = Buffer.concat([len(1, 'v7'), len(2, node), len(3, 'a'), len(3, 'b'), len(4, cluster), len(5, 'n3')]);
     const fields = readRequest(request, 'sotw');
     assert.deepEqual({ ...fields, node: fields.node?.toString('hex') }, {
-      typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: undefined, names: ['a', 'b'], node: node.toString('hex'), initialVersions: 0,
+      typeUrl: cluster, versionInfo: 'v7', nonce: 'n3', error: undefined, names: ['a', 'b'], unsubscribe: [], node: node.toString('hex'), initialVersions: 0,
     });
   });
 
@@ -102,6 +102,7 @@ describe('encodeAck and encodeSubscribe: the agent\'s own requests', () => {
       nonce: 'n3',
       error: 'bad wasm',
       names: [],
+      unsubscribe: [],
       node: undefined,
       initialVersions: 0,
     });
@@ -133,6 +134,7 @@ describe('readRequest and readResponse defaults and error_detail fields', () => 
       nonce: '',
       error: undefined,
       names: [],
+      unsubscribe: [],
       node: undefined,
       initialVersions: 0,
     });

@@ -20,6 +20,8 @@ export interface RequestFields {
   error: string | undefined;
   /** SotW resource_names, or Delta resource_names_subscribe. */
   names: string[];
+  /** Delta only: resource_names_unsubscribe (a Delta subscription is changed by both lists). */
+  unsubscribe: string[];
   /** The Node message's bytes, when this request carries one. */
   node: Buffer | undefined;
   /** Delta only: how many resources Envoy says it already has (initial_resource_versions). */
@@ -38,7 +40,7 @@ export interface ResponseFields {
 
 const requestNumbers = {
   sotw: { version: 1, node: 2, names: 3, type: 4, nonce: 5, error: 6 },
-  delta: { version: 0, node: 1, names: 3, type: 2, nonce: 6, error: 7 },
+  delta: { version: 0, node: 1, names: 3, type: 2, nonce: 6, error: 7, unsubscribe: 4 },
 } as const;
 
 /** google.rpc.Code INTERNAL: the code of the agent's own NACKs, as Istio's agent sends. */
@@ -101,7 +103,7 @@ function scan(buf: Buffer, sink: FieldSink): void {
 export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
   const numbers = requestNumbers[mode];
   const wanted = wantedRequestFields[mode];
-  const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 };
+  const fields: RequestFields = { typeUrl: '', versionInfo: '', nonce: '', error: undefined, names: [], unsubscribe: [], node: undefined, initialVersions: 0 };
   scan(buf, {
     field: (field, wireType) => {
       if (mode === 'delta' && field === deltaInitialVersions) fields.initialVersions++;
@@ -114,6 +116,7 @@ export function readRequest(buf: Buffer, mode: XdsMode): RequestFields {
       else if (field === numbers.type) fields.typeUrl = text(bytes);
       else if (field === numbers.nonce) fields.nonce = text(bytes);
       else if (field === numbers.names) fields.names.push(text(bytes));
+      else if (mode === 'delta' && field === requestNumbers.delta.unsubscribe) fields.unsubscribe.push(text(bytes));
       else if (field === numbers.node) fields.node = bytes;
       else fields.error = readStatusMessage(bytes);
     },

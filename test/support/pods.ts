@@ -40,6 +40,8 @@ export interface Mesh {
   peer: Peer;
   /** Files every pod mounts (token, roots), readable by uid 1337. */
   files: { token: string; root: string };
+  /** What the discovery server serves every pod (bench/soak.ts pushes changes on top of it with peer.setResources). */
+  resources: unknown[];
   /** The address pods are numbered from. */
   podIp(index: number): string;
   /** Restarts the discovery server on the same address (the fleet's restart storm). */
@@ -96,6 +98,7 @@ export async function startMesh(): Promise<Mesh> {
       return peer;
     },
     files,
+    resources,
     podIp: (index) => `198.18.${run}.${index + 2}`,
     stopPeer: () => peer.stop(),
     startPeerAgain,

@@ -47,15 +47,25 @@ export class LastKnownGoodConfig {
   }
 
   /**
-   * Envoy's subscription for a type, kept with the type (not a change worth
-   * a write on its own). Delta requests carry additions only: they add up.
+   * Envoy's subscription for a type, kept with the type (not a change worth a
+   * write on its own): SotW's resource_names, or the whole Delta subscription
+   * ("*" first for a wildcard: delta-subscription.ts). Envoy drops a resource
+   * it unsubscribes from, and the server sends no removal for it, so a Delta
+   * subscription without the wildcard takes along the kept resources it no
+   * longer names; else every name a push ever brought would stay (issue 44).
    */
   subscribe(mode: XdsMode, typeUrl: string, names: string[]): void {
-    const previous = this.#asked[mode].get(typeUrl) ?? [];
-    const next = mode === 'delta' ? [...new Set([...previous, ...names])] : names;
-    this.#asked[mode].set(typeUrl, next);
+    this.#asked[mode].set(typeUrl, names);
     const entry = this.#types[mode].get(typeUrl);
-    if (entry) entry.names = next;
+    if (!entry) return;
+    entry.names = names;
+    if (mode === 'delta' && !names.includes('*') && entry.resources && this.#dropUnsubscribed(entry.resources, new Set(names))) this.#changed(mode, typeUrl);
+  }
+
+  #dropUnsubscribed(resources: Map<string, LastKnownGoodResource>, names: Set<string>): boolean {
+    const before = resources.size;
+    for (const name of resources.keys()) if (!names.has(name)) resources.delete(name);
+    return resources.size !== before;
   }
 
   /** True when something is kept for every type Envoy has asked for on this kind of stream. */
@@ -96,10 +106,11 @@ export class LastKnownGoodConfig {
     for (const listener of this.#listeners) listener({ mode, typeUrl });
   }
 
-  /** Sizes and versions for /debug/xds. */
-  summary(): Record<XdsMode, Record<string, { version: string; ackedAt: string; bytes: number; resources?: number }>> {
+  /** Sizes, versions and how many names Envoy subscribes to, for /debug/xds. */
+  summary(): Record<XdsMode, Record<string, { version: string; ackedAt: string; names: number; bytes: number; resources?: number }>> {
     const describe = (entry: LastKnownGoodType) => ({
       version: entry.version,
+      names: entry.names.length,
       ackedAt: new Date(entry.ackedAt).toISOString(),
       bytes: [...(entry.response ?? []), ...[...(entry.resources?.values() ?? [])].map((resource) => resource.bytes)].reduce(
         (sum, bytes) => sum + bytes.length,

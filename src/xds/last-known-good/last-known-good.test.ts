@@ -21,7 +21,7 @@ const deltaMessage = (typeUrl: string, version: string, nonce: string, names: st
     ...removed.map((name) => lenField(6, name)),
   ]);
 const request = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestFields =>
-  ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0, ...fields });
+  ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, unsubscribe: [], initialVersions: 0, ...fields });
 
 /** A recorder fed whole responses in two chunks each, as the relay feeds it. */
 function record(mode: XdsMode, pendingBytes = 1 << 20) {
@@ -74,6 +74,28 @@ describe('LastKnownGoodRecorder: only what Envoy ACKed is kept', () => {
     assert.deepEqual(names(lastKnownGood, eds), ['b', 'c']);
     assert.equal(lastKnownGood.get('delta', eds)?.version, 'v2');
     assert.deepEqual(lastKnownGood.get('delta', eds)?.names, ['a', 'b', 'c']);
+  });
+
+  it('Delta: pushes that bring a name and take it back leave neither the name nor its resource kept; a wildcard type keeps its own (issue 44)', () => {
+    const { lastKnownGood, recorder, relay } = record('delta');
+    recorder.request(request(cds));
+    relay(deltaMessage(cds, 'c1', 'c1', ['base']));
+    recorder.request(request(cds, { nonce: 'c1' }));
+    recorder.request(request(eds, { names: ['base'] }));
+    relay(deltaMessage(eds, 'v0', 'n0', ['base']));
+    recorder.request(request(eds, { nonce: 'n0' }));
+    for (let push = 1; push <= 20; push++) {
+      // Envoy subscribes to the new cluster's endpoints, holds them, then drops them with the cluster: the server sends no removal.
+      recorder.request(request(eds, { names: [`se-${push}`] }));
+      relay(deltaMessage(eds, `v${push}`, `n${push}`, [`se-${push}`]));
+      recorder.request(request(eds, { nonce: `n${push}` }));
+      recorder.request(request(eds, { unsubscribe: [`se-${push}`] }));
+    }
+    recorder.request(request(cds, { unsubscribe: ['base'] }));
+    assert.deepEqual(lastKnownGood.get('delta', eds)?.names, ['base']);
+    assert.deepEqual(names(lastKnownGood, eds), ['base']);
+    assert.deepEqual(lastKnownGood.get('delta', cds)?.names, ['*'], 'still the (legacy) wildcard');
+    assert.deepEqual(names(lastKnownGood, cds), ['base']);
   });
 
   it('Delta: a stream whose Envoy holds nothing starts the type afresh; one that holds resources builds on them', () => {
@@ -132,6 +154,25 @@ describe('LastKnownGoodAnswers: a stream served from the last-known-good config'
     assert.equal(answers.answer(request(eds, { names: ['zz'] })).kind, 'nothing');
     const wildcard = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-3');
     assert.deepEqual(sentNames(wildcard.answer(request(eds))), ['a', 'b', 'c']);
+  });
+
+  it('Delta: a name unsubscribed and subscribed again is sent again; unsubscribing "*" ends the wildcard', () => {
+    const lastKnownGood = new LastKnownGoodConfig();
+    lastKnownGood.applyDelta(
+      eds,
+      { version: 'v1', resources: readDeltaChanges(deltaMessage(eds, 'v1', 'x', ['a', 'b'])).resources, removed: [], reset: true },
+      0,
+    );
+    const answers = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-4');
+    const sentNames = (outcome: ReturnType<LastKnownGoodAnswers['answer']>) =>
+      outcome.kind === 'send' ? readDeltaChanges(outcome.message).resources.map((entry) => entry.name) : outcome.kind;
+    assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['a'] }))), ['a']);
+    assert.deepEqual(sentNames(answers.answer(request(eds, { unsubscribe: ['a'] }))), 'nothing');
+    assert.deepEqual(sentNames(answers.answer(request(eds, { names: ['a'] }))), ['a']);
+    const wildcard = new LastKnownGoodAnswers('delta', lastKnownGood, 'lkg-5');
+    assert.deepEqual(sentNames(wildcard.answer(request(eds, { names: ['*'] }))), ['a', 'b']);
+    wildcard.answer(request(eds, { unsubscribe: ['*', 'a', 'b'] }));
+    assert.deepEqual(sentNames(wildcard.answer(request(eds, { names: ['b'] }))), ['b']);
   });
 
   it('covers(): something kept for every type Envoy asked for', () => {

@@ -16,6 +16,7 @@ const ask = (typeUrl: string, fields: Partial<RequestFields> = {}): RequestField
   error: undefined,
   names: [],
   node: undefined,
+  unsubscribe: [],
   initialVersions: 0,
   ...fields,
 });

@@ -3,6 +3,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { LastKnownGoodConfig } from './config.ts';
 import { readDeltaChanges } from './wire.ts';
 import { PendingResponses } from './pending-responses.ts';
+import { newDeltaSubscription, subscribedNames, updateDeltaSubscription, type DeltaSubscription } from './delta-subscription.ts';
 import type { RequestFields, ResponseFields, XdsMode } from '../../discovery/wire.ts';
 
 export interface LastKnownGoodRecorderOptions {
@@ -31,6 +32,8 @@ export class LastKnownGoodRecorder {
   readonly #asked = new Set<string>();
   /** Delta types a lost response left unknown: later changes build on it, so nothing more is kept on this stream. */
   readonly #untracked = new Set<string>();
+  /** Delta: this stream's subscription per type (a new stream starts its own). */
+  readonly #subscriptions = new Map<string, DeltaSubscription>();
 
   constructor(options: LastKnownGoodRecorderOptions) {
     this.#options = options;
@@ -68,7 +71,14 @@ export class LastKnownGoodRecorder {
       if (mode === 'delta' && fields.initialVersions === 0) this.#fresh.add(fields.typeUrl);
     }
     if (fields.nonce) this.#settle(fields);
-    lastKnownGood.subscribe(mode, fields.typeUrl, fields.names);
+    lastKnownGood.subscribe(mode, fields.typeUrl, mode === 'delta' ? this.#deltaNames(fields) : fields.names);
+  }
+
+  #deltaNames(fields: RequestFields): string[] {
+    let subscription = this.#subscriptions.get(fields.typeUrl);
+    if (!subscription) this.#subscriptions.set(fields.typeUrl, (subscription = newDeltaSubscription()));
+    updateDeltaSubscription(subscription, fields);
+    return subscribedNames(subscription);
   }
 
   #settle(fields: RequestFields): void {

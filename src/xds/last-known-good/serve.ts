@@ -1,5 +1,6 @@
 import type { LastKnownGoodConfig, LastKnownGoodType } from './config.ts';
 import { deltaResponse, withNonce } from './wire.ts';
+import { newDeltaSubscription, updateDeltaSubscription, type DeltaSubscription } from './delta-subscription.ts';
 import { responseReader, type RequestFields, type XdsMode } from '../../discovery/wire.ts';
 
 function countResources(chunks: readonly Buffer[]): number {
@@ -27,8 +28,8 @@ export class LastKnownGoodAnswers {
   #nextNonce = 1;
   /** Per type: the nonce and version last sent. */
   readonly #sent = new Map<string, { nonce: string; version: string }>();
-  /** Delta, per type: wildcard or not, and the names sent so far. */
-  readonly #delta = new Map<string, { wildcard: boolean; subscribed: Set<string>; sent: Set<string> }>();
+  /** Delta, per type: the stream's subscription, and the names sent so far that it still covers. */
+  readonly #delta = new Map<string, { subscription: DeltaSubscription; sent: Set<string> }>();
 
   constructor(mode: XdsMode, lastKnownGood: LastKnownGoodConfig, noncePrefix: string) {
     this.#mode = mode;
@@ -63,16 +64,16 @@ export class LastKnownGoodAnswers {
 
   #deltaAnswer(lastKnownGood: LastKnownGoodType, request: RequestFields): LastKnownGoodOutcome {
     let state = this.#delta.get(lastKnownGood.typeUrl);
-    if (!state) {
-      state = { wildcard: request.names.length === 0, subscribed: new Set(), sent: new Set() };
-      this.#delta.set(lastKnownGood.typeUrl, state);
-    }
-    for (const name of request.names) name === '*' ? (state.wildcard = true) : state.subscribed.add(name);
+    if (!state) this.#delta.set(lastKnownGood.typeUrl, (state = { subscription: newDeltaSubscription(), sent: new Set() }));
+    const { subscription, sent } = state;
+    updateDeltaSubscription(subscription, request);
+    // Envoy forgets what it unsubscribes from: subscribing again must send it again.
+    for (const name of request.unsubscribe) sent.delete(name);
     const due = [...lastKnownGood.resources!.values()].filter(
-      (resource) => (state.wildcard || state.subscribed.has(resource.name)) && !state.sent.has(resource.name),
+      (resource) => (subscription.wildcard || subscription.names.has(resource.name)) && !sent.has(resource.name),
     );
     if (due.length === 0 && this.#sent.has(lastKnownGood.typeUrl)) return { kind: 'nothing', typeUrl: lastKnownGood.typeUrl };
-    for (const resource of due) state.sent.add(resource.name);
+    for (const resource of due) sent.add(resource.name);
     const nonce = this.#nonce(lastKnownGood);
     const message = deltaResponse({ typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, nonce, resources: due.map((resource) => resource.bytes) });
     return { kind: 'send', typeUrl: lastKnownGood.typeUrl, version: lastKnownGood.version, message, resources: due.length };

@@ -105,6 +105,7 @@ describe('LastKnownGoodSession: what it answers Envoy, logged and counted', () =
     error: undefined,
     names: [],
     node: undefined,
+    unsubscribe: [],
     initialVersions: 0,
     ...fields,
   });

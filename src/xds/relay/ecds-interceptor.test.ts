@@ -18,6 +18,7 @@ const ecdsRequest: RequestFields = {
   error: undefined,
   names: ['ext-a'],
   node: undefined,
+  unsubscribe: [],
   initialVersions: 0,
 };
 

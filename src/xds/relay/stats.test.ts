@@ -5,7 +5,7 @@ import { FakeClock } from '../../shared/clock.ts';
 import { XdsStats } from './stats.ts';
 import type { RequestFields } from '../../discovery/wire.ts';
 
-const request = (typeUrl: string): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, initialVersions: 0 });
+const request = (typeUrl: string): RequestFields => ({ typeUrl, versionInfo: '', nonce: '', error: undefined, names: [], node: undefined, unsubscribe: [], initialVersions: 0 });
 const cluster = 'type.googleapis.com/envoy.config.cluster.v3.Cluster';
 
 test('type URLs Envoy\'s side makes up are counted as one "other" type', async () => {
