@@ -19,6 +19,7 @@ import { execa, type ResultPromise } from 'execa';
 import { startCaPeer, type CaPeer } from './ca-peer.ts';
 import { issueServerPair, makeCsrSigner, type CsrSigner } from './csr-signer.ts';
 import { inboundMtlsListener } from './istio-resources.ts';
+import { openFifo } from './fifo-stdio.ts';
 import { LineLog } from './lines.ts';
 import { agentBin, envoyBin, nodeBin } from './paths.ts';
 import { startPeer, type Peer } from './peer.ts';
@@ -26,7 +27,7 @@ import { findEnvoys, own, ownDir, releaseDir } from './processes.ts';
 import { edsCluster, endpoints, routeConfig } from './resources.ts';
 
 export const proxyUid = 1337;
-const istiodName = 'istiod.istio-system.svc';
+export const istiodName = 'istiod.istio-system.svc';
 const identity = 'spiffe://cluster.local/ns/default/sa/app';
 const token = 'projected-token-for-app';
 /** The app port a client dials; capture sends it to Envoy's 15006. */
@@ -40,6 +41,8 @@ export interface Mesh {
   peer: Peer;
   /** Files every pod mounts (token, roots), readable by uid 1337. */
   files: { token: string; root: string };
+  /** istiod's serving pair (a test's own discovery server in front of the peer presents it). */
+  tls: { cert: string; key: string };
   /** What the discovery server serves every pod (bench/soak.ts pushes changes on top of it with peer.setResources). */
   resources: unknown[];
   /** The address pods are numbered from. */
@@ -94,6 +97,7 @@ export async function startMesh(): Promise<Mesh> {
   return {
     hostIp,
     ca,
+    tls,
     get peer() {
       return peer;
     },
@@ -177,6 +181,12 @@ export interface PodOptions {
   viaShebang?: boolean;
   /** Flags for node before the entry point (not with viaShebang). */
   nodeArgs?: string[];
+  /** ProxyConfig fields over the template's (a field set to undefined is left out). */
+  proxyConfig?: Record<string, unknown>;
+  /** The downward-API annotations file; default the injection's status annotation. */
+  annotations?: string;
+  /** The agent's stdout and stderr are FIFOs uid 1337 can open again by path, as a container runtime gives them. */
+  fifoStdio?: boolean;
 }
 
 /**
@@ -192,7 +202,7 @@ export type ForeignAgent = (pod: {
 }) => Promise<{ argv: string[]; env: Record<string, string> }>;
 
 /** A peer's host:port with istiod's name for the host (the pod's hosts file maps it). */
-const byName = (address: string) => `${istiodName}:${address.slice(address.lastIndexOf(':') + 1)}`;
+export const byName = (address: string) => `${istiodName}:${address.slice(address.lastIndexOf(':') + 1)}`;
 
 /** A namespace on the mesh's bridge with capture applied, not yet running an agent. */
 export async function makePodNamespace(mesh: Mesh, index: number): Promise<{ name: string; ip: string; remove(): Promise<void> }> {
@@ -260,7 +270,7 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   // The downward-API volume the template mounts.
   await mkdir(join(dir, 'etc/istio/pod'));
   await writeFile(join(dir, 'etc/istio/pod/labels'), `app="app"\nversion="v1"\n`);
-  await writeFile(join(dir, 'etc/istio/pod/annotations'), `sidecar.istio.io/status="{}"\n`);
+  await writeFile(join(dir, 'etc/istio/pod/annotations'), options.annotations ?? `sidecar.istio.io/status="{}"\n`);
   await chown(dir, proxyUid, proxyUid);
   await chown(join(dir, 'etc'), proxyUid, proxyUid);
   await chown(join(dir, 'etc/istio'), proxyUid, proxyUid);
@@ -273,6 +283,7 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
       terminationDrainDuration: '1s',
       drainDuration: '1s',
       parentShutdownDuration: '3s',
+      ...options.proxyConfig,
     }),
     CA_ADDR: byName(mesh.ca.address),
     ISTIOD_SAN: istiodName,
@@ -299,6 +310,8 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
   ];
   const command = options.foreign ? await options.foreign({ dir, env, mesh, netns }) : { argv: ours, env };
   const execWallMs = Date.now();
+  const fifos = options.fifoStdio ? [await openFifo(dir, 'agent-stdout'), await openFifo(dir, 'agent-stderr')] : undefined;
+  for (const name of fifos ? ['agent-stdout', 'agent-stderr'] : []) await chown(join(dir, name), proxyUid, proxyUid);
   const execAt = performance.now();
   const child: ResultPromise = execa(
     'ip',
@@ -312,12 +325,16 @@ export async function startPodAgent(mesh: Mesh, netns: { name: string; ip: strin
       extendEnv: false,
       detached: true,
       forceKillAfterDelay: 20_000,
+      // A number is a descriptor the child gets as is (execa's types let only 3-9 through).
+      ...(fifos ? { stdout: fifos[0]!.writeFd as 3, stderr: fifos[1]!.writeFd as 3 } : {}),
     },
   );
+  for (const fifo of fifos ?? []) fifo.release();
+  const [stdout, stderrStream] = fifos ? [fifos[0]!.reader, fifos[1]!.reader] : [child.stdout!, child.stderr!];
   own(child, child, `pod ${netns.name}`);
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const log = new LineLog<PodLogEntry>(child.stdout!, () => `the pod's agent exited (${child.exitCode ?? '?'}): ${stderr.trim() || '(no stderr)'}`);
+  stderrStream.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const log = new LineLog<PodLogEntry>(stdout, () => `the pod's agent exited (${child.exitCode ?? '?'}): ${stderr.trim() || '(no stderr)'}`);
   const envoys = () => findEnvoys({ parent: child.pid, marks: [dir] });
   return {
     name: netns.name,
