@@ -14,10 +14,9 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createSecureContext, TLSSocket } from 'node:tls';
 import { byName, makePodNamespace, podSkipReason, startMesh, startPodAgent, untilPodReady, type Mesh } from '../support/pods.ts';
-import { startRstDroppingProxy, startScriptedUpstream } from '../support/scripted-upstream.ts';
+import { startTrailersEndingServer } from '../support/scripted-upstream.ts';
 
 const skip = await podSkipReason();
-const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };
 
 /** The TLS front on the bridge: each new connection to `target()` (TLS ended here for the scripted server, passed through to the peer). */
 async function startFront(mesh: Mesh, target: () => { port: number; endTls: boolean }) {
@@ -47,18 +46,7 @@ describe('a discovery server that ends the call with trailers and no RST_STREAM 
 
   it("Envoy's stream is ended and reopened, and the pod gets its config and is ready", async () => {
     await using cleanup = new AsyncDisposableStack();
-    let calls = 0;
-    // The first call is ended with an OK status once Envoy's first request arrived; later ones stay open.
-    const server = await startScriptedUpstream((stream) => {
-      const call = ++calls;
-      stream.respond(grpcOk, { waitForTrailers: true });
-      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      if (call === 1) stream.once('data', () => stream.end());
-      else stream.resume();
-    });
-    cleanup.defer(() => server.close());
-    const dropper = await startRstDroppingProxy(server.port);
-    cleanup.defer(() => dropper.close());
+    const dropper = await startTrailersEndingServer(cleanup);
     let scripted = true;
     const peerPort = Number(mesh.peer.address.slice(mesh.peer.address.lastIndexOf(':') + 1));
     const front = await startFront(mesh, () => (scripted ? { port: dropper.port, endTls: true } : { port: peerPort, endTls: false }));

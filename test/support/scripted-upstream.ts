@@ -95,3 +95,26 @@ export async function startRstDroppingProxy(targetPort: number) {
     close: () => new Promise<void>((resolve) => (sockets.forEach((socket) => socket.destroy()), server.close(() => resolve()))),
   };
 }
+
+const grpcOk = { ':status': 200, 'content-type': 'application/grpc' };
+
+/**
+ * A scripted discovery server behind startRstDroppingProxy that ends its
+ * first call with an OK status (trailers, no RST_STREAM) once Envoy's first
+ * request arrived; later calls stay open. `port` is the relay's; both close
+ * with `cleanup`.
+ */
+export async function startTrailersEndingServer(cleanup: AsyncDisposableStack) {
+  let calls = 0;
+  const server = await startScriptedUpstream((stream) => {
+    const call = ++calls;
+    stream.respond(grpcOk, { waitForTrailers: true });
+    stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    if (call === 1) stream.once('data', () => stream.end());
+    else stream.resume();
+  });
+  cleanup.defer(() => server.close());
+  const proxy = await startRstDroppingProxy(server.port);
+  cleanup.defer(() => proxy.close());
+  return { port: proxy.port, calls: () => calls };
+}
