@@ -7,23 +7,17 @@
  * resolver would), and Envoy sits at /usr/local/bin/envoy as in the image.
  */
 import assert from 'node:assert/strict';
-import { chmod, mkdir, realpath, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { startCaPeer } from '../support/ca-peer.ts';
+import type { CaPeer } from '../support/ca-peer.ts';
 import { deferStop, suiteCleanup, tempDir } from '../support/cleanup.ts';
-import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
-import { startIstiodFront } from '../support/istiod-front.ts';
+import { istiodName, podMountWrap, startIstiodPeers } from '../support/istiod-peers.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
-import { envoyBin } from '../support/paths.ts';
-import { startPeer, type Peer, type PeerEvent } from '../support/peer.ts';
-import { freePort } from '../support/ports.ts';
+import type { Peer, PeerEvent } from '../support/peer.ts';
 import { identity, token } from '../support/ca-rig.ts';
-import { sdsHttpsService } from '../support/sds-rig.ts';
 import { pollUntil } from '../support/poll.ts';
-
-const istiodName = 'istiod.istio-system.svc';
 const skip = await netnsSkipReason();
 
 /** The env Istio's injector renders for a default install (KUBE.md), for pod reviews-v1-abc of service account app. */
@@ -62,9 +56,6 @@ async function podRoot(dir: string, root: string, hostIp: string): Promise<strin
   return join(dir, 'hosts');
 }
 
-/** In the pod's mount namespace: its /etc/hosts, and Envoy where Istio's image has it. */
-const podMounts = 'mount --bind "$0" /etc/hosts && mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin && ln -s "$1" /usr/local/bin/envoy && shift && exec "$@"';
-
 async function waitReady(url: string, ms: number): Promise<void> {
   const status = () => fetch(url, { signal: AbortSignal.timeout(2_000) }).then((response) => response.status);
   await pollUntil(status, { what: `${url} to answer 200`, timeoutMs: ms, intervalMs: 200, accept: (answer) => answer === 200, show: String });
@@ -75,34 +66,17 @@ describe('a default Istio install: only what the injector renders, and the agent
     const cleanup = suiteCleanup();
     let podIp: string;
     let peer: Peer;
-    let ca: Awaited<ReturnType<typeof startCaPeer>>;
+    let ca: CaPeer;
     let agent: RunningAgent;
 
     before(async () => {
-      const signer = await makeCsrSigner();
-      cleanup.defer(() => signer.close());
-      const tls = await issueServerPair(signer, istiodName);
-      ca = await startCaPeer({ ca: signer.files, tls, token, identity });
-      cleanup.defer(() => ca.stop());
-      peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), {
-        args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token],
-      });
-      cleanup.defer(() => peer.stop());
       const netns = await makeNetns('istio-defaults');
       cleanup.defer(() => netns.remove());
       podIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
-      const front = await startIstiodFront({
-        host: netns.hostIp,
-        port: 15012,
-        tls,
-        peerCa: signer.root,
-        peerName: istiodName,
-        routes: [{ pathPrefix: '/istio.v1.auth.IstioCertificateService/', url: `https://${ca.address}` }],
-        fallback: `https://${peer.address}`,
-      });
-      cleanup.defer(() => front.close());
+      const istiod = await startIstiodPeers(cleanup, netns.hostIp);
+      ({ ca, peer } = istiod);
       const dir = await tempDir(cleanup, 'pilot-agent-istio-pod-');
-      const hosts = await podRoot(dir, signer.root, netns.hostIp);
+      const hosts = await podRoot(dir, istiod.root, netns.hostIp);
       agent = await startAgent({
         injectedOnly: true,
         discoveryAddress: '',
@@ -110,7 +84,7 @@ describe('a default Istio install: only what the injector renders, and the agent
         env: injectedEnv(podIp, netns.hostIp),
         cwd: dir,
         dir,
-        wrap: ['ip', 'netns', 'exec', netns.name, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', podMounts, hosts, await realpath(envoyBin)],
+        wrap: await podMountWrap(netns.name, hosts),
       });
       deferStop(cleanup, agent, (result) => assert.equal(result.exitCode, 0, agent.stderr()));
       await waitReady(`http://${podIp}:15021/healthz/ready`, 60_000);

@@ -8,24 +8,19 @@
  * health reports (istio.v1.HealthInformation), the CA peer checks the token and the identity.
  */
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdir, readFile, realpath, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { execa } from 'execa';
 import { startAgent, type RunningAgent } from '../support/agent.ts';
-import { startCaPeer } from '../support/ca-peer.ts';
+import type { CaPeer } from '../support/ca-peer.ts';
 import { identity, token } from '../support/ca-rig.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
-import { issueServerPair, makeCsrSigner } from '../support/csr-signer.ts';
-import { startIstiodFront } from '../support/istiod-front.ts';
+import { istiodName, podMountWrap, startIstiodPeers } from '../support/istiod-peers.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
-import { envoyBin, repoRoot, uidCannotRunCheckout } from '../support/paths.ts';
-import { startPeer, type Peer, type PeerEvent } from '../support/peer.ts';
+import { repoRoot, uidCannotRunCheckout } from '../support/paths.ts';
+import type { Peer, PeerEvent } from '../support/peer.ts';
 import { pollUntil } from '../support/poll.ts';
-import { freePort } from '../support/ports.ts';
-import { sdsHttpsService } from '../support/sds-rig.ts';
-
-const istiodName = 'istiod.istio-system.svc';
 const proxyUid = 1337;
 const skip = (await netnsSkipReason()) ?? uidCannotRunCheckout(proxyUid);
 
@@ -89,9 +84,6 @@ async function vmRoot(dir: string, root: string, hostIp: string): Promise<string
   return join(dir, 'hosts');
 }
 
-/** In the VM's mount namespace: its /etc/hosts, and Envoy where Istio's VM package puts it. */
-const vmMounts = 'mount --bind "$0" /etc/hosts && mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin && ln -s "$1" /usr/local/bin/envoy && shift && exec "$@"';
-
 /** The VM's application: answers /ready on 8080. */
 const appScript = "require('node:http').createServer((q, s) => s.end('ok')).listen(8080, process.argv[1])";
 
@@ -100,35 +92,22 @@ describe('a VM through a WorkloadGroup with auto-registration, booted as istio-s
   let vmIp: string;
   let dir: string;
   let peer: Peer;
-  let ca: Awaited<ReturnType<typeof startCaPeer>>;
+  let ca: CaPeer;
   let agent: RunningAgent;
 
   before(async () => {
-    const signer = await makeCsrSigner();
-    cleanup.defer(() => signer.close());
-    const tls = await issueServerPair(signer, istiodName);
-    ca = await startCaPeer({ ca: signer.files, tls, token, identity });
-    cleanup.defer(() => ca.stop());
     const netns = await makeNetns('vm');
     cleanup.defer(() => netns.remove());
     vmIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
     // DNS capture is on (cluster.env): the VM is ready once the name table arrived.
-    peer = await startPeer(sdsHttpsService({ listenerPort: 8443, upstreamPort: await freePort() }), {
-      args: ['--tls-cert', tls.cert, '--tls-key', tls.key, '--require-token', token],
-      nameTable: { 'vm.default.svc.cluster.local': { ips: [vmIp], registry: 'Kubernetes', namespace: 'default' } },
-    });
-    cleanup.defer(() => peer.stop());
-    const front = await startIstiodFront({
-      host: netns.hostIp, port: 15012, tls, peerCa: signer.root, peerName: istiodName,
-      routes: [{ pathPrefix: '/istio.v1.auth.IstioCertificateService/', url: `https://${ca.address}` }],
-      fallback: `https://${peer.address}`,
-    });
-    cleanup.defer(() => front.close());
+    const nameTable = { 'vm.default.svc.cluster.local': { ips: [vmIp], registry: 'Kubernetes', namespace: 'default' } };
+    const istiod = await startIstiodPeers(cleanup, netns.hostIp, nameTable);
+    ({ ca, peer } = istiod);
     const app = execa('ip', ['netns', 'exec', netns.name, process.execPath, '-e', appScript, vmIp], { reject: false, stdio: 'ignore' });
     cleanup.defer(async () => void (app.kill('SIGKILL'), await app));
     dir = await tempDir(cleanup, 'pilot-agent-vm-');
-    const hosts = await vmRoot(dir, signer.root, netns.hostIp);
-    const wrap = ['ip', 'netns', 'exec', netns.name, 'unshare', '--mount', '--propagation', 'private', 'sh', '-c', vmMounts, hosts, await realpath(envoyBin)];
+    // Envoy where Istio's VM package puts it, as in the pod's image.
+    const wrap = await podMountWrap(netns.name, await vmRoot(dir, istiod.root, netns.hostIp));
     agent = await startAgent({ injectedOnly: true, discoveryAddress: '', env: {}, cwd: dir, dir, wrap: [...wrap, join(repoRoot, 'test/support/vm-start.sh')] });
     cleanup.defer(() => agent.stop('SIGKILL').then(() => undefined, () => undefined));
   });
