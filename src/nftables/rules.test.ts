@@ -1,19 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { describe, it } from 'node:test';
+import { nftCases as cases, type NftCase as Case } from '../../test/support/nft-cases.ts';
 import { gatherFlags, resolveCaptureConfig } from '../iptables/config.ts';
 import type { HostFacts } from '../iptables/plan.ts';
 import { renderCleanup, renderTransaction } from './render.ts';
 import { buildNftRules } from './rules.ts';
-
-interface Case {
-  name: string;
-  about: string;
-  args: string[];
-  env: Record<string, string>;
-  ipv6: boolean;
-  resolv?: string[];
-}
 
 /** Short and long flags as the command reads them, into the shared flag parser. */
 function cliOf(args: readonly string[]): Record<string, string> {
@@ -40,8 +32,6 @@ function transactionOf(testCase: Case): string {
   };
   return renderTransaction(buildNftRules(config, host));
 }
-
-const cases = JSON.parse(await readFile(new URL('testdata/cases.json', import.meta.url), 'utf8')) as Case[];
 
 describe('the native nftables transaction, golden per case (its ruleset is checked against Istio\'s in test/e2e/nftables-istio-netns)', () => {
   for (const testCase of cases) {

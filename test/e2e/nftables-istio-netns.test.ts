@@ -16,23 +16,13 @@ import { execa } from 'execa';
 import { assertBundleFresh } from '../support/bundle-fresh.ts';
 import { suiteCleanup, type Cleanup } from '../support/cleanup.ts';
 import { makePodPair, runIptables, type PodPair } from '../support/iptables-pods.ts';
+import { nftCases as cases, nftTestdata as testdata, type NftCase as Case } from '../support/nft-cases.ts';
 import { nftRuleset, nftSkipReason } from '../support/nft-pods.ts';
 
 const skip = (await nftSkipReason()) ?? false;
 const istioAgent = process.env['ISTIO_PILOT_AGENT'];
 const istioSkip = istioAgent !== undefined && existsSync(istioAgent) ? skip : 'set ISTIO_PILOT_AGENT to Istio\'s pilot-agent to compare live';
 
-interface Case {
-  name: string;
-  about: string;
-  args: string[];
-  env: Record<string, string>;
-  ipv6: boolean;
-  resolv?: string[];
-}
-
-const testdata = new URL('../../src/nftables/testdata/', import.meta.url);
-const cases = JSON.parse(await readFile(new URL('cases.json', testdata), 'utf8')) as Case[];
 
 /** A pod for the case: dual-stack under ISTIO_DUAL_STACK when it wants IPv6, and its resolv.conf (`ip netns exec` mounts /etc/netns/<ns>/). */
 async function podFor(cleanup: Cleanup, label: string, testCase: Case): Promise<{ pair: PodPair; env: Record<string, string> }> {
