@@ -1,14 +1,10 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { silentLogger } from '../shared/log.ts';
+import { startStatusRig, type StatusRig } from '../../test/support/status-server-rig.ts';
 import type { StatusDeps } from './handler.ts';
 import { pipelineDepth } from './pipeline.ts';
-import { startStatusServer, type StatusServer } from './server.ts';
+import type { StatusServer } from './server.ts';
 
 /** Readiness checks that wait for `release`, counting how many run at once. */
 function heldReadiness() {
@@ -29,28 +25,17 @@ const request = 'GET /healthz/ready HTTP/1.1\r\nHost: pod\r\n\r\n';
 const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
 
 describe('the status server: one request at a time per connection, and its close', () => {
-  let dir: string;
+  let rig: StatusRig;
   let server: StatusServer;
   let probe: ReturnType<typeof heldReadiness>;
-  const sockets: Socket[] = [];
   beforeEach(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'status-conns-'));
     probe = heldReadiness();
     const deps: StatusDeps = { readiness: { check: probe.check }, agentMetrics: async () => '', epochs: () => ({}), quit: () => undefined, drain: async () => true };
-    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps, logger: silentLogger });
+    rig = await startStatusRig(deps, 'status-conns-');
+    server = rig.server;
   });
-  afterEach(async () => {
-    for (const socket of sockets.splice(0)) socket.destroy();
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  const open = async () => {
-    const socket = connect(server.port, '127.0.0.1');
-    sockets.push(socket);
-    socket.on('error', () => undefined);
-    await once(socket, 'connect');
-    return socket;
-  };
+  afterEach(() => rig.close());
+  const open = () => rig.connect();
 
   it('pipelined requests are answered one after the other, never at once, each in turn', async () => {
     const socket = await open();

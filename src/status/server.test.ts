@@ -1,16 +1,13 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { silentLogger } from '../shared/log.ts';
+import { startStatusRig, type StatusRig } from '../../test/support/status-server-rig.ts';
 import type { StatusDeps } from './handler.ts';
 import { acceptsGzip } from './negotiate.ts';
-import { gzipMinBytes, statusConnectionLimits, statusSendTimeoutMs as sendTimeoutMs, startStatusServer, type StatusServer } from './server.ts';
+import { gzipMinBytes, statusConnectionLimits, statusSendTimeoutMs as sendTimeoutMs, type StatusServer } from './server.ts';
 
 const bigMetrics = `# TYPE istio_agent_big gauge\n${Array.from({ length: 1_000_000 }, (_, i) => `istio_agent_big{n="${i}"} ${i}`).join('\n')}\n`;
 
@@ -35,16 +32,13 @@ function get(port: number, path: string, headers: Record<string, string> = {}): 
 }
 
 describe('the status server on its socket', () => {
-  let dir: string;
+  let rig: StatusRig;
   let server: StatusServer;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'status-server-'));
-    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps, logger: silentLogger });
+    rig = await startStatusRig(deps, 'status-server-');
+    server = rig.server;
   });
-  after(async () => {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => rig.close());
 
   it('Accept-Encoding: a gzip with a weight above 0, and only that', () => {
     for (const [header, want] of [
@@ -111,28 +105,18 @@ describe('the status server on its socket', () => {
 });
 
 describe('the status server: its connection slots', () => {
-  let dir: string;
-  let server: StatusServer;
+  let rig: StatusRig;
   let checks = 0;
   let answer = () => undefined as void;
   const gate = new Promise<void>((resolve) => (answer = resolve));
-  const sockets: Socket[] = [];
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'status-slots-'));
     const held: StatusDeps = { ...deps, readiness: { check: async () => (checks++, await gate, { ready: true }) } };
-    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps: held, logger: silentLogger });
+    rig = await startStatusRig(held, 'status-slots-');
   });
-  after(async () => {
-    for (const socket of sockets) socket.destroy();
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => rig.close());
 
   const open = async () => {
-    const socket = connect(server.port, '127.0.0.1');
-    sockets.push(socket);
-    socket.on('error', () => undefined);
-    await once(socket, 'connect');
+    const socket = await rig.connect();
     const closed = once(socket, 'close').then(() => socket);
     const answered = Promise.race([once(socket, 'data').then(([chunk]) => String(chunk)), closed.then(() => 'closed unanswered')]);
     socket.write('GET /healthz/ready HTTP/1.1\r\nHost: pod\r\n\r\n');
@@ -155,13 +139,12 @@ describe('the status server: its connection slots', () => {
 
 
 describe('the status server streams the merged metrics', () => {
-  let dir: string;
+  let rig: StatusRig;
   let server: StatusServer;
   const envoy = { pulled: 0, closed: false };
   const chunk = Buffer.from(`${Array.from({ length: 1024 }, (_, i) => `envoy_streamed_metric{n="${i}"} ${i}`).join('\n')}\n`);
   const envoyBytes = 256 * 2 ** 20;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'status-stream-'));
     async function* body() {
       try {
         for (envoy.pulled = 0; envoy.pulled < envoyBytes; envoy.pulled += chunk.length) yield chunk;
@@ -170,12 +153,10 @@ describe('the status server streams the merged metrics', () => {
       }
     }
     const streaming: StatusDeps = { ...deps, agentMetrics: async () => '', envoyMetrics: async () => ({ ok: true, status: 200, body: body() }) };
-    server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps: streaming, logger: silentLogger });
+    rig = await startStatusRig(streaming, 'status-stream-');
+    server = rig.server;
   });
-  after(async () => {
-    await server.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  after(() => rig.close());
 
   it('HEAD of the streamed metrics: headers only, and Envoy\'s body let go of', async () => {
     envoy.closed = false;
