@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
-import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
-import { renderBootstrap } from './render.ts';
+import { renderSidecarBootstrap, type RenderedListener, type SocketAddress } from '../../test/support/rendered-bootstrap.ts';
 
 /**
  * What the rendered default bootstrap exposes to the pod network. Envoy's
@@ -11,13 +9,7 @@ import { renderBootstrap } from './render.ts';
  * exact-path listeners (Prometheus and readiness), whose routes
  * exact-path-listener.test.ts checks.
  */
-interface SocketAddress {
-  address: string;
-  port_value: number;
-}
-interface Listener {
-  name: string;
-  address: { socket_address: SocketAddress };
+interface Listener extends RenderedListener {
   filter_chains: { filters: { typed_config: { stat_prefix: string; route_config: { virtual_hosts: { routes: { route?: { cluster: string } }[] }[] } } }[] }[];
 }
 interface Bootstrap {
@@ -32,10 +24,8 @@ const upstreamOf = (listener: Listener) =>
 const loopback = new Set(['127.0.0.1', '::1']);
 
 async function renderedDefault(values: Record<string, unknown> = {}): Promise<Bootstrap> {
-  const commandLine = { values, sourceOf: () => 'default' };
-  const { config } = resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) });
   const context = { nodeId: 'sidecar~10.1.2.3~pod.ns~ns.svc.cluster.local', metadata: {}, xdsSocketPath: '/x/XDS', readinessSocketPath: '/x/ready' };
-  return JSON.parse(await renderBootstrap(config, context)) as Bootstrap;
+  return renderSidecarBootstrap<Bootstrap>(context, values);
 }
 
 test('Envoy\'s admin listens on loopback only, on --proxyAdminPort', async () => {

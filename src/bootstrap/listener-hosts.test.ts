@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
-import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
+import { renderSidecarBootstrap, type RenderedListener as Listener } from '../../test/support/rendered-bootstrap.ts';
 import { listenerHosts } from './listener-hosts.ts';
-import { renderBootstrap } from './render.ts';
 import type { BootstrapContext } from './variables.ts';
 
 test('listenerHosts: the pod\'s IP families decide the wildcard, as Istio\'s bootstrap does', () => {
@@ -24,22 +22,10 @@ test('listenerHosts: the pod\'s IP families decide the wildcard, as Istio\'s boo
   for (const [ips, dualStack, expected] of cases) assert.deepEqual(listenerHosts(ips, dualStack), expected, `${ips.join(',')} dual=${dualStack}`);
 });
 
-interface SocketAddress {
-  address: string;
-  port_value: number;
-}
-interface Listener {
-  name: string;
-  address: { socket_address: SocketAddress };
-  additional_addresses?: { address: { socket_address: SocketAddress } }[];
-}
-
 async function listeners(ips: string, context: Partial<BootstrapContext> = {}): Promise<Record<string, [string, ...string[]]>> {
-  const commandLine = { values: {}, sourceOf: () => 'default' };
-  const { config } = resolveAgentConfig({ proxyType: 'sidecar', commandLine, proxyConfig: mergeProxyConfigs([]) });
   const nodeId = `sidecar~${ips.split(',')[0]}~pod.ns~ns.svc.cluster.local`;
   const full = { nodeId, metadata: { INSTANCE_IPS: ips }, xdsSocketPath: '/x/XDS', readinessSocketPath: '/x/ready', ...context };
-  const rendered = JSON.parse(await renderBootstrap(config, full)) as { static_resources: { listeners: Listener[] } };
+  const rendered = await renderSidecarBootstrap<{ static_resources: { listeners: Listener[] } }>(full);
   const where = (listener: Listener): [string, ...string[]] => [
     `${listener.address.socket_address.address}:${listener.address.socket_address.port_value}`,
     ...(listener.additional_addresses ?? []).map(({ address }) => `${address.socket_address.address}:${address.socket_address.port_value}`),
