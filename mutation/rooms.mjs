@@ -433,9 +433,11 @@ export const rooms = {
       'src/runtime/process-hooks.ts',
       'src/runtime/events.ts',
       'src/runtime/context.ts',
+      'src/runtime/memory-saver.ts',
     ],
     tests: [
       'src/runtime/sotw-fallback.test.ts',
+      'src/runtime/memory-saver.test.ts',
       'src/runtime/envoy-recipe.test.ts',
       'src/runtime/envoy-recipe-xds.test.ts',
       'src/runtime/proxyless-recipe.test.ts',

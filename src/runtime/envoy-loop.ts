@@ -7,6 +7,7 @@ import { EpochTracker } from '../status/epochs.ts';
 import { countAgentEvents, registerAgentMetrics, registerStateGauges } from '../status/metrics.ts';
 import { readCertNotAfter } from '../watch/cert-set.ts';
 import type { RuntimeContext } from './context.ts';
+import { saveMemoryOnceLive } from './memory-saver.ts';
 
 /** The proxy the loop runs: Envoy, or a fake in tests; `useBootstrap` is the Delta→SotW fallback's. */
 export type LoopProxy = Proxy & { useBootstrap?(text: string): void };
@@ -47,6 +48,7 @@ export function startEnvoyLoop(ctx: RuntimeContext, parts: { proxy: LoopProxy; x
   });
   registerStateGauges(registry, () => agent.state);
   agent.onEvent(countAgentEvents(metrics));
+  agent.onEvent(saveMemoryOnceLive());
   agent.onEvent((event) => event.type === 'epoch-spawned' && ctx.events.envoySpawned.emit({ epoch: event.epoch, pid: event.pid }));
   // Before the first Envoy is stopped (newest first), the relay's streams end oldest first (XdsRelay.endStreams: a VM's WorkloadEntry).
   agent.onEvent((_event, state) => void (state.phase === 'stopping' && parts.xds.endStreams?.()));
