@@ -17,7 +17,7 @@ function only(file, name) {
  * each room reports its own score.
  */
 export const rooms = {
-  // The status port: access (who may reach what), readiness, content negotiation, the epochs it reports,
+  // The status port: access (who may reach what), readiness, content negotiation,
   // the Prometheus merge (metadata-filter, merged-metrics: the streamed page) and its capped fetch, the
   // pipelining gate, the body's streaming (send-body), the app probes' parsing, target and redirects, and the
   // server's slot release and gzip choice (server.ts's tracked and encode). Left out: the rest of
@@ -28,7 +28,6 @@ export const rooms = {
       'src/status/access.ts',
       'src/status/readiness.ts',
       'src/status/negotiate.ts',
-      'src/status/epochs.ts',
       'src/status/prometheus.ts',
       'src/status/pipeline.ts',
       'src/status/metadata-filter.ts',
@@ -47,7 +46,6 @@ export const rooms = {
       'src/status/handler.test.ts',
       'src/status/status.test.ts',
       'src/status/negotiate.test.ts',
-      'src/status/epochs.test.ts',
       'src/status/prometheus.test.ts',
       'src/status/server.test.ts',
       'src/status/server-connections.test.ts',
@@ -66,7 +64,7 @@ export const rooms = {
     tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
-  // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.
+  // path, the workload's secrets from the dir or the CA (workload-secrets), file-backed names (file-sources) and the log budget.
   // Excluded: sds-server.ts and start.ts (grpc-js wiring, in test/e2e/sds-*), secret-proto.ts,
   // pem-secret.ts and metrics.ts (encoders of our own data, no outside input).
   sds: {
@@ -75,7 +73,7 @@ export const rooms = {
       'src/sds/secret-store.ts',
       'src/sds/sds-stream.ts',
       'src/sds/socket.ts',
-      'src/sds/cert-dir-feed.ts',
+      'src/sds/workload-secrets.ts',
       'src/sds/file-sources.ts',
       'src/sds/log-budget.ts',
     ],
@@ -84,7 +82,7 @@ export const rooms = {
       'src/sds/secret-store.test.ts',
       'src/sds/sds-stream.test.ts',
       'src/sds/socket.test.ts',
-      'src/sds/cert-dir-feed.test.ts',
+      'src/sds/workload-secrets.test.ts',
       'src/sds/file-sources.test.ts',
       'src/sds/file-sources-lifecycle.test.ts',
       'src/sds/log-budget.test.ts',
@@ -96,10 +94,11 @@ export const rooms = {
     mutate: ['src/ca/check-chain.ts', only('src/ca/workload-certificates.ts', 'checkIssued')],
     tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
-  // The restart gate (the cert-set checks it reads are the watch room's).
+  // Certificate rotation: its one owner (runtime/rotation.ts: SDS push or a new epoch) and the restart gate
+  // (the cert-set checks it reads are the watch room's).
   certs: {
-    mutate: ['src/agent/restart-gate.ts'],
-    tests: ['src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts'],
+    mutate: ['src/runtime/rotation.ts', 'src/agent/restart-gate.ts'],
+    tests: ['src/runtime/rotation.test.ts', 'src/agent/restart-gate.test.ts', 'src/agent/restart-gate-edges.test.ts', 'src/runtime/sotw-fallback.test.ts'],
   },
   // iptables rules, and what turns flags and env into them: the port lists, the checks on
   // bad input, the capture plan and the policy routes. Left out: render/state/apply/host
@@ -424,12 +423,13 @@ export const rooms = {
     mutate: ['src/health/probe-config.ts', 'src/health/checker.ts', 'src/health/reports.ts'],
     tests: ['src/health/probe-config.test.ts', 'src/health/checker.test.ts', 'src/xds/relay/health-forward.test.ts'],
   },
-  // The composition root: the parts, their order and their undoing.
+  // The composition root: the parts, their order and their undoing; the loop, its one way to a new epoch, its epoch tracker and metrics.
   runtime: {
     mutate: [
       'src/runtime/envoy-recipe.ts',
       'src/runtime/proxyless-recipe.ts',
       'src/runtime/envoy-loop.ts',
+      'src/runtime/epochs.ts',
       'src/runtime/process-hooks.ts',
       'src/runtime/events.ts',
       'src/runtime/context.ts',
@@ -444,6 +444,9 @@ export const rooms = {
       'src/runtime/events.test.ts',
       'src/runtime/relay.test.ts',
       'src/runtime/envoy-loop.test.ts',
+      'src/runtime/epochs.test.ts',
+      'src/runtime/epochs-metrics.test.ts',
+      'src/runtime/rotation.test.ts',
     ],
   },
   // The xDS relay's core: each stream's phases, legs and endings, the relay's streams, predial and

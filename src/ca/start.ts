@@ -2,9 +2,6 @@ import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { certFilesIn } from '../shared/istio-files.ts';
 import { Counter, type Registry } from '../metrics/index.ts';
-import { pemSecret } from '../sds/pem-secret.ts';
-import { rootSecretName, workloadSecretName } from '../sds/resource-names.ts';
-import type { SecretStore } from '../sds/secret-store.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { createCertificate, type CaResult } from './ca-client.ts';
@@ -27,7 +24,8 @@ export interface CaRuntime {
 
 export interface StartCaOptions {
   settings: CaSettings;
-  store: SecretStore;
+  /** Every certificate issued (checked), before OUTPUT_CERTS is written: the rotation owner serves it over SDS. */
+  onIssued: (certificate: IssuedCertificate) => void;
   registry: Registry;
   clock: Clock;
   logger: Logger;
@@ -44,12 +42,12 @@ export interface StartCaOptions {
 const firstCallWaitMs = 1000;
 
 /**
- * Gets the workload certificate from the CA and keeps it fresh, feeding the
- * SDS secret store (`default`, `ROOTCA`). The first request runs in the background;
+ * Gets the workload certificate from the CA and keeps it fresh, handing each
+ * one to `onIssued` (and OUTPUT_CERTS). The first request runs in the background;
  * while it fails, `problem()` says why and retries go on.
  */
 export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
-  const { settings, store, logger } = options;
+  const { settings, logger } = options;
   const metrics = registerCaMetrics(options.registry);
   const firstCall = options.firstCallAfter
     ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined)
@@ -62,7 +60,7 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
       return signWithToken(settings, csr, () => metrics.tokenFailures.inc(), logger);
     },
     trustedRoots: () => readTrustedRoots(settings),
-    publish: (certificate) => publish(store, certificate, settings, logger),
+    publish: (certificate) => publish(options.onIssued, certificate, settings, logger),
     reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires
     onResult: countResult(metrics),
   });
@@ -159,10 +157,8 @@ async function readTrustedRoots(settings: CaSettings): Promise<string | undefine
   }
 }
 
-function publish(store: SecretStore, certificate: IssuedCertificate, settings: CaSettings, logger: Logger): void {
-  const chain = Buffer.from(certificate.chain.join(''));
-  store.put(workloadSecretName, pemSecret({ kind: 'tls-certificate', chain, key: Buffer.from(certificate.key) }, []));
-  store.put(rootSecretName, pemSecret({ kind: 'validation-context', trustedCa: Buffer.from(certificate.root) }, []));
+function publish(onIssued: StartCaOptions['onIssued'], certificate: IssuedCertificate, settings: CaSettings, logger: Logger): void {
+  onIssued(certificate);
   if (settings.outputDir)
     void writeOutput(settings.outputDir, certificate, settings.outputShared).catch((error: Error) =>
       logger.warn({ dir: settings.outputDir, err: error }, 'cannot write OUTPUT_CERTS'),

@@ -1,24 +1,23 @@
 import type { CaSettings } from '../ca/ca-settings.ts';
-import { startCa, type CaRuntime } from '../ca/start.ts';
+import { startCa, type CaRuntime, type StartCaOptions } from '../ca/start.ts';
 import type { SdsRuntime } from '../sds/start.ts';
-import type { SecretStore } from '../sds/secret-store.ts';
 import { stopsOnDispose, type RuntimeContext } from './context.ts';
 
 export type CaPart = CaRuntime & AsyncDisposable;
 
 /**
- * The CA client, when there are CA settings and a store that is ours to feed
- * (another process serving SDS feeds its own). `firstCallAfter`: see startCa.
+ * The CA client, when there are CA settings and someone to hand its
+ * certificates to (another process serving SDS gets its own). `firstCallAfter`: see startCa.
  */
 export async function startCaPart(
   ctx: RuntimeContext,
-  options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> },
+  options: { settings: CaSettings | undefined; onIssued: StartCaOptions['onIssued'] | undefined; firstCallAfter?: Promise<unknown> },
 ): Promise<CaPart | undefined> {
-  const { settings, store } = options;
-  if (!settings || !store) return undefined;
+  const { settings, onIssued } = options;
+  if (!settings || !onIssued) return undefined;
   const ca = await startCa({
     settings,
-    store,
+    onIssued,
     registry: ctx.registry,
     clock: ctx.clock,
     logger: ctx.logger.child({ component: 'ca' }),

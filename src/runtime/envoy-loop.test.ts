@@ -11,7 +11,7 @@ test('at a shutdown with two epochs alive, the relay ends its streams before the
   const proxy = new FakeProxy();
   const told: string[] = [];
   const xds = { canConfigure: () => true, onGateChange: () => () => undefined, endStreams: () => void told.push(`endStreams with ${proxy.running.join(',')} running`) };
-  const loop = startEnvoyLoop(ctx, { proxy, xds });
+  const loop = startEnvoyLoop(ctx, { proxy, xds, choice: { configSuffix: '' } });
   try {
     loop.agent.dispatch({ type: 'config-changed', config: 'a' });
     await new Promise(setImmediate);

@@ -16,15 +16,15 @@ import { AgentError } from '../shared/errors.ts';
 import type { StartStatusOptions } from '../status/status.ts';
 import type { XdsRelayOptions } from '../xds/relay/relay.ts';
 import { startCaPart, withCaDebug } from './ca.ts';
-import { startCertsPart } from './certs.ts';
 import type { RuntimeContext } from './context.ts';
 import { startDnsPart, type DnsInputs } from './dns.ts';
 import { startHealthPart, type HealthInputs } from './health.ts';
-import { startEnvoyLoop, type LoopProxy } from './envoy-loop.ts';
+import { startEnvoyLoop, type LoopProxy, type XdsChoice } from './envoy-loop.ts';
 import { hookProcess, type ProcessHooks } from './process-hooks.ts';
 import { startRelayPart } from './relay.ts';
+import { Rotation } from './rotation.ts';
 import { startSdsPart } from './sds.ts';
-import { fallBackToSotw, type XdsChoice } from './sotw-fallback.ts';
+import { fallBackToSotw } from './sotw-fallback.ts';
 import { startStatusPart } from './status.ts';
 import { startWasmPart } from './wasm.ts';
 
@@ -56,9 +56,11 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.defer(() => events.stopped.emit());
   // First: a DNS_PROXY_ADDR it cannot bind is bad input, and nothing else has started yet.
   const dns = stack.use(await startDnsPart(ctx, { ...inputs.dns, domain: bootstrap.domain, node: bootstrap.nodeId }));
-  const sds = stack.use(await startSdsPart(ctx, { workloadFromCa: inputs.caSettings !== undefined, outputDir: inputs.caSettings?.outputDir }));
+  const sds = stack.use(await startSdsPart(ctx));
+  // Every certificate, the CA's and the dir's, goes through the rotation's one owner: to SDS, or to a new epoch.
+  const rotation = new Rotation(ctx, { sds, caInUse: inputs.caSettings !== undefined, outputDir: inputs.caSettings?.outputDir });
   // The CA's first call waits for Envoy's first spawn.
-  const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: sds.store, firstCallAfter: events.envoySpawned.first() }));
+  const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, onIssued: rotation.caFeed(), firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
   const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert, health: inputs.health && new HealthReports() };
   const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
@@ -66,10 +68,10 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
   // While Envoy boots, the relay dials for its first stream (a custom bootstrap may not use the relay at all).
   if (!config.customConfigFile) stack.defer(events.envoySpawned.on(() => relay.predial(xds.mode)));
-  const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: relay }));
+  const loop = stack.use(startEnvoyLoop(ctx, { proxy: inputs.proxy ?? envoyProxy(ctx, inputs), xds: relay, choice: xds }));
   const { agent } = loop;
   const bootstraps = bootstrap.renderSotw && { delta: bootstrap.text, sotw: bootstrap.renderSotw };
-  stack.use(fallBackToSotw({ relay, agent, gate: loop.gate, proxy: loop.proxy, xds, bootstraps, clock: ctx.clock, logger: ctx.logger }));
+  stack.use(fallBackToSotw({ relay, agent, requestEpoch: loop.requestEpoch, proxy: loop.proxy, xds, bootstraps, clock: ctx.clock, logger: ctx.logger }));
   stack.use(await startStatusPart(ctx, {
     readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
     certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
@@ -77,20 +79,11 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   stack.use(healthPart(ctx, inputs, relayParts.health, { agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
-  stack.use(await startCertsPart(ctx, { caInUse: Boolean(inputs.caSettings), feed: sds.certFeed(restartOnCerts(loop, xds)) }));
+  stack.use(await rotation.watch(loop));
   const exit = await agent.exited;
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
-}
-
-/** A new certificate set asks the loop for a new epoch; the gate keeps the expiry under the config the loop runs (a SotW fallback marks it). */
-function restartOnCerts(loop: Pick<ReturnType<typeof startEnvoyLoop>, 'gate' | 'agent'>, xds: XdsChoice) {
-  return (hash: string) => {
-    const config = hash + xds.configSuffix;
-    loop.gate.certsChanged(config);
-    loop.agent.dispatch({ type: 'config-changed', config });
-  };
 }
 
 /** ProxyConfig.readinessProbe's checks, reported where the relay reads them; none without a probe. */

@@ -5,9 +5,8 @@ import { healthProbe } from '../health/probe.ts';
 import type { HealthProbeConfig } from '../health/probe-config.ts';
 import type { HealthReports } from '../health/reports.ts';
 import type { ProbeNetwork } from '../status/app-probes/probe-target.ts';
-import type { EpochTracker } from '../status/epochs.ts';
 import { ReadinessProbe } from '../status/readiness.ts';
-import type { StatusAgent } from '../status/status.ts';
+import type { EpochsView, StatusAgent } from '../status/status.ts';
 import type { RuntimeContext } from './context.ts';
 
 export interface HealthInputs {
@@ -16,7 +15,7 @@ export interface HealthInputs {
   /** Where the verdicts go; the relay sends them to the discovery server. */
   reports: HealthReports;
   agent: Pick<StatusAgent, 'state'>;
-  epochs: EpochTracker;
+  epochs: Pick<EpochsView, 'whyNotLive'>;
   certificateProblem?: () => string | undefined;
 }
 

@@ -7,7 +7,6 @@
  */
 import type { CaSettings } from '../ca/ca-settings.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
-import { SecretStore } from '../sds/secret-store.ts';
 import { startStatusServer } from '../status/server.ts';
 import type { UpstreamOptions } from '../xds/upstream/material.ts';
 import { startCaPart } from './ca.ts';
@@ -35,7 +34,8 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
   const { events, logger } = ctx;
   await using stack = new AsyncDisposableStack();
   stack.defer(() => events.stopped.emit());
-  const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, store: new SecretStore() }));
+  // No SDS here: the app reads the CA's certificate from OUTPUT_CERTS.
+  const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, onIssued: () => undefined }));
   const relay = stack.use(
     await startRelayPart(ctx, { socketPath: inputs.xdsSocketPath, socketMode: 0o666, upstream: inputs.upstream, node: inputs.nodeId, ca }),
   );

@@ -4,14 +4,7 @@ import { stopsOnDispose, type RuntimeContext } from './context.ts';
 export type SdsPart = SdsRuntime & AsyncDisposable;
 
 /** The SDS server on --sdsSocket (or the note that another process serves it). */
-export async function startSdsPart(ctx: RuntimeContext, options: { workloadFromCa: boolean; outputDir?: string }): Promise<SdsPart> {
-  const sds = await startSds({
-    config: ctx.config,
-    registry: ctx.registry,
-    clock: ctx.clock,
-    logger: ctx.logger.child({ component: 'sds' }),
-    workloadFromCa: options.workloadFromCa,
-    outputDir: options.outputDir,
-  });
+export async function startSdsPart(ctx: RuntimeContext): Promise<SdsPart> {
+  const sds = await startSds({ config: ctx.config, registry: ctx.registry, clock: ctx.clock, logger: ctx.logger.child({ component: 'sds' }) });
   return stopsOnDispose(sds, () => sds.stop());
 }

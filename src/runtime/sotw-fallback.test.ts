@@ -5,7 +5,8 @@ import type { Event } from '../agent/reconcile-types.ts';
 import type { XdsMode } from '../discovery/wire.ts';
 import { FakeClock } from '../shared/clock.ts';
 import { silentLogger } from '../shared/log.ts';
-import { fallBackToSotw, type XdsChoice } from './sotw-fallback.ts';
+import { epochRequests, type XdsChoice } from './envoy-loop.ts';
+import { fallBackToSotw } from './sotw-fallback.ts';
 
 const settle = () => new Promise(setImmediate);
 
@@ -27,7 +28,8 @@ function parts(initial: string | undefined) {
   const xds: XdsChoice = { mode: 'delta', configSuffix: '' };
   const clock = new FakeClock();
   const bootstraps = { delta: 'delta', sotw: async () => 'sotw' };
-  const fallback = fallBackToSotw({ relay, agent, gate, proxy, xds, bootstraps, clock, logger: silentLogger });
+  const requestEpoch = epochRequests({ gate, agent, choice: xds });
+  const fallback = fallBackToSotw({ relay, agent, requestEpoch, proxy, xds, bootstraps, clock, logger: silentLogger });
   return { told, xds, clock, fallback, unimplemented: (mode: XdsMode) => unimplemented?.(mode) };
 }
 

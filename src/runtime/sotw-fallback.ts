@@ -1,16 +1,9 @@
 import type { Agent } from '../agent/agent.ts';
-import type { RestartGate } from '../agent/restart-gate.ts';
 import type { XdsMode } from '../discovery/wire.ts';
 import type { Clock, Timer } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import type { XdsRelay } from '../xds/relay/relay.ts';
-import type { LoopProxy } from './envoy-loop.ts';
-
-/** The xDS flavour Envoy's next epoch speaks, and the mark its config gets once it fell back. */
-export interface XdsChoice {
-  mode: XdsMode;
-  configSuffix: string;
-}
+import type { LoopProxy, RequestEpoch, XdsChoice } from './envoy-loop.ts';
 
 /** The first switch (to SotW) goes at once; each later one waits this long, doubled each time, up to `maxSwitchDelayMs`. */
 export const switchDelayMs = 1000;
@@ -32,9 +25,9 @@ const names: Record<XdsMode, string> = { delta: 'Delta xDS', sotw: 'State of the
  */
 export function fallBackToSotw(parts: {
   relay: Pick<XdsRelay, 'onUnimplemented'>;
-  agent: Pick<Agent, 'state' | 'dispatch'>;
-  /** Told of the new config first: it keeps a certificate's expiry per config the loop runs. */
-  gate: Pick<RestartGate, 'certsChanged'>;
+  agent: Pick<Agent, 'state'>;
+  /** The loop's one way to a new epoch (the same certificate files, under the new flavour's mark). */
+  requestEpoch: RequestEpoch;
   proxy: LoopProxy;
   xds: XdsChoice;
   /** The Delta bootstrap Envoy started with, and how to render the SotW one. */
@@ -65,7 +58,7 @@ export function fallBackToSotw(parts: {
 
 /** The next epoch runs `next`: its bootstrap, the config's mark, and (with certificates) a config the loop starts. */
 async function switchTo(parts: Parameters<typeof fallBackToSotw>[0], next: XdsMode, bootstraps: { delta: string; sotw: () => Promise<string> }) {
-  const { agent, gate, proxy, xds, logger } = parts;
+  const { agent, requestEpoch, proxy, xds, logger } = parts;
   const text = await Promise.resolve().then(() => (next === 'sotw' ? bootstraps.sotw() : bootstraps.delta)).catch((err: unknown) => {
     logger.error({ err }, `cannot render the ${names[next]} bootstrap; staying on ${names[xds.mode]}`);
   });
@@ -74,11 +67,9 @@ async function switchTo(parts: Parameters<typeof fallBackToSotw>[0], next: XdsMo
   xds.mode = next;
   // A config of its own, so the loop starts the next epoch; later certificate changes keep the mark.
   xds.configSuffix = next === 'sotw' ? sotwMark : '';
-  if (agent.state.desired === undefined) return;
-  const files = agent.state.desired.endsWith(sotwMark) ? agent.state.desired.slice(0, -sotwMark.length) : agent.state.desired;
-  // The same certificate files under a new config: the gate must know its expiry, or a held rotation never goes ahead near it.
-  const config = files + xds.configSuffix;
-  gate.certsChanged(config);
+  const desired = agent.state.desired;
+  if (desired === undefined) return;
+  const files = desired.endsWith(sotwMark) ? desired.slice(0, -sotwMark.length) : desired;
   // An epoch still starting (waiting on a flavour it will never get) has nothing to hand over: replaced, not waited for.
-  agent.dispatch({ type: 'config-changed', config, replaceStarting: true });
+  requestEpoch(files, { replaceStarting: true });
 }

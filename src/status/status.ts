@@ -6,11 +6,10 @@ import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
 import { appHealth } from './app-probes/app-health.ts';
 import type { AppProbe } from './app-probes/config.ts';
 import type { ProbeNetwork } from './app-probes/probe-target.ts';
-import type { EpochTracker } from './epochs.ts';
 import type { StatusDeps } from './handler.ts';
 import { openStream } from './prometheus.ts';
 import { registerScrapeMetrics } from './metrics.ts';
-import { ReadinessProbe, type AdminReader, type Readiness } from './readiness.ts';
+import { ReadinessProbe, type AdminReader, type NotLive, type Readiness, type ServingEpoch } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
 
 /** The agent as the status server sees it. */
@@ -23,6 +22,13 @@ export interface StatusAgent {
   requestDrain(): Promise<boolean>;
 }
 
+/** What the status server reads of the loop's epochs (the loop's tracker, runtime/epochs.ts): why none is LIVE, which one counts, /debug/epochs. */
+export interface EpochsView {
+  whyNotLive(state: Pick<State, 'live'>): NotLive | undefined;
+  serving(state: Pick<State, 'live'>): ServingEpoch | undefined;
+  snapshot(state: State): unknown;
+}
+
 export interface StartStatusOptions {
   port: number;
   /** Where Envoy's readiness listener reaches the status server. */
@@ -31,7 +37,7 @@ export interface StartStatusOptions {
   /** Envoy's admin API on adminPort (made by the runtime: status/ does not import envoy/). */
   admin: AdminReader;
   agent: StatusAgent;
-  epochs: EpochTracker;
+  epochs: EpochsView;
   registry: Registry;
   xds?: StatusDeps['xds'];
   sds?: StatusDeps['sds'];

@@ -5,8 +5,7 @@ import type { Proxy, ProxyExit, RunOptions } from '../agent/proxy.ts';
 import { initialState, reduce } from '../agent/reconcile.ts';
 import type { State } from '../agent/reconcile-types.ts';
 import { FakeClock } from '../shared/clock.ts';
-import { EpochTracker } from './epochs.ts';
-import { countAgentEvents, registerAgentMetrics, registerStateGauges } from './metrics.ts';
+import { countAgentEvents, EpochTracker, registerAgentMetrics, registerStateGauges } from './epochs.ts';
 
 /** A proxy whose epochs start with a pid and end when the test says. */
 function manualProxy() {

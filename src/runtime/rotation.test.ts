@@ -1,50 +1,17 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { test } from 'node:test';
 import pino from 'pino';
+import { recipeSetup } from '../../test/support/envoy-recipe.ts';
+import { files, pems } from '../../test/support/self-signed.ts';
+import { FakeProxy } from '../agent/fake-proxy.ts';
+import type { IssuedCertificate } from '../ca/workload-certificates.ts';
+import { SecretStore } from '../sds/secret-store.ts';
+import { certFilesIn } from '../shared/istio-files.ts';
 import { silentLogger } from '../shared/log.ts';
 import type { FileRead } from '../watch/cert-set.ts';
-import { changedPaths, feedCertDir, restartNeededFor, storeCertDir, type CertRotation } from './cert-dir-feed.ts';
-import { SecretStore } from './secret-store.ts';
-
-/** Two self-signed certificates with keys, made once (openssl; no clock involved). */
-const pems = (() => {
-  const dir = mkdtempSync(join(tmpdir(), 'feed-test-'));
-  const make = (name: string) => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
-        '-keyout',
-        join(dir, `${name}.key`),
-        '-out',
-        join(dir, `${name}.crt`),
-        '-subj',
-        `/CN=${name}`,
-        '-days',
-        '1',
-      ],
-      { stdio: 'ignore' },
-    );
-    return { cert: readFileSync(join(dir, `${name}.crt`)), key: readFileSync(join(dir, `${name}.key`)) };
-  };
-  const made = { a: make('a'), b: make('b') };
-  rmSync(dir, { recursive: true, force: true });
-  return made;
-})();
-
-const files = (pair: { cert: Buffer; key: Buffer }, root = pems.a.cert): FileRead[] => [
-  { path: '/certs/cert-chain.pem', content: pair.cert }, { path: '/certs/key.pem', content: pair.key }, { path: '/certs/root-cert.pem', content: root },
-];
+import { startEnvoyLoop, type XdsChoice } from './envoy-loop.ts';
+import { changedPaths, feedCertDir, restartNeededFor, Rotation, type CertRotation } from './rotation.ts';
 
 function feed(rotation: CertRotation, covered: string[]) {
   const store = new SecretStore();
@@ -54,7 +21,7 @@ function feed(rotation: CertRotation, covered: string[]) {
     certDir: '/certs',
     rotation,
     coveredFiles: () => new Set(covered),
-    restart: (hash) => restarts.push(hash),
+    requestEpoch: (hash) => restarts.push(hash),
     logger: silentLogger,
   });
   return { store, restarts, onFiles };
@@ -100,7 +67,7 @@ test('feedCertDir: the set\'s hash goes to the restart; an unchanged set restart
   const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
   const store = new SecretStore();
   const restarts: string[] = [];
-  const onFiles = feedCertDir({ store, certDir: '/certs', rotation: 'restart', coveredFiles: () => new Set(), restart: (hash) => restarts.push(hash), logger });
+  const onFiles = feedCertDir({ store, certDir: '/certs', rotation: 'restart', coveredFiles: () => new Set(), requestEpoch: (hash) => restarts.push(hash), logger });
   onFiles('h1', files(pems.a));
   onFiles('h2', files(pems.a));
   assert.deepEqual(restarts, ['h1']);
@@ -114,30 +81,13 @@ test('feedCertDir: with a CA feeding default and ROOTCA, the dir\'s files neithe
     certDir: '/certs',
     rotation: 'auto',
     coveredFiles: () => new Set(),
-    restart: () => undefined,
+    requestEpoch: () => undefined,
     logger: silentLogger,
     storesWorkload: false,
   });
   onFiles('h1', files(pems.a));
   assert.equal(store.get('default'), undefined);
   assert.equal(store.problem('default'), undefined);
-  assert.equal(store.get('ROOTCA'), undefined);
-});
-
-test('storeCertDir: a chain without its key, or no root, leaves that name waiting with the reason', () => {
-  const store = new SecretStore();
-  storeCertDir(store, '/certs', [{ path: '/certs/cert-chain.pem', content: pems.a.cert }, { path: '/certs/key.pem' }, { path: '/certs/root-cert.pem' }]);
-  assert.equal(store.get('default'), undefined);
-  assert.equal(store.problem('default'), 'no /certs/cert-chain.pem and /certs/key.pem yet');
-  assert.equal(store.problem('ROOTCA'), 'no /certs/root-cert.pem yet');
-  storeCertDir(store, '/certs', [{ path: '/certs/key.pem', content: pems.a.key }]);
-  assert.equal(store.get('default'), undefined, 'a key without its chain');
-  storeCertDir(store, '/certs', files(pems.b, pems.b.cert));
-  assert.deepEqual((store.get('ROOTCA')!.material as { trustedCa: Buffer }).trustedCa, pems.b.cert);
-  assert.deepEqual(store.get('ROOTCA')!.files, ['/certs/root-cert.pem']);
-  assert.deepEqual(store.get('default')!.files, ['/certs/cert-chain.pem', '/certs/key.pem']);
-  storeCertDir(store, '/certs', []);
-  assert.equal(store.get('default'), undefined, 'files gone: the names are taken back');
   assert.equal(store.get('ROOTCA'), undefined);
 });
 
@@ -154,13 +104,87 @@ test("feedCertDir: the agent's own OUTPUT_CERTS write into the dir restarts noth
   const restarts: string[] = [];
   const ownFiles = new Set(['/certs/cert-chain.pem', '/certs/key.pem', '/certs/root-cert.pem']);
   const common = { store: new SecretStore(), certDir: '/certs', coveredFiles: () => new Set<string>(), logger: silentLogger, storesWorkload: false };
-  const onFiles = feedCertDir({ ...common, rotation: 'auto', restart: (hash) => restarts.push(hash), ownFiles });
+  const onFiles = feedCertDir({ ...common, rotation: 'auto', requestEpoch: (hash) => restarts.push(hash), ownFiles });
   onFiles('h0', files(pems.a));
   onFiles('h1', files(pems.b));
   assert.deepEqual(restarts, ['h0'], 'a VM whose PROV_CERT and OUTPUT_CERTS are its --certDir: no epoch 1 after the first certificate');
   const restartsOthers: string[] = [];
-  const partial = feedCertDir({ ...common, rotation: 'auto', restart: (hash) => restartsOthers.push(hash), ownFiles: new Set(['/certs/cert-chain.pem']) });
+  const partial = feedCertDir({ ...common, rotation: 'auto', requestEpoch: (hash) => restartsOthers.push(hash), ownFiles: new Set(['/certs/cert-chain.pem']) });
   partial('h0', files(pems.a));
   partial('h1', files(pems.b));
   assert.deepEqual(restartsOthers, ['h0', 'h1'], 'key.pem is not the agent\'s: its change restarts');
+});
+
+/** The owner between a fake SDS side (a real store, the covered files the test names) and the real loop over a FakeProxy, on a fake clock. */
+async function owner(options: { served: boolean; caInUse?: boolean }) {
+  const { ctx, dir } = await recipeSetup();
+  const { chain, key, root } = certFilesIn(ctx.config.certDir);
+  const store = options.served ? new SecretStore() : undefined;
+  const pushed: string[] = [];
+  store?.onChange((name) => pushed.push(name));
+  const covered = new Set([chain, key]);
+  const proxy = new FakeProxy();
+  const choice: XdsChoice = { mode: 'delta', configSuffix: '' };
+  const loop = startEnvoyLoop(ctx, { proxy, xds: { canConfigure: () => true, onGateChange: () => () => undefined }, choice });
+  const rotation = new Rotation(ctx, { sds: { store, coveredFiles: () => covered }, caInUse: options.caInUse ?? false });
+  const set = (pair: { cert: Buffer; key: Buffer }, rootPem: Buffer): FileRead[] => [
+    { path: chain, content: pair.cert }, { path: key, content: pair.key }, { path: root, content: rootPem },
+  ];
+  const close = async () => (await loop[Symbol.asyncDispose](), await rm(dir, { recursive: true, force: true }));
+  return { rotation, loop, proxy, choice, store, pushed, set, close, feed: rotation.filesFeed(loop) };
+}
+
+const settled = () => new Promise(setImmediate);
+const configs = (proxy: FakeProxy) => proxy.starts.map((start) => `${start.epoch} ${start.config}`);
+
+test('the rotation owner: files SDS delivers are pushed without an epoch; a file Envoy reads itself is a new epoch, under the flavour\'s mark', async () => {
+  const run = await owner({ served: true });
+  try {
+    run.feed('h0', run.set(pems.a, pems.a.cert));
+    await settled();
+    assert.deepEqual(configs(run.proxy), ['0 h0'], 'the first set starts Envoy');
+    assert.deepEqual(run.pushed, ['default', 'ROOTCA']);
+    run.proxy.live(0);
+    run.pushed.length = 0;
+    run.feed('h1', run.set(pems.b, pems.a.cert));
+    await settled();
+    assert.deepEqual([configs(run.proxy), run.pushed], [['0 h0'], ['default']], 'chain and key are on an SDS stream: pushed, no epoch');
+    run.choice.configSuffix = '+sotw';
+    run.feed('h2', run.set(pems.b, pems.b.cert));
+    await settled();
+    assert.deepEqual(configs(run.proxy), ['0 h0', '1 h2+sotw'], 'the root is read from disk: a new epoch, the config marked as the loop runs it');
+  } finally {
+    await run.close();
+  }
+});
+
+test('the rotation owner: a CA certificate is pushed over SDS, never an epoch; the dir\'s files leave it alone', async () => {
+  const run = await owner({ served: true, caInUse: true });
+  try {
+    const issued = { chain: [pems.b.cert.toString()], key: pems.b.key.toString(), root: pems.a.cert.toString() } as IssuedCertificate;
+    run.rotation.caFeed()!(issued);
+    await settled();
+    assert.deepEqual([configs(run.proxy), run.pushed], [[], ['default', 'ROOTCA']]);
+    assert.deepEqual((run.store!.get('default')!.material as { chain: Buffer }).chain, pems.b.cert);
+    run.feed('h0', run.set(pems.a, pems.a.cert));
+    await settled();
+    assert.deepEqual([configs(run.proxy), run.pushed.length], [['0 h0'], 2], "the first set still starts Envoy; the CA's default stays");
+  } finally {
+    await run.close();
+  }
+});
+
+test('the rotation owner: with another process serving SDS, every change is a new epoch and the CA feeds nothing', async () => {
+  const run = await owner({ served: false });
+  try {
+    assert.equal(run.rotation.caFeed(), undefined);
+    run.feed('h0', run.set(pems.a, pems.a.cert));
+    await settled();
+    run.proxy.live(0);
+    run.feed('h1', run.set(pems.b, pems.a.cert));
+    await settled();
+    assert.deepEqual(configs(run.proxy), ['0 h0', '1 h1'], 'chain and key "covered" by no stream of ours: restart');
+  } finally {
+    await run.close();
+  }
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from '../metrics/index.ts';
 import { initialState } from '../agent/reconcile.ts';
-import { registerAgentMetrics, registerStateGauges } from './metrics.ts';
+import { registerAgentMetrics, registerStateGauges } from './epochs.ts';
 
 test('only counters end in _total, as Prometheus names them', async () => {
   const registry = new Registry();
