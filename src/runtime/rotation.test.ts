@@ -116,8 +116,8 @@ test("feedCertDir: the agent's own OUTPUT_CERTS write into the dir restarts noth
 });
 
 /** The owner between a fake SDS side (a real store, the covered files the test names) and the real loop over a FakeProxy, on a fake clock. */
-async function owner(options: { served: boolean; caInUse?: boolean }) {
-  const { ctx, dir } = await recipeSetup();
+async function owner(options: { served: boolean; caInUse?: boolean; outputDir?: 'certDir' }) {
+  const { ctx, dir, logs } = await recipeSetup();
   const { chain, key, root } = certFilesIn(ctx.config.certDir);
   const store = options.served ? new SecretStore() : undefined;
   const pushed: string[] = [];
@@ -126,12 +126,13 @@ async function owner(options: { served: boolean; caInUse?: boolean }) {
   const proxy = new FakeProxy();
   const choice: XdsChoice = { mode: 'delta', configSuffix: '' };
   const loop = startEnvoyLoop(ctx, { proxy, xds: { canConfigure: () => true, onGateChange: () => () => undefined }, choice });
-  const rotation = new Rotation(ctx, { sds: { store, coveredFiles: () => covered }, caInUse: options.caInUse ?? false });
+  const outputDir = options.outputDir && ctx.config.certDir;
+  const rotation = new Rotation(ctx, { sds: { store, coveredFiles: () => covered }, caInUse: options.caInUse ?? false, outputDir });
   const set = (pair: { cert: Buffer; key: Buffer }, rootPem: Buffer): FileRead[] => [
     { path: chain, content: pair.cert }, { path: key, content: pair.key }, { path: root, content: rootPem },
   ];
   const close = async () => (await loop[Symbol.asyncDispose](), await rm(dir, { recursive: true, force: true }));
-  return { rotation, loop, proxy, choice, store, pushed, set, close, feed: rotation.filesFeed(loop) };
+  return { rotation, loop, proxy, choice, store, pushed, set, close, logs, feed: rotation.filesFeed(loop) };
 }
 
 const settled = () => new Promise(setImmediate);
@@ -149,6 +150,8 @@ test('the rotation owner: files SDS delivers are pushed without an epoch; a file
     run.feed('h1', run.set(pems.b, pems.a.cert));
     await settled();
     assert.deepEqual([configs(run.proxy), run.pushed], [['0 h0'], ['default']], 'chain and key are on an SDS stream: pushed, no epoch');
+    const line = run.logs.lines.find((entry) => entry.msg === 'certificate change delivered over SDS; no restart');
+    assert.deepEqual([line?.component, line?.files], ['sds', [run.set(pems.b, pems.a.cert)[0]!.path, run.set(pems.b, pems.a.cert)[1]!.path]]);
     run.choice.configSuffix = '+sotw';
     run.feed('h2', run.set(pems.b, pems.b.cert));
     await settled();
@@ -159,16 +162,22 @@ test('the rotation owner: files SDS delivers are pushed without an epoch; a file
 });
 
 test('the rotation owner: a CA certificate is pushed over SDS, never an epoch; the dir\'s files leave it alone', async () => {
-  const run = await owner({ served: true, caInUse: true });
+  const run = await owner({ served: true, caInUse: true, outputDir: 'certDir' });
   try {
-    const issued = { chain: [pems.b.cert.toString()], key: pems.b.key.toString(), root: pems.a.cert.toString() } as IssuedCertificate;
+    const chain = [pems.b.cert.toString(), pems.a.cert.toString()];
+    const issued = { chain, key: pems.b.key.toString(), root: pems.a.cert.toString() } as IssuedCertificate;
     run.rotation.caFeed()!(issued);
     await settled();
     assert.deepEqual([configs(run.proxy), run.pushed], [[], ['default', 'ROOTCA']]);
-    assert.deepEqual((run.store!.get('default')!.material as { chain: Buffer }).chain, pems.b.cert);
+    assert.deepEqual(run.store!.get('default')!.material, { kind: 'tls-certificate', chain: Buffer.from(chain.join('')), key: pems.b.key });
+    assert.deepEqual(run.store!.get('ROOTCA')!.material, { kind: 'validation-context', trustedCa: pems.a.cert });
     run.feed('h0', run.set(pems.a, pems.a.cert));
     await settled();
     assert.deepEqual([configs(run.proxy), run.pushed.length], [['0 h0'], 2], "the first set still starts Envoy; the CA's default stays");
+    run.proxy.live(0);
+    run.feed('h1', run.set(pems.b, pems.b.cert));
+    await settled();
+    assert.deepEqual(configs(run.proxy), ['0 h0'], 'OUTPUT_CERTS is the dir: the CA\'s own write there is no new epoch');
   } finally {
     await run.close();
   }
@@ -186,5 +195,21 @@ test('the rotation owner: with another process serving SDS, every change is a ne
     assert.deepEqual(configs(run.proxy), ['0 h0', '1 h1'], 'chain and key "covered" by no stream of ours: restart');
   } finally {
     await run.close();
+  }
+});
+
+test('the rotation owner: watch() reads the dir at once (its first set starts epoch 0); a missing dir is a warning only without a CA', async () => {
+  for (const caInUse of [false, true]) {
+    const run = await owner({ served: true, caInUse });
+    try {
+      const watch = await run.rotation.watch(run.loop);
+      await settled();
+      assert.equal(configs(run.proxy).length, 1, 'no files is a set too: Envoy starts without certificates');
+      await watch[Symbol.asyncDispose]();
+      const warned = run.logs.lines.filter((line) => line.msg.startsWith('certificate dir does not exist')).map((line) => line.component);
+      assert.deepEqual(warned, caInUse ? [] : ['certs'], `caInUse ${caInUse}`);
+    } finally {
+      await run.close();
+    }
   }
 });
