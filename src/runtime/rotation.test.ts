@@ -178,6 +178,8 @@ test('the rotation owner: a CA certificate is pushed over SDS, never an epoch; t
     run.feed('h1', run.set(pems.b, pems.b.cert));
     await settled();
     assert.deepEqual(configs(run.proxy), ['0 h0'], 'OUTPUT_CERTS is the dir: the CA\'s own write there is no new epoch');
+    const line = run.logs.lines.find((entry) => entry.msg === "certificate dir changed by the agent's own OUTPUT_CERTS write; no restart");
+    assert.equal((line?.files as string[] | undefined)?.length, 3, 'said as such, naming the files');
   } finally {
     await run.close();
   }
