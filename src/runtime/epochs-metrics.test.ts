@@ -36,3 +36,38 @@ test('istio_agent_restart_held reads the reconcile state\'s gate when scraped', 
   state.gate = { state: 'closed', reason: 'upstream unreachable' };
   assert.match(await registry.metrics(), /^istio_agent_restart_held 0$/m);
 });
+
+test("the loop's metrics as scraped: each name, type, help and value (dashboards and `# HELP` read them)", async () => {
+  const registry = new Registry();
+  const state = initialState({ initialDelayMs: 200, budget: 10, stableAfterMs: 60_000 });
+  const metrics = registerAgentMetrics(registry);
+  registerStateGauges(registry, () => state);
+  metrics.epochExits.inc({ kind: 'failed' });
+  state.budget = 7;
+  state.live = [0, 1].map((epoch) => ({ epoch, config: 'c', aborting: false, tookOver: epoch === 0 }));
+  const ours = /^(# (HELP|TYPE) )?istio_agent_(epoch|retr|cert|live|restart)/;
+  const lines = (await registry.metrics()).split('\n').filter((line) => ours.test(line));
+  assert.deepEqual(lines, [
+    '# HELP istio_agent_epochs_started_total Envoy epochs started (the first start, hot restarts and retries)',
+    '# TYPE istio_agent_epochs_started_total counter',
+    'istio_agent_epochs_started_total 0',
+    '# HELP istio_agent_epoch_exits_total Envoy epochs that ended, by how they ended',
+    '# TYPE istio_agent_epoch_exits_total counter',
+    'istio_agent_epoch_exits_total{kind="failed"} 1',
+    '# HELP istio_agent_retries_total Retries of the desired config after an Envoy failure',
+    '# TYPE istio_agent_retries_total counter',
+    'istio_agent_retries_total 0',
+    '# HELP istio_agent_cert_reloads_total Changes of the watched certificate files after the first',
+    '# TYPE istio_agent_cert_reloads_total counter',
+    'istio_agent_cert_reloads_total 0',
+    '# HELP istio_agent_retry_budget Retries left before the agent gives up on the desired config',
+    '# TYPE istio_agent_retry_budget gauge',
+    'istio_agent_retry_budget 7',
+    '# HELP istio_agent_live_epochs Envoy epochs currently running',
+    '# TYPE istio_agent_live_epochs gauge',
+    'istio_agent_live_epochs 2',
+    '# HELP istio_agent_restart_held A hot restart waits: the discovery server cannot be reached and no last-known-good config covers what Envoy needs',
+    '# TYPE istio_agent_restart_held gauge',
+    'istio_agent_restart_held 0',
+  ]);
+});
