@@ -110,12 +110,13 @@ describe('countAgentEvents', () => {
       { type: 'config-changed', config: 'a' },
       { type: 'config-changed', config: 'b' },
       { type: 'retry-due' },
+      { type: 'config-changed', config: 'c' },
     ] as const) {
       [state] = reduce(state, event);
       observe(event, state);
     }
     const text = await registry.metrics();
-    assert.match(text, /^istio_agent_cert_reloads_total 1$/m);
+    assert.match(text, /^istio_agent_cert_reloads_total 2$/m);
     assert.match(text, /^istio_agent_retries_total 1$/m);
   });
 
