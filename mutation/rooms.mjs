@@ -422,7 +422,13 @@ export const rooms = {
   // probe.ts (it runs commands and sockets: probe.test.ts and the e2e vm-workload-group test run it).
   health: {
     mutate: ['src/health/probe-config.ts', 'src/health/checker.ts', 'src/health/reports.ts'],
-    tests: ['src/health/probe-config.test.ts', 'src/health/checker.test.ts', 'src/xds/relay/health-forward.test.ts'],
+    tests: [
+      'src/health/probe-config.test.ts',
+      'src/health/checker.test.ts',
+      'src/health/checker-edges.test.ts',
+      'src/health/reports.test.ts',
+      'src/xds/relay/health-forward.test.ts',
+    ],
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {
@@ -463,6 +469,8 @@ export const rooms = {
     ],
     tests: [
       'src/xds/relay/relay-stream.test.ts',
+      'src/xds/relay/relay-stream-trailers.test.ts',
+      'src/xds/relay/relay-stream-upstream.test.ts',
       'src/xds/relay/health-forward.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import type { HealthReport } from '../discovery/consumers.ts';
+import { FakeClock } from '../shared/clock.ts';
+import { HealthChecker } from './checker.ts';
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+const config = { action: { kind: 'exec' as const, command: ['true'], timeoutMs: 1000 }, initialDelayMs: 0, periodMs: 10_000, successThreshold: 1, failureThreshold: 1 };
+
+test('without an Envoy prober (a proxyless agent) the probe alone decides, and each verdict is logged at info with its reason', async () => {
+  const clock = new FakeClock();
+  const reports: HealthReport[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const verdicts = [undefined, 'connection refused'];
+  const subject = new HealthChecker({
+    config: { ...config, initialDelayMs: 2_000, periodMs: 3_000 },
+    probe: async () => verdicts.shift(),
+    report: (report) => void reports.push(report),
+    clock,
+    logger: pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) }),
+  });
+  subject.start();
+  assert.deepEqual(lines.map(({ level, msg, kind, initialDelayMs, periodMs }) => ({ level, msg, kind, initialDelayMs, periodMs })), [
+    { level: 30, msg: 'workload health checks start', kind: 'exec', initialDelayMs: 2_000, periodMs: 3_000 },
+  ]);
+  clock.advance(2_000);
+  await settle();
+  clock.advance(3_000);
+  await settle();
+  subject.stop();
+  assert.deepEqual(reports, [{ healthy: true }, { healthy: false, message: 'connection refused' }]);
+  assert.deepEqual(lines.slice(1).map(({ level, msg, reason }) => ({ level, msg, reason })), [
+    { level: 30, msg: 'workload healthy: success threshold reached', reason: undefined },
+    { level: 30, msg: 'workload unhealthy: failure threshold reached', reason: 'connection refused' },
+  ]);
+});
+
+test('a verdict that arrives after stop is dropped, and no further check is armed', async () => {
+  const clock = new FakeClock();
+  const reports: HealthReport[] = [];
+  let answer: (verdict: string | undefined) => void = () => undefined;
+  let checks = 0;
+  const subject = new HealthChecker({
+    config,
+    probe: () => (checks++, new Promise((resolve) => (answer = resolve))),
+    report: (report) => void reports.push(report),
+    clock,
+    logger: pino({ level: 'silent' }),
+  });
+  subject.start();
+  clock.advance(0);
+  await settle();
+  assert.equal(checks, 1, 'the first check is under way');
+  subject.stop();
+  answer(undefined);
+  await settle();
+  assert.deepEqual(reports, [], 'stopped: the late pass is not reported');
+  assert.equal(clock.pending, 0, 'stopped: nothing re-armed');
+  clock.advance(60_000);
+  await settle();
+  assert.equal(checks, 1);
+});
+
+test('stop before the initial delay has passed: no check ever runs', async () => {
+  const clock = new FakeClock();
+  let checks = 0;
+  const subject = new HealthChecker({
+    config: { ...config, initialDelayMs: 5_000 },
+    probe: async () => (checks++, undefined),
+    report: () => assert.fail('no verdict after stop'),
+    clock,
+    logger: pino({ level: 'silent' }),
+  });
+  subject.start();
+  subject.stop();
+  assert.equal(clock.pending, 0, 'the initial delay\'s timer is cancelled');
+  clock.advance(60_000);
+  await settle();
+  assert.equal(checks, 0);
+});
