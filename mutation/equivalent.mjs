@@ -8,6 +8,16 @@ import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 export const equivalent = [
   {
+    file: 'src/metrics/exposition.ts',
+    code: 'Number.isNaN(value)',
+    why: "String(NaN) is 'NaN' too: without the check, NaN falls through to String(value) and is spelled the same",
+  },
+  {
+    file: 'src/xds/relay/response-leg.ts',
+    code: 'this.#options.unimplemented?.()',
+    why: "#deltaUnimplemented is only reached through `status.code === UNIMPLEMENTED && this.#options.unimplemented`: the hook is always there when it is called",
+  },
+  {
     file: 'src/envoy/leftovers.ts',
     code: 'process.getuid?.()',
     why: 'the agent runs on Linux, where process.getuid always exists: the optional call and the plain one are the same',
