@@ -8,6 +8,16 @@ import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 export const equivalent = [
   {
+    file: 'src/health/probe-config.ts',
+    code: "typeof given !== 'number'",
+    why: 'Number.isInteger is false for anything not a number, so the next test already refuses a string, a list or an object',
+  },
+  {
+    file: 'src/health/probe-config.ts',
+    code: 'value !== null',
+    why: 'isObject never sees null: parseHealthProbe returns early on null, and a null action is not counted, so exec is never read as null',
+  },
+  {
     file: 'src/metrics/exposition.ts',
     code: 'Number.isNaN(value)',
     why: "String(NaN) is 'NaN' too: without the check, NaN falls through to String(value) and is spelled the same",

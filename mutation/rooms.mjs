@@ -44,6 +44,7 @@ export const rooms = {
       'src/status/access.test.ts',
       'src/status/readiness.test.ts',
       'src/status/readiness-edges.test.ts',
+      'src/status/readiness-epochs.test.ts',
       'src/status/handler.test.ts',
       'src/status/status.test.ts',
       'src/status/negotiate.test.ts',

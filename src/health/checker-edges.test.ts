@@ -79,3 +79,32 @@ test('stop before the initial delay has passed: no check ever runs', async () =>
   await settle();
   assert.equal(checks, 0);
 });
+
+test('the first healthy verdict waits for successThreshold passes in a row, as later ones do', async () => {
+  const clock = new FakeClock();
+  const reports: HealthReport[] = [];
+  const subject = new HealthChecker({
+    config: { ...config, successThreshold: 3 },
+    probe: async () => undefined,
+    report: (report) => void reports.push(report),
+    clock,
+    logger: pino({ level: 'silent' }),
+  });
+  subject.start();
+  clock.advance(0);
+  await settle();
+  clock.advance(10_000);
+  await settle();
+  assert.deepEqual(reports, [], 'two passes of three: no verdict yet');
+  clock.advance(10_000);
+  await settle();
+  assert.deepEqual(reports, [{ healthy: true }]);
+  subject.stop();
+});
+
+test('stop on a checker that never started (a shutdown before the probe began) is harmless', () => {
+  const subject = new HealthChecker({
+    config, probe: async () => undefined, report: () => undefined, clock: new FakeClock(), logger: pino({ level: 'silent' }),
+  });
+  assert.doesNotThrow(() => subject.stop());
+});
