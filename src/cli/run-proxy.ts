@@ -22,13 +22,14 @@ import { parseAppProbers } from '../status/app-probes/config.ts';
 import { probeNetwork, type ProbeNetwork } from '../status/app-probes/probe-target.ts';
 import { parseHealthProbe } from '../health/probe-config.ts';
 import type { AgentEnv } from '../settings/agent-inputs.ts';
+import type { PodInfo } from '../settings/pod-info.ts';
 import type { CommandContext } from './context.ts';
-import { checkBinary } from './preflight.ts';
+import { checkBinary } from '../runtime/preflight.ts';
 import { checkXdsUpstream, xdsUpstream } from '../runtime/xds-upstream.ts';
 import { parseLogLevels } from './log-levels.ts';
-import { nodeMetadata } from './node-metadata.ts';
+import { nodeMetadata } from '../runtime/node-metadata.ts';
 import { runProxylessRecipe } from '../runtime/proxyless-recipe.ts';
-import { processGuard } from './process-guard.ts';
+import { processGuard } from '../runtime/process-guard.ts';
 import { runtimeContext } from '../runtime/context.ts';
 import { runEnvoyRecipe } from '../runtime/envoy-recipe.ts';
 
@@ -51,6 +52,8 @@ export interface RunProxyOptions {
   mergedProxyConfig?: Record<string, unknown>;
   /** Which of those set proxyMetadata, for error lines. */
   proxyMetadataSource?: string;
+  /** The downward-API files, read once (readAgentInputs). */
+  podInfo: PodInfo;
 }
 
 /**
@@ -200,7 +203,7 @@ function startupPorts(config: AgentConfig) {
   return { ports: { admin, status, readiness, prometheus }, paths: { config: config.configPath, envoy: config.binaryPath, certs: config.certDir } };
 }
 
-async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson }: RunProxyOptions) {
+async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson, podInfo }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType,
@@ -213,7 +216,7 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   });
   const nodeId = serviceNode(role);
   const secureMetrics = { envoy: env.bootstrap.secureMetricsPort, merged: env.bootstrap.secureMergedMetricsPort };
-  const metadata = await nodeMetadata(config, role, env.node, mergedProxyConfig, secureMetrics, proxyMetadataSource);
+  const metadata = nodeMetadata(config, role, env.node, podInfo, mergedProxyConfig, secureMetrics, proxyMetadataSource);
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
