@@ -4,12 +4,14 @@
  * every room reads, on the ground floor beside `shared/`: it imports only
  * `shared/`, node builtins and npm packages. The module scan in shape.test.ts
  * cannot see a cycle that runs through different files of the same rooms.
+ * And `cli/` only parses and dispatches: its files stay small.
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { readSourceFiles, roomOf, type SourceFile } from '../support/source-files.ts';
 
 const files = readSourceFiles();
+const maxCliFileLines = 150;
 
 it('no import cycle between rooms (type imports included)', () => {
   const tangled = stronglyConnected(roomGraph(files)).filter((component) => component.length > 1);
@@ -22,6 +24,12 @@ it('settings/ imports only shared/ (and node builtins and npm packages)', () => 
 
 it('shared/ imports no other room', () => {
   assert.deepEqual(importsBeyond('shared', ['shared']), []);
+});
+
+it(`no file in src/cli/ is over ${maxCliFileLines} lines: cli/ parses and dispatches, runtime/ prepares the run`, () => {
+  const cli = files.filter((file) => roomOf(file.path) === 'cli');
+  const lines = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
+  assert.deepEqual(cli.filter((file) => lines(file.text) > maxCliFileLines).map((file) => `${file.path}: ${lines(file.text)} lines`), []);
 });
 
 /** The imports of a room's modules that reach a room outside `allowed`, as `module → module`. */
