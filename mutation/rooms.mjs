@@ -278,6 +278,7 @@ export const rooms = {
       'src/cli/preflight.ts',
       'src/runtime/preflight.ts',
       'src/cli/proxy-type.ts',
+      'src/settings/proxy-type.ts',
       'src/runtime/xds-upstream.ts',
     ],
     tests: [
