@@ -70,7 +70,9 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const bootstrap = await prepareBootstrap(resolved, options);
   if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
     logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
-  let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
+  // Admin on the pod's loopback (::1 when IPv6-only), unless an operator's bootstrap puts it on 127.0.0.1 (custom-admin.ts).
+  const proxyAdminHost = resolved.customConfigFile ? '127.0.0.1' : bootstrap.listenerHosts.localhost;
+  let config: AgentConfig = { ...resolved, serviceCluster: bootstrap.serviceCluster, proxyAdminHost };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
     fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
