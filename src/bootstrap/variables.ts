@@ -29,6 +29,8 @@ export interface BootstrapContext {
   dualStack?: boolean;
   /** METRICS_LOCALHOST_ACCESS_ONLY: Envoy's Prometheus listener on loopback, out of the pod network's reach. */
   metricsLocalhostOnly?: boolean;
+  /** The cloud's locality (CLOUD_PLATFORM), `region/zone`: node.locality when no pod label gives one. */
+  platformLocality?: string;
   /** ENVOY_SECURE_METRICS_PORT, ENVOY_SECURE_MERGED_METRICS_PORT: Istio's mTLS metrics listeners. */
   secureMetrics?: SecureMetricsPorts;
 }
@@ -41,7 +43,7 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     node_id: context.nodeId,
     cluster: config.serviceCluster,
     metadata: context.metadata,
-    locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined)),
+    locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined) ?? context.platformLocality),
     admin_host: hosts.localhost, // ::1 in an IPv6-only pod, as Istio's `localhost`; the agent calls admin there too
     admin_port: config.proxyAdminPort,
     application_log_config: applicationLogConfig(context.logAsJson === true),

@@ -9,6 +9,7 @@ import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
+import { localityBesideLabels } from '../role/platform-locality.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { serviceCluster } from '../role/service-cluster.ts';
@@ -68,6 +69,7 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const health = healthSettings(options, app.probeNetwork, logger);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
+  if (bootstrap.platform?.problem) logger.warn({ env: 'CLOUD_PLATFORM', problem: bootstrap.platform.problem }, 'no locality from the platform');
   if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
     logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
   // Admin on the pod's loopback (::1 when IPv6-only), unless an operator's bootstrap puts it on 127.0.0.1 (custom-admin.ts).
@@ -205,12 +207,7 @@ function startupPorts(config: AgentConfig) {
 async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
-    type: config.proxyType,
-    registry: config.registry,
-    ip: config.ip,
-    id: config.id,
-    domain: config.domain,
-    pod: env.pod,
+    type: config.proxyType, registry: config.registry, ip: config.ip, id: config.id, domain: config.domain, pod: env.pod,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
@@ -219,9 +216,10 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
+  const platform = await localityBesideLabels(metadata.LABELS, env.platform);
   const inputs = {
     nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
-    dualStack, metricsLocalhostOnly, secureMetrics,
+    dualStack, metricsLocalhostOnly, secureMetrics, platformLocality: platform?.locality,
   };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
@@ -229,7 +227,8 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   const fallback = config.deltaXds && !config.customConfigFile && config.proxyType !== 'waypoint';
   const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
+  const { serviceCluster: cluster } = config;
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: cluster, listenerHosts: hosts, secureMetrics, platform };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */
