@@ -216,7 +216,7 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
-  const platform = await localityBesideLabels(metadata.LABELS, env.platform);
+  const platform = await localityBesideLabels(metadata, env.platform);
   const inputs = {
     nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
     dualStack, metricsLocalhostOnly, secureMetrics, platformLocality: platform?.locality,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { localityBesideLabels, maxMetadataBytes, platformLocality } from './platform-locality.ts';
+import { localityBesideLabels, maxMetadataBytes, metadataBase, platformLocality } from './platform-locality.ts';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -76,7 +76,17 @@ test('unset or none asks nothing; a name Istio does not know is a problem, not a
 test('a pod label\'s locality wins: the platform is not asked', async () => {
   await using server = await metadataServer((_request, response) => answer(response, 200, 'projects/1/zones/us-east1-c'));
   const input = { cloudPlatform: 'gcp', base: server.base };
-  assert.equal(await localityBesideLabels({ 'topology.istio.io/locality': 'r.z' }, input), undefined);
+  assert.equal(await localityBesideLabels({ LABELS: { 'topology.istio.io/locality': 'r.z' } }, input), undefined);
   assert.deepEqual(server.seen, []);
-  assert.deepEqual(await localityBesideLabels({ app: 'a' }, input), { locality: 'us-east1/us-east1-c' });
+  assert.deepEqual(await localityBesideLabels({ LABELS: { app: 'a' } }, input), { locality: 'us-east1/us-east1-c' });
+});
+
+test('the metadata server\'s address: GCE_METADATA_HOST for GCP, AWS\'s IPv6 one in a pod with IPv6, else the one link-local address', () => {
+  // Compared, never dialled: the real metadata addresses stay out of the tests.
+  const linkLocal = metadataBase({ cloudPlatform: 'gcp' });
+  assert.equal(metadataBase({ cloudPlatform: 'aws' }), linkLocal);
+  assert.equal(metadataBase({ cloudPlatform: 'azure', ipv6: true }), linkLocal);
+  assert.match(metadataBase({ cloudPlatform: 'aws', ipv6: true }), /^http:\/\/\[[0-9a-f:]+\]$/);
+  assert.equal(metadataBase({ cloudPlatform: 'gcp', gceMetadataHost: 'metadata.google.internal:8080' }), 'http://metadata.google.internal:8080');
+  assert.equal(metadataBase({ cloudPlatform: 'aws', ipv6: true, base: 'http://127.0.0.1:9' }), 'http://127.0.0.1:9');
 });

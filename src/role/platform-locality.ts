@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { http } from '../shared/node-http.ts';
 import { localityFromLabels } from './locality.ts';
 
@@ -16,6 +17,8 @@ export interface PlatformLocalityInput {
   gcpZone?: string;
   /** GCE_METADATA_HOST (`host` or `host:port`), as Google's metadata client honours it; default 169.254.169.254. */
   gceMetadataHost?: string;
+  /** The pod has IPv6 (INSTANCE_IPS): AWS is asked on its IPv6 address, as Istio's agent asks it. */
+  ipv6?: boolean;
   /** Where the metadata server is, `http://host[:port]` (tests); default per platform. */
   base?: string;
   /** The whole look-up's deadline. */
@@ -25,6 +28,7 @@ export interface PlatformLocalityInput {
 export type PlatformLocality = { locality: string; problem?: undefined } | { locality?: undefined; problem: string };
 
 const metadataIp = '169.254.169.254';
+const awsMetadataIpv6 = '[fd00:ec2::254]';
 /** An answer larger than this is not a metadata answer (Azure's instance document is a few KiB). */
 export const maxMetadataBytes = 64 * 1024;
 const defaultTimeoutMs = 5000;
@@ -33,9 +37,9 @@ const defaultTimeoutMs = 5000;
 export async function platformLocality(input: PlatformLocalityInput): Promise<PlatformLocality | undefined> {
   const signal = AbortSignal.timeout(input.timeoutMs ?? defaultTimeoutMs);
   try {
-    if (input.cloudPlatform === 'gcp') return await gcpLocality(input, signal);
-    if (input.cloudPlatform === 'aws') return await awsLocality(input.base ?? `http://${metadataIp}`, signal);
-    if (input.cloudPlatform === 'azure') return await azureLocality(input.base ?? `http://${metadataIp}`, signal);
+    if (input.cloudPlatform === 'gcp') return await gcpLocality(metadataBase(input), input.gcpZone, signal);
+    if (input.cloudPlatform === 'aws') return await awsLocality(metadataBase(input), signal);
+    if (input.cloudPlatform === 'azure') return await azureLocality(metadataBase(input), signal);
     // Istio probes all three for a value it does not know; no probe here, so say so.
     if (input.cloudPlatform && input.cloudPlatform !== 'none') return { problem: `"${input.cloudPlatform.slice(0, 32)}" is not aws, azure, gcp or none` };
     return undefined;
@@ -44,10 +48,16 @@ export async function platformLocality(input: PlatformLocalityInput): Promise<Pl
   }
 }
 
+/** The metadata server: GCE_METADATA_HOST for GCP, AWS's IPv6 address in a pod with IPv6, else the link-local one. */
+export function metadataBase(input: PlatformLocalityInput): string {
+  if (input.base) return input.base;
+  if (input.cloudPlatform === 'gcp') return `http://${input.gceMetadataHost || metadataIp}`;
+  return `http://${input.cloudPlatform === 'aws' && input.ipv6 ? awsMetadataIpv6 : metadataIp}`;
+}
+
 /** GCP: GCP_ZONE, else the metadata server's `projects/<n>/zones/<zone>`; the region is the zone without its last part. */
-async function gcpLocality(input: PlatformLocalityInput, signal: AbortSignal): Promise<PlatformLocality> {
-  const base = input.base ?? `http://${input.gceMetadataHost || metadataIp}`;
-  const zone = input.gcpZone || (await metadataCall(`${base}/computeMetadata/v1/instance/zone`, { 'Metadata-Flavor': 'Google' }, signal)).split('/').pop()!;
+async function gcpLocality(base: string, gcpZone: string | undefined, signal: AbortSignal): Promise<PlatformLocality> {
+  const zone = gcpZone || (await metadataCall(`${base}/computeMetadata/v1/instance/zone`, { 'Metadata-Flavor': 'Google' }, signal)).split('/').pop()!;
   const region = /^([^-]+-[^-]+)-[^-]+$/.exec(zone)?.[1];
   return region ? localityOf(region, zone) : { problem: `zone "${zone.slice(0, 64)}" names no region` };
 }
@@ -98,8 +108,9 @@ export function metadataCall(url: string, headers: Record<string, string>, signa
   });
 }
 
-/** The platform's locality only where no pod label gives one, as Istio's bootstrap asks it. */
-export async function localityBesideLabels(labels: unknown, input: PlatformLocalityInput): Promise<PlatformLocality | undefined> {
-  if (localityFromLabels(labels as Record<string, string> | undefined) !== undefined) return undefined;
-  return platformLocality(input);
+/** The platform's locality only where no pod label gives one, as Istio's bootstrap asks it; IPv6 when INSTANCE_IPS has a routable one. */
+export async function localityBesideLabels(metadata: Record<string, unknown>, input: PlatformLocalityInput): Promise<PlatformLocality | undefined> {
+  if (localityFromLabels(metadata.LABELS as Record<string, string> | undefined) !== undefined) return undefined;
+  const ips = typeof metadata.INSTANCE_IPS === 'string' ? metadata.INSTANCE_IPS.split(',') : [];
+  return platformLocality({ ipv6: ips.some((ip) => isIP(ip.trim()) === 6 && !/^fe[89ab]/i.test(ip.trim())), ...input });
 }
