@@ -9,6 +9,7 @@ import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
+import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import { localityBesideLabels } from '../role/platform-locality.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
@@ -228,7 +229,9 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
   const { serviceCluster: cluster } = config;
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: cluster, listenerHosts: hosts, secureMetrics, platform };
+  const locality = envoyLocality(localityFromLabels(metadata.LABELS as Record<string, string> | undefined) ?? platform?.locality);
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: cluster, listenerHosts: hosts, secureMetrics, platform,
+    locality };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */
