@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { customAdminPort } from '../bootstrap/custom-admin.ts';
+import { customAdmin } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
@@ -73,9 +73,8 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   if (bootstrap.platform?.problem) logger.warn({ env: 'CLOUD_PLATFORM', problem: bootstrap.platform.problem }, 'no locality from the platform');
   if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
     logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
-  // Admin on the pod's loopback (::1 when IPv6-only), unless an operator's bootstrap puts it on 127.0.0.1 (custom-admin.ts).
-  const proxyAdminHost = resolved.customConfigFile ? '127.0.0.1' : bootstrap.listenerHosts.localhost;
-  let config: AgentConfig = { ...resolved, serviceCluster: bootstrap.serviceCluster, proxyAdminHost };
+  // Admin on the pod's loopback (::1 when IPv6-only); an operator's bootstrap says where its admin is (adoptCustomAdmin).
+  let config: AgentConfig = { ...resolved, serviceCluster: bootstrap.serviceCluster, proxyAdminHost: bootstrap.listenerHosts.localhost };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
     fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
@@ -186,17 +185,17 @@ function healthSettings(options: RunProxyOptions, network: ProbeNetwork, logger:
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
 async function adoptCustomAdmin(config: AgentConfig, path: string, text: string, logger: Logger): Promise<AgentConfig> {
-  const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
-  if (port === undefined) {
+  const admin = await customAdmin({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
+  if (admin === undefined) {
     logger.warn(
       { customConfigFile: path, adminPort: config.proxyAdminPort },
       'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there',
     );
     return config;
   }
-  if (port !== config.proxyAdminPort)
-    logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
-  return { ...config, proxyAdminPort: port };
+  if (admin.port !== config.proxyAdminPort)
+    logger.info({ customConfigFile: path, adminPort: admin.port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  return { ...config, proxyAdminPort: admin.port, proxyAdminHost: admin.host };
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
