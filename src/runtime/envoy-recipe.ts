@@ -29,7 +29,7 @@ import { startSdsPart } from './sds.ts';
 import { fallBackToSotw, type XdsChoice } from './sotw-fallback.ts';
 
 export interface EnvoyRecipeInputs {
-  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string> };
+  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string>; locality?: Record<string, string> };
   launch: EnvoyLaunch;
   /** Envoy reaches the relay (xds) and the status server's readiness (readiness) on these sockets. */
   sockets: { xds: string; readiness: string };
@@ -102,13 +102,14 @@ function healthPart(
 
 /** The status server on --statusPort (none when 0), beside Envoy's admin. */
 function statusPorts({ config }: RuntimeContext) {
-  return { port: config.statusPort, adminPort: config.proxyAdminPort, admin: adminClient(config.proxyAdminPort) };
+  const { statusPort: port, proxyAdminPort: adminPort, proxyAdminHost: adminHost } = config;
+  return { port, adminPort, adminHost, admin: adminClient(adminPort, { host: adminHost }) };
 }
 
 /** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */
 async function writeSideBootstrap(path: string, { sockets, bootstrap, caSettings }: EnvoyRecipeInputs): Promise<void> {
-  const { nodeId, metadata } = bootstrap;
-  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, certDir: caSettings?.outputDir }));
+  const { nodeId, metadata, locality } = bootstrap;
+  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, locality, certDir: caSettings?.outputDir }));
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {

@@ -3,6 +3,8 @@ import { listenerHosts } from '../bootstrap/listener-hosts.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
 import { prepareConfigDir } from '../bootstrap/write.ts';
+import { envoyLocality, localityFromLabels } from '../role/locality.ts';
+import { localityBesideLabels } from '../role/platform-locality.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { serviceCluster } from '../role/service-cluster.ts';
@@ -29,12 +31,7 @@ export type PreparedBootstrap = Awaited<ReturnType<typeof prepareBootstrap>>;
 export async function prepareBootstrap(resolved: AgentConfig, { env, podInfo, mergedProxyConfig, proxyMetadataSource, logAsJson }: BootstrapInputs) {
   let config = resolved;
   const role = await resolveRole({
-    type: config.proxyType,
-    registry: config.registry,
-    ip: config.ip,
-    id: config.id,
-    domain: config.domain,
-    pod: env.pod,
+    type: config.proxyType, registry: config.registry, ip: config.ip, id: config.id, domain: config.domain, pod: env.pod,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
@@ -43,9 +40,10 @@ export async function prepareBootstrap(resolved: AgentConfig, { env, podInfo, me
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
+  const platform = await localityBesideLabels(metadata, env.platform);
   const inputs = {
     nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson,
-    dualStack, metricsLocalhostOnly, secureMetrics,
+    dualStack, metricsLocalhostOnly, secureMetrics, platformLocality: platform?.locality,
   };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
@@ -53,5 +51,8 @@ export async function prepareBootstrap(resolved: AgentConfig, { env, podInfo, me
   const fallback = config.deltaXds && !config.customConfigFile && config.proxyType !== 'waypoint';
   const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
+  const { serviceCluster: cluster } = config;
+  const locality = envoyLocality(localityFromLabels(metadata.LABELS as Record<string, string> | undefined) ?? platform?.locality);
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: cluster, listenerHosts: hosts, secureMetrics, platform,
+    locality };
 }

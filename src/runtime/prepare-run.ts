@@ -6,7 +6,7 @@
  * when missing) and starts nothing: preflight.ts checks the plan, then the
  * recipe runs it (run-plan.ts).
  */
-import { customAdminPort } from '../bootstrap/custom-admin.ts';
+import { customAdmin } from '../bootstrap/custom-admin.ts';
 import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
@@ -55,9 +55,11 @@ export async function prepareRun(inputs: RunInputs): Promise<RunPlan> {
   const health = healthSettings(inputs, app.probeNetwork);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, inputs);
+  if (bootstrap.platform?.problem) logger.warn({ env: 'CLOUD_PLATFORM', problem: bootstrap.platform.problem }, 'no locality from the platform');
   if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
     logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
-  let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
+  // Admin on the pod's loopback (::1 when IPv6-only); an operator's bootstrap says where its admin is (adoptCustomAdmin).
+  let config: AgentConfig = { ...resolved, serviceCluster: bootstrap.serviceCluster, proxyAdminHost: bootstrap.listenerHosts.localhost };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
     fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
@@ -104,17 +106,17 @@ function healthSettings(inputs: RunInputs, network: ProbeNetwork) {
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
 async function adoptCustomAdmin(config: AgentConfig, path: string, text: string, logger: Logger): Promise<AgentConfig> {
-  const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
-  if (port === undefined) {
+  const admin = await customAdmin({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
+  if (admin === undefined) {
     logger.warn(
       { customConfigFile: path, adminPort: config.proxyAdminPort },
       'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there',
     );
     return config;
   }
-  if (port !== config.proxyAdminPort)
-    logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
-  return { ...config, proxyAdminPort: port };
+  if (admin.port !== config.proxyAdminPort)
+    logger.info({ customConfigFile: path, adminPort: admin.port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  return { ...config, proxyAdminPort: admin.port, proxyAdminHost: admin.host };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */
