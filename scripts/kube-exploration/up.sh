@@ -87,7 +87,7 @@ kcm() {   # kube-controller-manager with only the deployment and replicaset cont
   [ -x "$BIN/kube-controller-manager" ] || { log "no $BIN/kube-controller-manager: Deployments stay without pods"; return 0; }
   start kcm "$BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" --controllers=deployment,replicaset --leader-elect=false \
     --bind-address 127.0.0.1 --secure-port 30257 --use-service-account-credentials=false --v 0
-  wait_for 60 kube-controller-manager curl -sfk https://127.0.0.1:30257/healthz; log "kube-controller-manager (deployment, replicaset)"
+  wait_for 60 kube-controller-manager curl -sk -o /dev/null https://127.0.0.1:30257/healthz; log "kube-controller-manager (deployment, replicaset)"
 }
 
 istiod() {
