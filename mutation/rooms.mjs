@@ -54,6 +54,7 @@ export const rooms = {
       'src/status/pipeline.test.ts',
       'src/status/metadata-filter.test.ts',
       'src/status/merged-metrics.test.ts',
+      'src/status/send-body.test.ts',
       'src/status/app-probes/config.test.ts',
       'src/status/app-probes/probe-target.test.ts',
       'src/status/app-probes/redirects.test.ts',

@@ -3,6 +3,8 @@ import { Readable, pipeline, type Transform } from 'node:stream';
 
 type Chunks = AsyncIterable<Buffer | string>;
 
+const pipelineCloseListeners = 8;
+
 /** A streamed body's first `bytes` (all of it when shorter: no `rest` then), read to choose how to send it. */
 export async function leading(body: Chunks, bytes: number): Promise<{ head: Buffer[]; rest?: AsyncIterator<Buffer | string> }> {
   const iterator = body[Symbol.asyncIterator]();
@@ -27,6 +29,9 @@ export async function leading(body: Chunks, bytes: number): Promise<{ head: Buff
 export function streamTo(response: ServerResponse, head: Buffer[], rest: AsyncIterator<Buffer | string>, encoder?: Transform): void {
   const source = Readable.from(resume(head, rest), { objectMode: false });
   const done = () => undefined;
+  // pipeline adds 7 'close' listeners to the response, beside the status server's own 4: without room for them
+  // Node warns of a listener leak on every gzip scrape.
+  response.setMaxListeners(response.getMaxListeners() + pipelineCloseListeners);
   if (encoder) pipeline(source, encoder, response, done);
   else pipeline(source, response, done);
 }
