@@ -19,13 +19,14 @@ import { execa } from 'execa';
 import { http } from '../src/shared/node-http.ts';
 import { nodeBin, repoRoot } from '../test/support/paths.ts';
 
-const options = {
-  scrapes: { type: 'string', default: '900' },
-  kb: { type: 'string', default: '40' },
-  runs: { type: 'string', default: '2' },
-  variant: { type: 'string', multiple: true, default: [] },
-} as const;
-const { values } = parseArgs({ options });
+const { values } = parseArgs({
+  options: {
+    scrapes: { type: 'string', default: '900' },
+    kb: { type: 'string', default: '40' },
+    runs: { type: 'string', default: '2' },
+    variant: { type: 'string', multiple: true, default: [] },
+  },
+});
 const scrapes = Number(values.scrapes);
 /** The shebang's flags, without --no-concurrent-recompilation: `shipped` adds it back as a variant. */
 const baseFlags = ['--max-semi-space-size=1', '--v8-pool-size=1'];
