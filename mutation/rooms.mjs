@@ -60,11 +60,11 @@ export const rooms = {
       'src/status/app-probes/redirects.test.ts',
     ],
   },
-  // The metrics' text: the Prometheus exposition (what every scrape reads).
-  // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
+  // The metrics' text: the Prometheus exposition (what every scrape reads), and each metric's text
+  // written from its series (metric.ts). Left out: the counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
-    mutate: ['src/metrics/exposition.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
+    mutate: ['src/metrics/exposition.ts', 'src/metrics/metric.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts', 'src/metrics/metric-text.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.
