@@ -65,7 +65,7 @@ export const rooms = {
   // written from its series (metric.ts). Left out: the counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
     mutate: ['src/metrics/exposition.ts', 'src/metrics/metric.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts', 'src/metrics/metric-text.test.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts', 'src/metrics/metric-text.test.ts', 'src/metrics/metric-names.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.

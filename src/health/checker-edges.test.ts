@@ -108,3 +108,16 @@ test('stop on a checker that never started (a shutdown before the probe began) i
   });
   assert.doesNotThrow(() => subject.stop());
 });
+
+test('disposing the checker (a recipe\'s stack unwinding) stops it: no check after', async () => {
+  const clock = new FakeClock();
+  let checks = 0;
+  {
+    await using subject = new HealthChecker({ config: { ...config, initialDelayMs: 1_000 }, probe: async () => (checks++, undefined), report: () => undefined, clock, logger: pino({ level: 'silent' }) });
+    subject.start();
+  }
+  assert.equal(clock.pending, 0);
+  clock.advance(60_000);
+  await settle();
+  assert.equal(checks, 0);
+});
