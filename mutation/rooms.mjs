@@ -222,6 +222,7 @@ export const rooms = {
       'src/role/role.ts',
       'src/role/downward-api.ts',
       'src/role/locality.ts',
+      'src/role/platform-locality.ts',
       'src/role/metadata.ts',
       'src/role/private-ip.ts',
       'src/role/service-cluster.ts',
@@ -231,6 +232,7 @@ export const rooms = {
       'src/role/role.test.ts',
       'src/role/downward-api.test.ts',
       'src/role/locality.test.ts',
+      'src/role/platform-locality.test.ts',
       'src/role/metadata.test.ts',
       'src/role/private-ip.test.ts',
       'src/role/service-cluster.test.ts',
@@ -250,6 +252,7 @@ export const rooms = {
       'src/settings/pod-env.ts',
       'src/settings/xds-env.ts',
       'src/settings/bootstrap-env.ts',
+      'src/settings/platform-env.ts',
       'src/settings/agent-inputs.ts',
     ],
     tests: [

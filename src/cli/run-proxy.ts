@@ -1,6 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
-import { customAdminPort } from '../bootstrap/custom-admin.ts';
+import { customAdmin } from '../bootstrap/custom-admin.ts';
 import { readBootstrapOverride } from '../bootstrap/override.ts';
 import { renderBootstrap } from '../bootstrap/render.ts';
 import { instanceIps } from '../bootstrap/variables.ts';
@@ -9,6 +9,8 @@ import { metadataDiscoveryAsked } from '../bootstrap/metadata-discovery.ts';
 import { prepareConfigDir, type ConfigDir } from '../bootstrap/write.ts';
 import { localAddressIpVersion, type EnvoyLaunch } from '../envoy/args.ts';
 import { checkEnvoyPortsFree } from '../envoy/ports.ts';
+import { envoyLocality, localityFromLabels } from '../role/locality.ts';
+import { localityBesideLabels } from '../role/platform-locality.ts';
 import { waitForPrivateIp } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { serviceCluster } from '../role/service-cluster.ts';
@@ -68,9 +70,11 @@ export async function runProxy(resolved: AgentConfig, options: RunProxyOptions):
   const health = healthSettings(options, app.probeNetwork, logger);
   const configYaml = resolved.bootstrapOverride ? await readBootstrapOverride(resolved.bootstrapOverride, env.hostIp) : undefined;
   const bootstrap = await prepareBootstrap(resolved, options);
+  if (bootstrap.platform?.problem) logger.warn({ env: 'CLOUD_PLATFORM', problem: bootstrap.platform.problem }, 'no locality from the platform');
   if (!resolved.deltaXds && metadataDiscoveryAsked(resolved, bootstrap.metadata))
     logger.warn({ metadata: 'METADATA_DISCOVERY' }, 'metadata discovery is not rendered: it needs Delta xDS (as Istio disables it on State of the World)');
-  let config = { ...resolved, serviceCluster: bootstrap.serviceCluster };
+  // Admin on the pod's loopback (::1 when IPv6-only); an operator's bootstrap says where its admin is (adoptCustomAdmin).
+  let config: AgentConfig = { ...resolved, serviceCluster: bootstrap.serviceCluster, proxyAdminHost: bootstrap.listenerHosts.localhost };
   const launch: EnvoyLaunch = {
     localAddressIpVersion: localAddressIpVersion(instanceIps(bootstrap)), configYaml, enableCoreDump: env.bootstrap.enableCoreDump,
     fileFlushMinSizeKb: resolved.bootstrapFields?.fileFlushMinSizeKb,
@@ -181,17 +185,17 @@ function healthSettings(options: RunProxyOptions, network: ProbeNetwork, logger:
 
 /** Envoy's admin is where the custom bootstrap puts it; the agent watches that port. */
 async function adoptCustomAdmin(config: AgentConfig, path: string, text: string, logger: Logger): Promise<AgentConfig> {
-  const port = await customAdminPort({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
-  if (port === undefined) {
+  const admin = await customAdmin({ path, text, flagPort: config.proxyAdminPort, flagGiven: config.proxyAdminPortGiven === true });
+  if (admin === undefined) {
     logger.warn(
       { customConfigFile: path, adminPort: config.proxyAdminPort },
       'custom bootstrap has no admin on a TCP port: the agent cannot see Envoy become LIVE there',
     );
     return config;
   }
-  if (port !== config.proxyAdminPort)
-    logger.info({ customConfigFile: path, adminPort: port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
-  return { ...config, proxyAdminPort: port };
+  if (admin.port !== config.proxyAdminPort)
+    logger.info({ customConfigFile: path, adminPort: admin.port, defaultAdminPort: config.proxyAdminPort }, 'admin port taken from the custom bootstrap');
+  return { ...config, proxyAdminPort: admin.port, proxyAdminHost: admin.host };
 }
 
 /** The ports and paths an operator looks for first in the startup line. */
@@ -203,12 +207,7 @@ function startupPorts(config: AgentConfig) {
 async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig, proxyMetadataSource, logAsJson }: RunProxyOptions) {
   let config = resolved;
   const role = await resolveRole({
-    type: config.proxyType,
-    registry: config.registry,
-    ip: config.ip,
-    id: config.id,
-    domain: config.domain,
-    pod: env.pod,
+    type: config.proxyType, registry: config.registry, ip: config.ip, id: config.id, domain: config.domain, pod: env.pod,
     findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
@@ -217,9 +216,10 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   config = { ...config, serviceCluster: serviceCluster(config.serviceCluster, metadata) };
   const configDir = await prepareConfigDir(config.configPath);
   const { dualStack, metricsLocalhostOnly } = env.bootstrap;
+  const platform = await localityBesideLabels(metadata, env.platform);
   const inputs = {
     nodeId, metadata, xdsSocketPath: xdsSocketPath(config), readinessSocketPath: readinessSocketPath(config), logAsJson: logAsJson === true,
-    dualStack, metricsLocalhostOnly, secureMetrics,
+    dualStack, metricsLocalhostOnly, secureMetrics, platformLocality: platform?.locality,
   };
   const text = await renderBootstrap(config, inputs);
   // The Delta→SotW fallback's bootstrap, rendered only if a server without Delta is met (never for an operator's own file).
@@ -227,7 +227,10 @@ async function prepareBootstrap(resolved: AgentConfig, { env, mergedProxyConfig,
   const fallback = config.deltaXds && !config.customConfigFile && config.proxyType !== 'waypoint';
   const renderSotw = fallback ? () => renderBootstrap({ ...config, deltaXds: false }, inputs) : undefined;
   const hosts = listenerHosts(instanceIps(inputs), dualStack);
-  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: config.serviceCluster, listenerHosts: hosts, secureMetrics };
+  const { serviceCluster: cluster } = config;
+  const locality = envoyLocality(localityFromLabels(metadata.LABELS as Record<string, string> | undefined) ?? platform?.locality);
+  return { nodeId, metadata, text, renderSotw, configDir, domain: role.domain, serviceCluster: cluster, listenerHosts: hosts, secureMetrics, platform,
+    locality };
 }
 
 /** An existing --configPath keeps its owner and mode; another user owning it is worth a warning, not a chown. */

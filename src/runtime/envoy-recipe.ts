@@ -29,7 +29,7 @@ import { startStatusPart } from './status.ts';
 import { startWasmPart } from './wasm.ts';
 
 export interface EnvoyRecipeInputs {
-  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string> };
+  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string>; locality?: Record<string, string> };
   launch: EnvoyLaunch;
   /** Envoy reaches the relay (xds) and the status server's readiness (readiness) on these sockets. */
   sockets: { xds: string; readiness: string };
@@ -102,8 +102,8 @@ function healthPart(
 
 /** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */
 async function writeSideBootstrap(path: string, { sockets, bootstrap, caSettings }: EnvoyRecipeInputs): Promise<void> {
-  const { nodeId, metadata } = bootstrap;
-  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, certDir: caSettings?.outputDir }));
+  const { nodeId, metadata, locality } = bootstrap;
+  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, locality, certDir: caSettings?.outputDir }));
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {

@@ -20,6 +20,8 @@ import type { CaPart } from './ca.ts';
 export interface ProxylessInputs {
   nodeId: string;
   metadata: object;
+  /** Envoy's node.locality, for the gRPC bootstrap's node. */
+  locality?: Record<string, string>;
   caSettings: CaSettings | undefined;
   /** How the relay reaches the discovery server (xdsUpstream). */
   upstream: UpstreamOptions;
@@ -43,6 +45,7 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
     xdsSocketPath: inputs.xdsSocketPath,
     nodeId: inputs.nodeId,
     metadata: inputs.metadata,
+    locality: inputs.locality,
     certDir: inputs.caSettings?.outputDir,
   });
   await writeGrpcBootstrap(inputs.bootstrapPath, bootstrap);

@@ -4,6 +4,7 @@ import { bootstrapEnv } from './bootstrap-env.ts';
 import { dnsEnv } from './dns-env.ts';
 import { readEnvSettings, readEnvText, type EnvValues } from './env-settings.ts';
 import { caEnv } from './ca-env.ts';
+import { platformEnv } from './platform-env.ts';
 import { podEnv, readNodeEnv, readPodEnv } from './pod-env.ts';
 import { readProxyConfigSources, type MergedProxyConfig } from './proxy-config-sources.ts';
 import type { AgentConfig } from './proxy-settings.ts';
@@ -24,6 +25,8 @@ export interface AgentEnv {
   bootstrap: EnvValues<typeof bootstrapEnv>;
   pod: PodEnv;
   node: NodeEnv;
+  /** CLOUD_PLATFORM and GCP's zone and metadata host: the node's locality when no pod label gives one. */
+  platform: EnvValues<typeof platformEnv>;
   /** ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS as set: status/ parses them against the status port. */
   app: { probers?: string; prometheusAnnotations?: string };
   hostIp?: string;
@@ -49,6 +52,7 @@ export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Re
     bootstrap: readEnvSettings({ ...proxyMetadata, ...env }, bootstrapEnv),
     pod: readPodEnv(env),
     node: readNodeEnv(env),
+    platform: readEnvSettings(env, platformEnv),
     app: { probers: readEnvText(env, podEnv.appProbers), prometheusAnnotations: readEnvText(env, podEnv.prometheusAnnotations) },
     hostIp: readEnvText(env, podEnv.hostIp),
     namespace: readEnvText(env, caEnv.namespace) ?? '',
