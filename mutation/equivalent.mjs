@@ -365,13 +365,13 @@ export const equivalent = [
     why: 'the stand-in for a missing message only has to miss the plain-HTTP patterns, which any other text (Stryker\'s too) does',
   },
   {
-    file: 'src/wasm/ssrf.ts',
+    file: 'src/shared/cidr.ts',
     code: "''",
     parent: "net = ''",
     why: "split('/') always gives at least one part, so the default for the network is never taken",
   },
   {
-    file: 'src/wasm/ssrf.ts',
+    file: 'src/shared/cidr.ts',
     code: "''",
     parent: "bits = ''",
     why: 'a CIDR without a slash: any default that is not all digits (Stryker\'s text too) fails the digits test the same way, with the same error',

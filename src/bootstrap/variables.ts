@@ -11,7 +11,8 @@ import { mergedMetricsCluster, secureMetricsListeners, type SecureMetricsPorts }
 import { clusterManager, localCluster, selfDiscoveryEnabled } from './self-discovery.ts';
 import { statsAnnotationVariables } from './stats-annotations.ts';
 import { statsCompressionFilters } from './stats-compression.ts';
-import { splitList, statsMatcher } from './stats-matcher.ts';
+import { splitList } from '../shared/list.ts';
+import { statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
 import type { TemplateVariables } from './template.ts';
 

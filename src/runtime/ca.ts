@@ -2,9 +2,7 @@ import type { CaSettings } from '../ca/ca-settings.ts';
 import { startCa, type CaRuntime } from '../ca/start.ts';
 import type { SdsRuntime } from '../sds/start.ts';
 import type { SecretStore } from '../sds/secret-store.ts';
-import { stopsOnDispose, type RuntimeContext } from './context.ts';
-
-export type CaPart = CaRuntime & AsyncDisposable;
+import { roomDeps, type RuntimeContext } from './context.ts';
 
 /**
  * The CA client, when there are CA settings and a store that is ours to feed
@@ -13,18 +11,10 @@ export type CaPart = CaRuntime & AsyncDisposable;
 export async function startCaPart(
   ctx: RuntimeContext,
   options: { settings: CaSettings | undefined; store: SecretStore | undefined; firstCallAfter?: Promise<unknown> },
-): Promise<CaPart | undefined> {
+): Promise<CaRuntime | undefined> {
   const { settings, store } = options;
   if (!settings || !store) return undefined;
-  const ca = await startCa({
-    settings,
-    store,
-    registry: ctx.registry,
-    clock: ctx.clock,
-    logger: ctx.logger.child({ component: 'ca' }),
-    firstCallAfter: options.firstCallAfter,
-  });
-  return stopsOnDispose(ca, () => ca.stop());
+  return startCa({ settings, store, ...roomDeps(ctx, 'ca'), firstCallAfter: options.firstCallAfter });
 }
 
 /** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */

@@ -44,5 +44,5 @@ export function startHealthPart(ctx: RuntimeContext, inputs: HealthInputs): Asyn
     logger: ctx.logger.child({ component: 'health' }),
   });
   checker.start();
-  return { [Symbol.asyncDispose]: async () => checker.stop() };
+  return checker;
 }

@@ -1,6 +1,6 @@
-import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
-import type { ProxyType } from '../role/role.ts';
+import type { ProxyType } from './proxy-type.ts';
 import type { BootstrapProxyConfig } from './bootstrap-proxy-config.ts';
+import type { StatsInclusion } from './proxy-config-sources.ts';
 import { nodeSettings } from './proxy-settings-node.ts';
 import { envoySettings } from './proxy-settings-envoy.ts';
 import { portsCertsSettings } from './proxy-settings-ports-certs.ts';

@@ -4,12 +4,17 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { gunzipSync } from 'node:zlib';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '../shared/log.ts';
 import { pollUntil } from '../../test/support/poll.ts';
+import { handTimers } from '../../test/support/hand-timers.ts';
 import { startStatusRig, type StatusRig } from '../../test/support/status-server-rig.ts';
-import type { TimerHost } from '../shared/clock.ts';
 import type { StatusDeps } from './handler.ts';
 import { acceptsGzip } from './negotiate.ts';
-import { gzipMinBytes, statusConnectionLimits, statusSendTimeoutMs as sendTimeoutMs, type StatusServer } from './server.ts';
+import { gzipMinBytes, startStatusServer, statusConnectionLimits, statusSendTimeoutMs as sendTimeoutMs, type StatusServer } from './server.ts';
 
 const bigMetrics = `# TYPE istio_agent_big gauge\n${Array.from({ length: 1_000_000 }, (_, i) => `istio_agent_big{n="${i}"} ${i}`).join('\n')}\n`;
 
@@ -86,23 +91,6 @@ describe('the status server on its socket', () => {
     }
   });
 });
-
-/** Timers the test fires by hand: the send timeouts, armed with the delay asked. */
-function handTimers() {
-  let now = 0;
-  const pending = new Map<number, { at: number; ms: number; callback: () => void }>();
-  let next = 0;
-  const host: TimerHost = {
-    setTimeout: (callback, ms) => (pending.set(++next, { at: now + ms, ms, callback }), next),
-    clearTimeout: (handle) => void pending.delete(handle as number),
-    monotonicNow: () => now,
-  };
-  const advance = (ms: number) => {
-    now += ms;
-    for (const [id, timer] of pending) if (timer.at <= now) (pending.delete(id), timer.callback());
-  };
-  return { host, advance, delays: () => [...pending.values()].map((timer) => timer.ms) };
-}
 
 describe('the status server: its send timeout', () => {
   const timers = handTimers();
@@ -217,5 +205,31 @@ describe('the status server streams the merged metrics', () => {
     socket.destroy();
     for (const until = Date.now() + 10_000; !envoy.closed && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 20));
     assert.ok(envoy.closed, 'Envoy\'s body let go of');
+  });
+});
+
+describe('the status server in a recipe\'s stack', () => {
+  it('disposing it closes its port and its readiness socket, as close() does', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'status-dispose-'));
+    try {
+      const socketPath = join(dir, 'READINESS');
+      let port = 0;
+      {
+        await using stack = new AsyncDisposableStack();
+        const server = stack.use(await startStatusServer({ port: 0, readinessSocketPath: socketPath, deps, logger: silentLogger }));
+        assert.equal((await get(server.port, '/healthz/ready')).status, 200);
+        port = server.port;
+      }
+      const probe = connect(port, '127.0.0.1');
+      const outcome = await Promise.race([
+        once(probe, 'error').then(([error]) => (error as NodeJS.ErrnoException).code),
+        once(probe, 'connect').then(() => 'connected'),
+      ]);
+      probe.destroy();
+      assert.equal(outcome, 'ECONNREFUSED');
+      assert.equal(existsSync(socketPath), false);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

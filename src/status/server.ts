@@ -14,7 +14,8 @@ import { PipelineGate } from './pipeline.ts';
 import { leading, streamTo } from './send-body.ts';
 import { handleReadinessHop, handleStatus, type StatusDeps, type StatusRequest, type StatusResponse } from './handler.ts';
 
-export interface StatusServer {
+/** Disposing it closes it: a recipe's stack takes it as it is. */
+export interface StatusServer extends AsyncDisposable {
   port: number;
   close(): Promise<void>;
 }
@@ -83,10 +84,8 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   hopCap.attach(hop);
   await listenTcp(tcp, options.port);
   await listenSocket(hop, options.readinessSocketPath).catch(async (error) => (await close(tcp), Promise.reject(error)));
-  return {
-    port: (tcp.address() as { port: number }).port,
-    close: async () => void (await Promise.all([close(tcp), close(hop)])),
-  };
+  const closeBoth = async () => void (await Promise.all([close(tcp), close(hop)]));
+  return { port: (tcp.address() as { port: number }).port, close: closeBoth, [Symbol.asyncDispose]: closeBoth };
 }
 
 /** A request handler that answers a connection's requests one after the other (see PipelineGate). */
