@@ -43,6 +43,7 @@ export const rooms = {
       'src/status/access.test.ts',
       'src/status/readiness.test.ts',
       'src/status/readiness-edges.test.ts',
+      'src/status/readiness-epochs.test.ts',
       'src/status/handler.test.ts',
       'src/status/status.test.ts',
       'src/status/negotiate.test.ts',
@@ -58,11 +59,11 @@ export const rooms = {
       'src/status/app-probes/redirects.test.ts',
     ],
   },
-  // The metrics' text: the Prometheus exposition (what every scrape reads).
-  // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
+  // The metrics' text: the Prometheus exposition (what every scrape reads), and each metric's text
+  // written from its series (metric.ts). Left out: the counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
-    mutate: ['src/metrics/exposition.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
+    mutate: ['src/metrics/exposition.ts', 'src/metrics/metric.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts', 'src/metrics/metric-text.test.ts', 'src/metrics/metric-names.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the workload's secrets from the dir or the CA (workload-secrets), file-backed names (file-sources) and the log budget.
@@ -219,8 +220,8 @@ export const rooms = {
   role: {
     mutate: [
       'src/role/role.ts',
-      'src/role/downward-api.ts',
       'src/role/locality.ts',
+      'src/role/platform-locality.ts',
       'src/role/metadata.ts',
       'src/role/private-ip.ts',
       'src/role/service-cluster.ts',
@@ -228,31 +229,38 @@ export const rooms = {
     ],
     tests: [
       'src/role/role.test.ts',
-      'src/role/downward-api.test.ts',
       'src/role/locality.test.ts',
+      'src/role/platform-locality.test.ts',
       'src/role/metadata.test.ts',
       'src/role/private-ip.test.ts',
       'src/role/service-cluster.test.ts',
       'src/role/bounded-json.test.ts',
       'src/role/private-ip-edges.test.ts',
-      'src/role/downward-api-edges.test.ts',
       'src/role/metadata-edges.test.ts',
     ],
   },
-  // Settings parsing: durations and the value parsers of the setting rows.
+  // Settings parsing: durations, lists, the value parsers of the setting rows and the downward-API files (read once).
   settings: {
     mutate: [
       'src/shared/duration.ts',
+      'src/shared/list.ts',
+      'src/shared/downward-api.ts',
+      'src/settings/pod-info.ts',
       'src/settings/parse-values.ts',
       'src/settings/settle-values.ts',
       'src/settings/env-settings.ts',
       'src/settings/pod-env.ts',
       'src/settings/xds-env.ts',
       'src/settings/bootstrap-env.ts',
+      'src/settings/platform-env.ts',
       'src/settings/agent-inputs.ts',
     ],
     tests: [
       'src/shared/duration.test.ts',
+      'src/shared/list.test.ts',
+      'src/shared/downward-api.test.ts',
+      'src/shared/downward-api-edges.test.ts',
+      'src/settings/pod-info.test.ts',
       'src/settings/proxy-config-sources.test.ts',
       'src/settings/settings-precedence.test.ts',
       'src/settings/parse-values.test.ts',
@@ -266,15 +274,25 @@ export const rooms = {
   },
   // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the proxy type, the xDS transport.
   cli: {
-    mutate: ['src/cli/flag-checks.ts', 'src/cli/log-levels.ts', 'src/cli/node-metadata.ts', 'src/cli/preflight.ts', 'src/cli/proxy-type.ts', 'src/runtime/xds-upstream.ts'],
+    mutate: [
+      'src/cli/flag-checks.ts',
+      'src/cli/log-levels.ts',
+      'src/runtime/node-metadata.ts',
+      'src/cli/preflight.ts',
+      'src/runtime/preflight.ts',
+      'src/cli/proxy-type.ts',
+      'src/settings/proxy-type.ts',
+      'src/runtime/xds-upstream.ts',
+    ],
     tests: [
       'src/cli/flag-checks.test.ts',
       'src/cli/proxy-type.test.ts',
       'src/cli/log-levels.test.ts',
-      'src/cli/node-metadata.test.ts',
-      'src/cli/node-metadata-edges.test.ts',
+      'src/runtime/node-metadata.test.ts',
+      'src/runtime/node-metadata-edges.test.ts',
       'src/cli/preflight.test.ts',
       'src/cli/preflight-edges.test.ts',
+      'src/runtime/preflight.test.ts',
       'src/settings/settings-precedence.test.ts',
     ],
   },
@@ -322,6 +340,7 @@ export const rooms = {
   wasm: {
     mutate: [
       'src/wasm/ssrf.ts',
+      'src/shared/cidr.ts',
       'src/wasm/http-get.ts',
       'src/wasm/oci-fetch.ts',
       'src/wasm/unbox.ts',
@@ -404,8 +423,8 @@ export const rooms = {
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test
   // of a room for each of its mutants; alone here, that is one test against the binary.
   'envoy-components': {
-    mutate: ['src/envoy/components.ts'],
-    tests: ['src/envoy/components.test.ts'],
+    mutate: ['src/settings/envoy-components.ts'],
+    tests: ['src/settings/envoy-components.test.ts'],
   },
   // The certificate files: which files (cert-files), their consistency check (cert-set), the debounced watch (cert-watch).
   watch: {
@@ -422,7 +441,13 @@ export const rooms = {
   // probe.ts (it runs commands and sockets: probe.test.ts and the e2e vm-workload-group test run it).
   health: {
     mutate: ['src/health/probe-config.ts', 'src/health/checker.ts', 'src/health/reports.ts'],
-    tests: ['src/health/probe-config.test.ts', 'src/health/checker.test.ts', 'src/xds/relay/health-forward.test.ts'],
+    tests: [
+      'src/health/probe-config.test.ts',
+      'src/health/checker.test.ts',
+      'src/health/checker-edges.test.ts',
+      'src/health/reports.test.ts',
+      'src/xds/relay/health-forward.test.ts',
+    ],
   },
   // The composition root: the parts, their order and their undoing; the loop, its one way to a new epoch, its epoch tracker and metrics.
   runtime: {
@@ -435,10 +460,15 @@ export const rooms = {
       'src/runtime/events.ts',
       'src/runtime/context.ts',
       'src/runtime/memory-saver.ts',
+      'src/runtime/prepare-run.ts',
+      'src/runtime/prepare-bootstrap.ts',
+      'src/runtime/run-plan.ts',
+      'src/runtime/sockets.ts',
     ],
     tests: [
       'src/runtime/sotw-fallback.test.ts',
       'src/runtime/memory-saver.test.ts',
+      'src/runtime/prepare-run.test.ts',
       'src/runtime/envoy-recipe.test.ts',
       'src/runtime/envoy-recipe-xds.test.ts',
       'src/runtime/proxyless-recipe.test.ts',
@@ -467,6 +497,8 @@ export const rooms = {
     ],
     tests: [
       'src/xds/relay/relay-stream.test.ts',
+      'src/xds/relay/relay-stream-trailers.test.ts',
+      'src/xds/relay/relay-stream-upstream.test.ts',
       'src/xds/relay/health-forward.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',

@@ -1,5 +1,5 @@
-// Regenerates src/envoy/components.ts from the Envoy binary in .tools/ (or $ENVOY_BIN):
-//   bash scripts/node.sh scripts/envoy-components.ts > src/envoy/components.ts
+// Regenerates src/settings/envoy-components.ts from the Envoy binary in .tools/ (or $ENVOY_BIN):
+//   bash scripts/node.sh scripts/envoy-components.ts > src/settings/envoy-components.ts
 // test/e2e/cli-bad-input.test.ts fails when the checked-in list and the binary disagree.
 import { listEnvoyLoggers } from '../test/support/envoy-loggers.ts';
 import { envoyBin } from '../test/support/paths.ts';

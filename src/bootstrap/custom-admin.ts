@@ -2,8 +2,10 @@ import { extname } from 'node:path';
 import { loadYaml } from '../settings/proxy-config-sources.ts';
 import { badFlag } from '../shared/errors.ts';
 
-/** Hosts where the agent's admin client (127.0.0.1) reaches an admin listener. */
-const reachableHosts = new Set(['127.0.0.1', '0.0.0.0', 'localhost']);
+/** Where the agent's admin client reaches an admin listener on each host a bootstrap may name (`::` is IPv6 only in Envoy). */
+const reachableHosts: Readonly<Record<string, string>> = {
+  '127.0.0.1': '127.0.0.1', '0.0.0.0': '127.0.0.1', localhost: '127.0.0.1', '::1': '::1', '::': '::1',
+};
 
 export interface CustomAdminInput {
   /** --customConfigFile, for the format (by extension) and for error lines. */
@@ -19,17 +21,19 @@ export interface CustomAdminInput {
  * Envoy listens where the file says, so a default --proxyAdminPort that
  * differs would leave the agent polling a port nobody serves (never LIVE,
  * no rotation, nothing logged). A given one that differs is a contradiction
- * the user has to resolve. Undefined when the file has no admin on a TCP port.
+ * the user has to resolve. Undefined when the file has no admin on a TCP port;
+ * `host` is the loopback the agent calls it on.
  */
-export async function customAdminPort(input: CustomAdminInput): Promise<number | undefined> {
+export async function customAdmin(input: CustomAdminInput): Promise<{ port: number; host: string } | undefined> {
   const address = await adminAddress(input.path, input.text);
   const where = `--customConfigFile ${input.path}`;
   // No admin on a TCP port: nothing to take; Envoy's own verdict on the file comes at validation.
   if (address === undefined) return undefined;
-  if (!reachableHosts.has(address.host))
+  const host = Object.hasOwn(reachableHosts, address.host) ? reachableHosts[address.host]! : undefined;
+  if (host === undefined)
     throw badFlag(
       '--customConfigFile',
-      `${input.path} puts admin on ${address.host}:${address.port}: the agent reaches admin on 127.0.0.1 only (use 127.0.0.1)`,
+      `${input.path} puts admin on ${address.host}:${address.port}: the agent reaches admin on loopback only (use 127.0.0.1 or ::1)`,
     );
   if (input.flagGiven && address.port !== input.flagPort) {
     throw badFlag(
@@ -37,7 +41,7 @@ export async function customAdminPort(input: CustomAdminInput): Promise<number |
       `${input.flagPort} disagrees with ${where}, whose admin listens on port ${address.port}: leave --proxyAdminPort out, or give the same port`,
     );
   }
-  return address.port;
+  return { port: address.port, host };
 }
 
 /** admin.address.socket_address of the bootstrap, in Envoy's three text formats. */

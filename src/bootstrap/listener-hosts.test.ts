@@ -56,3 +56,18 @@ test('METRICS_LOCALHOST_ACCESS_ONLY puts the Prometheus listener on the pod\'s l
     prometheus_stats: ['127.0.0.1:15090', '::1:15090'], agent_readiness: ['0.0.0.0:15021', ':::15021'],
   });
 });
+
+test('admin and the prometheus_stats cluster sit on the loopback of the pod\'s first family, as Istio\'s localhost', async () => {
+  type Address = { socket_address: { address: string } };
+  type Rendered = { admin: { address: Address }; static_resources: { clusters: { name: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: { address: Address } }[] }[] } }[] } };
+  const hosts = async (ips: string, dualStack = false) => {
+    const context = { nodeId: `sidecar~${ips.split(',')[0]}~p.ns~ns.svc.cluster.local`, metadata: { INSTANCE_IPS: ips }, xdsSocketPath: '/x/XDS', readinessSocketPath: '/x/r', dualStack };
+    const rendered = await renderSidecarBootstrap<Rendered>(context);
+    const stats = rendered.static_resources.clusters.find((cluster) => cluster.name === 'prometheus_stats')!;
+    return [rendered.admin.address.socket_address.address, stats.load_assignment.endpoints[0]!.lb_endpoints[0]!.endpoint.address.socket_address.address];
+  };
+  assert.deepEqual(await hosts('198.18.0.2'), ['127.0.0.1', '127.0.0.1']);
+  assert.deepEqual(await hosts('2001:2::2'), ['::1', '::1']);
+  assert.deepEqual(await hosts('2001:2::2,198.18.0.2', true), ['::1', '::1']);
+  assert.deepEqual(await hosts('2001:2::2,198.18.0.2'), ['127.0.0.1', '127.0.0.1']);
+});

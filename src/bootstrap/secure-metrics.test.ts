@@ -35,7 +35,7 @@ test('each mTLS metrics listener takes TLS only, demands a client certificate, a
 });
 
 test('the merged metrics come from the status server on loopback', () => {
-  const cluster = mergedMetricsCluster(15020) as { name: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: unknown }[] }[] } };
+  const cluster = mergedMetricsCluster(15020, '127.0.0.1') as { name: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: unknown }[] }[] } };
   assert.equal(cluster.name, 'agent_merged_metrics');
   assert.deepEqual(cluster.load_assignment.endpoints[0]!.lb_endpoints[0]!.endpoint, { address: { socket_address: { address: '127.0.0.1', port_value: 15020 } } });
 });

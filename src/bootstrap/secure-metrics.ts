@@ -24,7 +24,7 @@ export function secureMetricsListeners(ports: SecureMetricsPorts, wildcard: stri
 /** The cluster to the status server's TCP port, whose /stats/prometheus is the merged answer (and public there anyway). */
 const mergedCluster = 'agent_merged_metrics';
 
-export function mergedMetricsCluster(statusPort: number): unknown {
+export function mergedMetricsCluster(statusPort: number, localhost: string): unknown {
   return {
     name: mergedCluster,
     // The `;` ends the cluster's name for the cluster_name stats tag (stats-tags.ts).
@@ -34,7 +34,7 @@ export function mergedMetricsCluster(statusPort: number): unknown {
     lb_policy: 'ROUND_ROBIN',
     load_assignment: {
       cluster_name: mergedCluster,
-      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '127.0.0.1', port_value: statusPort } } } }] }],
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: localhost, port_value: statusPort } } } }] }],
     },
   };
 }

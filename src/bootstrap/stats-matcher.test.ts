@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { splitList, statsMatcher, type StatsMatcherInput } from './stats-matcher.ts';
+import { statsMatcher, type StatsMatcherInput } from './stats-matcher.ts';
 
 const base: StatsMatcherInput = { flags: {}, annotations: {}, exitOnZeroActiveConnections: false, instanceIps: ['10.0.0.7'] };
 const kinds = (input: StatsMatcherInput) => statsMatcher(input).inclusion_list.patterns.map((pattern) => JSON.stringify(pattern));
@@ -36,9 +36,4 @@ test('statsMatcher: flags win over annotations, annotations over ProxyConfig; re
   }
   const suffixes = kinds({ ...base, annotations: { 'sidecar.istio.io/statsInclusionSuffixes': 'upstream_rq_total' }, flags: { regexps: ['^cluster\\.a'] } });
   assert.ok(suffixes.includes('{"suffix":"upstream_rq_total"}') && suffixes.includes('{"safe_regex":{"regex":"^cluster\\\\.a"}}'));
-});
-
-test('splitList: commas, spaces and empty parts', () => {
-  assert.deepEqual(splitList(' a, b,,c '), ['a', 'b', 'c']);
-  assert.deepEqual(splitList(''), []);
 });

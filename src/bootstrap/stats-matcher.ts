@@ -5,13 +5,8 @@
  * list is Istio's (pkg/bootstrap/config.go): what readiness, draining and
  * Istio's dashboards read. Users extend it the way Istio's users do.
  */
-
-/** Inclusion lists as the user gives them: each replaces Istio's user part, the required part stays. */
-export interface StatsInclusion {
-  prefixes?: readonly string[];
-  suffixes?: readonly string[];
-  regexps?: readonly string[];
-}
+import type { StatsInclusion } from '../settings/proxy-config-sources.ts';
+import { splitList } from '../shared/list.ts';
 
 export interface StatsMatcherInput {
   /** From flags (or env); wins over the pod annotations, as Istio's annotation wins over ProxyConfig. */
@@ -62,11 +57,6 @@ export function statsMatcher(input: StatsMatcherInput): { inclusion_list: { patt
 function fromAnnotation(annotations: Readonly<Record<string, unknown>>, name: string): string[] | undefined {
   const value = annotations[name];
   return typeof value === 'string' && value !== '' ? splitList(value) : undefined;
-}
-
-/** Splits a comma-separated setting, dropping empty parts. */
-export function splitList(text: string): string[] {
-  return text.split(',').map((part) => part.trim()).filter((part) => part !== '');
 }
 
 /** `{pod_ip}` stands for each of the proxy's IPs: inbound stats are named after them. */

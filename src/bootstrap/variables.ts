@@ -11,7 +11,8 @@ import { mergedMetricsCluster, secureMetricsListeners, type SecureMetricsPorts }
 import { clusterManager, localCluster, selfDiscoveryEnabled } from './self-discovery.ts';
 import { statsAnnotationVariables } from './stats-annotations.ts';
 import { statsCompressionFilters } from './stats-compression.ts';
-import { splitList, statsMatcher } from './stats-matcher.ts';
+import { splitList } from '../shared/list.ts';
+import { statsMatcher } from './stats-matcher.ts';
 import { extraStatTagsAnnotation, statsTags } from './stats-tags.ts';
 import type { TemplateVariables } from './template.ts';
 
@@ -29,6 +30,8 @@ export interface BootstrapContext {
   dualStack?: boolean;
   /** METRICS_LOCALHOST_ACCESS_ONLY: Envoy's Prometheus listener on loopback, out of the pod network's reach. */
   metricsLocalhostOnly?: boolean;
+  /** The cloud's locality (CLOUD_PLATFORM), `region/zone`: node.locality when no pod label gives one. */
+  platformLocality?: string;
   /** ENVOY_SECURE_METRICS_PORT, ENVOY_SECURE_MERGED_METRICS_PORT: Istio's mTLS metrics listeners. */
   secureMetrics?: SecureMetricsPorts;
 }
@@ -41,7 +44,8 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     node_id: context.nodeId,
     cluster: config.serviceCluster,
     metadata: context.metadata,
-    locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined)),
+    locality: envoyLocality(localityFromLabels(context.metadata.LABELS as Record<string, string> | undefined) ?? context.platformLocality),
+    admin_host: hosts.localhost, // ::1 in an IPv6-only pod, as Istio's `localhost`; the agent calls admin there too
     admin_port: config.proxyAdminPort,
     application_log_config: applicationLogConfig(context.logAsJson === true),
     layered_runtime: layeredRuntime(config.bootstrapFields?.runtimeValues),
@@ -50,15 +54,14 @@ export function bootstrapVariables(config: AgentConfig, context: BootstrapContex
     ads_api_type: config.deltaXds ? 'DELTA_GRPC' : 'GRPC',
     metadata_discovery_extensions: metadataDiscoveryExtensions(config, context.metadata),
     connect_timeout: protoDuration(config.connectTimeoutMs),
-    // The hop is a local socket: plain, and no DNS. TLS to the discovery server is the relay's job.
-    xds_cluster_type: 'STATIC',
+    xds_cluster_type: 'STATIC', // the hop is a local socket: plain, no DNS; TLS to the discovery server is the relay's job
     xds_address: { pipe: { path: context.xdsSocketPath } },
     stats_sinks: config.statsdUdpAddress ? [statsdSink(config.statsdUdpAddress)] : [],
     extra_clusters: [
       ...(config.zipkinAddress ? [zipkinCluster(config.zipkinAddress, config.connectTimeoutMs, hosts)] : []),
       ...readinessClusters(config, context),
       ...(selfDiscoveryEnabled(context.metadata) ? [localCluster()] : []),
-      ...(context.secureMetrics?.merged ? [mergedMetricsCluster(mergedStatusPort(config))] : []),
+      ...(context.secureMetrics?.merged ? [mergedMetricsCluster(mergedStatusPort(config), hosts.localhost)] : []),
     ],
     cluster_manager: clusterManager(selfDiscoveryEnabled(context.metadata)),
     extra_listeners: [...readinessListeners(config, hosts), ...secureMetricsListeners(context.secureMetrics ?? { envoy: 0, merged: 0 }, hosts.wildcard)],

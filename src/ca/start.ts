@@ -11,7 +11,8 @@ import { WorkloadCertificates, type IssuedCertificate } from './workload-certifi
 
 const callTimeoutMs = 10_000;
 
-export interface CaRuntime {
+/** Disposing it stops it: a recipe's stack takes it as it is. */
+export interface CaRuntime extends AsyncDisposable {
   /** Why there is no usable workload certificate, for readiness; undefined when there is one. */
   problem(): string | undefined;
   /** The current certificate's root. Not what the relay trusts istiod with: that stays the mounted file, as in Istio. */
@@ -93,6 +94,7 @@ function caRuntime(certificates: WorkloadCertificates, settings: CaSettings): Ca
     },
     debug: () => caDebug(settings, certificates.current, certificates.problem()),
     stop: () => certificates.stop(),
+    [Symbol.asyncDispose]: async () => certificates.stop(),
   };
 }
 

@@ -7,7 +7,7 @@ import { requestCommand } from './commands/request.ts';
 import { versionCommand } from './commands/version.ts';
 import { waitCommand } from './commands/wait.ts';
 import type { CommandContext } from './context.ts';
-import { processGuard } from './process-guard.ts';
+import { processGuard } from '../runtime/process-guard.ts';
 
 /** Builds the whole command tree. Each subcommand lives in `commands/<name>.ts`. */
 export function buildProgram(context: CommandContext): Command {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { proxyTypes, type ProxyType } from '../role/role.ts';
+import { proxyTypes, type ProxyType } from '../settings/proxy-type.ts';
 import { badFlag } from '../shared/errors.ts';
 
 const isType = (word: string): word is ProxyType => (proxyTypes as readonly string[]).includes(word);

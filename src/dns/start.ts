@@ -29,7 +29,8 @@ export interface StartDnsOptions {
   resolvConfPaths?: readonly string[];
 }
 
-export interface DnsRuntime {
+/** Disposing it stops it: a recipe's stack takes it as it is. */
+export interface DnsRuntime extends AsyncDisposable {
   /** Where the relay hands the name tables (NDS). */
   nameTables: NameTableSink;
   /** Why DNS keeps readiness at 503: no table yet. */
@@ -76,6 +77,7 @@ export async function startDns(options: StartDnsOptions): Promise<DnsRuntime> {
     problem: () => (store.table ? undefined : 'DNS is on and the name table has not arrived yet (NDS)'),
     debug: (withTable) => store.debug(withTable),
     stop: () => stops.disposeAsync(),
+    [Symbol.asyncDispose]: () => stops.disposeAsync(),
   };
 }
 

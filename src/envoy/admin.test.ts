@@ -46,10 +46,10 @@ test('adminClient: GET and POST to 127.0.0.1 on its port, the status and body as
   cleanup.defer(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
   const port = (server.address() as AddressInfo).port;
   // A loaded machine may take a while to answer: only the silent path is asked with a short timeout.
-  const admin = adminClient(port, 10_000);
+  const admin = adminClient(port, { timeoutMs: 10_000 });
   assert.deepEqual(await admin.get('/ready'), { ok: true, status: 200, body: 'GET /ready' });
   assert.deepEqual(await admin.post('/healthcheck/fail'), { ok: true, status: 201, body: 'POST /healthcheck/fail' });
-  assert.equal((await adminClient(port, 200).get('/silent')).ok, false, 'a port that never answers ends at the timeout');
+  assert.equal((await adminClient(port, { timeoutMs: 200 }).get('/silent')).ok, false, 'a port that never answers ends at the timeout');
   const aborted = new AbortController();
   aborted.abort();
   assert.equal((await admin.get('/ready', aborted.signal)).ok, false, 'an aborted call is an error value');

@@ -1,7 +1,7 @@
 import { http } from '../shared/node-http.ts';
 import { timeoutSignal } from '../shared/clock.ts';
 
-/** A small client for Envoy's admin API on 127.0.0.1. Failures are values, not throws. */
+/** A small client for Envoy's admin API on loopback. Failures are values, not throws. */
 export type AdminResult = { ok: true; status: number; body: string } | { ok: false; error: string };
 
 export interface AdminClient {
@@ -14,12 +14,14 @@ export interface AdminClient {
  * port belongs to the child, but a pooled keep-alive connection would keep
  * talking to the draining parent until it exits.
  */
-export function adminClient(port: number, timeoutMs = 1000): AdminClient {
+export function adminClient(port: number, options: { host?: string; timeoutMs?: number } = {}): AdminClient {
+  // 127.0.0.1 unless the bootstrap put admin on ::1 (an IPv6-only pod, bootstrap/listener-hosts.ts).
+  const { host = '127.0.0.1', timeoutMs = 1000 } = options;
   const call = (method: string, path: string, signal?: AbortSignal): Promise<AdminResult> =>
     new Promise((resolve) => {
       const timeout = timeoutSignal(timeoutMs);
       const req = http.request(
-        { host: '127.0.0.1', port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout },
+        { host, port, path, method, agent: false, signal: signal ? AbortSignal.any([signal, timeout]) : timeout },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -78,7 +78,7 @@ export class EnvoyProxy implements Proxy {
   constructor(options: EnvoyProxyOptions) {
     this.#options = options;
     this.#stderrFifos = new StderrFifos(options.config.configPath, options.logger);
-    this.#admin = adminClient(options.config.proxyAdminPort);
+    this.#admin = adminClient(options.config.proxyAdminPort, { host: options.config.proxyAdminHost });
     this.#baseIdPath = join(options.config.configPath, 'envoy-base-id');
     this.#bootstrap = options.bootstrap;
   }

@@ -16,7 +16,7 @@ const ipv4Only: PodFacingHosts = { wildcard: '0.0.0.0' };
 export function envoyPorts(config: AgentConfig, hosts: PodFacingHosts = ipv4Only): { flag: string; host: string; port: number }[] {
   const wildcards = [hosts.wildcard, ...(hosts.additional ? [hosts.additional.wildcard] : [])];
   const ports = [
-    { flag: '--proxyAdminPort', host: '127.0.0.1', port: config.proxyAdminPort },
+    { flag: '--proxyAdminPort', host: config.proxyAdminHost ?? '127.0.0.1', port: config.proxyAdminPort },
     ...wildcards.map((host) => ({ flag: '--prometheusPort', host, port: config.prometheusPort })),
   ];
   if (config.statusPort !== 0) ports.push(...wildcards.map((host) => ({ flag: '--readinessPort', host, port: config.readinessPort })));

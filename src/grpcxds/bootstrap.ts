@@ -21,6 +21,8 @@ export interface GrpcBootstrapInput {
   nodeId: string;
   /** The node metadata as Envoy gets it; GENERATOR is set here. */
   metadata: object;
+  /** The node's locality as Envoy's bootstrap has it (labels, else the platform's), as Istio's gRPC bootstrap carries it. */
+  locality?: Record<string, string>;
   /** OUTPUT_CERTS, when the agent writes certificates there; no provider without it. */
   certDir?: string;
 }
@@ -37,7 +39,7 @@ export function buildGrpcBootstrap(input: GrpcBootstrapInput): GrpcBootstrap {
     // Local to the pod, owner-only socket: the relay dials istiod with the real credentials.
     xds_servers: [{ server_uri: `unix://${input.xdsSocketPath}`, channel_creds: [{ type: 'insecure' }], server_features: ['xds_v3'] }],
     // gRPC refuses a node without a locality; an empty one is "unknown".
-    node: { id: input.nodeId, locality: {}, metadata: { ...input.metadata, GENERATOR: 'grpc' } },
+    node: { id: input.nodeId, locality: input.locality ?? {}, metadata: { ...input.metadata, GENERATOR: 'grpc' } },
     server_listener_resource_name_template: serverListenerNameTemplate,
   };
   if (input.certDir) {

@@ -21,7 +21,7 @@ export interface HealthCheckerOptions {
  * passes in a row make it healthy, `failureThreshold` failures in a row
  * unhealthy, and only a change of verdict is reported.
  */
-export class HealthChecker {
+export class HealthChecker implements AsyncDisposable {
   readonly #options: HealthCheckerOptions;
   #timer: Timer | undefined;
   #stopped = false;
@@ -42,6 +42,11 @@ export class HealthChecker {
   stop(): void {
     this.#stopped = true;
     this.#timer?.cancel();
+  }
+
+  /** A recipe's stack stops it. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.stop();
   }
 
   #arm(ms: number): void {

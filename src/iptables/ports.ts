@@ -1,5 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { badFlag } from '../shared/errors.ts';
+import { splitList } from '../shared/list.ts';
 
 /** Inbound ports to capture: every port, or a list. */
 export type PortSelection = '*' | readonly number[];
@@ -12,11 +13,6 @@ export interface CidrLists {
 
 /** Outbound ranges to capture: everything, or lists. */
 export type CidrSelection = '*' | CidrLists;
-
-/** Comma-separated items with blanks dropped, like Istio's config.Split. */
-export function splitList(text: string): string[] {
-  return text.split(',').map((item) => item.trim()).filter((item) => item !== '');
-}
 
 /** One TCP port, 1–65535; `name` names the source in the error line. */
 export function parsePort(name: string, text: string): number {

@@ -1,3 +1,5 @@
+import type { NodeEnv } from '../settings/pod-env.ts';
+import type { PodInfo } from '../settings/pod-info.ts';
 import { AgentError } from '../shared/errors.ts';
 import { parseBoundedJson } from './bounded-json.ts';
 import { coerceMetadata, isObject } from './metadata-types.ts';
@@ -14,21 +16,6 @@ const podTemplateHashLabel = 'pod-template-hash';
 
 export type NodeMetadata = Record<string, unknown>;
 type Env = Readonly<Record<string, string | undefined>>;
-
-/** What node metadata takes from the env, as set (settings/pod-env.ts reads it). */
-export interface NodeEnv {
-  /** ISTIO_META_<KEY> and ISTIO_METAJSON_<KEY>. */
-  meta: Readonly<Record<string, string>>;
-  /** POD_NAMESPACE, POD_NAME, SERVICE_ACCOUNT. */
-  namespace?: string;
-  name?: string;
-  serviceAccount?: string;
-  /** DNS_PROXY_ADDR: not ISTIO_META_-prefixed, yet Istio's agent sends it. */
-  dnsProxyAddr?: string;
-  peerMetadataDiscovery?: string;
-  /** PROXY_CONFIG. */
-  proxyConfig?: string;
-}
 
 /** What the agent itself knows, beyond the environment. */
 export interface AgentFacts {
@@ -53,12 +40,6 @@ export interface AgentFacts {
   skipDeprecatedLogs?: boolean;
   /** The SDS socket's file name (Istio's WORKLOAD_IDENTITY_SOCKET_FILE). */
   workloadIdentitySocketFile?: string;
-}
-
-/** Labels and annotations from the downward-API files, when mounted. */
-export interface PodInfo {
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
 }
 
 export interface NodeMetadataInput {

@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
+import type { PodEnv } from '../settings/pod-env.ts';
+import type { ProxyType } from '../settings/proxy-type.ts';
 import { badEnv, badFlag } from '../shared/errors.ts';
 
-export const proxyTypes = ['sidecar', 'router', 'ingress', 'waypoint'] as const;
-export type ProxyType = (typeof proxyTypes)[number];
 
 export const registries = ['Kubernetes', 'Consul', 'Other'] as const;
 export type Registry = (typeof registries)[number];
@@ -13,13 +13,6 @@ export interface Role {
   ip: string;
   id: string;
   domain: string;
-}
-
-/** INSTANCE_IP, POD_NAME and POD_NAMESPACE as the pod sets them (settings/pod-env.ts reads them). */
-export interface PodEnv {
-  ip?: string;
-  name?: string;
-  namespace?: string;
 }
 
 export interface RoleInput {

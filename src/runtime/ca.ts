@@ -1,9 +1,7 @@
 import type { CaSettings } from '../ca/ca-settings.ts';
 import { startCa, type CaRuntime, type StartCaOptions } from '../ca/start.ts';
 import type { SdsRuntime } from '../sds/start.ts';
-import { stopsOnDispose, type RuntimeContext } from './context.ts';
-
-export type CaPart = CaRuntime & AsyncDisposable;
+import { roomDeps, type RuntimeContext } from './context.ts';
 
 /**
  * The CA client, when there are CA settings and someone to hand its
@@ -12,18 +10,10 @@ export type CaPart = CaRuntime & AsyncDisposable;
 export async function startCaPart(
   ctx: RuntimeContext,
   options: { settings: CaSettings | undefined; onIssued: StartCaOptions['onIssued'] | undefined; firstCallAfter?: Promise<unknown> },
-): Promise<CaPart | undefined> {
+): Promise<CaRuntime | undefined> {
   const { settings, onIssued } = options;
   if (!settings || !onIssued) return undefined;
-  const ca = await startCa({
-    settings,
-    onIssued,
-    registry: ctx.registry,
-    clock: ctx.clock,
-    logger: ctx.logger.child({ component: 'ca' }),
-    firstCallAfter: options.firstCallAfter,
-  });
-  return stopsOnDispose(ca, () => ca.stop());
+  return startCa({ settings, onIssued, ...roomDeps(ctx, 'ca'), firstCallAfter: options.firstCallAfter });
 }
 
 /** /debug/sds shows the CA's side too: identity, serial, issuer, expiry, and why it fails. */

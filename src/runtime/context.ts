@@ -18,6 +18,11 @@ export function runtimeContext(config: AgentConfig, logger: Logger, clock: Clock
   return { config, registry: new Registry(), clock, logger, events: runtimeEvents() };
 }
 
+/** What a room's start takes of the context: the clock, the registry, and a logger named after the room. */
+export function roomDeps(ctx: RuntimeContext, component: string): { clock: Clock; registry: Registry; logger: Logger } {
+  return { clock: ctx.clock, registry: ctx.registry, logger: ctx.logger.child({ component }) };
+}
+
 /** A started part as a recipe's stack takes it: the part, which stops on dispose. */
 export function stopsOnDispose<T extends object>(part: T, stop: () => unknown): T & AsyncDisposable {
   return Object.assign(part, { [Symbol.asyncDispose]: async () => void (await stop()) });

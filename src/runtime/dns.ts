@@ -1,25 +1,21 @@
 import type { DnsRuntime } from '../dns/start.ts';
 import type { dnsEnv } from '../settings/dns-env.ts';
 import type { EnvValues } from '../settings/env-settings.ts';
-import { stopsOnDispose, type RuntimeContext } from './context.ts';
+import { roomDeps, type RuntimeContext } from './context.ts';
 
 export interface DnsInputs {
   settings: EnvValues<typeof dnsEnv>;
   namespace: string;
 }
 
-export type DnsPart = DnsRuntime & AsyncDisposable;
-
 /** The DNS proxy, when on: ISTIO_META_DNS_CAPTURE for a sidecar, or ISTIO_META_ENABLE_DNS_SERVER for any proxy (Istio's rule). */
-export async function startDnsPart(ctx: RuntimeContext, inputs: DnsInputs & { domain: string; node: string }): Promise<DnsPart | undefined> {
+export async function startDnsPart(ctx: RuntimeContext, inputs: DnsInputs & { domain: string; node: string }): Promise<DnsRuntime | undefined> {
   const { settings } = inputs;
   if (!(settings.capture && ctx.config.proxyType === 'sidecar') && !settings.serverOnly) return undefined;
   // Loaded only when on: the DNS room and dns-packet are not the start's work in a pod without it.
   const { startDns } = await import('../dns/start.ts');
-  const dns = await startDns({
+  return startDns({
     address: settings.address, forwardTimeoutMs: settings.forwardTimeoutMs, forwardParallel: settings.forwardParallel,
-    pod: { namespace: inputs.namespace, domain: inputs.domain }, configPath: ctx.config.configPath, node: inputs.node,
-    registry: ctx.registry, clock: ctx.clock, logger: ctx.logger.child({ component: 'dns' }),
+    pod: { namespace: inputs.namespace, domain: inputs.domain }, configPath: ctx.config.configPath, node: inputs.node, ...roomDeps(ctx, 'dns'),
   });
-  return stopsOnDispose(dns, () => dns.stop());
 }

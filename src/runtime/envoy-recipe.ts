@@ -6,6 +6,7 @@
  */
 import type { CaSettings } from '../ca/ca-settings.ts';
 import type { EnvoyLaunch } from '../envoy/args.ts';
+import { adminClient } from '../envoy/admin.ts';
 import { EnvoyProxy } from '../envoy/envoy-proxy.ts';
 import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts';
 import { HealthReports } from '../health/reports.ts';
@@ -13,10 +14,11 @@ import type { NodeMetadata } from '../role/metadata.ts';
 import type { EnvValues } from '../settings/env-settings.ts';
 import type { wasmEnv } from '../settings/wasm-env.ts';
 import { AgentError } from '../shared/errors.ts';
-import type { StartStatusOptions } from '../status/status.ts';
+import { startStatus, type StartStatusOptions } from '../status/status.ts';
+import { startWasmLoader } from '../wasm/start.ts';
 import type { XdsRelayOptions } from '../xds/relay/relay.ts';
 import { startCaPart, withCaDebug } from './ca.ts';
-import type { RuntimeContext } from './context.ts';
+import { roomDeps, type RuntimeContext } from './context.ts';
 import { startDnsPart, type DnsInputs } from './dns.ts';
 import { startHealthPart, type HealthInputs } from './health.ts';
 import { startEnvoyLoop, type LoopProxy, type XdsChoice } from './envoy-loop.ts';
@@ -25,11 +27,9 @@ import { startRelayPart } from './relay.ts';
 import { Rotation } from './rotation.ts';
 import { startSdsPart } from './sds.ts';
 import { fallBackToSotw } from './sotw-fallback.ts';
-import { startStatusPart } from './status.ts';
-import { startWasmPart } from './wasm.ts';
 
 export interface EnvoyRecipeInputs {
-  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string> };
+  bootstrap: { nodeId: string; metadata: NodeMetadata; text: string; domain: string; renderSotw?: () => Promise<string>; locality?: Record<string, string> };
   launch: EnvoyLaunch;
   /** Envoy reaches the relay (xds) and the status server's readiness (readiness) on these sockets. */
   sockets: { xds: string; readiness: string };
@@ -61,7 +61,7 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   const rotation = new Rotation(ctx, { sds, caInUse: inputs.caSettings !== undefined, outputDir: inputs.caSettings?.outputDir });
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, onIssued: rotation.caFeed(), firstCallAfter: events.envoySpawned.first() }));
-  const wasm = stack.use(startWasmPart(ctx, inputs.wasm));
+  const wasm = stack.use(startWasmLoader(inputs.wasm, roomDeps(ctx, 'wasm')));
   const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert, health: inputs.health && new HealthReports() };
   const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
   if (inputs.grpcBootstrapPath) await writeSideBootstrap(inputs.grpcBootstrapPath, inputs);
@@ -72,9 +72,9 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   const { agent } = loop;
   const bootstraps = bootstrap.renderSotw && { delta: bootstrap.text, sotw: bootstrap.renderSotw };
   stack.use(fallBackToSotw({ relay, agent, requestEpoch: loop.requestEpoch, proxy: loop.proxy, xds, bootstraps, clock: ctx.clock, logger: ctx.logger }));
-  stack.use(await startStatusPart(ctx, {
-    readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay, sds: withCaDebug(sds, ca),
-    certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
+  stack.use(await startStatus({
+    ...statusPorts(ctx), ...roomDeps(ctx, 'status'), readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay,
+    sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
   }));
   stack.use(healthPart(ctx, inputs, relayParts.health, { agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
@@ -93,10 +93,16 @@ function healthPart(
   return reports && inputs.health ? startHealthPart(ctx, { ...inputs.health, reports, ...parts }) : undefined;
 }
 
+/** The status server on --statusPort (none when 0), beside Envoy's admin. */
+function statusPorts({ config }: RuntimeContext) {
+  const { statusPort: port, proxyAdminPort: adminPort, proxyAdminHost: adminHost } = config;
+  return { port, adminPort, adminHost, admin: adminClient(adminPort, { host: adminHost }) };
+}
+
 /** A proxyless gRPC app beside Envoy reaches istiod through the same relay. */
 async function writeSideBootstrap(path: string, { sockets, bootstrap, caSettings }: EnvoyRecipeInputs): Promise<void> {
-  const { nodeId, metadata } = bootstrap;
-  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, certDir: caSettings?.outputDir }));
+  const { nodeId, metadata, locality } = bootstrap;
+  await writeGrpcBootstrap(path, buildGrpcBootstrap({ xdsSocketPath: sockets.xds, nodeId, metadata, locality, certDir: caSettings?.outputDir }));
 }
 
 function envoyProxy(ctx: RuntimeContext, inputs: EnvoyRecipeInputs): EnvoyProxy {

@@ -26,7 +26,7 @@ export interface HealthInputs {
  */
 export function startHealthPart(ctx: RuntimeContext, inputs: HealthInputs): AsyncDisposable {
   const envoy = new ReadinessProbe({
-    admin: adminClient(ctx.config.proxyAdminPort),
+    admin: adminClient(ctx.config.proxyAdminPort, { host: ctx.config.proxyAdminHost }),
     stopping: () => stoppedServing(inputs.agent.state),
     notLive: () => inputs.epochs.whyNotLive(inputs.agent.state),
     blocked: inputs.certificateProblem,
@@ -43,5 +43,5 @@ export function startHealthPart(ctx: RuntimeContext, inputs: HealthInputs): Asyn
     logger: ctx.logger.child({ component: 'health' }),
   });
   checker.start();
-  return { [Symbol.asyncDispose]: async () => checker.stop() };
+  return checker;
 }

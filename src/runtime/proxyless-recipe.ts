@@ -10,15 +10,17 @@ import { buildGrpcBootstrap, writeGrpcBootstrap } from '../grpcxds/bootstrap.ts'
 import { startStatusServer } from '../status/server.ts';
 import type { UpstreamOptions } from '../xds/upstream/material.ts';
 import { startCaPart } from './ca.ts';
-import { stopsOnDispose, type RuntimeContext } from './context.ts';
+import { roomDeps, type RuntimeContext } from './context.ts';
 import type { ProcessHooks } from './process-hooks.ts';
 import { proxylessDeps } from './proxyless-status.ts';
 import { startRelayPart, type RelayPart } from './relay.ts';
-import type { CaPart } from './ca.ts';
+import type { CaRuntime } from '../ca/start.ts';
 
 export interface ProxylessInputs {
   nodeId: string;
   metadata: object;
+  /** Envoy's node.locality, for the gRPC bootstrap's node. */
+  locality?: Record<string, string>;
   caSettings: CaSettings | undefined;
   /** How the relay reaches the discovery server (xdsUpstream). */
   upstream: UpstreamOptions;
@@ -43,6 +45,7 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
     xdsSocketPath: inputs.xdsSocketPath,
     nodeId: inputs.nodeId,
     metadata: inputs.metadata,
+    locality: inputs.locality,
     certDir: inputs.caSettings?.outputDir,
   });
   await writeGrpcBootstrap(inputs.bootstrapPath, bootstrap);
@@ -61,7 +64,7 @@ export async function runProxylessRecipe(ctx: RuntimeContext, inputs: ProxylessI
 /** The status server without Envoy; undefined when --statusPort is 0. */
 async function startProxylessStatus(
   ctx: RuntimeContext,
-  parts: { relay: RelayPart; ca: CaPart | undefined; inputs: ProxylessInputs },
+  parts: { relay: RelayPart; ca: CaRuntime | undefined; inputs: ProxylessInputs },
 ): Promise<AsyncDisposable | undefined> {
   if (ctx.config.statusPort === 0) return undefined;
   const { relay, ca, inputs } = parts;
@@ -72,11 +75,5 @@ async function startProxylessStatus(
     bootstrapPath: inputs.bootstrapPath,
     stop: () => ctx.events.stopRequested.emit('quitquitquit'),
   });
-  const status = await startStatusServer({
-    port: ctx.config.statusPort,
-    readinessSocketPath: inputs.readinessSocketPath,
-    deps,
-    logger: ctx.logger.child({ component: 'status' }),
-  });
-  return stopsOnDispose(status, () => status.close());
+  return startStatusServer({ port: ctx.config.statusPort, readinessSocketPath: inputs.readinessSocketPath, deps, logger: roomDeps(ctx, 'status').logger });
 }

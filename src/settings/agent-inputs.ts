@@ -1,14 +1,16 @@
-import type { NodeEnv } from '../role/metadata.ts';
-import type { PodEnv, ProxyType } from '../role/role.ts';
+import type { ProxyType } from './proxy-type.ts';
 import { bootstrapEnv } from './bootstrap-env.ts';
 import { dnsEnv } from './dns-env.ts';
 import { readEnvSettings, readEnvText, type EnvValues } from './env-settings.ts';
 import { caEnv } from './ca-env.ts';
-import { podEnv, readNodeEnv, readPodEnv } from './pod-env.ts';
+import { platformEnv } from './platform-env.ts';
+import { podEnv, readNodeEnv, readPodEnv, type NodeEnv, type PodEnv } from './pod-env.ts';
+import { readPodInfo, type PodInfo } from './pod-info.ts';
 import { readProxyConfigSources, type MergedProxyConfig } from './proxy-config-sources.ts';
 import type { AgentConfig } from './proxy-settings.ts';
 import { proxylessEnv } from './proxyless-env.ts';
 import { resolveAgentConfig, type CommandLineSource } from './resolve-agent-config.ts';
+import { workingDirPath } from './settle-values.ts';
 import { statusEnv } from './status-env.ts';
 import { wasmEnv } from './wasm-env.ts';
 import { xdsCallMetadata } from './xds-env.ts';
@@ -24,6 +26,8 @@ export interface AgentEnv {
   bootstrap: EnvValues<typeof bootstrapEnv>;
   pod: PodEnv;
   node: NodeEnv;
+  /** CLOUD_PLATFORM and GCP's zone and metadata host: the node's locality when no pod label gives one. */
+  platform: EnvValues<typeof platformEnv>;
   /** ISTIO_KUBE_APP_PROBERS and ISTIO_PROMETHEUS_ANNOTATIONS as set: status/ parses them against the status port. */
   app: { probers?: string; prometheusAnnotations?: string };
   hostIp?: string;
@@ -49,6 +53,7 @@ export function readAgentEnv(env: NodeJS.ProcessEnv, proxyMetadata?: Readonly<Re
     bootstrap: readEnvSettings({ ...proxyMetadata, ...env }, bootstrapEnv),
     pod: readPodEnv(env),
     node: readNodeEnv(env),
+    platform: readEnvSettings(env, platformEnv),
     app: { probers: readEnvText(env, podEnv.appProbers), prometheusAnnotations: readEnvText(env, podEnv.prometheusAnnotations) },
     hostIp: readEnvText(env, podEnv.hostIp),
     namespace: readEnvText(env, caEnv.namespace) ?? '',
@@ -64,6 +69,8 @@ export interface AgentInputs {
   /** The mesh file's defaultConfig, PROXY_CONFIG and the pod annotation, merged. */
   proxyConfig: MergedProxyConfig;
   env: AgentEnv;
+  /** The downward-API labels and annotations, read once: the annotation's ProxyConfig above, the node's LABELS and ANNOTATIONS. */
+  podInfo: PodInfo;
 }
 
 export interface ReadAgentInputsOptions {
@@ -81,8 +88,9 @@ export interface ReadAgentInputsOptions {
  */
 export async function readAgentInputs(options: ReadAgentInputsOptions): Promise<AgentInputs> {
   const { env } = options;
-  const proxyConfig = await readProxyConfigSources({ env, meshConfigPath: options.meshConfigPath, podInfoDir: options.podInfoDir });
+  const podInfo = await readPodInfo(workingDirPath(options.podInfoDir));
+  const proxyConfig = await readProxyConfigSources({ env, meshConfigPath: options.meshConfigPath, podInfoDir: options.podInfoDir, podInfo });
   const { config, applied } = resolveAgentConfig({ proxyType: options.proxyType, commandLine: options.commandLine, proxyConfig, env });
   const proxyMetadata = proxyConfig.value.proxyMetadata as Record<string, string> | undefined;
-  return { config, applied, proxyConfig, env: readAgentEnv(env, proxyMetadata, proxyConfig.origin.proxyMetadata) };
+  return { config, applied, proxyConfig, env: readAgentEnv(env, proxyMetadata, proxyConfig.origin.proxyMetadata), podInfo };
 }

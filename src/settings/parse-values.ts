@@ -1,4 +1,4 @@
-import { envoyComponents } from '../envoy/components.ts';
+import { envoyComponents } from './envoy-components.ts';
 import { durationRangeError, parseDuration, type DurationRange } from '../shared/duration.ts';
 
 /*
@@ -48,7 +48,7 @@ export const concurrency = (text: string) => {
 
 export const envoyLevels = ['trace', 'debug', 'info', 'warning', 'warn', 'error', 'critical', 'off'] as const;
 
-/** `component:level,…`, checked against the loggers of the Envoy we ship (src/envoy/components.ts). */
+/** `component:level,…`, checked against the loggers of the Envoy we ship (envoy-components.ts). */
 export const componentLevels = (text: string) => {
   for (const pair of text.split(',').filter((part) => part.trim() !== '')) {
     const [component = '', level = '', extra] = pair.trim().split(':');

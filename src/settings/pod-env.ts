@@ -1,5 +1,3 @@
-import type { NodeEnv } from '../role/metadata.ts';
-import type { PodEnv } from '../role/role.ts';
 import { caEnv } from './ca-env.ts';
 import { dnsEnv } from './dns-env.ts';
 import { declareEnvSettings, readEnvText } from './env-settings.ts';
@@ -31,6 +29,28 @@ export function readPrefixedEnv(env: NodeJS.ProcessEnv, prefixes: readonly strin
     ([name, value]) => value !== undefined && prefixes.some((prefix) => name.startsWith(prefix) && name.length > prefix.length),
   );
   return Object.fromEntries(entries) as Record<string, string>;
+}
+
+/** INSTANCE_IP, POD_NAME and POD_NAMESPACE as the pod sets them: the Kubernetes registry's role (role/role.ts). */
+export interface PodEnv {
+  ip?: string;
+  name?: string;
+  namespace?: string;
+}
+
+/** What node metadata takes from the env, as set (role/metadata.ts builds it). */
+export interface NodeEnv {
+  /** ISTIO_META_<KEY> and ISTIO_METAJSON_<KEY>. */
+  meta: Readonly<Record<string, string>>;
+  /** POD_NAMESPACE, POD_NAME, SERVICE_ACCOUNT. */
+  namespace?: string;
+  name?: string;
+  serviceAccount?: string;
+  /** DNS_PROXY_ADDR: not ISTIO_META_-prefixed, yet Istio's agent sends it. */
+  dnsProxyAddr?: string;
+  peerMetadataDiscovery?: string;
+  /** PROXY_CONFIG. */
+  proxyConfig?: string;
 }
 
 /** The Kubernetes registry's inputs (role.ts). */

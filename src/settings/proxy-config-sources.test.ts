@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { Command } from 'commander';
 import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 import { applyProxyConfig } from './apply-proxy-config.ts';
+import { readPodInfo } from './pod-info.ts';
 import { mergeProxyConfigs, parseProxyConfigText, proxyConfigCaps, proxyStatsMatcher, readProxyConfigSources } from './proxy-config-sources.ts';
 
 /** Parses a command line with the real flag table, then lays ProxyConfig under it as the CLI does. */
@@ -164,6 +165,7 @@ describe('reading the three sources', () => {
       env: { PROXY_CONFIG: '{"drainDuration":"10s","concurrency":2}' },
       meshConfigPath: join(dir, 'mesh'),
       podInfoDir: dir,
+      podInfo: await readPodInfo(dir),
     });
     assert.deepEqual(merged.value, { drainDuration: '7s', statusPort: 15020, proxyStatsMatcher: { inclusionPrefixes: ['upstream_rq'] }, concurrency: 1 });
     assert.equal(merged.origin.statusPort, `mesh config ${join(dir, 'mesh')} (defaultConfig)`);
@@ -171,37 +173,31 @@ describe('reading the three sources', () => {
   });
 
   it('missing files are no source at all', async () => {
-    assert.deepEqual((await readProxyConfigSources({ env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: join(dir, 'absent') })).value, {});
+    assert.deepEqual((await readProxyConfigSources({ env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: join(dir, 'absent'), podInfo: {} })).value, {});
   });
 
   it(
-    'a mesh file, an annotations file or PROXY_CONFIG over its cap, or a mesh file that is a FIFO, is exit 2 naming it, unparsed',
+    'a mesh file or PROXY_CONFIG over its cap, or a mesh file that is a FIFO, is exit 2 naming it, unparsed (annotations: pod-info.test.ts)',
     { timeout: 10_000 },
     async () => {
       const big = await mkdtemp(join(tmpdir(), 'proxy-config-cap-'));
       try {
         await writeFile(join(big, 'mesh'), `defaultConfig: {}\n#${'x'.repeat(proxyConfigCaps.meshConfigBytes)}`);
-        await writeFile(join(big, 'annotations'), `proxy.istio.io/config="${'x'.repeat(proxyConfigCaps.annotationsBytes)}"\n`);
         execFileSync('mkfifo', [join(big, 'fifo')]);
         const rows: [string, Parameters<typeof readProxyConfigSources>[0], RegExp][] = [
           [
             'mesh file',
-            { env: {}, meshConfigPath: join(big, 'mesh'), podInfoDir: dir },
+            { env: {}, meshConfigPath: join(big, 'mesh'), podInfoDir: dir, podInfo: {} },
             new RegExp(`^--meshConfig ${join(big, 'mesh')}: is \\d+ bytes, more than the 1048576 allowed$`),
           ],
           [
-            'annotations',
-            { env: {}, meshConfigPath: join(dir, 'absent'), podInfoDir: big },
-            new RegExp(`^--podInfoDir ${join(big, 'annotations')}: is \\d+ bytes, more than the 1048576 allowed$`),
-          ],
-          [
             'PROXY_CONFIG',
-            { env: { PROXY_CONFIG: `{"a":"${'x'.repeat(proxyConfigCaps.envBytes)}"}` }, meshConfigPath: join(dir, 'absent'), podInfoDir: dir },
+            { env: { PROXY_CONFIG: `{"a":"${'x'.repeat(proxyConfigCaps.envBytes)}"}` }, meshConfigPath: join(dir, 'absent'), podInfoDir: dir, podInfo: {} },
             /^env PROXY_CONFIG: is \d+ bytes, more than the 262144 allowed$/,
           ],
           [
             'FIFO',
-            { env: {}, meshConfigPath: join(big, 'fifo'), podInfoDir: dir },
+            { env: {}, meshConfigPath: join(big, 'fifo'), podInfoDir: dir, podInfo: {} },
             new RegExp(`^--meshConfig ${join(big, 'fifo')}: is not a regular file \\(a FIFO\\)$`),
           ],
         ];

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
-import { parseDownwardApi } from '../role/downward-api.ts';
+import type { PodInfo } from './pod-info.ts';
 import { camel, checkProxyConfig, isProxyConfigField } from './proxy-config-fields.ts';
-import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
 import { FileRefused, readBoundedFile } from '../shared/bounded-file.ts';
 import { AgentError } from '../shared/errors.ts';
 
@@ -28,19 +27,18 @@ export interface ProxyConfigInputs {
   env: NodeJS.ProcessEnv;
   /** --meshConfig: a MeshConfig whose `defaultConfig` is the base; absent is fine. */
   meshConfigPath: string;
-  /** --podInfoDir: its `annotations` file may carry proxy.istio.io/config. */
+  /** --podInfoDir, to name its `annotations` file, whose proxy.istio.io/config is in `podInfo` (read once, pod-info.ts). */
   podInfoDir: string;
+  podInfo: PodInfo;
 }
 
 /**
  * Size caps, so a huge value is one line and exit 2 rather than gigabytes
  * of parser memory. Each is what Kubernetes itself lets through: a
- * ConfigMap (the mesh config) holds at most 1 MiB; all annotations of a pod
- * together at most 256 KiB, which the downward-API file carries escaped (so
- * up to about twice that: 1 MiB, as node-metadata.ts reads it), and
- * PROXY_CONFIG as its node metadata is capped.
+ * ConfigMap (the mesh config) holds at most 1 MiB, and PROXY_CONFIG as its
+ * node metadata is capped. The annotations file has its cap in pod-info.ts.
  */
-export const proxyConfigCaps = { meshConfigBytes: 1024 * 1024, annotationsBytes: 1024 * 1024, envBytes: 256 * 1024 } as const;
+export const proxyConfigCaps = { meshConfigBytes: 1024 * 1024, envBytes: 256 * 1024 } as const;
 
 const badSource = (source: string, reason: string, cause?: unknown) => new AgentError('BAD_ENV', `${source}: ${reason}`, { cause });
 
@@ -50,7 +48,7 @@ const badSource = (source: string, reason: string, cause?: unknown) => new Agent
  * does not parse, or a field of the wrong type, is bad input naming both.
  */
 export async function readProxyConfigSources(inputs: ProxyConfigInputs): Promise<MergedProxyConfig> {
-  const sources = [await meshDefaultConfig(inputs.meshConfigPath), await envProxyConfig(inputs.env), await annotationProxyConfig(inputs.podInfoDir)];
+  const sources = [await meshDefaultConfig(inputs.meshConfigPath), await envProxyConfig(inputs.env), await annotationProxyConfig(inputs)];
   return mergeProxyConfigs(sources.filter((source): source is ProxyConfigSource => source !== undefined));
 }
 
@@ -117,13 +115,9 @@ async function meshDefaultConfig(path: string): Promise<ProxyConfigSource | unde
   return { name: `${name} (defaultConfig)`, value: defaults as ProxyConfigObject };
 }
 
-async function annotationProxyConfig(podInfoDir: string): Promise<ProxyConfigSource | undefined> {
+async function annotationProxyConfig({ podInfoDir, podInfo }: ProxyConfigInputs): Promise<ProxyConfigSource | undefined> {
   const path = join(podInfoDir, 'annotations');
-  const text = await readOptional(path, '--podInfoDir', proxyConfigCaps.annotationsBytes);
-  if (text === undefined) return undefined;
-  const parsed = parseDownwardApi(text);
-  if (!parsed.ok) throw badSource(path, `line ${parsed.line}: ${parsed.reason}`);
-  const value = parsed.entries[proxyConfigAnnotation];
+  const value = podInfo.annotations?.[proxyConfigAnnotation];
   if (value === undefined) return undefined;
   const name = `annotation ${proxyConfigAnnotation} (${path})`;
   return { name, value: await parseProxyConfigText(name, value) };
@@ -149,6 +143,13 @@ async function readOptional(path: string, flag: string, maxBytes: number): Promi
 export function fieldOf(message: Record<string, unknown>, name: string): unknown {
   if (name in message) return message[name];
   return Object.entries(message).find(([key]) => camel(key) === name)?.[1];
+}
+
+/** Stats inclusion lists as the user gives them: each replaces Istio's user part, the required part stays. */
+export interface StatsInclusion {
+  prefixes?: readonly string[];
+  suffixes?: readonly string[];
+  regexps?: readonly string[];
 }
 
 /** ProxyConfig.proxyStatsMatcher's inclusion lists, for the bootstrap's stats_matcher. */

@@ -71,7 +71,7 @@ export const envoySettings = declareSettings([
     value: '<port>',
     default: '15000',
     parse: port,
-    description: 'Envoy admin port, bound to 127.0.0.1',
+    description: 'Envoy admin port, bound to loopback (::1 in an IPv6-only pod, else 127.0.0.1)',
   },
   {
     flag: 'controlPlaneAuthPolicy',

@@ -1,6 +1,6 @@
-import type { StatsInclusion } from '../bootstrap/stats-matcher.ts';
-import type { ProxyType } from '../role/role.ts';
+import type { ProxyType } from './proxy-type.ts';
 import type { BootstrapProxyConfig } from './bootstrap-proxy-config.ts';
+import type { StatsInclusion } from './proxy-config-sources.ts';
 import { nodeSettings } from './proxy-settings-node.ts';
 import { envoySettings } from './proxy-settings-envoy.ts';
 import { portsCertsSettings } from './proxy-settings-ports-certs.ts';
@@ -20,6 +20,8 @@ export type AgentConfig = SettingValues<typeof proxySettings> & {
   extraStatTags?: readonly string[];
   /** ProxyConfig's runtimeValues, statsCompression and connection limit, and what it configures that the bootstrap does not render. */
   bootstrapFields?: BootstrapProxyConfig;
+  /** Where Envoy's admin listens and the agent calls it: the pod's loopback, ::1 when it is IPv6-only (bootstrap/listener-hosts.ts); unset: 127.0.0.1. */
+  proxyAdminHost?: string;
   /** Whether the command line or ProxyConfig set --proxyAdminPort (a custom bootstrap's admin must then agree). */
   proxyAdminPortGiven?: boolean;
   /** A waypoint given --deltaXds=false (or ISTIO_DELTA_XDS=false): Delta anyway, as Istio forces it, and one warning. */

@@ -3,6 +3,7 @@ import { caEnv } from './ca-env.ts';
 import { commandFlags, istioCompatFlags } from './command-flags.ts';
 import { dnsEnv } from './dns-env.ts';
 import { envoyEnv } from './envoy-env.ts';
+import { platformEnv } from './platform-env.ts';
 import { podEnv } from './pod-env.ts';
 import { proxySettings } from './proxy-settings.ts';
 import { proxylessEnv } from './proxyless-env.ts';
@@ -19,6 +20,7 @@ import { wasmEnv } from './wasm-env.ts';
 export const flagTables = { proxy: proxySettings, command: commandFlags, istioCompat: istioCompatFlags } as const;
 export const envTables = {
   ca: caEnv, envoy: envoyEnv, bootstrap: bootstrapEnv, status: statusEnv, proxyless: proxylessEnv, dns: dnsEnv, wasm: wasmEnv, pod: podEnv,
+  platform: platformEnv,
 } as const;
 
 /** Every flag row, in help and README order. */

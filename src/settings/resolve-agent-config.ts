@@ -1,4 +1,4 @@
-import type { ProxyType } from '../role/role.ts';
+import type { ProxyType } from './proxy-type.ts';
 import { applyProxyConfig, type ValueSource } from './apply-proxy-config.ts';
 import { bootstrapProxyConfig } from './bootstrap-proxy-config.ts';
 import { concurrencyFromCpuLimit } from './envoy-env.ts';

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { splitList } from '../bootstrap/stats-matcher.ts';
+import { splitList } from '../shared/list.ts';
 import { badFlag } from '../shared/errors.ts';
 import { parseHostPort, type HostPort } from '../shared/host-port.ts';
 

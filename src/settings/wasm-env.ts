@@ -1,5 +1,5 @@
 import { declareEnvSettings } from './env-settings.ts';
-import { parseCidrs } from '../wasm/ssrf.ts';
+import { parseCidrs } from '../shared/cidr.ts';
 import { bool, count, durationIn } from './parse-values.ts';
 
 const positive = (text: string) => {

@@ -83,3 +83,23 @@ describe('scrapeApp', () => {
     });
   }
 });
+
+describe('scrapeApp on loopback', () => {
+  it('asks ::1 when nothing listens on 127.0.0.1, as Istio\'s dial of localhost reaches an app on ::1 only', async () => {
+    const asked: string[] = [];
+    const fetch = async (url: string): Promise<CappedBody> => {
+      asked.push(url);
+      return url.includes('[::1]') ? { ok: true, status: 200, text: 'app_v6 1\n', truncated: false } : { ok: false, error: 'Error: connect ECONNREFUSED 127.0.0.1:9' };
+    };
+    const part = await scrapeApp({ url: 'http://127.0.0.1:9/metrics' }, fetch);
+    assert.equal(part.text, 'app_v6 1\n');
+    assert.deepEqual(asked, ['http://127.0.0.1:9/metrics', 'http://[::1]:9/metrics']);
+  });
+
+  it('does not ask again after a timeout or an answer', async () => {
+    const asked: string[] = [];
+    const fetch = async (url: string): Promise<CappedBody> => (asked.push(url), { ok: false, error: 'TimeoutError: timed out' });
+    await scrapeApp({ url: 'http://127.0.0.1:9/metrics' }, fetch);
+    assert.deepEqual(asked, ['http://127.0.0.1:9/metrics']);
+  });
+});

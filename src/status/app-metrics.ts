@@ -93,7 +93,10 @@ function appPort(port: unknown, statusPort: number): number {
  * lets the caller count it. An OpenMetrics `# EOF` is dropped: more may follow.
  */
 export async function scrapeApp(target: AppMetricsTarget, fetch: typeof fetchCapped, signal?: AbortSignal): Promise<{ text: string; failed?: string }> {
-  const body: CappedBody = await fetch(target.url, { capBytes: appMetricsCapBytes, timeoutMs: appMetricsTimeoutMs, signal });
+  const options = { capBytes: appMetricsCapBytes, timeoutMs: appMetricsTimeoutMs, signal };
+  let body: CappedBody = await fetch(target.url, options);
+  // Istio dials `localhost`, both loopbacks: an app listening on ::1 only (an IPv6 pod's) answers there. Refused sent nothing: safe to retry.
+  if (!body.ok && /ECONNREFUSED/.test(body.error)) body = await fetch(target.url.replace('://127.0.0.1:', '://[::1]:'), options);
   if (!body.ok) return unavailable(body.error);
   if (body.status !== 200) return unavailable(`HTTP ${body.status}`);
   const text = body.text.replace(/(^|\n)# EOF\s*$/, '$1');

@@ -1,6 +1,7 @@
 import type { Registry } from '../metrics/index.ts';
 import { stoppedServing, type Event, type State } from '../agent/reconcile-types.ts';
 import type { Clock } from '../shared/clock.ts';
+import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
 import { appHealth } from './app-probes/app-health.ts';
@@ -34,6 +35,8 @@ export interface StartStatusOptions {
   /** Where Envoy's readiness listener reaches the status server. */
   readinessSocketPath: string;
   adminPort: number;
+  /** Where admin listens: 127.0.0.1, or ::1 in an IPv6-only pod. */
+  adminHost?: string;
   /** Envoy's admin API on adminPort (made by the runtime: status/ does not import envoy/). */
   admin: AdminReader;
   agent: StatusAgent;
@@ -81,7 +84,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     readiness: recordStartup(readiness, scrapes.startup, logger),
     agentMetrics: () => registry.metrics(),
     envoyMetrics: options.app?.mergeEnvoyStats === false ? undefined
-      : (signal) => openStream(`http://127.0.0.1:${options.adminPort}/stats/prometheus`, { timeoutMs: 5000, signal }),
+      : (signal) => openStream(`http://${adminAt(options)}/stats/prometheus`, { timeoutMs: 5000, signal }),
     scrapes: { scraped: () => scrapes.total.inc(), failed: (type) => scrapes.failures.inc({ type: type }) },
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
@@ -116,3 +119,7 @@ function recordStartup(probe: ReadinessProbe, gauge: { set(value: number): void 
     },
   };
 }
+
+/** Admin's host:port for a URL: ::1 bracketed in an IPv6-only pod. */
+const adminAt = (options: Pick<StartStatusOptions, 'adminHost' | 'adminPort'>) =>
+  formatHostPort({ host: options.adminHost ?? '127.0.0.1', port: options.adminPort });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { FetchRefused, httpGet, spokePlainHttp } from './http-get.ts';
-import { parseCidrs } from './ssrf.ts';
+import { parseCidrs } from '../shared/cidr.ts';
 
 /** A loopback server that answers each path from a table, recording what it was asked with. */
 interface Peer {

@@ -6,7 +6,7 @@ import { makeCa } from '../../test/support/certs.ts';
 import { systemClock } from '../shared/clock.ts';
 import { moduleFetcher } from './fetch-module.ts';
 import { credentialsFor, parseOciUrl } from './oci-fetch.ts';
-import { parseCidrs } from './ssrf.ts';
+import { parseCidrs } from '../shared/cidr.ts';
 
 const module = Buffer.from([0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 42]);
 const secret = JSON.stringify({ auths: {} });

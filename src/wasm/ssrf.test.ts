@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseCidrs, refusedAddress, refusedRealm } from './ssrf.ts';
+import { parseCidrs } from '../shared/cidr.ts';
+import { refusedAddress, refusedRealm } from './ssrf.ts';
 
 test('link-local and metadata addresses are refused; private and loopback are not', () => {
   const cases: [string, boolean][] = [

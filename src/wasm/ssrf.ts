@@ -34,19 +34,6 @@ function reached(ip: string, type: 'ipv4' | 'ipv6'): [string, 'ipv4' | 'ipv6'][]
   return unspecified ? [[ip, type], ['127.0.0.1', 'ipv4'], ['::1', 'ipv6']] : [[ip, type]];
 }
 
-/** BLOCKED_CIDRS_IN_WASM_FETCH: comma-separated CIDRs; a bad one is bad input. */
-export function parseCidrs(text: string): BlockList {
-  const list = new BlockList();
-  for (const cidr of text.split(',').map((part) => part.trim()).filter(Boolean)) {
-    const [net = '', bits = '', ...rest] = cidr.split('/');
-    const family = isIP(net);
-    const prefix = Number(bits);
-    if (!family || rest.length > 0 || !/^\d+$/.test(bits) || prefix > (family === 4 ? 32 : 128)) throw new Error(`"${cidr}" is not a CIDR (e.g. 10.0.0.0/8)`);
-    list.addSubnet(net, prefix, family === 4 ? 'ipv4' : 'ipv6');
-  }
-  return list;
-}
-
 /** Token servers named by a registry's challenge: none on private, loopback or link-local addresses, as Istio refuses them. */
 export function refusedRealm(realm: string): string | undefined {
   let url: URL;

@@ -9,7 +9,8 @@ import { registerWasmMetrics } from './metrics.ts';
 import { ModuleCache } from './module-cache.ts';
 import type { Registry } from '../metrics/index.ts';
 
-export interface WasmLoader {
+/** Disposing it stops it: a recipe's stack takes it as it is. */
+export interface WasmLoader extends AsyncDisposable {
   convert: EcdsConverter;
   stop(): void;
 }
@@ -43,5 +44,6 @@ export function startWasmLoader(settings: EnvValues<typeof wasmEnv>, options: { 
   return {
     convert: (message, mode) => convertEcdsResponse(message, { mode, cache, logger, metrics }),
     stop: () => cache.stop(),
+    [Symbol.asyncDispose]: async () => cache.stop(),
   };
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { ProxyType } from '../role/role.ts';
+import type { ProxyType } from '../settings/proxy-type.ts';
 import { certFilesIn } from '../shared/istio-files.ts';
 
 export const ingressCertDir = '/etc/istio/ingress-certs';

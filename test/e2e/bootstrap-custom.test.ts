@@ -9,7 +9,7 @@ import { assertGone, startAgent } from '../support/agent.ts';
 import { freePort } from '../support/ports.ts';
 
 /** Envoy's bootstrap with admin where the agent looks and one listener that answers by itself. */
-function bootstrap(adminPort: number, listenerPort: number, body: string) {
+function bootstrap(adminPort: number, listenerPort: number, body: string, adminHost = '127.0.0.1') {
   const directResponse = {
     name: 'envoy.filters.network.http_connection_manager',
     typed_config: {
@@ -22,7 +22,7 @@ function bootstrap(adminPort: number, listenerPort: number, body: string) {
     },
   };
   return {
-    admin: { address: { socket_address: { address: '127.0.0.1', port_value: adminPort } } },
+    admin: { address: { socket_address: { address: adminHost, port_value: adminPort } } },
     static_resources: {
       listeners: [
         { name: 'custom', address: { socket_address: { address: '127.0.0.1', port_value: listenerPort } }, filter_chains: [{ filters: [directResponse] }] },
@@ -78,4 +78,18 @@ describe('--customConfigFile is used as is, in JSON or YAML', () => {
       }
     });
   }
+
+  it('a bootstrap with admin on ::1 (an IPv6-only pod\'s) is watched there: the epoch goes live', async () => {
+    const [adminPort, listenerPort] = [await freePort(), await freePort()];
+    const file = join(dir, 'custom-v6-admin.json');
+    await writeFile(file, JSON.stringify(bootstrap(adminPort, listenerPort, 'custom v6 admin', '::1')));
+    const agent = await startAgent({ discoveryAddress: '127.0.0.1:1', args: ['--customConfigFile', file, '--proxyAdminPort', String(adminPort)] });
+    try {
+      assert.equal(await get(listenerPort), 'custom v6 admin');
+      await agent.log.waitFor((entry) => entry.msg === 'epoch live', 15_000, 'epoch live, seen through admin on ::1');
+    } finally {
+      assert.equal((await agent.stop('SIGTERM')).exitCode, 0, agent.stderr());
+      await assertGone(agent.envoyPids());
+    }
+  });
 });

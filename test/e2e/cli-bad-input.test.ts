@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { execa } from 'execa';
-import { envoyComponents } from '../../src/envoy/components.ts';
+import { envoyComponents } from '../../src/settings/envoy-components.ts';
 import { listEnvoyLoggers } from '../support/envoy-loggers.ts';
 import { assertGone, startAgent } from '../support/agent.ts';
 import { agentBin, envoyBin, nodeBin } from '../support/paths.ts';

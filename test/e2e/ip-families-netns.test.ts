@@ -5,14 +5,16 @@
  * dual-stack pod with ISTIO_DUAL_STACK on both of its addresses.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { execa } from 'execa';
 import { startAgent } from '../support/agent.ts';
 import { deferStop, tempDir } from '../support/cleanup.ts';
 import { makeFamilyNetns, type FamilyNetns } from '../support/family-netns.ts';
 import { netnsSkipReason } from '../support/netns.ts';
 import { startPeer } from '../support/peer.ts';
+import { agentBin, nodeBin } from '../support/paths.ts';
 import { pollUntil } from '../support/poll.ts';
 import { simpleHttpService } from '../support/resources.ts';
 
@@ -35,6 +37,17 @@ async function startPodAgent(undo: AsyncDisposableStack, pod: FamilyNetns, podIp
   return agent;
 }
 
+/** Admin's address and the prometheus_stats cluster's endpoint, as epoch 0's bootstrap renders them. */
+async function adminHosts(dir: string): Promise<{ admin: string; stats: string }> {
+  type Address = { socket_address: { address: string } };
+  type Cluster = { name: string; load_assignment: { endpoints: { lb_endpoints: { endpoint: { address: Address } }[] }[] } };
+  const bootstrap = JSON.parse(await readFile(join(dir, 'config', 'envoy-rev0.json'), 'utf8')) as {
+    admin: { address: Address }; static_resources: { clusters: Cluster[] };
+  };
+  const stats = bootstrap.static_resources.clusters.find((cluster) => cluster.name === 'prometheus_stats')!;
+  return { admin: bootstrap.admin.address.socket_address.address, stats: stats.load_assignment.endpoints[0]!.lb_endpoints[0]!.endpoint.address.socket_address.address };
+}
+
 const ready = (host: string) =>
   pollUntil(() => get(host, 15_021, '/healthz/ready'), { what: `readiness on ${host}:15021 from the node`, timeoutMs: 30_000, accept: (s) => s === 200 });
 
@@ -46,6 +59,22 @@ describe('pods of every IP shape are probed on their own addresses', { skip }, (
     await startPodAgent(undo, pod, pod.v6!.pod);
     await ready(pod.v6!.pod);
     assert.equal(await get(pod.v6!.pod, 15_090, '/stats/prometheus'), 200);
+  });
+
+  it('an IPv6-only pod puts Envoy\'s admin on ::1, as Istio\'s localhost, and the agent\'s calls to it (readiness, merged stats, request) reach it there', async () => {
+    await using undo = new AsyncDisposableStack();
+    const pod = await makeFamilyNetns('v6admin', { v4: false, v6: true });
+    undo.defer(() => pod.remove());
+    // A netns always has 127.0.0.1 on lo: Istio keys admin's address off the pod's IPs, and so must the agent.
+    const agent = await startPodAgent(undo, pod, pod.v6!.pod);
+    // Readiness asks admin whether Envoy is LIVE: only an agent that calls ::1 turns ready.
+    await ready(pod.v6!.pod);
+    assert.deepEqual(await adminHosts(agent.dir), { admin: '::1', stats: '::1' });
+    const merged = await fetch(`http://[${pod.v6!.pod}]:15020/stats/prometheus`, { signal: AbortSignal.timeout(5000) }).then((r) => r.text());
+    assert.match(merged, /^envoy_server_live\b/m, 'the status port merges Envoy\'s stats, scraped from admin on ::1');
+    const request = await execa(pod.exec[0]!, [...pod.exec.slice(1), nodeBin, agentBin, 'request', 'GET', '/ready', '--debug-port', String(agent.adminPort)], { reject: false, timeout: 30_000 });
+    assert.equal(request.exitCode, 0, request.stderr);
+    assert.equal(request.stdout.trim(), 'LIVE');
   });
 
   it('a dual-stack pod with ISTIO_DUAL_STACK answers readiness and Prometheus on its IPv4 and its IPv6 address', async () => {

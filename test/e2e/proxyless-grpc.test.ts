@@ -144,6 +144,7 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
         POD_NAMESPACE: 'default',
         SERVICE_ACCOUNT: 'app',
         SECRET_TTL: '2m',
+        ISTIO_METAJSON_LABELS: JSON.stringify({ app: 'app', 'topology.istio.io/locality': 'r1.z1' }),
       },
       args: ['--statusPort', String(statusPort), '--xdsTokenFile', tokenFile],
     });
@@ -160,6 +161,7 @@ describe('proxyless gRPC: DISABLE_ENVOY=true, the app speaks xDS through the age
     assert.equal(agent.log.entries.some((entry) => entry.msg === 'envoy started'), false);
     const bootstrap = JSON.parse(await readFile(bootstrapPath, 'utf8'));
     assert.equal(bootstrap.node.metadata.GENERATOR, 'grpc');
+    assert.deepEqual(bootstrap.node.locality, { region: 'r1', zone: 'z1' }, 'the node\'s locality, as Istio\'s gRPC bootstrap carries it');
     assert.equal(bootstrap.xds_servers[0].server_uri, `unix://${join(agent.dir, 'config', 'XDS')}`);
     assert.equal(bootstrap.certificate_providers.default.config.certificate_file, join(certsDir, 'cert-chain.pem'));
   });

@@ -1,5 +1,5 @@
 import { Argument, Command } from 'commander';
-import { proxyTypes } from '../../role/role.ts';
+import { proxyTypes } from '../../settings/proxy-type.ts';
 import type { CommandContext } from '../context.ts';
 import { checkResolvedConfig } from '../preflight.ts';
 import { ignoredFlags, proxyFlags, toOption, unimplementedFlags } from '../proxy-flags.ts';
@@ -20,7 +20,7 @@ export function proxyCommand(context: CommandContext): Command {
     // What commander did not take: unknown flags (and their values), the type, words past it.
     const { type, ignored } = splitProxyArgs(command.args);
     const commandLine = { values: flags, sourceOf: (name: string) => command.getOptionValueSource(name) };
-    const { config, applied, proxyConfig, env } = await readAgentInputs({
+    const { config, applied, proxyConfig, env, podInfo } = await readAgentInputs({
       proxyType: type,
       commandLine,
       env: context.env,
@@ -43,6 +43,7 @@ export function proxyCommand(context: CommandContext): Command {
       env,
       mergedProxyConfig: proxyConfig.value,
       proxyMetadataSource: proxyConfig.origin.proxyMetadata,
+      podInfo,
     });
   });
 }

@@ -14,8 +14,9 @@ const port = (text: string) => {
 
 /**
  * `pilot-agent request <METHOD> <path> [body]`: one call to Envoy's admin API
- * on 127.0.0.1, printing the response body raw and nothing else. A non-2xx
- * answer still prints its body, then exits 1.
+ * on `localhost` as Istio's makes it: 127.0.0.1, else ::1 (admin's address in
+ * an IPv6-only pod), whatever /etc/hosts says. Prints the response body raw
+ * and nothing else; a non-2xx answer still prints its body, then exits 1.
  */
 export function requestCommand(context: CommandContext): Command {
   return new Command('request')
@@ -25,10 +26,22 @@ export function requestCommand(context: CommandContext): Command {
     .argument('[body]', 'request body')
     .option('--debug-port <port>', 'Envoy admin port', port, 15000)
     .action(async (method: string, path: string, body: string | undefined, flags: { debugPort: number }) => {
-      const response = await send(`http://127.0.0.1:${flags.debugPort}${path.startsWith('/') ? '' : '/'}${path}`, method.toUpperCase(), body);
+      const target = `${path.startsWith('/') ? '' : '/'}${path}`;
+      const response = await sendToLoopback((host) => `http://${host}:${flags.debugPort}${target}`, method.toUpperCase(), body);
       context.stdout.write(response.body);
       if (response.status < 200 || response.status > 299) context.exitCode = ExitCode.runtime;
     });
+}
+
+/** 127.0.0.1 first; ::1 only when nothing listens there (a refused connection sent nothing, so retrying is safe). */
+async function sendToLoopback(url: (host: string) => string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {
+  try {
+    return await send(url('127.0.0.1'), method, body);
+  } catch (error) {
+    const cause = (error as Error).cause as { cause?: NodeJS.ErrnoException } | undefined;
+    if (cause?.cause?.code !== 'ECONNREFUSED') throw error;
+    return send(url('[::1]'), method, body);
+  }
 }
 
 async function send(url: string, method: string, body: string | undefined): Promise<{ status: number; body: Buffer }> {

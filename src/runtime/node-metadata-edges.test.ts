@@ -9,9 +9,9 @@ import { readNodeEnv } from '../settings/pod-env.ts';
 import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
-import { agentProxyConfig, nodeMetadata, readPodInfo } from './node-metadata.ts';
-import { proxyFlags, toOption } from './proxy-flags.ts';
-import { xdsUpstream } from '../runtime/xds-upstream.ts';
+import { agentProxyConfig, nodeMetadata } from './node-metadata.ts';
+import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
+import { xdsUpstream } from './xds-upstream.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'node-metadata-edges-'));
 after(() => rm(dir, { recursive: true, force: true }));
@@ -63,35 +63,13 @@ test('the ProxyConfig fields the agent decides: IPv6 discovery host bracketed, c
 });
 
 test('the node\'s ports and IPs: no status server, no readiness listener; the role\'s IP first; exitOnZeroActiveConnections', async () => {
-  const off = await nodeMetadata(settle(['--statusPort', '0', '--prometheusPort', '15091', '--exitOnZeroActiveConnections']), role, readNodeEnv({}));
+  const off = await nodeMetadata(settle(['--statusPort', '0', '--prometheusPort', '15091', '--exitOnZeroActiveConnections']), role, readNodeEnv({}), {});
   assert.deepEqual([off.ENVOY_STATUS_PORT, off.ENVOY_PROMETHEUS_PORT, off.EXIT_ON_ZERO_ACTIVE_CONNECTIONS], [undefined, 15091, 'true']);
-  const on = await nodeMetadata(settle(['--readinessPort', '15025']), role, readNodeEnv({}));
+  const on = await nodeMetadata(settle(['--readinessPort', '15025']), role, readNodeEnv({}), {});
   assert.equal(on.ENVOY_STATUS_PORT, 15025);
   assert.equal(String(on.INSTANCE_IPS).split(',')[0], '198.18.0.2');
   assert.equal((on.PROXY_CONFIG as Record<string, unknown>).statNameLength, 189);
-  assert.deepEqual((await nodeMetadata(settle(['--xdsServerName', 'istiod.mesh']), role, readNodeEnv({}))).PILOT_SAN, ['istiod.mesh']);
-});
-
-test('pod info: both files read, a missing one is "not mounted", a bad one is exit 2 naming the file', async () => {
-  const pod = join(dir, 'pod');
-  await mkdir(pod);
-  await writeFile(join(pod, 'labels'), 'app="a"\n');
-  await writeFile(join(pod, 'annotations'), 'k="v"\n');
-  assert.deepEqual(await readPodInfo(pod), { labels: { app: 'a' }, annotations: { k: 'v' } });
-  assert.deepEqual(await readPodInfo(join(dir, 'missing')), { labels: undefined, annotations: undefined });
-  const bad = join(dir, 'bad');
-  await mkdir(join(bad, 'labels'), { recursive: true });
-  await writeFile(join(bad, 'annotations'), 'k=v\n');
-  const named = (message: string) => (error: unknown) => error instanceof AgentError && error.exitCode === 2 && error.message === message;
-  await assert.rejects(readPodInfo(bad), named(`${join(bad, 'labels')}: is not a regular file (a directory)`));
-  await mkdir(join(dir, 'bad2'));
-  await writeFile(join(dir, 'bad2', 'annotations'), 'x\nk=v\n');
-  await assert.rejects(
-    readPodInfo(join(dir, 'bad2')),
-    named(`${join(dir, 'bad2', 'annotations')}: line 2: value is not a double-quoted string (Kubernetes downward-API format, key="value")`),
-  );
-  await writeFile(join(dir, 'file'), '');
-  await assert.rejects(readPodInfo(join(dir, 'file')), named(`${join(dir, 'file', 'labels')}: cannot read pod info (ENOTDIR)`));
+  assert.deepEqual((await nodeMetadata(settle(['--xdsServerName', 'istiod.mesh']), role, readNodeEnv({}), {})).PILOT_SAN, ['istiod.mesh']);
 });
 
 test('xdsUpstream: the discovery address, policy, root, certificates, server name and call metadata as settled', () => {

@@ -6,7 +6,7 @@ import { mergeProxyConfigs } from '../settings/proxy-config-sources.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import { nodeMetadata } from './node-metadata.ts';
-import { proxyFlags, toOption } from './proxy-flags.ts';
+import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
 
 function settle(args: string[], proxyConfig: Record<string, unknown>, env: Record<string, string> = {}): AgentConfig {
   const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
@@ -27,7 +27,7 @@ const role = { type: 'sidecar' as const, ip: '127.0.0.2', id: 'reviews-v1-abc.de
 const podEnv = { POD_NAME: 'reviews-v1-abc', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'reviews', PROXY_CONFIG: '{}' };
 
 test("a default pod's node carries what Istio's agent adds: PILOT_SAN, METADATA_DISCOVERY, the socket file, skipped logs, Istio's PROXY_CONFIG", async () => {
-  const metadata = await nodeMetadata(settle([], {}), role, readNodeEnv(podEnv), {});
+  const metadata = await nodeMetadata(settle([], {}), role, readNodeEnv(podEnv), {}, {});
   assert.deepEqual(metadata.PILOT_SAN, ['istiod.istio-system.svc']);
   assert.equal(metadata.METADATA_DISCOVERY, 'false');
   assert.equal(metadata.WORKLOAD_IDENTITY_SOCKET_FILE, 'socket');
@@ -86,7 +86,7 @@ test('node metadata from settings and sources, row by row', async () => {
     ["a set statNameLength wins over Istio's 189", [], {}, { statNameLength: 100 }, 'PROXY_CONFIG.statNameLength', 100],
   ];
   for (const [name, args, env, merged, key, want] of rows) {
-    const metadata = await nodeMetadata(settle(args, {}, env), role, readNodeEnv({ ...podEnv, ...env }), merged);
+    const metadata = await nodeMetadata(settle(args, {}, env), role, readNodeEnv({ ...podEnv, ...env }), {}, merged);
     const [outer, inner] = key.split('.') as [string, string | undefined];
     const value = inner === undefined ? metadata[outer] : (metadata[outer] as Record<string, unknown>)[inner];
     assert.deepEqual(value, want, name);

@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { localityBesideLabels, maxMetadataBytes, metadataBase, platformLocality } from './platform-locality.ts';
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => void;
+
+/** A fake metadata server on loopback, closed by the returned stack. */
+async function metadataServer(handler: Handler): Promise<{ base: string; seen: string[] } & AsyncDisposable> {
+  const seen: string[] = [];
+  const server = createServer((request, response) => {
+    seen.push(`${request.method} ${request.url}`);
+    handler(request, response);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const close = () => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+  return { base, seen, [Symbol.asyncDispose]: close };
+}
+
+const answer = (response: ServerResponse, status: number, body: string) => response.writeHead(status).end(body);
+
+test('GCP: the zone from the metadata server (with its flavor header), the region from the zone', async () => {
+  await using server = await metadataServer((request, response) =>
+    request.headers['metadata-flavor'] === 'Google' && request.url === '/computeMetadata/v1/instance/zone'
+      ? answer(response, 200, 'projects/1234/zones/europe-west4-b\n') : answer(response, 404, ''));
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'gcp', base: server.base }), { locality: 'europe-west4/europe-west4-b' });
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'gcp', gceMetadataHost: server.base.slice('http://'.length) }), { locality: 'europe-west4/europe-west4-b' });
+});
+
+test('GCP: GCP_ZONE is taken without asking the server', async () => {
+  await using server = await metadataServer((_request, response) => answer(response, 500, ''));
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'gcp', gcpZone: 'us-east1-c', base: server.base }), { locality: 'us-east1/us-east1-c' });
+  assert.deepEqual(server.seen, []);
+});
+
+test('AWS: an IMDSv2 token, then the placement under it', async () => {
+  await using server = await metadataServer((request, response) => {
+    if (request.method === 'PUT' && request.url === '/latest/api/token' && request.headers['x-aws-ec2-metadata-token-ttl-seconds'] === '60') return answer(response, 200, 'tok');
+    if (request.headers['x-aws-ec2-metadata-token'] !== 'tok') return answer(response, 401, '');
+    if (request.url === '/latest/meta-data/placement/region') return answer(response, 200, 'eu-west-1');
+    if (request.url === '/latest/meta-data/placement/availability-zone') return answer(response, 200, 'eu-west-1a');
+    answer(response, 404, '');
+  });
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'aws', base: server.base }), { locality: 'eu-west-1/eu-west-1a' });
+});
+
+test('Azure: the instance document\'s location and zone, asked with Metadata: True', async () => {
+  await using server = await metadataServer((request, response) =>
+    request.headers.metadata === 'True' && request.url === '/metadata/instance?api-version=2019-08-15'
+      ? answer(response, 200, JSON.stringify({ compute: { location: 'westeurope', zone: '2', vmId: 'x' } })) : answer(response, 400, ''));
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'azure', base: server.base }), { locality: 'westeurope/2' });
+});
+
+test('a server that never answers, answers too much, or answers nonsense gives a problem, never a throw or a wait past the deadline', async () => {
+  await using silent = await metadataServer(() => undefined);
+  assert.match((await platformLocality({ cloudPlatform: 'aws', base: silent.base, timeoutMs: 300 }))!.problem!, /no answer within 300 ms/);
+  await using flood = await metadataServer((_request, response) => answer(response, 200, 'x'.repeat(maxMetadataBytes + 1)));
+  assert.match((await platformLocality({ cloudPlatform: 'azure', base: flood.base }))!.problem!, /over 65536 bytes/);
+  await using odd = await metadataServer((request, response) => answer(response, 200, request.url?.startsWith('/metadata') ? '{"compute":{"location":"a/b"}}' : 'nozone'));
+  assert.match((await platformLocality({ cloudPlatform: 'azure', base: odd.base }))!.problem!, /no region/);
+  assert.match((await platformLocality({ cloudPlatform: 'gcp', base: odd.base }))!.problem!, /names no region/);
+  assert.match((await platformLocality({ cloudPlatform: 'aws', base: 'http://127.0.0.1:1' }))!.problem!, /ECONNREFUSED/);
+});
+
+test('unset or none asks nothing; a name Istio does not know is a problem, not a probe', async () => {
+  assert.equal(await platformLocality({ cloudPlatform: undefined }), undefined);
+  assert.equal(await platformLocality({ cloudPlatform: 'none' }), undefined);
+  assert.match((await platformLocality({ cloudPlatform: 'openstack' }))!.problem!, /"openstack" is not aws, azure, gcp or none/);
+});
+
+test('a pod label\'s locality wins: the platform is not asked', async () => {
+  await using server = await metadataServer((_request, response) => answer(response, 200, 'projects/1/zones/us-east1-c'));
+  const input = { cloudPlatform: 'gcp', base: server.base };
+  assert.equal(await localityBesideLabels({ LABELS: { 'topology.istio.io/locality': 'r.z' } }, input), undefined);
+  assert.deepEqual(server.seen, []);
+  assert.deepEqual(await localityBesideLabels({ LABELS: { app: 'a' } }, input), { locality: 'us-east1/us-east1-c' });
+});
+
+test('the metadata server\'s address: GCE_METADATA_HOST for GCP, AWS\'s IPv6 one in a pod with IPv6, else the one link-local address', () => {
+  // Compared, never dialled: the real metadata addresses stay out of the tests.
+  const linkLocal = metadataBase({ cloudPlatform: 'gcp' });
+  assert.equal(metadataBase({ cloudPlatform: 'aws' }), linkLocal);
+  assert.equal(metadataBase({ cloudPlatform: 'azure', ipv6: true }), linkLocal);
+  assert.match(metadataBase({ cloudPlatform: 'aws', ipv6: true }), /^http:\/\/\[[0-9a-f:]+\]$/);
+  assert.equal(metadataBase({ cloudPlatform: 'gcp', gceMetadataHost: 'metadata.google.internal:8080' }), 'http://metadata.google.internal:8080');
+  assert.equal(metadataBase({ cloudPlatform: 'aws', ipv6: true, base: 'http://127.0.0.1:9' }), 'http://127.0.0.1:9');
+});
