@@ -8,6 +8,26 @@ import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 export const equivalent = [
   {
+    file: 'src/health/probe-config.ts',
+    code: "typeof given !== 'number'",
+    why: 'Number.isInteger is false for anything not a number, so the next test already refuses a string, a list or an object',
+  },
+  {
+    file: 'src/health/probe-config.ts',
+    code: 'value !== null',
+    why: 'isObject never sees null: parseHealthProbe returns early on null, and a null action is not counted, so exec is never read as null',
+  },
+  {
+    file: 'src/metrics/exposition.ts',
+    code: 'Number.isNaN(value)',
+    why: "String(NaN) is 'NaN' too: without the check, NaN falls through to String(value) and is spelled the same",
+  },
+  {
+    file: 'src/xds/relay/response-leg.ts',
+    code: 'this.#options.unimplemented?.()',
+    why: "#deltaUnimplemented is only reached through `status.code === UNIMPLEMENTED && this.#options.unimplemented`: the hook is always there when it is called",
+  },
+  {
     file: 'src/envoy/leftovers.ts',
     code: 'process.getuid?.()',
     why: 'the agent runs on Linux, where process.getuid always exists: the optional call and the plain one are the same',

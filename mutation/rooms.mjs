@@ -44,6 +44,7 @@ export const rooms = {
       'src/status/access.test.ts',
       'src/status/readiness.test.ts',
       'src/status/readiness-edges.test.ts',
+      'src/status/readiness-epochs.test.ts',
       'src/status/handler.test.ts',
       'src/status/status.test.ts',
       'src/status/negotiate.test.ts',
@@ -60,11 +61,11 @@ export const rooms = {
       'src/status/app-probes/redirects.test.ts',
     ],
   },
-  // The metrics' text: the Prometheus exposition (what every scrape reads).
-  // Left out: the registry's counters and histograms (in-process values, no outside input) and runtime.ts.
+  // The metrics' text: the Prometheus exposition (what every scrape reads), and each metric's text
+  // written from its series (metric.ts). Left out: the counters and histograms (in-process values, no outside input) and runtime.ts.
   metrics: {
-    mutate: ['src/metrics/exposition.ts'],
-    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts'],
+    mutate: ['src/metrics/exposition.ts', 'src/metrics/metric.ts'],
+    tests: ['src/metrics/exposition.test.ts', 'src/metrics/registry.test.ts', 'src/metrics/metric-text.test.ts', 'src/metrics/metric-names.test.ts'],
   },
   // SDS: resource names, the secret store, each stream's requests (sds-stream), the socket
   // path, the file-mounted certificates (cert-dir-feed, file-sources) and the log budget.
@@ -445,7 +446,13 @@ export const rooms = {
   // probe.ts (it runs commands and sockets: probe.test.ts and the e2e vm-workload-group test run it).
   health: {
     mutate: ['src/health/probe-config.ts', 'src/health/checker.ts', 'src/health/reports.ts'],
-    tests: ['src/health/probe-config.test.ts', 'src/health/checker.test.ts', 'src/xds/relay/health-forward.test.ts'],
+    tests: [
+      'src/health/probe-config.test.ts',
+      'src/health/checker.test.ts',
+      'src/health/checker-edges.test.ts',
+      'src/health/reports.test.ts',
+      'src/xds/relay/health-forward.test.ts',
+    ],
   },
   // The composition root: the parts, their order and their undoing.
   runtime: {
@@ -491,6 +498,8 @@ export const rooms = {
     ],
     tests: [
       'src/xds/relay/relay-stream.test.ts',
+      'src/xds/relay/relay-stream-trailers.test.ts',
+      'src/xds/relay/relay-stream-upstream.test.ts',
       'src/xds/relay/health-forward.test.ts',
       'src/xds/relay/relay-stream-stages.test.ts',
       'src/xds/relay/relay.test.ts',

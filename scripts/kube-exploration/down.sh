@@ -9,7 +9,7 @@ if [ -n "${KEEP_LOGS:-}" ]; then rm -rf "$K/logs-last"; mkdir -p "$K/logs-last";
   for p in "$RUN"/pods/*/; do [ -d "$p" ] && mkdir -p "$K/logs-last/pods/$(basename "$p")" && cp "$p"/*.log "$p"/pod.json "$K/logs-last/pods/$(basename "$p")/" 2>/dev/null; done; fi
 pods=$(ls "$RUN/pods" 2>/dev/null); [ -n "$pods" ] && "$(dirname "$0")/stop.sh" $pods
 
-for n in kxspy istiod apiserver etcd; do
+for n in fwd6 kxspy istiod kcm apiserver etcd; do
   pid=$(cat "$RUN/pids/$n" 2>/dev/null) || continue
   if kill -TERM "$pid" 2>/dev/null; then for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null; echo "stopped $n"; fi

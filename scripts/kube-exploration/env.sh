@@ -6,6 +6,8 @@ KUBE_SH=${KUBE_SH:-/work/shared/kube}      # kubelet.py, render.py
 BR=${BR:-kx0}                              # the pods' bridge (host side); pods are netns kx-NAME with veth kxh-NAME
 BR_IP=${BR_IP:-198.18.200.1}               # host address on the bridge; istiod's 15010/15012/15017/15014 listen here
 POD_NET=${POD_NET:-198.18.200}             # pods get POD_NET.10 .. POD_NET.250 (/24)
+POD_NET6=${POD_NET6:-2001:2:0:200}        # POD_FAMILY=6 pods: POD_NET6::10 .. (/64); the bridge's IPv6 address BR_IP6
+BR_IP6=${BR_IP6:-2001:2:0:200::1}
 SVC_CIDR=${SVC_CIDR:-198.18.201.0/24}      # service ClusterIPs (no kube-proxy: only the sidecars route them)
 ETCD_PORT=${ETCD_PORT:-32379} ETCD_PEER=${ETCD_PEER:-32380}
 API_PORT=${API_PORT:-36443}

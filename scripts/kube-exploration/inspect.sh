@@ -17,7 +17,8 @@ curl -s "http://$ISTIOD_HTTP/debug/adsz?proxyID=${id#*~*~}" >"$d/adsz.json" || t
 [ -s "$d/adsz.json" ] && jq -e . "$d/adsz.json" >/dev/null 2>&1 || curl -s "http://$ISTIOD_HTTP/debug/adsz" |
   jq --arg n "$name." '{clients: [.clients[]? | select(.connectionId | contains($n))]}' >"$d/adsz.json"
 grep -aE $'\t(warn|error|fatal)\t|"level":(40|50|60)[,}]|"level":"(warn|error|fatal)"|\\[(warning|error|critical)\\]' "$d/istio-proxy.log" >"$d/warnings.txt" || true
-jq '{istio_proxy: (.spec.initContainers[] | select(.name == "istio-proxy")), istio_init: (.spec.initContainers[] | select(.name == "istio-init")),
+jq '{istio_proxy: ([.spec.initContainers[]?, .spec.containers[]] | map(select(.name == "istio-proxy")) | first),
+     istio_init: ([.spec.initContainers[]? | select(.name == "istio-init")] | first),
      volumes: .spec.volumes, annotations: .metadata.annotations, labels: .metadata.labels}' "$d/pod.json" >"$d/injected.json"
 echo "$d/bootstrap.json node.id=$id cluster=$(jq -r .node.cluster "$d/bootstrap.json")"
 echo "$d/adsz.json $(jq -c '[.clients[]?.connectionId]' "$d/adsz.json" 2>/dev/null)"

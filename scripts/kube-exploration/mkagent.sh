@@ -10,7 +10,7 @@ set -euo pipefail
 d=$1 src=$2; mkdir -p "$d"
 if [ "$src" = istio ]; then
   [ -x "$BIN/istio-pilot-agent" ] || die "missing $BIN/istio-pilot-agent"
-  ln -sfn "$BIN/istio-pilot-agent" "$d/pilot-agent"; envoy=${ENVOY:-/work/wt/kube/.tools/bin/envoy}
+  ln -sfn "$BIN/istio-pilot-agent" "$d/pilot-agent"; envoy=${ENVOY:-/work/main/.tools/bin/envoy}
 else
   src=$(cd "$src" && pwd); [ -f "$src/dist/bundle/pilot-agent.js" ] || die "no $src/dist/bundle: run bash scripts/build-agent.sh in $src"
   rm -f "$d/pilot-agent"

@@ -32,8 +32,19 @@ mkdir -p "$d"; echo "$agent" >"$d/agent"
 tmpl=$d/img/istio-proxy/var/lib/istio/envoy; mkdir -p "$tmpl"
 cp "$ISTIO_SRC/tools/packaging/common/envoy_bootstrap.json" "$tmpl/envoy_bootstrap_tmpl.json"
 
-# an address: the first of POD_NET.10.. no pod dir holds
-n=10; while grep -qx "$POD_NET.$n" "$RUN"/pods/*/ip 2>/dev/null; do n=$((n + 1)); done; ip=$POD_NET.$n
+# an address: the first of POD_NET.10.. no pod dir holds (POD_FAMILY=6: POD_NET6::10.., an IPv6-only pod; istiod is reached
+# through fwd6.py on the bridge's IPv6 address, started once here)
+n=10
+if [ "${POD_FAMILY:-4}" = 6 ]; then
+  while grep -qx "$POD_NET6::$n" "$RUN"/pods/*/ip 2>/dev/null; do n=$((n + 1)); done; ip=$POD_NET6::$n plen=64 gw=$BR_IP6
+  ip -6 addr show dev "$BR" | grep -q "$BR_IP6/" || ip addr add "$BR_IP6/64" dev "$BR" nodad
+  [ -f "$RUN/pids/fwd6" ] && kill -0 "$(cat "$RUN/pids/fwd6")" 2>/dev/null || {
+    setsid nice -n 10 python3 "$(dirname "$0")/fwd6.py" "$BR_IP6" 15012 "$BR_IP" >"$RUN/logs/fwd6.log" 2>&1 </dev/null &
+    echo $! >"$RUN/pids/fwd6"; sleep 0.3; }
+  ISTIOD_HOST_IP=${ISTIOD_HOST_IP:-$BR_IP6}
+else
+  while grep -qx "$POD_NET.$n" "$RUN"/pods/*/ip 2>/dev/null; do n=$((n + 1)); done; ip=$POD_NET.$n plen=24 gw=$BR_IP
+fi
 
 # the API objects; the pod goes through the webhook
 kubectl -n "$NS" get sa "$name" >/dev/null 2>&1 || kubectl -n "$NS" create sa "$name" >/dev/null
@@ -57,8 +68,9 @@ jq -e '.spec.initContainers[]? | select(.name == "istio-proxy")' "$d/pod.json" >
 # the sandbox: netns, veth on the bridge, /etc/netns hosts (regenerated for every pod: services may come later)
 ip netns add "$netns"; ip link add "$veth" type veth peer name eth0 netns "$netns"
 ip link set "$veth" master "$BR" up
-ip -n "$netns" addr add "$ip/24" dev eth0; ip -n "$netns" link set eth0 up; ip -n "$netns" link set lo up
-ip -n "$netns" route add default via "$BR_IP"
+ip -n "$netns" addr add "$ip/$plen" dev eth0 nodad 2>/dev/null || ip -n "$netns" addr add "$ip/$plen" dev eth0
+ip -n "$netns" link set eth0 up; ip -n "$netns" link set lo up
+ip -n "$netns" route add default via "$gw"
 echo "$ip" >"$d/ip"; echo "${ISTIOD_HOST_IP:-$BR_IP}" >"$d/istiod-ip"
 [ -f "$RUN/logs/kxspy.log" ] && wc -l <"$RUN/logs/kxspy.log" >"$d/spy-from"   # inspect.sh: this pod's streams start after it
 "$(dirname "$0")/hosts.sh"
@@ -76,7 +88,8 @@ rm -f "$d/proxy.rc" "$d/exec.istio-proxy"
 setsid bash -c 'bash -c "echo \$\$ >$1/unshare.pid; exec nice -n 10 unshare --pid --fork --kill-child --mount-proc python3 $2/kubelet.py run $3 $4 $5 istio-proxy $1 $6" >$1/istio-proxy.log 2>&1; echo $? >$1/proxy.rc' \
   _ "$d" "$KUBE_SH" "$netns" "$NS" "$name" "$agent" </dev/null >/dev/null 2>&1 &
 for _ in $(seq 200); do u=$(cat "$d/unshare.pid" 2>/dev/null) && pid=$(pgrep -P "$u") && echo "$pid" >"$d/proxy.pid" && break; sleep 0.01; done
-if ms=$(python3 "$(dirname "$0")/ready.py" "http://$ip:15021/healthz/ready" "$d/exec.istio-proxy" "${READY_TIMEOUT:-60}"); then
+url=http://$ip:15021/healthz/ready; [ "$plen" = 64 ] && url="http://[$ip]:15021/healthz/ready"
+if ms=$(python3 "$(dirname "$0")/ready.py" "$url" "$d/exec.istio-proxy" "${READY_TIMEOUT:-60}"); then
   echo "$ms" >"$d/ready-ms"
 else
   echo "$name ip=$ip NOT READY (agent $agent; log $d/istio-proxy.log)"; exit 1
@@ -86,5 +99,5 @@ fi
 setsid bash -c 'bash -c "echo \$\$ >$1/app.pid; exec nice -n 10 python3 $2/kubelet.py run $3 $4 $5 app $1 $6" >$1/app.log 2>&1' \
   _ "$d" "$KUBE_SH" "$netns" "$NS" "$name" "$agent" </dev/null >/dev/null 2>&1 &
 kubelet status "$NS" "$name" ready "$ip" "$BR_IP"
-kubelet slice "$NS" "$name"
+[ "$plen" = 64 ] || kubelet slice "$NS" "$name"   # kubelet.py writes IPv4 slices only
 echo "$name ip=$ip exec->ready $ms ms (agent $(cat "$agent/pilot-agent" 2>/dev/null | grep -o '/work/[^ ]*pilot-agent.js' || readlink "$agent/pilot-agent"))"

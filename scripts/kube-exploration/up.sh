@@ -70,6 +70,9 @@ objects() {
   "$BIN/kubectl" get crd virtualservices.networking.istio.io >/dev/null 2>&1 || {
     "$BIN/kubectl" apply --server-side -f "$ISTIO_SRC/manifests/charts/base/files/crd-all.gen.yaml" >/dev/null
     log "Istio CRDs applied"; }
+  local gw=${GWAPI_CRDS:-$(GOFLAGS= go env GOMODCACHE 2>/dev/null)/sigs.k8s.io/gateway-api@$(awk '$1 == "sigs.k8s.io/gateway-api" {print $2}' "$ISTIO_SRC/go.mod")/config/crd/standard}
+  if [ -d "$gw" ] && ! "$BIN/kubectl" get crd gateways.gateway.networking.k8s.io >/dev/null 2>&1; then   # Gateway API, as Istio's go.mod pins it
+    cat "$gw"/*.yaml | "$BIN/kubectl" apply --server-side -f - >/dev/null; log "Gateway API CRDs applied ($gw)"; fi
   "$BIN/kubectl" get node "$NODE" >/dev/null 2>&1 || { kubelet node "$NODE" "$BR_IP" "$KUBE_VERSION"; log "node $NODE ($KUBE_VERSION)"; }
   python3 "$KUBE_SH/render.py" "$ISTIO_SRC" "$BR_IP" | "$BIN/kubectl" apply -f - >/dev/null; log "render.py objects applied (istio-system)"
   "$BIN/kubectl" label ns "$NS" istio-injection=enabled --overwrite >/dev/null
@@ -79,11 +82,20 @@ objects() {
     "$BIN/kubectl" -n "$n" get sa default >/dev/null 2>&1 || "$BIN/kubectl" -n "$n" create sa default >/dev/null; done
 }
 
+kcm() {   # kube-controller-manager with only the deployment and replicaset controllers (Deployments of the gateway chart and of
+  # istiod's Gateway API deployment controller become pods; no scheduler: bind them with kubelet.py bind). Skipped without the binary.
+  [ -x "$BIN/kube-controller-manager" ] || { log "no $BIN/kube-controller-manager: Deployments stay without pods"; return 0; }
+  start kcm "$BIN/kube-controller-manager" --kubeconfig "$KUBECONFIG" --controllers=deployment,replicaset --leader-elect=false \
+    --bind-address 127.0.0.1 --secure-port 30257 --use-service-account-credentials=false --v 0
+  wait_for 60 kube-controller-manager curl -sk -o /dev/null https://127.0.0.1:30257/healthz; log "kube-controller-manager (deployment, replicaset)"
+}
+
 istiod() {
   # Kubernetes mode: no ./etc/istio/config/mesh and no ./var/lib/istio/inject in its working dir, so mesh config and injector
   # config come from the ConfigMaps render.py made. Upstream Envoy: no metadata exchange / ALPN filters (ISTIOD.md).
   cd "$RUN/istiod"
   POD_NAMESPACE=istio-system POD_NAME=istiod-kx REVISION=default KUBECONFIG=$KUBECONFIG \
+  [ -z "${ISTIOD_ENV:-}" ] || export ${ISTIOD_ENV?}   # e.g. ISTIOD_ENV=PILOT_ENABLE_AMBIENT=true (waypoints)
   PILOT_ENABLE_METADATA_EXCHANGE=false PILOT_ENABLE_ALPN_FILTER=false \
     start istiod "$BIN/pilot-discovery" discovery --kubeconfig "$KUBECONFIG" --grpcAddr "$BR_IP:15010" \
     --secureGRPCAddr "$BR_IP:15012" --httpsAddr "$BR_IP:15017" --httpAddr "$ISTIOD_HTTP" --monitoringAddr "$BR_IP:15014" \
@@ -96,5 +108,5 @@ istiod() {
 }
 
 t0=$(date +%s%N)
-for s in ${UP_STEPS:-pki imagedirs bridge etcd apiserver objects istiod}; do "$s"; done
+for s in ${UP_STEPS:-pki imagedirs bridge etcd apiserver objects kcm istiod}; do "$s"; done
 log "up: in $(( ($(date +%s%N) - t0) / 1000000 )) ms. Next: ./pod.sh AGENT_DIR NAME (README.md)"

@@ -31,8 +31,8 @@ describe('a custom bootstrap\'s admin port', () => {
       'no admin: nothing to take',
     );
     await assert.rejects(
-      customAdmin({ path: '/b.json', text: json(19001, '10.0.0.5'), flagPort: 15000, flagGiven: false }),
-      refusal(/admin on 10\.0\.0\.5:19001: the agent reaches admin on loopback only/),
+      customAdmin({ path: '/b.json', text: json(19001, '198.18.0.5'), flagPort: 15000, flagGiven: false }),
+      refusal(/admin on 198\.18\.0\.5:19001: the agent reaches admin on loopback only/),
     );
     await assert.rejects(
       customAdmin({ path: '/b.json', text: '{"admin":', flagPort: 15000, flagGiven: false }),

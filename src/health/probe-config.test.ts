@@ -40,3 +40,34 @@ test('a probe that cannot run is exit 2 naming its source and readinessProbe', (
     });
   }
 });
+
+test('a null readinessProbe is absent, and a null action is not given: the other one is the probe', () => {
+  assert.equal(parse(null), undefined);
+  assert.deepEqual(parse({ exec: null, httpGet: null, grpc: null, tcpSocket: { port: 9000 } })?.action, {
+    kind: 'app', probe: { action: { kind: 'tcp', host: '198.18.0.2', port: 9000 }, timeoutMs: 1000 },
+  });
+});
+
+test('zero is Istio\'s default, as absent is; a number as a string or a list is refused', () => {
+  const zeros = parse({ tcpSocket: { port: 1 }, initialDelaySeconds: 0, periodSeconds: 0, timeoutSeconds: 0, successThreshold: 0, failureThreshold: 0 });
+  assert.deepEqual({ ...zeros, action: undefined }, { action: undefined, initialDelayMs: 0, periodMs: 10_000, successThreshold: 1, failureThreshold: 1 });
+  assert.equal(zeros?.action.kind === 'app' && zeros.action.probe.timeoutMs, 1000);
+  const rows: [unknown, RegExp][] = [
+    [[{ tcpSocket: { port: 1 } }], /must be an object/],
+    [{ tcpSocket: { port: 1 }, timeoutSeconds: '5' }, /timeoutSeconds must be a whole number, 0 or more/],
+    [{ tcpSocket: { port: 1 }, initialDelaySeconds: -1 }, /initialDelaySeconds must be a whole number/],
+    [{ exec: 'true' }, /exec\.command must be a non-empty list of strings/],
+    [{ exec: { command: '/bin/check' } }, /exec\.command must be a non-empty list/],
+    [{ exec: { command: ['/bin/check', 1] } }, /exec\.command must be a non-empty list of strings/],
+    [{ httpGet: { port: 'eighty' } }, /^mesh config \/m\.yaml \(defaultConfig\): field readinessProbe: httpGet: /],
+  ];
+  for (const [value, error] of rows) assert.throws(() => parse(value), (thrown: unknown) => thrown instanceof AgentError && error.test(thrown.message), JSON.stringify(value));
+});
+
+test('a probe host other than the pod is probed at the pod, with a warning that says so', () => {
+  const warnings: string[] = [];
+  const probe = parse({ httpGet: { host: '198.18.0.9', port: 8080 } }, warnings);
+  assert.equal(probe?.action.kind === 'app' && probe.action.probe.action.host, '198.18.0.2');
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0]!, /host "198\.18\.0\.9" is ignored: the agent probes its own pod, at 198\.18\.0\.2/);
+});

@@ -67,7 +67,7 @@ describe('inject: golden output for a Deployment with app probes and Prometheus 
     const proxy = pod.spec.containers.find((c) => c['name'] === 'istio-proxy') ?? {};
     const env: Record<string, string> = { POD_NAME: 'reviews-1', POD_NAMESPACE: 'default', SERVICE_ACCOUNT: 'reviews' };
     for (const entry of proxy['env'] as Mapping[]) if (typeof entry['value'] === 'string') env[String(entry['name'])] = entry['value'];
-    const agent = { instanceIps: ['10.0.0.5'], envoyStatusPort: 15021, envoyPrometheusPort: 15090, exitOnZeroActiveConnections: false, proxyConfig: {} };
+    const agent = { instanceIps: ['198.18.0.5'], envoyStatusPort: 15021, envoyPrometheusPort: 15090, exitOnZeroActiveConnections: false, proxyConfig: {} };
     const metadata = buildNodeMetadata({ node: readNodeEnv(env), podInfo: { labels: { app: 'reviews', version: 'v1' } }, agent });
     assert.equal(metadata.NAMESPACE, 'default');
     assert.equal(metadata.CLUSTER_ID, 'Kubernetes');

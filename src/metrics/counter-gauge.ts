@@ -1,5 +1,4 @@
-import type { Sample } from './exposition.ts';
-import { Metric, splitArgs, type Args, type MetricOptions } from './metric.ts';
+import { Metric, splitArgs, type Args, type EmitSample, type MetricOptions } from './metric.ts';
 
 /** Series values by label key; a metric without labels shows 0 before its first change. */
 abstract class ValueMetric<L extends string> extends Metric<L> {
@@ -16,8 +15,8 @@ abstract class ValueMetric<L extends string> extends Metric<L> {
     this.values.set(key, (this.values.get(key) ?? 0) + sign * value);
   }
 
-  protected samples(): Sample[] {
-    return [...this.values].map(([key, value]) => ({ name: this.name, labels: this.labelsOf(key), value }));
+  protected eachSample(emit: EmitSample): void {
+    this.values.forEach((value, key) => emit('', key, value));
   }
 
   reset(): void {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { escapeHelp, escapeLabelValue, formatFamilies, formatFamily, formatValue } from './exposition.ts';
+import { contentType, escapeHelp, escapeLabelValue, formatFamilies, formatFamily, formatValue } from './exposition.ts';
 
 test('label values escape backslash, double quote and newline, nothing else', () => {
   const cases: [string, string][] = [
@@ -58,4 +58,9 @@ test('families are joined by a blank line, and none is no text', () => {
 test('escapes every backslash, quote and newline, not only the first', () => {
   assert.equal(escapeLabelValue('\\\\""\n\n'), '\\\\\\\\\\"\\"\\n\\n');
   assert.equal(escapeHelp('\\\\\n\n'), '\\\\\\\\\\n\\n');
+});
+
+test('the page is served as the Prometheus text format 0.0.4, which every scraper reads', () => {
+  assert.match(contentType, /^text\/plain; version=0\.0\.4(;|$)/);
+  assert.match(contentType, /charset=utf-8/);
 });

@@ -1,5 +1,4 @@
-import type { Sample } from './exposition.ts';
-import { Metric, type MetricOptions } from './metric.ts';
+import { Metric, type EmitSample, type MetricOptions } from './metric.ts';
 
 interface Series { counts: number[]; sum: number; count: number }
 
@@ -24,22 +23,14 @@ export class Histogram<L extends string = string> extends Metric<L> {
     series.count++;
   }
 
-  protected samples(): Sample[] {
-    return [...this.#series].flatMap(([key, series]) => {
-      const labels = this.labelsOf(key);
+  protected eachSample(emit: EmitSample): void {
+    for (const [key, series] of this.#series) {
       let cumulative = 0;
-      const buckets = this.#buckets.map((bound, i) => ({
-        name: `${this.name}_bucket`,
-        labels: { ...labels, le: bound },
-        value: (cumulative += series.counts[i]!),
-      }));
-      return [
-        ...buckets,
-        { name: `${this.name}_bucket`, labels: { ...labels, le: '+Inf' }, value: series.count },
-        { name: `${this.name}_sum`, labels, value: series.sum },
-        { name: `${this.name}_count`, labels, value: series.count },
-      ];
-    });
+      this.#buckets.forEach((bound, i) => emit('_bucket', key, (cumulative += series.counts[i]!), bound));
+      emit('_bucket', key, series.count, '+Inf');
+      emit('_sum', key, series.sum);
+      emit('_count', key, series.count);
+    }
   }
 
   reset(): void {

@@ -1,4 +1,4 @@
-import type { Family, Labels, MetricType, Sample } from './exposition.ts';
+import { escapeHelp, escapeLabelValue, formatValue, type Family, type Labels, type MetricType, type Sample } from './exposition.ts';
 
 export interface MetricOptions<L extends string, Self = unknown> {
   name: string;
@@ -11,6 +11,11 @@ export interface MetricOptions<L extends string, Self = unknown> {
 }
 
 const metricName = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+/** Series whose label text a metric keeps rendered; past it the cache starts over (a metric with more series renders them anew). */
+const labelTextCacheMax = 256;
+
+/** One sample as a metric hands it over: the name's suffix, the series key, the value and, for a histogram bucket, its bound. */
+export type EmitSample = (suffix: string, key: string, value: number, le?: number | string) => void;
 const labelName = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 /**
@@ -23,6 +28,9 @@ export abstract class Metric<L extends string> {
   readonly labelNames: readonly L[];
   abstract readonly type: MetricType;
   readonly #collect: (() => void | Promise<void>) | undefined;
+  #head: string | undefined;
+  /** `a="x",b="y"` per series key: every scrape renders the same series again. */
+  readonly #labelText = new Map<string, string>();
 
   constructor(options: MetricOptions<L, never>) {
     if (!metricName.test(options.name)) throw new Error(`invalid metric name: ${options.name}`);
@@ -37,6 +45,7 @@ export abstract class Metric<L extends string> {
 
   /** The series key of a label set: its values in label-name order; throws on a label not declared. */
   protected keyOf(labels: Partial<Record<L, string | number>>): string {
+    if (this.labelNames.length === 0 && Object.keys(labels).length === 0) return '[]';
     for (const name of Object.keys(labels)) {
       if (!this.labelNames.includes(name as L)) throw new Error(`${this.name}: label ${name} is not one of ${this.labelNames.join(', ') || '(none)'}`);
     }
@@ -52,7 +61,39 @@ export abstract class Metric<L extends string> {
   /** Runs `collect`, then reads the family as it is now. */
   async family(): Promise<Family> {
     await this.#collect?.call(this);
-    return { name: this.name, help: this.help, type: this.type, samples: this.samples() };
+    return { name: this.name, help: this.help, type: this.type, samples: this.#samples() };
+  }
+
+  /**
+   * Runs `collect`, then the family's exposition text (formatFamily's), the
+   * lines written straight from the series: a scrape every few seconds makes
+   * no sample objects, and each series' labels are escaped once.
+   */
+  async text(): Promise<string> {
+    await this.#collect?.call(this);
+    let text = (this.#head ??= `# HELP ${this.name} ${escapeHelp(this.help)}\n# TYPE ${this.name} ${this.type}\n`);
+    this.eachSample((suffix, key, value, le) => (text += `${this.name}${suffix}${this.#labels(key, le)} ${formatValue(value)}\n`));
+    return text;
+  }
+
+  #labels(key: string, le: number | string | undefined): string {
+    let pairs = this.#labelText.get(key);
+    if (pairs === undefined) {
+      if (this.#labelText.size >= labelTextCacheMax) this.#labelText.clear();
+      pairs = Object.entries(this.labelsOf(key)).map(([name, value]) => `${name}="${escapeLabelValue(String(value))}"`).join(',');
+      this.#labelText.set(key, pairs);
+    }
+    if (le !== undefined) pairs = pairs === '' ? `le="${le}"` : `${pairs},le="${le}"`;
+    return pairs === '' ? '' : `{${pairs}}`;
+  }
+
+  #samples(): Sample[] {
+    const samples: Sample[] = [];
+    this.eachSample((suffix, key, value, le) => {
+      const labels = this.labelsOf(key);
+      samples.push({ name: this.name + suffix, labels: le === undefined ? labels : { ...labels, le }, value });
+    });
+    return samples;
   }
 
   /** prom-client's `get()`: the family with label sets and values (tests read it). */
@@ -66,7 +107,8 @@ export abstract class Metric<L extends string> {
     };
   }
 
-  protected abstract samples(): Sample[];
+  /** Every sample of the family as it is now, in exposition order. */
+  protected abstract eachSample(emit: EmitSample): void;
 
   /** Forgets every series. */
   abstract reset(): void;

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Counter, Gauge, Histogram, Registry } from './index.ts';
-import { registerRuntimeMetrics } from './runtime.ts';
+import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { readProcText, registerRuntimeMetrics } from './runtime.ts';
 
 test('counters and gauges with and without labels, as a real parser reads them', async () => {
   const registry = new Registry();
@@ -75,4 +78,14 @@ test('the runtime metrics keep prom-client\'s names and types, and none ends in 
   assert.ok(value('p_process_resident_memory_bytes') > 1e6, 'RSS read from /proc');
   assert.ok(value('p_process_open_fds') > 0 && value('p_process_max_fds') >= value('p_process_open_fds'));
   assert.ok(value('p_process_cpu_seconds_total') > 0);
+});
+
+test('a /proc file is read whole into the shared buffer, cut at 16 KiB, and a missing one reads as empty', (t) => {
+  assert.equal(readProcText('/proc/self/limits'), readFileSync('/proc/self/limits', 'utf8'));
+  assert.match(readProcText('/proc/self/status'), /^VmRSS:\s+\d+ kB$/m);
+  const dir = mkdtempSync(join(tmpdir(), 'proc-text-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'long'), 'x'.repeat(20_000));
+  assert.equal(readProcText(join(dir, 'long')), 'x'.repeat(16 * 1024));
+  assert.equal(readProcText(join(dir, 'missing')), '');
 });

@@ -1,4 +1,3 @@
-import { formatFamilies, formatFamily } from './exposition.ts';
 import type { Metric } from './metric.ts';
 
 /** The metrics one endpoint exposes, in registration order; names are unique. */
@@ -16,12 +15,12 @@ export class Registry {
 
   /** The exposition text of every metric, each collected first. */
   async metrics(): Promise<string> {
-    return formatFamilies(await Promise.all([...this.#metrics.values()].map((metric) => metric.family())));
+    return (await Promise.all([...this.#metrics.values()].map((metric) => metric.text()))).join('\n');
   }
 
   async getSingleMetricAsString(name: string): Promise<string> {
     const metric = this.#metrics.get(name);
-    return metric ? formatFamily(await metric.family()) : '';
+    return metric ? metric.text() : '';
   }
 
   async getMetricsAsJSON(): Promise<Awaited<ReturnType<Metric<string>['get']>>[]> {

@@ -1,4 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
@@ -54,15 +55,34 @@ export function registerRuntimeMetrics(registry: Registry, prefix: string): void
 }
 
 /** A field of /proc/self/status in bytes; elsewhere (not Linux) the fallback, or 0. */
-async function procStatus(field: string, fallback: () => number = () => 0): Promise<number> {
-  const text = await readFile('/proc/self/status', 'utf8').catch(() => '');
-  const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1];
+function procStatus(field: string, fallback: () => number = () => 0): number {
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readProcText('/proc/self/status'))?.[1];
   return kb === undefined ? fallback() : Number(kb) * 1024;
 }
 
-async function maxFds(): Promise<number> {
-  const limits = await readFile('/proc/self/limits', 'utf8').catch(() => '');
-  return Number(/^Max open files\s+(\d+)/m.exec(limits)?.[1] ?? 0);
+function maxFds(): number {
+  return Number(/^Max open files\s+(\d+)/m.exec(readProcText('/proc/self/limits'))?.[1] ?? 0);
+}
+
+/**
+ * One buffer for every read of a /proc file: fs's readFile takes 64 KiB for
+ * each file that states no size, four per scrape (docs/benchmarks.md, Soak).
+ */
+const procBuffer = Buffer.allocUnsafeSlow(16 * 1024);
+
+/** A small /proc file's text (its first 16 KiB), read at once: procfs never waits on a disk. '' when it cannot be read. */
+export function readProcText(path: string): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    let size = 0;
+    for (let n = -1; n !== 0 && size < procBuffer.length; size += n) n = readSync(fd, procBuffer, size, procBuffer.length - size, null);
+    return procBuffer.toString('utf8', 0, size);
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** How late a callback queued now runs: the event loop's lag, measured when asked. */

@@ -9,6 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger } from '../shared/log.ts';
+import { pollUntil } from '../../test/support/poll.ts';
+import { handTimers } from '../../test/support/hand-timers.ts';
 import { startStatusRig, type StatusRig } from '../../test/support/status-server-rig.ts';
 import type { StatusDeps } from './handler.ts';
 import { acceptsGzip } from './negotiate.ts';
@@ -88,22 +90,33 @@ describe('the status server on its socket', () => {
       agentMetrics = bigMetrics;
     }
   });
+});
 
-  it('a scraper that never reads is cut after the send timeout, and probes are answered meanwhile', { timeout: sendTimeoutMs + 20_000 }, async () => {
-    const stuck = Array.from({ length: 3 }, () => connect(server.port, '127.0.0.1'));
+describe('the status server: its send timeout', () => {
+  const timers = handTimers();
+  let rig: StatusRig;
+  before(async () => (rig = await startStatusRig(deps, 'status-send-', timers.host)));
+  after(() => rig.close());
+
+  it('a scraper that never reads is cut at the send timeout, not before, and probes are answered meanwhile', async () => {
+    const stuck = await Promise.all(Array.from({ length: 3 }, () => rig.connect()));
     for (const socket of stuck) {
-      socket.on('error', () => undefined);
-      // Not read until the send timeout has passed: the body (~30 MB) is more than both sides' buffers hold.
+      // Never read until the timeout has fired: the body (~30 MB) is more than both sides' buffers hold.
       socket.pause();
       socket.write('GET /stats/prometheus HTTP/1.1\r\nHost: pod\r\n\r\n');
     }
-    assert.equal((await get(server.port, '/healthz/ready')).status, 200);
-    await new Promise((resolve) => setTimeout(resolve, sendTimeoutMs + 2_000));
+    await pollUntil(() => timers.delays(), { what: 'a send timeout on each stuck answer', accept: (delays) => delays.length === 3, timeoutMs: 60_000 });
+    assert.equal((await get(rig.server.port, '/healthz/ready')).status, 200);
+    assert.deepEqual(timers.delays(), [sendTimeoutMs, sendTimeoutMs, sendTimeoutMs], 'the probe\'s timer went with its answer');
+    timers.advance(sendTimeoutMs - 1);
+    assert.equal(timers.delays().length, 3, 'not cut before the send timeout');
+    timers.advance(1);
     for (const socket of stuck) {
       let received = 0;
       socket.on('data', (chunk: Buffer) => (received += chunk.length));
+      const closed = once(socket, 'close');
       socket.resume();
-      await once(socket, 'close');
+      await closed;
       assert.ok(received < bigMetrics.length, `cut short: ${received} of ${bigMetrics.length} bytes`);
     }
   });

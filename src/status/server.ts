@@ -5,6 +5,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { http } from '../shared/node-http.ts';
 import { ConnectionCap, shedLog } from '../shared/connection-cap.ts';
 import { badFlag, badFile } from '../shared/errors.ts';
+import type { TimerHost } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { boundSend } from '../shared/send-timeout.ts';
 import { isLoopbackPeer } from './access.ts';
@@ -25,6 +26,8 @@ export interface StatusServerOptions {
   readinessSocketPath: string;
   deps: StatusDeps;
   logger: Logger;
+  /** The send timeouts' timers; tests pass a fake to fire them without waiting. */
+  timers?: TimerHost;
 }
 
 type Handler = (deps: StatusDeps, request: StatusRequest) => Promise<StatusResponse>;
@@ -71,11 +74,11 @@ export async function startStatusServer(options: StatusServerOptions): Promise<S
   const hopCap = new ConnectionCap({ ...readinessHopLimits, trusted: () => false, onShed: shedLog(log, 'readiness socket') });
   const tcp = http.createServer(
     statusServerTimeouts,
-    inTurn((request, response) => serve(handleStatus, options, tracked(tcpCap, request, response), response)),
+    inTurn((request, response) => serve(handleStatus, options, tracked(tcpCap, request, response, options.timers), response)),
   );
   const hop = http.createServer(
     statusServerTimeouts,
-    inTurn((request, response) => serve(handleReadinessHop, options, tracked(hopCap, request, response), response)),
+    inTurn((request, response) => serve(handleReadinessHop, options, tracked(hopCap, request, response, options.timers), response)),
   );
   tcpCap.attach(tcp);
   hopCap.attach(hop);
@@ -98,9 +101,9 @@ function inTurn(serveOne: (request: IncomingMessage, response: ServerResponse) =
  * not until the peer has read it: a peer that never reads then holds an
  * evictable slot, never one a probe is refused for.
  */
-function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse): Tracked {
+function tracked(cap: ConnectionCap, request: IncomingMessage, response: ServerResponse, timers?: TimerHost): Tracked {
   cap.busy(request.socket);
-  boundSend(response, statusSendTimeoutMs);
+  boundSend(response, statusSendTimeoutMs, timers);
   let released = false;
   const release = () => void (released || ((released = true), cap.idle(request.socket)));
   response.once('close', release);

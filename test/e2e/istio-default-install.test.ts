@@ -118,6 +118,16 @@ describe('a default Istio install: only what the injector renders, and the agent
       assert.equal((call.metadata as Record<string, string>).clusterid, 'Kubernetes', 'istiod picks the cluster that checks the token by it');
     });
 
+    it("answers Prometheus's gzip scrapes, and Node warns of nothing meanwhile", async () => {
+      for (let round = 0; round < 3; round++) {
+        const answer = await fetch(`http://${podIp}:15020/stats/prometheus`, { headers: { 'accept-encoding': 'gzip' }, signal: AbortSignal.timeout(10_000) });
+        assert.equal([answer.status, answer.headers.get('content-encoding')].join(' '), '200 gzip');
+        assert.match(await answer.text(), /^envoy_server_live/m);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.doesNotMatch(agent.stderr(), /\(node:\d+\) \w*Warning/, "Node's own warnings on stderr");
+    });
+
     it('logs nothing at warn or above', () => {
       // A healthy default pod logs nothing at warn or above (pino: warn is 40).
       assert.deepEqual(

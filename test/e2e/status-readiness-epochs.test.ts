@@ -44,8 +44,9 @@ describe('readiness is earned by each epoch (real Envoy, a hot restart)', () => 
     const agent = await startAgent({
       discoveryAddress: peer.address,
       args: ['--templateFile', join(dir, 'template.json'), '--statusPort', String(statusPort), '--certDir', certDir, '--certDebounce', '100ms',
-        // The parent lives on long enough for the child to import its counters (stats are merged on the child's 5 s flush).
-        '--certRotation', 'restart', '--parentShutdownDuration', '30s'],
+        // The parent lives on long enough for the child to import its counters (stats are merged on the child's 5 s flush),
+        // also on a busy machine where the child takes many seconds to go live: the wait below must end while the parent lives.
+        '--certRotation', 'restart', '--parentShutdownDuration', '120s'],
     });
     deferStop(cleanup, agent);
     await epochLive(agent, 0);
@@ -56,7 +57,7 @@ describe('readiness is earned by each epoch (real Envoy, a hot restart)', () => 
     await epochLive(agent, 1);
     // Envoy itself: the child counts its parent's CDS and LDS successes as its own; only its update_time gauges say it got none.
     const inherited = await pollUntil(() => childStats(agent.adminPort), {
-      what: "epoch 1's admin to show its parent's counters", timeoutMs: 20_000, show: JSON.stringify,
+      what: "epoch 1's admin to show its parent's counters", timeoutMs: 60_000, show: JSON.stringify,
       accept: (stats) =>
         stats['server.hot_restart_epoch'] === 1 && stats['cluster_manager.cds.update_success']! >= 1 && stats['listener_manager.lds.update_success']! >= 1,
     });

@@ -5,7 +5,8 @@
  * test/support/vm-start.sh, which does what that script does for the agent (YAML PROXY_CONFIG with
  * MUTUAL_TLS, PROV_CERT and OUTPUT_CERTS both ./etc/certs, uid 1337), in a network namespace whose
  * /etc/hosts names istiod. The project's peers stand in for istiod: the xDS peer records the node and the
- * health reports (istio.v1.HealthInformation), the CA peer checks the token and the identity.
+ * health reports (istio.v1.HealthInformation), the CA peer checks the token and the identity. The script's
+ * iptables step runs too (the checkout's istio-iptables with cluster.env's variables, as root).
  */
 import assert from 'node:assert/strict';
 import { chmod, chown, mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -17,12 +18,13 @@ import type { CaPeer } from '../support/ca-peer.ts';
 import { identity, token } from '../support/ca-rig.ts';
 import { suiteCleanup, tempDir } from '../support/cleanup.ts';
 import { istiodName, podMountWrap, startIstiodPeers } from '../support/istiod-peers.ts';
+import { iptablesSkipReason } from '../support/iptables-pods.ts';
 import { makeNetns, netnsSkipReason } from '../support/netns.ts';
 import { repoRoot, uidCannotRunCheckout } from '../support/paths.ts';
 import type { Peer, PeerEvent } from '../support/peer.ts';
 import { pollUntil } from '../support/poll.ts';
 const proxyUid = 1337;
-const skip = (await netnsSkipReason()) ?? uidCannotRunCheckout(proxyUid);
+const skip = (await netnsSkipReason()) ?? uidCannotRunCheckout(proxyUid) ?? (await iptablesSkipReason());
 
 /** cluster.env as istioctl writes it for WorkloadGroup vm (namespace default, service account app, port 8080, --autoregister). */
 const clusterEnv = `CANONICAL_REVISION=latest
@@ -90,6 +92,7 @@ const appScript = "require('node:http').createServer((q, s) => s.end('ok')).list
 describe('a VM through a WorkloadGroup with auto-registration, booted as istio-start.sh boots it', { skip, timeout: 150_000 }, () => {
   const cleanup = suiteCleanup();
   let vmIp: string;
+  let netnsName: string;
   let dir: string;
   let peer: Peer;
   let ca: CaPeer;
@@ -98,6 +101,7 @@ describe('a VM through a WorkloadGroup with auto-registration, booted as istio-s
   before(async () => {
     const netns = await makeNetns('vm');
     cleanup.defer(() => netns.remove());
+    netnsName = netns.name;
     vmIp = netns.hostIp.replace(/\d+$/, (last) => String(Number(last) + 1));
     // DNS capture is on (cluster.env): the VM is ready once the name table arrived.
     const nameTable = { 'vm.default.svc.cluster.local': { ips: [vmIp], registry: 'Kubernetes', namespace: 'default' } };
@@ -123,6 +127,13 @@ describe('a VM through a WorkloadGroup with auto-registration, booted as istio-s
     const proxyConfig = metadata.PROXY_CONFIG as Record<string, unknown>;
     assert.deepEqual([proxyConfig.serviceCluster, proxyConfig.controlPlaneAuthPolicy], ['vm.default', 'MUTUAL_TLS']);
     assert.deepEqual(proxyConfig.readinessProbe, { httpGet: { path: '/ready', port: 8080 }, periodSeconds: 1 });
+  });
+
+  it('captures as the script\'s iptables step sets it: inbound 8080 to 15006, outbound to 15001', async () => {
+    const nat = (await execa('ip', ['netns', 'exec', netnsName, 'iptables-save', '-t', 'nat'])).stdout;
+    assert.match(nat, /-A ISTIO_INBOUND -p tcp -m tcp --dport 8080 -j ISTIO_IN_REDIRECT/);
+    assert.match(nat, /-A ISTIO_IN_REDIRECT -p tcp -j REDIRECT --to-ports 15006/);
+    assert.match(nat, /-A ISTIO_REDIRECT -p tcp -j REDIRECT --to-ports 15001/);
   });
 
   it('gets its certificate with the token, trusting $PROV_CERT/root-cert.pem, and writes OUTPUT_CERTS there without restarting Envoy', async () => {

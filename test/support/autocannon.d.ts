@@ -19,6 +19,8 @@ declare module 'autocannon' {
   }
   interface Instance extends PromiseLike<Result> {
     stop(): void;
+    /** Each answer as it comes. */
+    on(event: 'response', listener: (client: unknown, statusCode: number, resBytes: number, responseTime: number) => void): this;
   }
   export default function autocannon(options: Options): Instance & Promise<Result>;
 }

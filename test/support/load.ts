@@ -11,23 +11,31 @@ export interface LoadResult {
 /**
  * Keep-alive load with autocannon: `connections` persistent connections, pipelining 1,
  * for `durationS`, or until `until` aborts when given (`durationS` is then the cap).
+ * `onOk` is told of each 2xx as it comes, for a test that stops the load once enough ran.
  */
-export async function keepAliveLoad(url: string, connections: number, durationS: number, until?: AbortSignal): Promise<LoadResult & { raw: unknown }> {
+export async function keepAliveLoad(
+  url: string,
+  connections: number,
+  durationS: number,
+  until?: AbortSignal,
+  onOk?: () => void,
+): Promise<LoadResult & { raw: unknown }> {
   const run = autocannon({ url, connections, duration: durationS, timeout: 5 });
   until?.addEventListener('abort', () => run.stop(), { once: true });
+  if (onOk) run.on('response', (_client, status) => void (status >= 200 && status < 300 && onOk()));
   const result = await run;
   const failed = result.errors + result.non2xx;
   return { ok: result['2xx'], failed, samples: failed ? [`errors ${result.errors}, timeouts ${result.timeouts}, non2xx ${result.non2xx}`] : [], raw: result };
 }
 
-/** One fresh TLS connection per request, `parallel` at a time, until `durationS` is over or `until` aborts. */
-export async function newConnectionLoad(url: string, parallel: number, durationS: number, until?: AbortSignal): Promise<LoadResult> {
+/** One fresh TLS connection per request, `parallel` at a time, until `durationS` is over or `until` aborts; `onOk` as above. */
+export async function newConnectionLoad(url: string, parallel: number, durationS: number, until?: AbortSignal, onOk?: () => void): Promise<LoadResult> {
   const result: LoadResult = { ok: 0, failed: 0, samples: [] };
   const deadline = Date.now() + durationS * 1000;
   const worker = async () => {
     while (Date.now() < deadline && !until?.aborted) {
       const outcome = await getOnce(url);
-      if (outcome === 'ok') result.ok++;
+      if (outcome === 'ok') (result.ok++, onOk?.());
       else {
         result.failed++;
         if (result.samples.length < 5) result.samples.push(outcome);

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { connect as connectSocket, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TimerHost } from '../../src/shared/clock.ts';
 import { silentLogger } from '../../src/shared/log.ts';
 import type { StatusDeps } from '../../src/status/handler.ts';
 import { startStatusServer, type StatusServer } from '../../src/status/server.ts';
@@ -19,9 +20,9 @@ export interface StatusRig {
   close(): Promise<void>;
 }
 
-export async function startStatusRig(deps: StatusDeps, prefix: string): Promise<StatusRig> {
+export async function startStatusRig(deps: StatusDeps, prefix: string, timers?: TimerHost): Promise<StatusRig> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  const server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps, logger: silentLogger });
+  const server = await startStatusServer({ port: 0, readinessSocketPath: join(dir, 'READINESS'), deps, logger: silentLogger, timers });
   const sockets: Socket[] = [];
   return {
     server,
