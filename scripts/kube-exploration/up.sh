@@ -94,8 +94,8 @@ istiod() {
   # Kubernetes mode: no ./etc/istio/config/mesh and no ./var/lib/istio/inject in its working dir, so mesh config and injector
   # config come from the ConfigMaps render.py made. Upstream Envoy: no metadata exchange / ALPN filters (ISTIOD.md).
   cd "$RUN/istiod"
-  POD_NAMESPACE=istio-system POD_NAME=istiod-kx REVISION=default KUBECONFIG=$KUBECONFIG \
   [ -z "${ISTIOD_ENV:-}" ] || export ${ISTIOD_ENV?}   # e.g. ISTIOD_ENV=PILOT_ENABLE_AMBIENT=true (waypoints)
+  POD_NAMESPACE=istio-system POD_NAME=istiod-kx REVISION=default KUBECONFIG=$KUBECONFIG \
   PILOT_ENABLE_METADATA_EXCHANGE=false PILOT_ENABLE_ALPN_FILTER=false \
     start istiod "$BIN/pilot-discovery" discovery --kubeconfig "$KUBECONFIG" --grpcAddr "$BR_IP:15010" \
     --secureGRPCAddr "$BR_IP:15012" --httpsAddr "$BR_IP:15017" --httpAddr "$ISTIOD_HTTP" --monitoringAddr "$BR_IP:15014" \
