@@ -10,6 +10,7 @@ import { FakeProxy } from '../agent/fake-proxy.ts';
 import { caSettingsFromEnv } from '../ca/ca-settings.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
 import { readEnvSettings } from '../settings/env-settings.ts';
+import { wasmEnv } from '../settings/wasm-env.ts';
 import type { FakeClock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { RuntimeContext } from './context.ts';
@@ -124,9 +125,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.equal(await run, 0);
   });
 
-  it('without DNS or a CA, readiness asks Envoy (no part to blame for a missing certificate)', async () => {
+  it('without DNS, a CA or the Wasm loader, the recipe runs and readiness asks Envoy (no part to blame for a missing certificate)', async () => {
     ctx.config = { ...ctx.config, statusPort: await freePort(), proxyAdminPort: await freePort() };
-    const run = runEnvoyRecipe(ctx, { ...inputs, proxy: new FakeProxy() });
+    const wasm = readEnvSettings({ ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: 'false' }, wasmEnv);
+    const run = runEnvoyRecipe(ctx, { ...inputs, wasm, proxy: new FakeProxy() });
     await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
     const response = await fetch(`http://127.0.0.1:${ctx.config.statusPort}/healthz/ready`);
     assert.equal(response.status, 503);
