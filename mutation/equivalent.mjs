@@ -449,6 +449,36 @@ export const equivalent = [
     parent: 'if (info) await rm(path, { force: true });',
     why: 'when lstat found nothing at the path, rm with force finds nothing either and removes nothing: the claim goes on the same',
   },
+  {
+    file: 'src/shared/downward-api.ts',
+    code: "''",
+    parent: "body.replace(escapePattern, '')",
+    why: 'the valid escapes are replaced only to look at what is left for a quote, backslash or newline: any replacement without those three reads the same',
+  },
+  {
+    file: 'src/shared/downward-api.ts',
+    code: "'utf8'",
+    parent: "Buffer.byteLength(body, 'utf8')",
+    why: "Node's Buffer reads an empty encoding name as its default, utf8: the same bytes",
+  },
+  {
+    file: 'src/shared/downward-api.ts',
+    code: "'utf8'",
+    parent: "out.write(body.slice(last, match.index), size, 'utf8')",
+    why: "Node's Buffer reads an empty encoding name as its default, utf8: the same bytes",
+  },
+  {
+    file: 'src/shared/downward-api.ts',
+    code: "'utf8'",
+    parent: "out.write(body.slice(last), size, 'utf8')",
+    why: "Node's Buffer reads an empty encoding name as its default, utf8: the same bytes",
+  },
+  {
+    file: 'src/shared/downward-api.ts',
+    code: "'utf8'",
+    parent: "Buffer.from(String.fromCodePoint(code), 'utf8')",
+    why: "Node's Buffer reads an empty encoding name as its default, utf8: the same bytes",
+  },
 ];
 
 const matches = (path, entry) => {

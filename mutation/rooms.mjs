@@ -272,7 +272,8 @@ export const rooms = {
       'src/ca/ca-settings.test.ts',
     ],
   },
-  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the proxy type, the xDS transport.
+  // The proxy command's checks before anything starts: flag combinations, log levels, node metadata, preflight, the proxy type, the xDS transport;
+  // and the process guard (signals, and a fault no caller handled: one line, the proxy stopped, exit 1).
   cli: {
     mutate: [
       'src/cli/flag-checks.ts',
@@ -283,6 +284,7 @@ export const rooms = {
       'src/cli/proxy-type.ts',
       'src/settings/proxy-type.ts',
       'src/runtime/xds-upstream.ts',
+      'src/runtime/process-guard.ts',
     ],
     tests: [
       'src/cli/flag-checks.test.ts',
@@ -294,6 +296,8 @@ export const rooms = {
       'src/cli/preflight-edges.test.ts',
       'src/runtime/preflight.test.ts',
       'src/settings/settings-precedence.test.ts',
+      'src/runtime/process-guard.test.ts',
+      'src/runtime/process-guard-edges.test.ts',
     ],
   },
   // The DNS proxy: what handles a query, a forwarder's answer, an NDS table or the last-known-good

@@ -7,7 +7,7 @@ import { resolveAgentConfig } from '../settings/resolve-agent-config.ts';
 import type { AgentConfig } from '../settings/proxy-settings.ts';
 import { checkResolvedConfig } from './preflight.ts';
 import { proxyFlags, toOption } from './proxy-flags.ts';
-import { xdsRootCaFile, xdsTransport, xdsUpstream } from '../runtime/xds-upstream.ts';
+import { effectiveAuthPolicy, xdsRootCaFile, xdsTransport, xdsUpstream } from '../runtime/xds-upstream.ts';
 
 /** Parses a proxy command line as the CLI does; returns the config or the one-line error. */
 function parse(args: string[]): AgentConfig | string {
@@ -111,4 +111,11 @@ test('the root istiod must chain to, in Istio\'s order: the flag (SYSTEM too), a
       `${args.join(' ')} (mounted root ${mountedExists ? 'present' : 'absent'})`,
     );
   }
+});
+
+test('PROV_CERT on a plaintext discovery address (15010) stays plaintext: no certificate offered, NONE reported', () => {
+  const config = parse(['--discoveryAddress', 'istio-pilot:15010']);
+  assert.ok(typeof config !== 'string', String(config));
+  assert.equal(xdsUpstream(config, { clusterid: '' }, '/vm/certs').policy, 'NONE');
+  assert.equal(effectiveAuthPolicy(config), 'NONE');
 });

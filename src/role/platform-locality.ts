@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { http } from '../shared/node-http.ts';
+import { timeoutSignal } from '../shared/clock.ts';
 import { localityFromLabels } from './locality.ts';
 
 /**
@@ -35,7 +36,7 @@ const defaultTimeoutMs = 5000;
 
 /** `region/zone`, or why there is none. Never throws. */
 export async function platformLocality(input: PlatformLocalityInput): Promise<PlatformLocality | undefined> {
-  const signal = AbortSignal.timeout(input.timeoutMs ?? defaultTimeoutMs);
+  const signal = timeoutSignal(input.timeoutMs ?? defaultTimeoutMs);
   try {
     if (input.cloudPlatform === 'gcp') return await gcpLocality(metadataBase(input), input.gcpZone, signal);
     if (input.cloudPlatform === 'aws') return await awsLocality(metadataBase(input), signal);

@@ -60,6 +60,7 @@ test('node metadata from settings and sources, row by row', async () => {
     ],
     ['ISTIOD_SAN names istiod', [], { ISTIOD_SAN: 'istiod.mesh' }, {}, 'PILOT_SAN', ['istiod.mesh']],
     ['localhost stands for istiod', ['--discoveryAddress', 'localhost:15012'], {}, {}, 'PILOT_SAN', ['istiod.istio-system.svc']],
+    ['any other host is its own SAN', ['--discoveryAddress', 'istiod-canary.istio-system.svc:15012'], {}, {}, 'PILOT_SAN', ['istiod-canary.istio-system.svc']],
     ['PEER_METADATA_DISCOVERY', [], { PEER_METADATA_DISCOVERY: '1' }, {}, 'METADATA_DISCOVERY', 'true'],
     ["ambient's HBONE turns metadata discovery on", [], { ISTIO_META_ENABLE_HBONE: 'true' }, {}, 'METADATA_DISCOVERY', 'true'],
     ['ENVOY_SKIP_DEPRECATED_LOGS=false', [], { ENVOY_SKIP_DEPRECATED_LOGS: 'false' }, {}, 'ENVOY_SKIP_DEPRECATED_LOGS', 'false'],

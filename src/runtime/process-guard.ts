@@ -128,7 +128,7 @@ export class ProcessGuard {
 }
 
 /** Until the proxy's logger takes over: one line on stderr. */
-const stderrReport: Report = (_level, fields, message) => {
+export const stderrReport: Report = (_level, fields, message) => {
   const details = Object.entries(fields).map(([key, value]) => `${key}=${String(value).replace(/\s+/g, ' ')}`).join(' ');
   process.stderr.write(`pilot-agent: ${message}${details ? ` (${details})` : ''}\n`);
 };

@@ -37,3 +37,9 @@ test('parseDownwardApi: a 1 MiB value (the pod info cap) without escapes, or mad
   assert.ok(parsed.ok);
   assert.equal(parsed.entries.k, `a${'\n'.repeat(512 * 1024)}b`);
 });
+
+test('unquoteGo: a value with a closing quote but no opening one is refused, not read without its first character', () => {
+  // A label written `app=web"` is malformed, as Go's strconv.Unquote says; it must not become the label app=eb.
+  for (const input of ['web"', 'a"', "'a\""]) assert.equal(unquoteGo(input), undefined, JSON.stringify(input));
+  assert.deepEqual(parseDownwardApi('app=web"\n'), { ok: false, line: 1, reason: 'value is not a double-quoted string' });
+});

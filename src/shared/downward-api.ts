@@ -33,7 +33,7 @@ export function unquoteGo(quoted: string): string | undefined {
   for (const match of body.matchAll(escapePattern)) {
     const escaped = escapeBytes(match);
     if (!escaped) return undefined;
-    if (match.index > last) size += out.write(body.slice(last, match.index), size, 'utf8');
+    size += out.write(body.slice(last, match.index), size, 'utf8'); // an empty slice writes nothing
     for (const byte of escaped) out[size++] = byte;
     last = match.index + match[0].length;
   }
