@@ -50,7 +50,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.equal(logs.lines.find((line) => line.msg === 'signal received')?.signal, 'SIGTERM');
     await new Promise(setImmediate);
     assert.deepEqual([proxy.drains, proxy.running], [[false], [0]], 'Envoy serves while it drains');
-    (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs);
+    (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs - 1);
+    await new Promise(setImmediate);
+    assert.deepEqual(proxy.running, [0], 'Envoy serves until the whole drain duration has passed');
+    (ctx.clock as FakeClock).advance(1);
     assert.equal(await within(run, 5000, 'the recipe to end'), 0);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual([await exists(join(dir, 'XDS')), await exists(join(dir, 'SDS'))], [false, false], 'sockets removed');
