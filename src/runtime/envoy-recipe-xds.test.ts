@@ -13,6 +13,9 @@ import { runEnvoyRecipe } from './envoy-recipe.ts';
 
 type Setup = Awaited<ReturnType<typeof recipeSetup>>;
 
+const deltaPath = '/envoy.service.discovery.v3.AggregatedDiscoveryService/DeltaAggregatedResources';
+const sotwPath = '/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources';
+
 /** A discovery server's port that only counts TCP connections (and drops them at the end). */
 async function countingServer() {
   const sockets: Socket[] = [];
@@ -115,24 +118,27 @@ describe('the envoy recipe and the discovery server (FakeProxy, fake clock)', ()
     });
   }
 
-  it("each later epoch's spawn dials again ahead of its Envoy (a hot restart's new Envoy opens its own stream)", async () => {
-    const { ctx, inputs, guard } = setup;
-    const calls: string[] = [];
-    let called = () => undefined as void;
-    const upstream = await startScriptedUpstream((_stream, headers) => (calls.push(String(headers[':path'])), called()));
-    opened.push(upstream);
-    const nextCall = () => new Promise<void>((resolve) => (called = resolve));
-    const first = nextCall();
-    const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy: new FakeProxy() });
-    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
-    await within(first, 5000, "the dial for epoch 0's Envoy");
-    const second = nextCall();
-    ctx.events.envoySpawned.emit({ epoch: 1, pid: 100_001 });
-    await within(second, 5000, "the dial for epoch 1's Envoy");
-    assert.equal(calls.length, 2);
-    await guard.stops[0]!();
-    assert.equal(await run, 0);
-  });
+  for (const [deltaXds, path] of [[true, deltaPath], [false, sotwPath]] as const) {
+    it(`each later epoch's spawn dials again ahead of its Envoy (a hot restart's new Envoy opens its own stream), deltaXds ${deltaXds}`, async () => {
+      const { ctx, inputs, guard } = setup;
+      ctx.config = { ...ctx.config, deltaXds };
+      const calls: string[] = [];
+      let called = () => undefined as void;
+      const upstream = await startScriptedUpstream((_stream, headers) => (calls.push(String(headers[':path'])), called()));
+      opened.push(upstream);
+      const nextCall = () => new Promise<void>((resolve) => (called = resolve));
+      const first = nextCall();
+      const run = runEnvoyRecipe(ctx, { ...inputs, upstream: upstreamAt(inputs, upstream.port), proxy: new FakeProxy() });
+      await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+      await within(first, 5000, "the dial for epoch 0's Envoy");
+      const second = nextCall();
+      ctx.events.envoySpawned.emit({ epoch: 1, pid: 100_001 });
+      await within(second, 5000, "the dial for epoch 1's Envoy");
+      assert.deepEqual(calls, Array(2).fill(path), 'the dials are for the flavour Envoy asks for');
+      await guard.stops[0]!();
+      assert.equal(await run, 0);
+    });
+  }
 
   it('serves the dir certificates over SDS; holds a rotation while the discovery server is away, until the running one nears expiry', async () => {
     const { ctx, guard, clock } = setup;

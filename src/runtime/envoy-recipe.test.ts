@@ -1,14 +1,16 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { access, rm } from 'node:fs/promises';
+import { access, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { FakeGuard, recipeSetup, type LogCapture } from '../../test/support/envoy-recipe.ts';
 import { freePort } from '../../test/support/ports.ts';
 import { within } from '../../test/support/within.ts';
 import { FakeProxy } from '../agent/fake-proxy.ts';
+import { caSettingsFromEnv } from '../ca/ca-settings.ts';
 import { dnsEnv } from '../settings/dns-env.ts';
 import { readEnvSettings } from '../settings/env-settings.ts';
+import { wasmEnv } from '../settings/wasm-env.ts';
 import type { FakeClock } from '../shared/clock.ts';
 import { AgentError } from '../shared/errors.ts';
 import type { RuntimeContext } from './context.ts';
@@ -48,7 +50,10 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     assert.equal(logs.lines.find((line) => line.msg === 'signal received')?.signal, 'SIGTERM');
     await new Promise(setImmediate);
     assert.deepEqual([proxy.drains, proxy.running], [[false], [0]], 'Envoy serves while it drains');
-    (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs);
+    (ctx.clock as FakeClock).advance(ctx.config.terminationDrainDurationMs - 1);
+    await new Promise(setImmediate);
+    assert.deepEqual(proxy.running, [0], 'Envoy serves until the whole drain duration has passed');
+    (ctx.clock as FakeClock).advance(1);
     assert.equal(await within(run, 5000, 'the recipe to end'), 0);
     assert.deepEqual(proxy.running, []);
     assert.deepEqual([await exists(join(dir, 'XDS')), await exists(join(dir, 'SDS'))], [false, false], 'sockets removed');
@@ -119,6 +124,52 @@ describe('the envoy recipe, in process (FakeProxy, fake clock)', () => {
     const response = await fetch(`http://127.0.0.1:${statusPort}/healthz/ready`);
     assert.equal(response.status, 503);
     assert.match(await response.text(), /the name table has not arrived yet/);
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
+  });
+
+  it('without DNS, a CA or the Wasm loader, the recipe runs and readiness asks Envoy (no part to blame for a missing certificate)', async () => {
+    ctx.config = { ...ctx.config, statusPort: await freePort(), proxyAdminPort: await freePort() };
+    const wasm = readEnvSettings({ ISTIO_AGENT_ENABLE_WASM_REMOTE_LOAD_CONVERSION: 'false' }, wasmEnv);
+    const run = runEnvoyRecipe(ctx, { ...inputs, wasm, proxy: new FakeProxy() });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    const response = await fetch(`http://127.0.0.1:${ctx.config.statusPort}/healthz/ready`);
+    assert.equal(response.status, 503);
+    assert.match(await response.text(), /^not ready: Envoy admin /, "the answer is Envoy's, not a failed lookup of an absent part");
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
+  });
+
+  it('with a gRPC bootstrap path, a proxyless app beside Envoy gets a bootstrap naming the relay, the node and the certificates', async () => {
+    const grpcBootstrapPath = join(dir, 'grpc-bootstrap.json');
+    const env = { CA_ADDR: '127.0.0.1:9', POD_NAMESPACE: 'ns', SERVICE_ACCOUNT: 'app', OUTPUT_CERTS: join(dir, 'out') };
+    const caSettings = caSettingsFromEnv({ env, tokenFile: undefined, certFilesMounted: false });
+    const bootstrap = { ...inputs.bootstrap, locality: { region: 'r1', zone: 'z1' } };
+    const run = runEnvoyRecipe(ctx, { ...inputs, bootstrap, caSettings, grpcBootstrapPath, proxy: new FakeProxy() });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    const written = JSON.parse(await readFile(grpcBootstrapPath, 'utf8'));
+    assert.equal(written.node.id, inputs.bootstrap.nodeId);
+    assert.equal(written.node.locality?.zone, 'z1');
+    assert.match(JSON.stringify(written.xds_servers), /XDS/, 'the app reaches istiod through the relay');
+    assert.match(JSON.stringify(written.certificate_providers), new RegExp(join(dir, 'out')), "the CA's OUTPUT_CERTS");
+    await guard.stops[0]!();
+    assert.equal(await run, 0);
+  });
+
+  it("with a readinessProbe, the workload health checks run and report Envoy's readiness first, a CA's missing certificate included", async () => {
+    const env = { CA_ADDR: '127.0.0.1:9', POD_NAMESPACE: 'ns', SERVICE_ACCOUNT: 'app' };
+    const caSettings = caSettingsFromEnv({ env, tokenFile: undefined, certFilesMounted: false });
+    const action = { kind: 'exec' as const, command: ['true'], timeoutMs: 1000 };
+    const probe = { action, initialDelayMs: 0, periodMs: 1000, successThreshold: 1, failureThreshold: 1 };
+    const health = { probe, network: { destination: '127.0.0.1', localAddress: '127.0.0.1', http2: false, keepAlive: false } };
+    const run = runEnvoyRecipe(ctx, { ...inputs, caSettings, health, proxy: new FakeProxy() });
+    await within(ctx.events.envoySpawned.first(), 5000, 'epoch 0 spawned');
+    assert.equal((await within(logs.waitFor('asking the CA for the workload certificate'), 5000, 'the CA client started')).ca, '127.0.0.1:9');
+    assert.equal((await within(logs.waitFor('workload health checks start'), 5000, 'the health part started')).kind, 'exec');
+    (ctx.clock as FakeClock).advance(0);
+    const unhealthy = await within(logs.waitFor('workload unhealthy: failure threshold reached'), 5000, 'the first verdict');
+    assert.equal(unhealthy.component, 'health');
+    assert.match(String(unhealthy.reason), /^Envoy is not ready: no workload certificate yet/, "the CA's problem, through Envoy's readiness");
     await guard.stops[0]!();
     assert.equal(await run, 0);
   });

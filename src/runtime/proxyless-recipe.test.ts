@@ -7,6 +7,7 @@ import { AdsTestClient, sotwRequest } from '../../test/support/ads-client.ts';
 import { FakeGuard, recipeSetup, type LogCapture } from '../../test/support/envoy-recipe.ts';
 import { freePort } from '../../test/support/ports.ts';
 import { within } from '../../test/support/within.ts';
+import { caSettingsFromEnv } from '../ca/ca-settings.ts';
 import type { RuntimeContext } from './context.ts';
 import { runProxylessRecipe, type ProxylessInputs } from './proxyless-recipe.ts';
 
@@ -91,6 +92,43 @@ describe('the proxyless recipe, in process (no Envoy: the relay, the bootstrap, 
     assert.deepEqual(await upWhenRelayStopped, ['XDS'], 'the status server stopped before the relay');
     assert.deepEqual(upWhenStopped, [], '`stopped` is told last, every socket removed');
     assert.deepEqual([guard.terminate.length, guard.stops.length], [0, 0], 'hooks undone');
+    const written = logs.lines.find((line) => line.msg === 'gRPC xDS bootstrap written; Envoy is disabled (proxyless gRPC)');
+    assert.equal(written?.path, inputs.bootstrapPath, "the bootstrap's log line names where the app finds it");
+    assert.deepEqual(logs.lines.find((line) => line.msg === 'signal received')?.signal, 'SIGTERM', 'the signal is logged by name');
+  });
+
+  it('POST /quitquitquit on the status server ends the run, for the reason quitquitquit', async () => {
+    const run = runProxylessRecipe(ctx, inputs);
+    await within(guard.hooked, 5000, 'the hooks registered');
+    const reason = ctx.events.stopRequested.first();
+    const response = await fetch(`http://127.0.0.1:${ctx.config.statusPort}/quitquitquit`, { method: 'POST' });
+    assert.equal(response.status, 200);
+    assert.equal(await within(reason, 5000, 'the stop asked for'), 'quitquitquit');
+    assert.equal(await within(run, 5000, 'the recipe to end'), 0);
+    assert.deepEqual(up(), [], 'every socket removed');
+  });
+
+  it('with --statusPort 0 there is no status server: no readiness socket', async () => {
+    ctx.config = { ...ctx.config, statusPort: 0 };
+    const run = runProxylessRecipe(ctx, inputs);
+    await within(guard.hooked, 5000, 'the hooks registered');
+    assert.deepEqual(up(), ['XDS'], 'the relay alone listens');
+    guard.terminate[0]!('SIGTERM');
+    assert.equal(await within(run, 5000, 'the recipe to end'), 0);
+  });
+
+  it('with a CA, the CA client starts, the bootstrap names its OUTPUT_CERTS, and readiness waits for its certificate', async () => {
+    const env = { CA_ADDR: '127.0.0.1:9', POD_NAMESPACE: 'ns', SERVICE_ACCOUNT: 'app', OUTPUT_CERTS: join(dir, 'out') };
+    const caSettings = caSettingsFromEnv({ env, tokenFile: undefined, certFilesMounted: false });
+    const run = runProxylessRecipe(ctx, { ...inputs, caSettings });
+    await within(guard.hooked, 5000, 'the hooks registered');
+    assert.equal((await within(logs.waitFor('asking the CA for the workload certificate'), 5000, 'the CA client started')).ca, '127.0.0.1:9');
+    const written = logs.lines.find((line) => line.msg === 'gRPC xDS bootstrap written; Envoy is disabled (proxyless gRPC)');
+    assert.equal(written?.certificates, join(dir, 'out'), 'the log line says where the app reads its certificates');
+    assert.match(await readFile(inputs.bootstrapPath, 'utf8'), new RegExp(join(dir, 'out')));
+    assert.equal((await fetch(`http://127.0.0.1:${ctx.config.statusPort}/healthz/ready`)).status, 503, 'no certificate yet');
+    guard.terminate[0]!('SIGTERM');
+    assert.equal(await within(run, 5000, 'the recipe to end'), 0);
   });
 
   it("a fault's stop resolves only once every part is stopped: no xDS or readiness socket behind", async () => {
@@ -99,7 +137,9 @@ describe('the proxyless recipe, in process (no Envoy: the relay, the bootstrap, 
     // What is left when `stopped` is told: the process exits 1 right after it.
     let upWhenStopped: string[] | undefined;
     ctx.events.stopped.on(() => (upWhenStopped = up()));
+    const reason = ctx.events.stopRequested.first();
     await within(guard.stops[0]!(), 5000, 'the fault stop');
+    assert.equal(await reason, 'fault', 'the stop is asked for as a fault');
     assert.deepEqual(upWhenStopped, [], 'the fault stop waited for the whole stack: the sockets removed first');
     assert.deepEqual(up(), [], 'nothing left once the fault stop resolves');
     assert.equal(await run, 0);
