@@ -72,13 +72,15 @@ objects() {
     log "Istio CRDs applied"; }
   local gw=${GWAPI_CRDS:-$(GOFLAGS= go env GOMODCACHE 2>/dev/null)/sigs.k8s.io/gateway-api@$(awk '$1 == "sigs.k8s.io/gateway-api" {print $2}' "$ISTIO_SRC/go.mod")/config/crd/standard}
   if [ -d "$gw" ] && ! "$BIN/kubectl" get crd gateways.gateway.networking.k8s.io >/dev/null 2>&1; then   # Gateway API, as Istio's go.mod pins it
-    cat "$gw"/*.yaml | "$BIN/kubectl" apply --server-side -f - >/dev/null; log "Gateway API CRDs applied ($gw)"; fi
+    for f in "$gw"/gateway.networking.k8s.io_*.yaml; do "$BIN/kubectl" apply --server-side -f "$f" >/dev/null; done   # one file each: they do not all end in a newline
+    "$BIN/kubectl" wait --for condition=Established --timeout=60s crd/gateways.gateway.networking.k8s.io crd/httproutes.gateway.networking.k8s.io >/dev/null
+    log "Gateway API CRDs applied ($gw)"; fi
   "$BIN/kubectl" get node "$NODE" >/dev/null 2>&1 || { kubelet node "$NODE" "$BR_IP" "$KUBE_VERSION"; log "node $NODE ($KUBE_VERSION)"; }
   python3 "$KUBE_SH/render.py" "$ISTIO_SRC" "$BR_IP" | "$BIN/kubectl" apply -f - >/dev/null; log "render.py objects applied (istio-system)"
   "$BIN/kubectl" label ns "$NS" istio-injection=enabled --overwrite >/dev/null
   # the controller-manager's jobs that pods need, done once by hand: kube-root-ca.crt (kube-api-access volumes)
-  "$BIN/kubectl" -n "$NS" create configmap kube-root-ca.crt --from-file=ca.crt="$RUN/pki/ca.crt" --dry-run=client -o yaml | "$BIN/kubectl" apply -f - >/dev/null
-  for n in "$NS" istio-system; do
+  for n in "$NS" istio-system; do   # istio-system too: the gateway chart's pod mounts it
+    "$BIN/kubectl" -n "$n" create configmap kube-root-ca.crt --from-file=ca.crt="$RUN/pki/ca.crt" --dry-run=client -o yaml | "$BIN/kubectl" apply -f - >/dev/null
     "$BIN/kubectl" -n "$n" get sa default >/dev/null 2>&1 || "$BIN/kubectl" -n "$n" create sa default >/dev/null; done
 }
 
