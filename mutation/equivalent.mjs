@@ -38,6 +38,11 @@ export const equivalent = [
     why: "a /proc entry that is not all digits ('self', 'x12', '12x') gives Number() NaN, and /proc/NaN has no cmdline: the anchors only decide which names reach that dead end",
   },
   {
+    file: 'src/envoy/stderr-fifo.ts',
+    code: "{ stdin: 'ignore' }",
+    why: "mkfifo never reads its stdin: execa's default pipe is made and closed unread, and the FIFO is the same",
+  },
+  {
     file: 'src/status/readiness.ts',
     code: "'LIVE'",
     why: 'serverStates[0] names state 0, and describeState is only called when server.state is not 0 (LIVE is judged on workers and config instead): no reason ever shows it',

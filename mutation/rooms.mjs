@@ -422,6 +422,7 @@ export const rooms = {
       'src/envoy/leftovers-edges.test.ts',
       'src/envoy/envoy-process.test.ts',
       'src/envoy/stderr-fifo.test.ts',
+      'src/envoy/validate-runs.test.ts',
     ],
   },
   // Envoy's log components (generated from the binary): module-level data, so Stryker runs every test

@@ -75,11 +75,17 @@ test('local addresses are IPv6 only when every node IP is IPv6', () => {
 test('ISTIO_ENVOY_ENABLE_CORE_DUMP passes --enable-core-dump, as Istio\'s agent does; never otherwise', () => {
   assert.ok(buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', enableCoreDump: true } }).includes('--enable-core-dump'));
   assert.ok(!buildEnvoyArgs(input).includes('--enable-core-dump'));
+  // Nothing else comes or goes with it: the command line without is the one with, less that flag.
+  const withDump = buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', enableCoreDump: true } });
+  assert.deepEqual(buildEnvoyArgs(input), withDump.filter((arg) => arg !== '--enable-core-dump'));
 });
 
 test('ProxyConfig fileFlushMinSizeKb passes --file-flush-min-size-kb, as Istio\'s agent does; not when unset', () => {
   assert.equal(flagValue(buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', fileFlushMinSizeKb: 64 } }), '--file-flush-min-size-kb'), '64');
   assert.ok(!buildEnvoyArgs(input).includes('--file-flush-min-size-kb'));
+  const withMin = buildEnvoyArgs({ ...input, launch: { localAddressIpVersion: 'v4', fileFlushMinSizeKb: 64 } });
+  const at = withMin.indexOf('--file-flush-min-size-kb');
+  assert.deepEqual(buildEnvoyArgs(input), [...withMin.slice(0, at), ...withMin.slice(at + 2)]);
 });
 
 test('the bootstrap override reaches Envoy and its validation as --config-yaml', () => {

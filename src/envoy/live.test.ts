@@ -93,8 +93,9 @@ test('stopped while /server_info was being asked: no LIVE is told, even if the a
 });
 
 test('an epoch still not LIVE after 30 s is told once (it waits for its config); one LIVE before is never', async () => {
-  const run = async (answers: Answer[], polls: number) => {
-    const clock = new FakeClock();
+  // The clock starts where it is told (an agent up for a while), not at 0: the wait is counted from the watch's start.
+  const run = async (answers: Answer[], polls: number, start = 0) => {
+    const clock = new FakeClock(start);
     const stop = new AbortController();
     const waited: number[] = [];
     const admin = scriptedAdmin(answers, []);
@@ -111,4 +112,23 @@ test('an epoch still not LIVE after 30 s is told once (it waits for its config);
   assert.deepEqual(await run([starting], polls - 1), [], 'not before 30 s');
   assert.deepEqual(await run([starting], polls + 50), [waitingNoticeMs]);
   assert.deepEqual(await run([starting, liveNew], polls + 50), []);
+  const since = 5_000_000;
+  assert.deepEqual(await run([starting], polls - 1, since), [], 'not before 30 s of this watch, whatever the clock read at its start');
+  assert.deepEqual(await run([starting], polls + 50, since), [waitingNoticeMs]);
+});
+
+test('an epoch LIVE past 30 s without an onWaiting hook still reports LIVE (the notice is optional)', async () => {
+  const polls = waitingNoticeMs / livePollMs;
+  const live: LiveDetails[] = [];
+  const answers = [...Array.from({ length: polls + 10 }, () => starting), liveNew];
+  const clock = new FakeClock();
+  const stop = new AbortController();
+  const done = watchLive({ admin: scriptedAdmin(answers, []), clock, bootstrapPath: rev(1), signal: stop.signal, onLive: (details) => live.push(details) });
+  for (let i = 0; i < polls + 50; i++) {
+    await new Promise((resolve) => setImmediate(resolve));
+    clock.advance(livePollMs);
+  }
+  stop.abort();
+  await done;
+  assert.deepEqual(live, [{ envoyVersion: 'v-epoch-1' }]);
 });

@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
+import { fstatSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
 import { execa } from 'execa';
 import { pino } from 'pino';
 import { tempDir } from '../../test/support/cleanup.ts';
+import { waitUntil } from '../../test/support/poll.ts';
 import { within } from '../../test/support/within.ts';
 import { StderrFifos } from './stderr-fifo.ts';
 
 function capture() {
-  const logged: { level: number; msg: string }[] = [];
+  const logged: { level: number; msg: string; err?: { message?: string } }[] = [];
   return { logged, logger: pino({ level: 'info' }, { write: (text: string) => void logged.push(JSON.parse(text)) }) };
 }
 
@@ -35,4 +37,26 @@ it('where no FIFO can be made, none is tried again: Envoy keeps a piped stderr, 
   assert.equal(await fifos.open(0), undefined);
   assert.equal(await fifos.open(1), undefined);
   assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[40, "no FIFO for Envoy's stderr: it is a socket, so an access log to /dev/stderr cannot open"]]);
+  assert.match(String(logged[0]?.err?.message), /mkfifo/, 'the warning carries the error that made it');
 });
+
+it('an epoch never spawned: close gives back the write end it would have handed to Envoy', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'stderr-fifo-');
+  const { logged, logger } = capture();
+  const fifo = await new StderrFifos(dir, logger).open(0);
+  assert.ok(fifo, JSON.stringify(logged));
+  assert.ok(isOpen(fifo.writeFd));
+  fifo.close();
+  await waitUntil('the write end to be closed', () => !isOpen(fifo.writeFd), 10_000);
+  assert.deepEqual(await readdir(dir), []);
+});
+
+function isOpen(fd: number): boolean {
+  try {
+    fstatSync(fd);
+    return true;
+  } catch {
+    return false;
+  }
+}

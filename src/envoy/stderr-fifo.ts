@@ -52,7 +52,8 @@ export class StderrFifos {
       this.#logger.warn({ err: error }, "no FIFO for Envoy's stderr: it is a socket, so an access log to /dev/stderr cannot open");
       return undefined;
     } finally {
-      await remove(path, { force: true }).catch(() => undefined);
+      // Unlinked once both ends are open; when the FIFO was never made, there is nothing to unlink.
+      await remove(path).catch(() => undefined);
     }
   }
 }
