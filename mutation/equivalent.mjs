@@ -43,6 +43,22 @@ export const equivalent = [
     why: "mkfifo never reads its stdin: execa's default pipe is made and closed unread, and the FIFO is the same",
   },
   {
+    file: 'src/status/merged-metrics.ts',
+    code: 'filter.dropPartial();',
+    why: "after Envoy's part broke off or hit its cap nothing reads the filter's cut line again: envoyPart returns, and the app's part goes through text(), which never looks at it",
+  },
+  {
+    file: 'src/status/pipeline.ts',
+    code: '() => void (lane.waiting = [])',
+    why: "a closed connection is destroyed: each waiting request's #run returns at `socket.destroyed`, and no resume follows; the list goes with the lane, a WeakMap entry of the socket",
+  },
+  {
+    file: 'src/status/pipeline.ts',
+    code: "'close'",
+    parent: "socket.once('close', () => void (lane.waiting = []))",
+    why: 'the same listener as the entry above, never called: equivalent for the same reason',
+  },
+  {
     file: 'src/status/readiness.ts',
     code: "'LIVE'",
     why: 'serverStates[0] names state 0, and describeState is only called when server.state is not 0 (LIVE is judged on workers and config instead): no reason ever shows it',
