@@ -12,7 +12,7 @@
  * main; `none`: this checkout alone) built in a temp worktree, in the same run, builds alternating.
  * Run beside /tmp/hogs.sh for the loaded figures.
  *
- * Run (root): .tools/bin/node bench/scrape-flood.ts [--readers 200] [--rounds 2] [--baseline main] [--prof DIR]
+ * Run (root): .tools/bin/node bench/scrape-flood.ts [--readers 200] [--rounds 2] [--baseline main|none] [--agent LABEL=PATH] [--prof DIR]
  */
 import { parseArgs } from 'node:util';
 import { execa } from 'execa';
@@ -32,6 +32,8 @@ const options = {
   baseline: { type: 'string', default: 'main' },
   /** A directory for a CPU profile of this checkout's agent (no baseline then). */
   prof: { type: 'string' },
+  /** Another build's entry point, LABEL=PATH (e.g. a variant of the limits), measured beside these. */
+  agent: { type: 'string', multiple: true, default: [] as string[] },
 } as const;
 const { values } = parseArgs({ options });
 
@@ -138,7 +140,8 @@ async function main(): Promise<void> {
   const peer = await startPeer([...simpleHttpService({ listenerPort: await freePort(), upstreamPort }), ...bulk]);
   const netns = await makeNetns('flood');
   const profiled = { ...currentBuild(), viaShebang: false, nodeArgs: ['--disable-sigusr1', '--max-semi-space-size=1', '--cpu-prof', `--cpu-prof-dir=${values.prof}`] };
-  const builds = values.prof ? [profiled] : values.baseline === 'none' ? [currentBuild()] : [currentBuild(), await buildRef(values.baseline)];
+  const others = values.agent.map((spec) => ({ label: spec.slice(0, spec.indexOf('=')), bin: spec.slice(spec.indexOf('=') + 1), viaShebang: true, remove: async () => {} }));
+  const builds = values.prof ? [profiled] : [currentBuild(), ...others, ...(values.baseline === 'none' ? [] : [await buildRef(values.baseline)])];
   try {
     await execa('ip', ['netns', 'exec', netns.name, 'sysctl', '-qw', 'net.ipv4.tcp_rmem=4096 4096 4096']);
     for (let round = 0; round < Number(values.rounds); round++) {
