@@ -54,6 +54,11 @@ export const equivalent = [
   },
   {
     file: 'src/status/pipeline.ts',
+    code: "socket.once('close', () => void (lane.waiting = []));",
+    why: 'the same listener as the entry above, not added at all: equivalent for the same reason',
+  },
+  {
+    file: 'src/status/pipeline.ts',
     code: "'close'",
     parent: "socket.once('close', () => void (lane.waiting = []))",
     why: 'the same listener as the entry above, never called: equivalent for the same reason',
