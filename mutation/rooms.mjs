@@ -479,6 +479,7 @@ export const rooms = {
       'src/runtime/run-plan.test.ts',
       'src/runtime/envoy-recipe.test.ts',
       'src/runtime/envoy-recipe-xds.test.ts',
+      'src/runtime/envoy-recipe-parts.test.ts',
       'src/runtime/proxyless-recipe.test.ts',
       'src/runtime/events.test.ts',
       'src/runtime/relay.test.ts',

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -38,6 +38,15 @@ async function planOf(env: Record<string, string> = {}): Promise<{ plan: RunPlan
   return { plan, inputs, guard };
 }
 
+/** A stand-in Envoy: says its version, passes the certificate check, serves (sleeps, 30 s at most) until stopped. */
+const standIn = `#!/bin/sh
+case "$1" in
+  --version) echo "envoy  version: stand-in/1.40.0/Clean/RELEASE/BoringSSL"; exit 0 ;;
+  --mode) echo "configuration '$4' OK"; exit 0 ;;
+esac
+exec sleep 30
+`;
+
 /** Ends the run as a pod's stop does: SIGTERM, then another to cut Envoy's drain short. */
 async function stop(guard: FakeGuard): Promise<void> {
   await waitUntil('the run to hook the process', () => guard.terminate.length === 1, 5000);
@@ -73,6 +82,20 @@ describe('runPlan: checks the plan, says what starts, runs its recipe', () => {
     await stop(guard);
     assert.equal(await within(run, 10_000, 'the run to end'), 0);
     assert.ok(inputs.logs.lines.some((line) => line.msg === 'gRPC xDS bootstrap written; Envoy is disabled (proxyless gRPC)'));
+  });
+
+  it("without a test's proxy the recipe runs Envoy's binary for the plan's node and bootstrap, logging as envoy", async () => {
+    const { plan, inputs, guard } = await planOf();
+    await writeFile(plan.config.binaryPath, standIn);
+    const run = runPlan(plan, inputs.logger);
+    const started = await within(inputs.logs.waitFor('envoy started'), 10_000, "Envoy's start");
+    assert.equal(started.component, 'envoy');
+    const args = started.args as string[];
+    const at = (flag: string) => args[args.indexOf(flag) + 1];
+    assert.deepEqual([at('--service-node'), at('--local-address-ip-version')], [plan.bootstrap.nodeId, 'v4']);
+    assert.equal(await readFile(at('-c')!, 'utf8'), plan.bootstrap.text, "epoch 0 runs the plan's bootstrap");
+    await stop(guard);
+    assert.equal(await within(run, 20_000, 'the run to end'), 0);
   });
 
   it('a plan the preflight refuses starts nothing: exit 2 naming the flag', async () => {
