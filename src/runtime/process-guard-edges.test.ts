@@ -114,6 +114,8 @@ test("the process's own guard: installed in a real process, a fault is one line 
     `const { processGuard } = await import(${JSON.stringify(new URL('./process-guard.ts', import.meta.url).href)});`,
     'processGuard.install();',
     "setImmediate(() => { throw new Error('boom'); });",
+    // A guard that never exits would hold the child for its 15 s stop deadline: exit 7 first (unref'd, so it holds nothing itself).
+    'setTimeout(() => process.exit(7), 5000).unref();',
   ].join('\n');
   const run = promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 });
   const failed = await run.then(() => undefined, (error: { code?: number; stderr?: string }) => error);
