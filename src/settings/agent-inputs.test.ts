@@ -112,3 +112,11 @@ test('readAgentInputs: flags over env over PROXY_CONFIG over defaults, and the t
   assert.equal(inputs.proxyConfig.origin.binaryPath, 'env PROXY_CONFIG');
   assert.deepEqual([inputs.env.pod.ip, inputs.env.dns.capture], ['198.18.0.7', true]);
 });
+
+test("readAgentEnv: the platform's env (CLOUD_PLATFORM lower-cased, GCP's zone and metadata host) and PROV_CERT, as set", () => {
+  const set = readAgentEnv({ CLOUD_PLATFORM: 'GCP', GCP_ZONE: 'us-east1-c', GCE_METADATA_HOST: 'metadata.test:8080', PROV_CERT: '/etc/certs' });
+  assert.deepEqual(set.platform, { cloudPlatform: 'gcp', gcpZone: 'us-east1-c', gceMetadataHost: 'metadata.test:8080' });
+  assert.equal(set.provCert, '/etc/certs');
+  const unset = readAgentEnv({});
+  assert.deepEqual([unset.platform, unset.provCert], [{ cloudPlatform: undefined, gcpZone: undefined, gceMetadataHost: undefined }, undefined]);
+});
