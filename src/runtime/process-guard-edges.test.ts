@@ -117,7 +117,8 @@ test("the process's own guard: installed in a real process, a fault is one line 
     // A guard that never exits would hold the child for its 15 s stop deadline: exit 7 first (unref'd, so it holds nothing itself).
     'setTimeout(() => process.exit(7), 5000).unref();',
   ].join('\n');
-  const run = promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { timeout: 30_000 });
+  // timeout(1) outlives this test: a mutant that spins the child is killed even when Stryker kills this process first.
+  const run = promisify(execFile)('timeout', ['-s', 'KILL', '10', process.execPath, '--input-type=module', '-e', script]);
   const failed = await run.then(() => undefined, (error: { code?: number; stderr?: string }) => error);
   assert.equal(failed?.code, 1, 'exit 1 after the fault');
   assert.equal(failed.stderr, 'pilot-agent: uncaught exception: stopping Envoy and exiting 1 (fault=uncaught exception error=boom)\n');
