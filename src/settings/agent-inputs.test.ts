@@ -62,6 +62,12 @@ test('readAgentEnv: a bad DNS value from proxyMetadata names the ProxyConfig fie
   assert.throws(() => readAgentEnv({ DNS_PROXY_ADDR: 'nope' }, { DNS_PROXY_ADDR: '127.0.0.1:15053' }, 'env PROXY_CONFIG'), { message: /^env DNS_PROXY_ADDR: / });
 });
 
+test("readAgentEnv: a bad proxyMetadata value's source is ProxyConfig unless the caller names the file or variable", () => {
+  assert.throws(() => readAgentEnv({}, { ISTIO_META_DNS_CAPTURE: 'yes' }), {
+    message: 'ProxyConfig: field proxyMetadata.ISTIO_META_DNS_CAPTURE: "yes" is not a boolean (true or false)',
+  });
+});
+
 test('readAgentEnv: a bad value of any table is exit 2 naming the variable', () => {
   const cases: [Record<string, string>, string][] = [
     [{ PILOT_AGENT_MERGE_ENVOY_STATS: 'yes' }, 'env PILOT_AGENT_MERGE_ENVOY_STATS: "yes" is not a boolean (true or false)'],
