@@ -496,6 +496,18 @@ export const equivalent = [
     parent: 'range.minMs !== undefined && ms < range.minMs',
     why: 'ms < undefined is false for every number: without the check an unset minimum passes the same',
   },
+  {
+    file: 'src/role/platform-locality.ts',
+    code: "'GET'",
+    parent: "method = 'GET'",
+    why: "node:http sends GET for an empty method: '' and 'GET' make the same request",
+  },
+  {
+    file: 'src/role/platform-locality.ts',
+    code: '[]',
+    parent: "typeof instanceIps === 'string' ? instanceIps.split(',') : []",
+    why: 'for an INSTANCE_IPS that is not a string, any list of words holds no IPv6 address either: the answer is false both ways',
+  },
 ];
 
 const matches = (path, entry) => {

@@ -86,6 +86,7 @@ test('a pod label\'s locality wins: the platform is not asked', async () => {
 test('the metadata server\'s address: GCE_METADATA_HOST for GCP, AWS\'s IPv6 one in a pod with IPv6, else the one link-local address', () => {
   // Compared, never dialled: the real metadata addresses stay out of the tests.
   const linkLocal = metadataBase({ cloudPlatform: 'gcp' });
+  assert.equal(linkLocal, 'http://169.254.169.254');
   assert.equal(metadataBase({ cloudPlatform: 'aws' }), linkLocal);
   assert.equal(metadataBase({ cloudPlatform: 'azure', ipv6: true }), linkLocal);
   assert.match(metadataBase({ cloudPlatform: 'aws', ipv6: true }), /^http:\/\/\[[0-9a-f:]+\]$/);
@@ -134,6 +135,7 @@ type PlatformLocalityResult = Awaited<ReturnType<typeof platformLocality>>;
 test('GCP: a zone names its region only as <area>-<region>-<zone>; the problem quotes at most 64 characters of it', async () => {
   const cases: [string, PlatformLocalityResult][] = [
     ['us-east1-c', { locality: 'us-east1/us-east1-c' }],
+    ['us-east1-cc', { locality: 'us-east1/us-east1-cc' }],
     ['us-east1', { problem: 'zone "us-east1" names no region' }],
     ['a-b-c-d', { problem: 'zone "a-b-c-d" names no region' }],
     ['x-us-east1-c', { problem: 'zone "x-us-east1-c" names no region' }],
@@ -163,4 +165,13 @@ test('INSTANCE_IPS has a routable IPv6 address: any of its entries (trimmed) tha
     ['2001:2::fe80', true],
   ];
   for (const [ips, want] of cases) assert.equal(routableIpv6In(ips), want, String(ips));
+});
+
+// A reader deaf to the response's error would wait forever (the deadline only cuts a request still running): 10 s fails it by name.
+test('an answer cut off mid-body is a problem, not a crash or a wait', { timeout: 10_000 }, async () => {
+  await using server = await metadataServer((_request, response) => {
+    response.writeHead(200, { 'content-length': '100' });
+    response.write('partial', () => response.socket?.destroy());
+  });
+  assert.match((await platformLocality({ cloudPlatform: 'azure', base: server.base }))!.problem!, /aborted|ECONNRESET|socket hang up/);
 });
