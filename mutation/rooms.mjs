@@ -19,7 +19,7 @@ function only(file, name) {
 export const rooms = {
   // The status port: access (who may reach what), readiness, content negotiation,
   // the Prometheus merge (metadata-filter, merged-metrics: the streamed page) and its capped fetch, the
-  // pipelining gate, the body's streaming (send-body), the app probes' parsing, target and redirects, and the
+  // pipelining gate, the scrape gate, the body's streaming (send-body), the app probes' parsing, target and redirects, and the
   // server's slot release and gzip choice (server.ts's tracked and encode). Left out: the rest of
   // server.ts (listening and wiring: the e2e tests run it), handler.ts routing (its tests run in the room),
   // the probes' HTTP and gRPC clients (sockets, e2e status-app-probes) and app-metrics.ts.
@@ -30,6 +30,7 @@ export const rooms = {
       'src/status/negotiate.ts',
       'src/status/prometheus.ts',
       'src/status/pipeline.ts',
+      'src/status/scrape-gate.ts',
       'src/status/metadata-filter.ts',
       'src/status/merged-metrics.ts',
       'src/status/send-body.ts',
@@ -51,6 +52,7 @@ export const rooms = {
       'src/status/server.test.ts',
       'src/status/server-connections.test.ts',
       'src/status/pipeline.test.ts',
+      'src/status/scrape-gate.test.ts',
       'src/status/metadata-filter.test.ts',
       'src/status/merged-metrics.test.ts',
       'src/status/send-body.test.ts',

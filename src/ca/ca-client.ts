@@ -7,11 +7,14 @@ const path = '/istio.v1.auth.IstioCertificateService/CreateCertificate';
 /** A chain is a few KB; anything near this is not a certificate answer. */
 export const maxAnswerBytes = 1 << 20;
 
+/** TLS towards the CA: the roots its certificate must chain to, the name it must carry, PROV_CERT's identity if any. */
+export interface CaTls { roots: Buffer; serverName: string; cert?: Buffer; key?: Buffer }
+
 export interface CaEndpoint {
   /** host:port of the CA (istiod's 15012 by default). */
   address: string;
   /** TLS towards the CA; absent for a plaintext CA (tests, a local CA). */
-  tls?: { roots: Buffer; serverName: string; cert?: Buffer; key?: Buffer };
+  tls?: CaTls;
   clusterId?: string;
   /** CA_HEADER_*: extra metadata on every call (lower-case names, checked at start). */
   headers?: Record<string, string>;
@@ -22,6 +25,8 @@ export interface CaCall {
   request: CertificateRequest;
   token: string | undefined;
   timeoutMs: number;
+  /** Where the call's TLS credentials come from (caCredentials()); one kept per process by default. */
+  credentials?: CaCredentials;
 }
 
 /** `code` is the gRPC status name, or what went wrong before one: CONNECT, TLS, PROTOCOL. */
@@ -38,7 +43,7 @@ export type CaResult = { ok: true; chain: string[] } | { ok: false; code: string
  */
 export async function createCertificate(call: CaCall): Promise<CaResult> {
   const grpc = await loadGrpc();
-  const client = new grpc.Client(call.endpoint.address, credentialsFor(grpc, call.endpoint), {
+  const client = new grpc.Client(call.endpoint.address, (call.credentials ?? sharedCredentials)(grpc, call.endpoint), {
     'grpc.max_receive_message_length': maxAnswerBytes,
     ...(call.endpoint.tls ? { 'grpc.ssl_target_name_override': call.endpoint.tls.serverName, 'grpc.default_authority': call.endpoint.tls.serverName } : {}),
   });
@@ -53,11 +58,32 @@ export async function createCertificate(call: CaCall): Promise<CaResult> {
   }
 }
 
-function credentialsFor(grpc: typeof Grpc, endpoint: CaEndpoint): Grpc.ChannelCredentials {
-  if (!endpoint.tls) return grpc.credentials.createInsecure();
-  const { roots, cert, key } = endpoint.tls;
-  return grpc.credentials.createSsl(roots, key ?? null, cert ?? null);
+export type CaCredentials = (grpc: typeof Grpc, endpoint: CaEndpoint) => Grpc.ChannelCredentials;
+export type MakeCaCredentials = (grpc: typeof Grpc, tls: CaTls) => Grpc.ChannelCredentials;
+
+const makeSsl: MakeCaCredentials = (grpc, { roots, key, cert }) => grpc.credentials.createSsl(roots, key ?? null, cert ?? null);
+
+/**
+ * The CA's TLS credentials, made once per trust config (roots, and
+ * PROV_CERT's cert and key) and kept while it stays the same: each one is
+ * an OpenSSL context in native memory, and one per call (a rotation every
+ * few seconds with short certificates) kept the main malloc arena growing
+ * (docs/benchmarks.md, issue 44). One entry: a changed file replaces it.
+ */
+export function caCredentials(make: MakeCaCredentials = makeSsl): CaCredentials {
+  let kept: { tls: CaTls; credentials: Grpc.ChannelCredentials } | undefined;
+  return (grpc, endpoint) => {
+    const tls = endpoint.tls;
+    if (!tls) return grpc.credentials.createInsecure();
+    if (!kept || !sameTrust(kept.tls, tls)) kept = { tls, credentials: make(grpc, tls) };
+    return kept.credentials;
+  };
 }
+
+const sameBytes = (a: Buffer | undefined, b: Buffer | undefined) => (a === undefined || b === undefined ? a === b : a.equals(b));
+const sameTrust = (a: CaTls, b: CaTls) => sameBytes(a.roots, b.roots) && sameBytes(a.cert, b.cert) && sameBytes(a.key, b.key);
+
+const sharedCredentials = caCredentials();
 
 function metadataFor(grpc: typeof Grpc, call: CaCall): Grpc.Metadata {
   const metadata = new grpc.Metadata();

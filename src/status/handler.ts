@@ -32,6 +32,8 @@ export interface StatusDeps {
   envoyMetrics?: (signal?: AbortSignal) => Promise<StreamedBody>;
   /** Istio's scrape counters (istio_agent_scrapes_total, istio_agent_scrape_failures_total{type}). */
   scrapes?: { scraped(): void; failed(type: 'envoy' | 'application' | 'agent'): void };
+  /** Bounds the scrapes made at once (see scrape-gate.ts): true once this one may be made, held until `done` aborts. */
+  scrapeGate?: { enter(peer: string, done: AbortSignal): Promise<boolean> };
   epochs: () => unknown;
   /** The xDS relay, when it runs; `servingLastKnownGoodSince` (ms) while it serves last-known-good config. */
   xds?: { debug(): unknown; servingLastKnownGoodSince(): number | undefined };
@@ -124,6 +126,9 @@ function lastKnownGood(deps: StatusDeps): string {
  * three start at once; Envoy's streams through as the client reads.
  */
 async function metrics(deps: StatusDeps, request: StatusRequest): Promise<StatusResponse> {
+  if (deps.scrapeGate && request.signal && !(await deps.scrapeGate.enter(request.remoteAddress, request.signal))) {
+    return text(503, 'too many scrapes at once from this peer or in all; one at a time is always served\n');
+  }
   deps.scrapes?.scraped();
   const app = deps.appMetrics?.(request.signal);
   const [agent, envoy] = await Promise.all([

@@ -3,6 +3,7 @@ import { stoppedServing, type Event, type State } from '../agent/reconcile-types
 import type { Clock } from '../shared/clock.ts';
 import { formatHostPort } from '../shared/host-port.ts';
 import type { Logger } from '../shared/log.ts';
+import { isLoopbackPeer } from './access.ts';
 import { appMetricsPart, type AppMetricsTarget } from './app-metrics.ts';
 import { appHealth } from './app-probes/app-health.ts';
 import type { AppProbe } from './app-probes/config.ts';
@@ -10,6 +11,7 @@ import type { ProbeNetwork } from './app-probes/probe-target.ts';
 import type { StatusDeps } from './handler.ts';
 import { openStream } from './prometheus.ts';
 import { registerScrapeMetrics } from './metrics.ts';
+import { ScrapeGate, scrapeLimits } from './scrape-gate.ts';
 import { ReadinessProbe, type AdminReader, type NotLive, type Readiness, type ServingEpoch } from './readiness.ts';
 import { startStatusServer, type StatusServer } from './server.ts';
 
@@ -86,6 +88,7 @@ export function statusDeps(options: StartStatusOptions): StatusDeps {
     envoyMetrics: options.app?.mergeEnvoyStats === false ? undefined
       : (signal) => openStream(`http://${adminAt(options)}/stats/prometheus`, { timeoutMs: 5000, signal }),
     scrapes: { scraped: () => scrapes.total.inc(), failed: (type) => scrapes.failures.inc({ type: type }) },
+    scrapeGate: new ScrapeGate({ ...scrapeLimits, trusted: isLoopbackPeer }),
     epochs: () => options.epochs.snapshot(agent.state),
     xds: options.xds,
     sds: options.sds,
