@@ -271,6 +271,7 @@ export const rooms = {
       'src/settings/agent-inputs.test.ts',
       'src/settings/xds-env.test.ts',
       'src/settings/env-settings.test.ts',
+      'src/settings/env-rows.test.ts',
       'src/ca/ca-settings.test.ts',
     ],
   },
