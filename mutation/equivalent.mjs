@@ -505,6 +505,35 @@ export const equivalent = [
     parent: "Buffer.from(String.fromCodePoint(code), 'utf8')",
     why: "Node's Buffer reads an empty encoding name as its default, utf8: the same bytes",
   },
+  {
+    file: 'src/settings/env-settings.ts',
+    code: 'name !== undefined',
+    parent: 'name !== undefined && env[name]',
+    why: 'find() returns the element it found: an undefined alsoEnv found through env["undefined"] is undefined, the same as nothing found',
+  },
+  {
+    file: 'src/settings/agent-inputs.ts',
+    code: 'proxyMetadata?.[name]',
+    why: 'sourceOf only names a bad value (the DNS rows have no required one); without proxyMetadata that value came from the env, so env[name] is set and the || never reads proxyMetadata',
+  },
+  {
+    file: 'src/shared/duration.ts',
+    code: 'range.minMs !== undefined',
+    parent: 'range.minMs !== undefined && ms < range.minMs',
+    why: 'ms < undefined is false for every number: without the check an unset minimum passes the same',
+  },
+  {
+    file: 'src/role/platform-locality.ts',
+    code: "'GET'",
+    parent: "method = 'GET'",
+    why: "node:http sends GET for an empty method: '' and 'GET' make the same request",
+  },
+  {
+    file: 'src/role/platform-locality.ts',
+    code: '[]',
+    parent: "typeof instanceIps === 'string' ? instanceIps.split(',') : []",
+    why: 'for an INSTANCE_IPS that is not a string, any list of words holds no IPv6 address either: the answer is false both ways',
+  },
 ];
 
 const matches = (path, entry) => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { localityBesideLabels, maxMetadataBytes, metadataBase, platformLocality } from './platform-locality.ts';
+import { localityBesideLabels, maxMetadataBytes, metadataBase, platformLocality, routableIpv6In } from './platform-locality.ts';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
@@ -47,6 +47,8 @@ test('AWS: an IMDSv2 token, then the placement under it', async () => {
     answer(response, 404, '');
   });
   assert.deepEqual(await platformLocality({ cloudPlatform: 'aws', base: server.base }), { locality: 'eu-west-1/eu-west-1a' });
+  const placement = '/latest/meta-data/placement';
+  assert.deepEqual(server.seen, ['PUT /latest/api/token', `GET ${placement}/region`, `GET ${placement}/availability-zone`]);
 });
 
 test('Azure: the instance document\'s location and zone, asked with Metadata: True', async () => {
@@ -84,9 +86,92 @@ test('a pod label\'s locality wins: the platform is not asked', async () => {
 test('the metadata server\'s address: GCE_METADATA_HOST for GCP, AWS\'s IPv6 one in a pod with IPv6, else the one link-local address', () => {
   // Compared, never dialled: the real metadata addresses stay out of the tests.
   const linkLocal = metadataBase({ cloudPlatform: 'gcp' });
+  assert.equal(linkLocal, 'http://169.254.169.254');
   assert.equal(metadataBase({ cloudPlatform: 'aws' }), linkLocal);
   assert.equal(metadataBase({ cloudPlatform: 'azure', ipv6: true }), linkLocal);
   assert.match(metadataBase({ cloudPlatform: 'aws', ipv6: true }), /^http:\/\/\[[0-9a-f:]+\]$/);
   assert.equal(metadataBase({ cloudPlatform: 'gcp', gceMetadataHost: 'metadata.google.internal:8080' }), 'http://metadata.google.internal:8080');
   assert.equal(metadataBase({ cloudPlatform: 'aws', ipv6: true, base: 'http://127.0.0.1:9' }), 'http://127.0.0.1:9');
+});
+
+test('a status other than 200 is a problem naming the URL and the status', async () => {
+  await using server = await metadataServer((request, response) => answer(response, request.method === 'PUT' ? 403 : 200, 'x'));
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'aws', base: server.base }), { problem: `${server.base}/latest/api/token: status 403` });
+  assert.deepEqual(server.seen, ['PUT /latest/api/token']);
+});
+
+test('an answer of exactly the size bound is read whole, in as many chunks as it comes', async () => {
+  const document = JSON.stringify({ compute: { location: 'westeurope', zone: '3' } });
+  await using server = await metadataServer((_request, response) => {
+    response.writeHead(200);
+    // Padding inside the document keeps it JSON; the chunks arrive apart.
+    const padded = document.slice(0, -1) + ' '.repeat(maxMetadataBytes - document.length) + '}';
+    response.write(padded.slice(0, 1000));
+    setImmediate(() => response.end(padded.slice(1000)));
+  });
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'azure', base: server.base }), { locality: 'westeurope/3' });
+});
+
+test('the parts of a locality: a region alone when the zone does not fit a part, a problem when the region does not', async () => {
+  const cases: [unknown, PlatformLocalityResult][] = [
+    [{ compute: { location: 'westeurope' } }, { locality: 'westeurope' }],
+    [{ compute: { location: 'westeurope', zone: 'a/b' } }, { locality: 'westeurope' }],
+    [{ compute: { location: 'westeurope', zone: 7 } }, { locality: 'westeurope' }],
+    [{ compute: { location: 'r'.repeat(63), zone: 'z'.repeat(63) } }, { locality: `${'r'.repeat(63)}/${'z'.repeat(63)}` }],
+    [{ compute: { location: 'r'.repeat(64), zone: '1' } }, { problem: 'the metadata server gave no region' }],
+    [{ compute: { location: 'x/westeurope', zone: '1' } }, { problem: 'the metadata server gave no region' }],
+    [{ compute: { location: 'westeurope/x', zone: '1' } }, { problem: 'the metadata server gave no region' }],
+    [{ compute: { location: 5, zone: '1' } }, { problem: 'the metadata server gave no region' }],
+    [{ compute: { location: '', zone: '1' } }, { problem: 'the metadata server gave no region' }],
+    [{ vmId: 'x' }, { problem: 'the metadata server gave no region' }],
+  ];
+  for (const [document, want] of cases) {
+    await using server = await metadataServer((_request, response) => answer(response, 200, JSON.stringify(document)));
+    assert.deepEqual(await platformLocality({ cloudPlatform: 'azure', base: server.base }), want, JSON.stringify(document));
+  }
+});
+type PlatformLocalityResult = Awaited<ReturnType<typeof platformLocality>>;
+
+test('GCP: a zone names its region only as <area>-<region>-<zone>; the problem quotes at most 64 characters of it', async () => {
+  const cases: [string, PlatformLocalityResult][] = [
+    ['us-east1-c', { locality: 'us-east1/us-east1-c' }],
+    ['us-east1-cc', { locality: 'us-east1/us-east1-cc' }],
+    ['us-east1', { problem: 'zone "us-east1" names no region' }],
+    ['a-b-c-d', { problem: 'zone "a-b-c-d" names no region' }],
+    ['x-us-east1-c', { problem: 'zone "x-us-east1-c" names no region' }],
+    ['us-east1-c-', { problem: 'zone "us-east1-c-" names no region' }],
+    [`${'z'.repeat(70)}`, { problem: `zone "${'z'.repeat(64)}" names no region` }],
+  ];
+  for (const [zone, want] of cases) assert.deepEqual(await platformLocality({ cloudPlatform: 'gcp', gcpZone: zone }), want, zone);
+});
+
+test('a platform name Istio does not know is quoted to 32 characters', async () => {
+  assert.deepEqual(await platformLocality({ cloudPlatform: 'o'.repeat(40) }), { problem: `"${'o'.repeat(32)}" is not aws, azure, gcp or none` });
+});
+
+test('INSTANCE_IPS has a routable IPv6 address: any of its entries (trimmed) that is IPv6 outside fe80::/10', () => {
+  const cases: [unknown, boolean][] = [
+    [undefined, false],
+    [5, false],
+    ['', false],
+    ['198.18.0.1', false],
+    ['2001:2::5', true],
+    ['198.18.0.1, 2001:2::5', true],
+    ['2001:2::5 ,198.18.0.1', true],
+    ['fe80::1', false],
+    [' FE80::1', false],
+    ['febf::1,198.18.0.1', false],
+    ['fec0::1', true],
+    ['2001:2::fe80', true],
+  ];
+  for (const [ips, want] of cases) assert.equal(routableIpv6In(ips), want, String(ips));
+});
+
+// A reader deaf to the response's error would wait forever (the deadline only cuts a request still running): 10 s fails it by name.
+test('an answer cut off mid-body is a problem, not a crash or a wait', { timeout: 10_000 }, async () => {
+  await using server = await metadataServer((_request, response) => {
+    response.writeHead(200, { 'content-length': '100' });
+    response.write('partial', () => response.socket?.destroy());
+  });
+  assert.match((await platformLocality({ cloudPlatform: 'azure', base: server.base }))!.problem!, /aborted|ECONNRESET|socket hang up/);
 });

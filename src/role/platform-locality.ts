@@ -112,6 +112,11 @@ export function metadataCall(url: string, headers: Record<string, string>, signa
 /** The platform's locality only where no pod label gives one, as Istio's bootstrap asks it; IPv6 when INSTANCE_IPS has a routable one. */
 export async function localityBesideLabels(metadata: Record<string, unknown>, input: PlatformLocalityInput): Promise<PlatformLocality | undefined> {
   if (localityFromLabels(metadata.LABELS as Record<string, string> | undefined) !== undefined) return undefined;
-  const ips = typeof metadata.INSTANCE_IPS === 'string' ? metadata.INSTANCE_IPS.split(',') : [];
-  return platformLocality({ ipv6: ips.some((ip) => isIP(ip.trim()) === 6 && !/^fe[89ab]/i.test(ip.trim())), ...input });
+  return platformLocality({ ipv6: routableIpv6In(metadata.INSTANCE_IPS), ...input });
+}
+
+/** INSTANCE_IPS (comma-separated) holds an IPv6 address that is not link-local (fe80::/10). */
+export function routableIpv6In(instanceIps: unknown): boolean {
+  const ips = typeof instanceIps === 'string' ? instanceIps.split(',') : [];
+  return ips.some((ip) => isIP(ip.trim()) === 6 && !/^fe[89ab]/i.test(ip.trim()));
 }

@@ -62,7 +62,9 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CA's first call waits for Envoy's first spawn.
   const ca = stack.use(await startCaPart(ctx, { settings: inputs.caSettings, onIssued: rotation.caFeed(), firstCallAfter: events.envoySpawned.first() }));
   const wasm = stack.use(startWasmLoader(inputs.wasm, roomDeps(ctx, 'wasm')));
-  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert, health: inputs.health && new HealthReports() };
+  // ProxyConfig.readinessProbe's checks, reported where the relay reads them; none without a probe.
+  const health = inputs.health && { ...inputs.health, reports: new HealthReports() };
+  const relayParts = { ca, nameTables: dns?.nameTables, ecds: wasm?.convert, health: health?.reports };
   const relay = stack.use(await startRelayPart(ctx, { socketPath: inputs.sockets.xds, upstream: inputs.upstream, node: bootstrap.nodeId, ...relayParts }));
   if (inputs.grpcBootstrapPath) await writeSideBootstrap(inputs.grpcBootstrapPath, inputs);
   const xds: XdsChoice = { mode: config.deltaXds ? 'delta' : 'sotw', configSuffix: '' };
@@ -76,7 +78,7 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
     ...statusPorts(ctx), ...roomDeps(ctx, 'status'), readinessSocketPath: inputs.sockets.readiness, agent, epochs: loop.epochs, xds: relay,
     sds: withCaDebug(sds, ca), certificateProblem: () => ca?.problem() ?? dns?.problem(), app: inputs.app, dns,
   }));
-  stack.use(healthPart(ctx, inputs, relayParts.health, { agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
+  stack.use(health && startHealthPart(ctx, { ...health, agent, epochs: loop.epochs, certificateProblem: () => ca?.problem() }));
   stack.use(hookProcess(inputs.guard, { agent, stopped: () => events.stopped.first(), logger: ctx.logger }));
   // Last: the first certificate set starts Envoy, and everything it talks to is up by now.
   stack.use(await rotation.watch(loop));
@@ -84,13 +86,6 @@ export async function runEnvoyRecipe(ctx: RuntimeContext, inputs: EnvoyRecipeInp
   // The CLI prints the reason as the one stderr line of a failed run.
   if (exit.error) throw new AgentError(exit.error, exit.reason ?? exit.error);
   return 0;
-}
-
-/** ProxyConfig.readinessProbe's checks, reported where the relay reads them; none without a probe. */
-function healthPart(
-  ctx: RuntimeContext, inputs: EnvoyRecipeInputs, reports: HealthReports | undefined, parts: Omit<HealthInputs, 'probe' | 'network' | 'reports'>,
-) {
-  return reports && inputs.health ? startHealthPart(ctx, { ...inputs.health, reports, ...parts }) : undefined;
 }
 
 /** The status server on --statusPort (none when 0), beside Envoy's admin. */

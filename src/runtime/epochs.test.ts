@@ -16,7 +16,7 @@ function manualProxy() {
       return new Promise((resolve) => ends.set(epoch, resolve));
     },
     drain: async () => true,
-    activeConnections: async () => undefined,
+    activeConnections: async () => 7,
     cleanup: async () => undefined,
   };
   return { proxy, end: (epoch: number, exit: ProxyExit) => ends.get(epoch)!(exit) };
@@ -43,6 +43,8 @@ describe('EpochTracker', () => {
     assert.deepEqual(tracker.snapshot(state).live, [
       { epoch: 0, pid: 1000, startedAt: '2026-01-01T00:00:00.000Z', config: 'hash-a', live: false, aborting: false },
     ]);
+    assert.deepEqual(tracker.snapshot(state).retry, { budget: 10, of: 10, scheduled: false }, "the retry budget's page");
+    assert.equal(await wrapped.activeConnections(signal), 7, "the wrapped proxy answers with Envoy's count");
 
     clock.advance(5000);
     end(0, { kind: 'failed', detail: 'exit code 1' });

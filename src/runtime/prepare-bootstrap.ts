@@ -5,7 +5,7 @@ import { instanceIps } from '../bootstrap/variables.ts';
 import { prepareConfigDir } from '../bootstrap/write.ts';
 import { envoyLocality, localityFromLabels } from '../role/locality.ts';
 import { localityBesideLabels } from '../role/platform-locality.ts';
-import { waitForPrivateIp } from '../role/private-ip.ts';
+import { waitForPrivateIp, type InterfaceTable } from '../role/private-ip.ts';
 import { resolveRole, serviceNode } from '../role/role.ts';
 import { serviceCluster } from '../role/service-cluster.ts';
 import type { AgentEnv } from '../settings/agent-inputs.ts';
@@ -23,16 +23,19 @@ export interface BootstrapInputs {
   /** Which of those set proxyMetadata, for error lines. */
   proxyMetadataSource?: string;
   logAsJson: boolean;
+  /** The host's interfaces, where a registry without INSTANCE_IP finds the role's IP (tests: a table of their own). */
+  interfaces?: () => InterfaceTable;
 }
 
 export type PreparedBootstrap = Awaited<ReturnType<typeof prepareBootstrap>>;
 
 /** The role, the node's metadata and the rendered bootstrap (the SotW fallback's on demand); makes --configPath. */
-export async function prepareBootstrap(resolved: AgentConfig, { env, podInfo, mergedProxyConfig, proxyMetadataSource, logAsJson }: BootstrapInputs) {
+export async function prepareBootstrap(resolved: AgentConfig, given: BootstrapInputs) {
+  const { env, podInfo, mergedProxyConfig, proxyMetadataSource, logAsJson, interfaces = networkInterfaces } = given;
   let config = resolved;
   const role = await resolveRole({
     type: config.proxyType, registry: config.registry, ip: config.ip, id: config.id, domain: config.domain, pod: env.pod,
-    findPrivateIp: () => waitForPrivateIp({ interfaces: networkInterfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
+    findPrivateIp: () => waitForPrivateIp({ interfaces, clock: systemClock, timeoutMs: 120_000, intervalMs: 100 }),
   });
   const nodeId = serviceNode(role);
   const secureMetrics = { envoy: env.bootstrap.secureMetricsPort, merged: env.bootstrap.secureMergedMetricsPort };

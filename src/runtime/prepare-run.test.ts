@@ -1,44 +1,17 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { Command } from 'commander';
-import pino from 'pino';
-import { LogCapture } from '../../test/support/envoy-recipe.ts';
-import { proxyFlags, toOption } from '../cli/proxy-flags.ts';
-import { readAgentInputs } from '../settings/agent-inputs.ts';
+import { runInputsOf } from '../../test/support/run-inputs.ts';
 import { AgentError } from '../shared/errors.ts';
-import { prepareRun, type RunInputs } from './prepare-run.ts';
+import { prepareRun } from './prepare-run.ts';
 import { processGuard } from './process-guard.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'prepare-run-'));
 after(() => rm(dir, { recursive: true, force: true }));
-const pod = { INSTANCE_IP: '198.18.0.7', POD_NAME: 'reviews-v1', POD_NAMESPACE: 'shop', SERVICE_ACCOUNT: 'reviews' };
 
-/** The inputs the proxy command hands over, read as it reads them: flags, env and the pod's downward-API files. */
-async function inputsOf(name: string, args: string[], env: Record<string, string> = {}): Promise<RunInputs & { logs: LogCapture; run: string }> {
-  const run = join(dir, name);
-  await mkdir(join(run, 'pod'), { recursive: true });
-  await writeFile(join(run, 'pod', 'labels'), 'app="reviews"\nversion="v1"\n');
-  const command = new Command('proxy').exitOverride().configureOutput({ writeErr: () => undefined });
-  for (const spec of proxyFlags) command.addOption(toOption(spec));
-  const saved = process.env;
-  process.env = { ...pod, ...env };
-  try {
-    command.parse(['--configPath', join(run, 'config'), '--podInfoDir', join(run, 'pod'), ...args], { from: 'user' });
-    const commandLine = { values: command.opts(), sourceOf: (flag: string) => command.getOptionValueSource(flag) };
-    const podInfoDir = String(command.opts().podInfoDir);
-    const read = await readAgentInputs({ proxyType: 'sidecar', commandLine, env: process.env, meshConfigPath: join(run, 'mesh'), podInfoDir });
-    const logs = new LogCapture();
-    return {
-      config: read.config, env: read.env, podInfo: read.podInfo, mergedProxyConfig: read.proxyConfig.value, proxyConfigOrigin: read.proxyConfig.origin,
-      processEnv: process.env, logger: pino({ level: 'info' }, logs), logAsJson: false, logs, run,
-    };
-  } finally {
-    process.env = saved;
-  }
-}
+const inputsOf = (name: string, args: string[], env: Record<string, string> = {}) => runInputsOf(dir, name, args, env);
 
 describe('prepareRun, in process (real files, no Envoy)', () => {
   it('a sidecar: the bootstrap rendered for the role and the pod, the sockets in --configPath, the app probes parsed, nothing started', async () => {

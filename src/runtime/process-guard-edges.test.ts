@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { ProcessGuard, stderrReport, type Report } from './process-guard.ts';
 
 type Line = { level: string; fields: Record<string, unknown>; message: string };
@@ -104,4 +106,20 @@ test('before the proxy logger: one stderr line, the message then its fields as k
     'pilot-agent: uncaught exception: stopping Envoy and exiting 1 (fault=uncaught exception error=a b c)\n',
     'pilot-agent: signal received; exiting\n',
   ]);
+});
+
+test("the process's own guard: installed in a real process, a fault is one line on stderr and exit 1", async () => {
+  // A child Node, so the guard's target is a real process and its exit a real exit (and Stryker's active mutant follows in its env).
+  const script = [
+    `const { processGuard } = await import(${JSON.stringify(new URL('./process-guard.ts', import.meta.url).href)});`,
+    'processGuard.install();',
+    "setImmediate(() => { throw new Error('boom'); });",
+    // A guard that never exits would hold the child for its 15 s stop deadline: exit 7 first (unref'd, so it holds nothing itself).
+    'setTimeout(() => process.exit(7), 5000).unref();',
+  ].join('\n');
+  // timeout(1) outlives this test: a mutant that spins the child is killed even when Stryker kills this process first.
+  const run = promisify(execFile)('timeout', ['-s', 'KILL', '10', process.execPath, '--input-type=module', '-e', script]);
+  const failed = await run.then(() => undefined, (error: { code?: number; stderr?: string }) => error);
+  assert.equal(failed?.code, 1, 'exit 1 after the fault');
+  assert.equal(failed.stderr, 'pilot-agent: uncaught exception: stopping Envoy and exiting 1 (fault=uncaught exception error=boom)\n');
 });

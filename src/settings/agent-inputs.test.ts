@@ -62,6 +62,12 @@ test('readAgentEnv: a bad DNS value from proxyMetadata names the ProxyConfig fie
   assert.throws(() => readAgentEnv({ DNS_PROXY_ADDR: 'nope' }, { DNS_PROXY_ADDR: '127.0.0.1:15053' }, 'env PROXY_CONFIG'), { message: /^env DNS_PROXY_ADDR: / });
 });
 
+test("readAgentEnv: a bad proxyMetadata value's source is ProxyConfig unless the caller names the file or variable", () => {
+  assert.throws(() => readAgentEnv({}, { ISTIO_META_DNS_CAPTURE: 'yes' }), {
+    message: 'ProxyConfig: field proxyMetadata.ISTIO_META_DNS_CAPTURE: "yes" is not a boolean (true or false)',
+  });
+});
+
 test('readAgentEnv: a bad value of any table is exit 2 naming the variable', () => {
   const cases: [Record<string, string>, string][] = [
     [{ PILOT_AGENT_MERGE_ENVOY_STATS: 'yes' }, 'env PILOT_AGENT_MERGE_ENVOY_STATS: "yes" is not a boolean (true or false)'],
@@ -111,4 +117,12 @@ test('readAgentInputs: flags over env over PROXY_CONFIG over defaults, and the t
   assert.deepEqual(inputs.applied, ['binaryPath']);
   assert.equal(inputs.proxyConfig.origin.binaryPath, 'env PROXY_CONFIG');
   assert.deepEqual([inputs.env.pod.ip, inputs.env.dns.capture], ['198.18.0.7', true]);
+});
+
+test("readAgentEnv: the platform's env (CLOUD_PLATFORM lower-cased, GCP's zone and metadata host) and PROV_CERT, as set", () => {
+  const set = readAgentEnv({ CLOUD_PLATFORM: 'GCP', GCP_ZONE: 'us-east1-c', GCE_METADATA_HOST: 'metadata.test:8080', PROV_CERT: '/etc/certs' });
+  assert.deepEqual(set.platform, { cloudPlatform: 'gcp', gcpZone: 'us-east1-c', gceMetadataHost: 'metadata.test:8080' });
+  assert.equal(set.provCert, '/etc/certs');
+  const unset = readAgentEnv({});
+  assert.deepEqual([unset.platform, unset.provCert], [{ cloudPlatform: undefined, gcpZone: undefined, gceMetadataHost: undefined }, undefined]);
 });

@@ -37,6 +37,17 @@ test('a bad value names the variable that carried it; a required row unset names
   assert.deepEqual(readEnvSettings({ A_VAR: '3' }, { first: row, second: { env: 'C_VAR', description: '' } }), { first: 3, second: undefined });
 });
 
+test("a bad value's error keeps the parser's as its cause", () => {
+  const error = (() => {
+    try {
+      readEnvSetting({ A_VAR: 'x' }, row);
+    } catch (thrown) {
+      return thrown as Error;
+    }
+  })();
+  assert.deepEqual([error?.message, (error?.cause as Error | undefined)?.message], ['env A_VAR: "x" is not a number', '"x" is not a number']);
+});
+
 test('readEnvText passes the variable on as set (empty included), never its other name; readPrefixedEnv takes <PREFIX><NAME> only', () => {
   assert.deepEqual([readEnvText({ A_VAR: '' }, row), readEnvText({ B_VAR: 'b' }, row), readEnvText({ A_VAR: 'a' }, row)], ['', undefined, 'a']);
   const env = { X_A: '1', X_: 'no name', Y_B: '2', XA: 'no prefix', X_C: undefined, Z: 'z' };

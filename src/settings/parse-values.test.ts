@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bool, componentLevels, count, envoyLogLevels, port, secondsOrDuration, splitEnvoyLogLevel } from './parse-values.ts';
+import { bool, componentLevels, concurrency, count, envoyLogLevels, maxConcurrency, port, secondsOrDuration, splitEnvoyLogLevel } from './parse-values.ts';
 
 /** Accepts `good` (with the value it gives) and refuses `bad` with `message`. */
 function table<T>(parse: (text: string) => T, good: [string, T][], bad: string[], message: string | ((text: string) => string)): void {
@@ -63,4 +63,16 @@ test("--proxyLogLevel: a level, with component:level parts after it as Istio's s
   assert.throws(() => envoyLogLevels('loud'), /"loud" is not an Envoy log level/);
   assert.throws(() => envoyLogLevels('info,debug'), /names more than one level/);
   assert.throws(() => envoyLogLevels('info,nosuch:error'), /"nosuch" is not an Envoy log component/);
+});
+
+test('concurrency: up to maxConcurrency worker threads; one more is refused, saying 0 means one per core', () => {
+  table(concurrency, [['0', 0], [String(maxConcurrency), maxConcurrency]], [String(maxConcurrency + 1)], `more than ${maxConcurrency} worker threads (0: one per core)`);
+});
+
+test('log levels: the messages list the levels, comma-separated; parts are trimmed before they are told apart', () => {
+  const levels = 'trace, debug, info, warning, warn, error, critical, off';
+  assert.throws(() => envoyLogLevels('loud'), { message: `"loud" is not an Envoy log level (${levels})` });
+  assert.throws(() => componentLevels('misc:loud'), { message: `"loud" is not an Envoy log level (${levels})` });
+  assert.throws(() => splitEnvoyLogLevel('info, debug'), { message: '"info, debug" names more than one level (info, debug)' });
+  assert.deepEqual(splitEnvoyLogLevel(' info , misc:error ,, upstream:debug '), { level: 'info', components: 'misc:error,upstream:debug' });
 });

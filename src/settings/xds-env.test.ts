@@ -31,3 +31,8 @@ test('an XDS_HEADER_* gRPC cannot send is exit 2 naming the variable', () => {
     );
   }
 });
+
+test('XDS_HEADER_* are taken in name order: the first bad one by name is the one named, whatever order the env lists them in', () => {
+  assert.throws(() => xdsCallMetadata({ XDS_HEADER_b: '\u0001', XDS_HEADER_a: '\u0001' }), { message: /^env XDS_HEADER_a: / });
+  assert.throws(() => xdsCallMetadata({ XDS_HEADER_a: '\u0001', XDS_HEADER_b: 'x', 'XDS_HEADER_a b': 'x' }), { message: /^env XDS_HEADER_a: / });
+});

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from '../../test/support/sync-deadline.ts';
-import { durationRangeError, formatDuration, maxTimerMs, parseDuration, type DurationRange } from './duration.ts';
+import { durationRangeError, formatDuration, maxTimerMs, parseDuration, toWholeSeconds, type DurationRange } from './duration.ts';
 
 test('parseDuration reads Go durations', () => {
   const cases: [string, number | undefined][] = [
@@ -58,4 +58,9 @@ test('formatDuration writes Go-style durations', () => {
   assert.equal(formatDuration(1000), '1s');
   assert.equal(formatDuration(90_000), '1m30s');
   assert.equal(formatDuration(3_600_000), '1h0m0s');
+});
+
+test("toWholeSeconds: milliseconds rounded to the nearest second (Envoy's drain flags), never below 0", () => {
+  const cases: [number, number][] = [[0, 0], [499, 0], [500, 1], [1499, 1], [1500, 2], [45_000, 45], [-1500, 0]];
+  for (const [ms, want] of cases) assert.equal(toWholeSeconds(ms), want, String(ms));
 });
