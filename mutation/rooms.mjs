@@ -53,6 +53,7 @@ export const rooms = {
       'src/status/server-connections.test.ts',
       'src/status/pipeline.test.ts',
       'src/status/scrape-gate.test.ts',
+      'src/status/scrape-gate-edges.test.ts',
       'src/status/metadata-filter.test.ts',
       'src/status/merged-metrics.test.ts',
       'src/status/send-body.test.ts',
