@@ -61,3 +61,26 @@ it('a scrape admitted after waiting, once answered, frees its waiting place only
   for (const each of runs) each.close();
   await settle();
 });
+
+it("a waiting scrape that gives up takes only its own place in the line: another peer's waiter is still admitted", async () => {
+  const timers = handTimers();
+  const gate = new ScrapeGate({ ...limits, trusted: () => false, timers: timers.host });
+  const scrape = (from: string) => {
+    const answer = new AbortController();
+    const entry = { verdict: undefined as boolean | undefined, close: () => answer.abort() };
+    void gate.enter(from, answer.signal).then((verdict) => (entry.verdict = verdict));
+    return entry;
+  };
+  const [a, b, c, d] = [scrape(peer), scrape(peer), scrape('198.18.0.10'), scrape('198.18.0.10')];
+  await settle();
+  b.close();
+  await settle();
+  assert.equal(b.verdict, false);
+  c.close();
+  await settle();
+  assert.equal(d.verdict, true);
+  a.close();
+  d.close();
+  await settle();
+  assert.equal(gate.running, 0);
+});
