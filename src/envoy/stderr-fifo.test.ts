@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { fstatSync } from 'node:fs';
+import { closeSync, fstatSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
@@ -21,10 +21,13 @@ it("a child's fd 2 is a FIFO: it can open /dev/stderr by path, both writes reach
   const { logged, logger } = capture();
   const fifo = await new StderrFifos(dir, logger).open(3);
   assert.ok(fifo, JSON.stringify(logged));
+  let ended = false;
+  endReaderOnFailure(cleanup, fifo.writeFd, () => ended);
   const child = execa('sh', ['-c', 'echo on-fd-2 >&2; echo by-path >> /dev/stderr'], { stdin: 'ignore', stdout: 'ignore', stderr: fifo.writeFd as 3, reject: false });
   fifo.release();
   const lines: string[] = [];
   await within((async () => { for await (const line of fifo.lines) lines.push(line); })(), 10_000, 'the lines to end with the child');
+  ended = true;
   assert.equal((await child).exitCode, 0);
   assert.deepEqual(lines, ['on-fd-2', 'by-path']);
   assert.deepEqual(await readdir(dir), []);
@@ -47,8 +50,11 @@ it('an epoch never spawned: close gives back the write end it would have handed 
   const fifo = await new StderrFifos(dir, logger).open(0);
   assert.ok(fifo, JSON.stringify(logged));
   assert.ok(isOpen(fifo.writeFd));
+  let closed = false;
+  endReaderOnFailure(cleanup, fifo.writeFd, () => closed);
   fifo.close();
   await waitUntil('the write end to be closed', () => !isOpen(fifo.writeFd), 10_000);
+  closed = true;
   assert.deepEqual(await readdir(dir), []);
 });
 
@@ -59,4 +65,21 @@ function isOpen(fd: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * When a test fails before the write end was closed (a broken `release` or
+ * `close`), closes it itself: the reader then reads to its end and lets go of
+ * its socket, so the test's process ends instead of hanging. Only a FIFO: the
+ * number is ours while it still names one.
+ */
+function endReaderOnFailure(cleanup: AsyncDisposableStack, writeFd: number, done: () => boolean): void {
+  cleanup.defer(() => {
+    if (done()) return;
+    try {
+      if (fstatSync(writeFd).isFIFO()) closeSync(writeFd);
+    } catch {
+      // Closed already.
+    }
+  });
 }
