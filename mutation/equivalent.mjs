@@ -339,6 +339,17 @@ export const equivalent = [
     why: 'exists() is only ever a condition: undefined is as false as false',
   },
   {
+    file: 'src/envoy/admin.ts',
+    code: "'GET'",
+    parent: "call('GET', path, signal)",
+    why: "node:http sends GET for an empty method: '' and 'GET' make the same request",
+  },
+  {
+    file: 'src/envoy/admin.ts',
+    code: '{\n    return undefined;\n  }',
+    why: "the catch of serverInfo: an empty block falls through to the function's end, which returns undefined too",
+  },
+  {
     file: 'src/status/negotiate.ts',
     code: "''",
     parent: "value = ''",

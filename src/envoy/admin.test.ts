@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { within } from '../../test/support/within.ts';
 import { adminClient, isLive, serverInfo, type AdminClient, type AdminResult } from './admin.ts';
 
 /** An admin that answers every GET with `result`. */
@@ -38,7 +39,9 @@ test('isLive: only admin /ready answering 200', async () => {
 
 test('adminClient: GET and POST to 127.0.0.1 on its port, the status and body as values; a refused or silent port is an error value', async () => {
   await using cleanup = new AsyncDisposableStack();
+  const hosts: (string | undefined)[] = [];
   const server = createServer((request, response) => {
+    hosts.push(request.headers.host);
     if (request.url === '/silent') return;
     response.writeHead(request.method === 'POST' ? 201 : 200).end(`${request.method} ${request.url}`);
   });
@@ -49,9 +52,23 @@ test('adminClient: GET and POST to 127.0.0.1 on its port, the status and body as
   const admin = adminClient(port, { timeoutMs: 10_000 });
   assert.deepEqual(await admin.get('/ready'), { ok: true, status: 200, body: 'GET /ready' });
   assert.deepEqual(await admin.post('/healthcheck/fail'), { ok: true, status: 201, body: 'POST /healthcheck/fail' });
+  assert.deepEqual(hosts, [`127.0.0.1:${port}`, `127.0.0.1:${port}`], 'addressed to 127.0.0.1 by default, not to a name to resolve');
   assert.equal((await adminClient(port, { timeoutMs: 200 }).get('/silent')).ok, false, 'a port that never answers ends at the timeout');
   const aborted = new AbortController();
   aborted.abort();
   assert.equal((await admin.get('/ready', aborted.signal)).ok, false, 'an aborted call is an error value');
   assert.equal((await adminClient(1).get('/ready')).ok, false, 'nothing listens on port 1');
+});
+
+test('adminClient: a body cut off mid-way is an error value, not a hang and not a short body taken as whole', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-length': '100' });
+    response.write('part of', () => response.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanup.defer(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
+  const admin = adminClient((server.address() as AddressInfo).port, { timeoutMs: 10_000 });
+  const result = await within(admin.get('/server_info'), 5_000, 'the cut-off answer to end the call');
+  assert.equal(result.ok, false, JSON.stringify(result));
 });

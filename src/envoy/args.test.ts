@@ -95,3 +95,24 @@ test('the bootstrap override reaches Envoy and its validation as --config-yaml',
   assert.equal(flagValue(validationArgs({ proxyComponentLogLevel: '', concurrency: 0 }, launch), '--config-yaml'), configYaml);
   assert.ok(!buildEnvoyArgs(input).includes('--config-yaml'));
 });
+
+test('the whole command line, flag by flag, in order: no flag or value dropped, emptied or added', () => {
+  const args = buildEnvoyArgs({ ...input, logLevel: 'debug', skipDeprecatedLogs: false });
+  assert.deepEqual(args, [
+    '-c', '/etc/istio/proxy/envoy-rev0.json',
+    '--restart-epoch', '0',
+    '--use-dynamic-base-id', '--base-id-path', '/etc/istio/proxy/envoy-base-id',
+    '--drain-time-s', '45',
+    '--parent-shutdown-time-s', '60',
+    '--drain-strategy', 'immediate',
+    '--service-cluster', 'istio-proxy',
+    '--service-node', 'sidecar~10.1.2.3~a.b~b.svc.cluster.local',
+    '--local-address-ip-version', 'v4',
+    '--file-flush-interval-msec', '1000',
+    '--allow-unknown-static-fields',
+    '-l', 'debug',
+  ]);
+  // Without a launch (an EnvoyProxy given none: its validate run), only the settings' flags.
+  assert.deepEqual(validationArgs({ proxyComponentLogLevel: '', concurrency: 0 }), []);
+  assert.deepEqual(validationArgs({ proxyComponentLogLevel: 'misc:error', concurrency: 1 }), ['--component-log-level', 'misc:error', '--concurrency', '1']);
+});

@@ -48,6 +48,12 @@ test('a line without the source location is still parsed; a line that is not Env
   assert.equal(recent.toString(), 'no location | plain words');
 });
 
+test('a line with a Unicode line or paragraph separator inside (not a line end to the reader) is logged whole: nothing after it is dropped', async () => {
+  const lines = ['[2026-11-25 09:00:00.000][7][error][main] first\u2028second', '[2026-11-25 09:00:00.000][7][error][main] one\u2029two'];
+  const { logged } = await forward(lines);
+  assert.deepEqual(logged.map((line) => [line.level, line.msg]), [[30, lines[0]], [30, lines[1]]]);
+});
+
 test("Istio's JSON lines: scope without its 'envoy ' prefix, caller only when there is one; JSON without a level or msg is a plain line", async () => {
   const lines = [
     '{"level":"warning","msg":"one","scope":"envoy upstream","caller":"a.cc:1"}',
