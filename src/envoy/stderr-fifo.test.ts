@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { closeSync, fstatSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readlinkSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { it } from 'node:test';
@@ -57,6 +57,33 @@ it('an epoch never spawned: close gives back the write end it would have handed 
   closed = true;
   assert.deepEqual(await readdir(dir), []);
 });
+
+it('close after release closes the write end once: a file that took its number since stays open', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'stderr-fifo-');
+  const { logged, logger } = capture();
+  const fifo = await new StderrFifos(dir, logger).open(0);
+  assert.ok(fifo, JSON.stringify(logged));
+  const pipe = readlinkSync(`/proc/self/fd/${fifo.writeFd}`);
+  fifo.release();
+  await waitUntil('the write end to be closed', () => !isOpen(fifo.writeFd), 10_000);
+  // A new descriptor takes the lowest free number: the one the write end had.
+  const other = openSync(join(dir, 'other'), 'w');
+  cleanup.defer(() => (isOpen(other) ? closeSync(other) : undefined));
+  assert.equal(other, fifo.writeFd, 'the file has the number the write end had');
+  fifo.close();
+  // close() closes the write end (if it were to) before it destroys the reader: once the read end is gone, that is done.
+  await waitUntil('the read end to be closed', () => !readdirSync('/proc/self/fd').some((fd) => linkOf(fd) === pipe), 10_000);
+  assert.ok(isOpen(other), 'the file that took the number is still open');
+});
+
+function linkOf(fd: string): string | undefined {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+}
 
 function isOpen(fd: number): boolean {
   try {
