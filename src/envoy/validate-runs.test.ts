@@ -79,6 +79,13 @@ test('a bootstrap refused without flags is validated once: no second run to blam
   assert.deepEqual(await runs(), [validateRun(bootstrap), '--version']);
 });
 
+test('an Envoy that refuses the bootstrap without a word: BOOTSTRAP_REJECTED, and the reason says there was no output', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const { binary, bootstrap } = await standIn(await tempDir(cleanup, 'validate-runs-'), 'exit 1');
+  const verdict = await bootstrapVerdict(binary, bootstrap);
+  assert.deepEqual(verdict, { accepted: false, code: 'BOOTSTRAP_REJECTED', reason: 'no output', message: `${bootstrap}: Envoy rejects the bootstrap: no output` });
+});
+
 // The agent lowers the validating Envoy's priority just after its spawn: the stand-in waits (with a deadline) to see it.
 test('the validating Envoy runs at the nice value asked', { skip: getPriority() === 19 && 'this test already runs at nice 19' }, async () => {
   await using cleanup = new AsyncDisposableStack();
