@@ -86,6 +86,13 @@ test('an Envoy that refuses the bootstrap without a word: BOOTSTRAP_REJECTED, an
   assert.deepEqual(verdict, { accepted: false, code: 'BOOTSTRAP_REJECTED', reason: 'no output', message: `${bootstrap}: Envoy rejects the bootstrap: no output` });
 });
 
+test('an output file gone before the agent removes it is no throw: the verdict still comes (bootstrapVerdict never rejects)', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'validate-runs-');
+  const { binary, bootstrap } = await standIn(dir, `rm -f '${dir}'/.envoy-validate-*.out; echo "configuration '$4' OK"; exit 0`);
+  assert.deepEqual(await bootstrapVerdict(binary, bootstrap), { accepted: true });
+});
+
 // The agent lowers the validating Envoy's priority just after its spawn: the stand-in waits (with a deadline) to see it.
 test('the validating Envoy runs at the nice value asked', { skip: getPriority() === 19 && 'this test already runs at nice 19' }, async () => {
   await using cleanup = new AsyncDisposableStack();
