@@ -37,7 +37,9 @@ test('both pod-facing listeners normalise paths and pass one exact GET path, ans
     assert.equal(manager.normalize_path, true);
     assert.equal(manager.merge_slashes, true);
     assert.equal(manager.path_with_escaped_slashes_action, 'REJECT_REQUEST');
-    const routes = (manager.route_config as { virtual_hosts: { routes: { match: Record<string, unknown>; route?: unknown }[] }[] }).virtual_hosts[0]!.routes;
+    const [host] = (manager.route_config as { virtual_hosts: { domains: string[]; routes: { match: Record<string, unknown>; route?: unknown }[] }[] }).virtual_hosts;
+    assert.deepEqual(host!.domains, ['*'], 'any Host header');
+    const routes = host!.routes;
     const forwarded = routes.filter((route) => route.route);
     assert.equal(forwarded.length, 1, 'one route goes upstream');
     assert.equal(forwarded[0]!.match.path, path);
