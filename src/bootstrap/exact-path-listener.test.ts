@@ -34,6 +34,8 @@ test('both pod-facing listeners normalise paths and pass one exact GET path, ans
     [readinessListener(15021, { wildcard: '::' }), '/healthz/ready'],
   ] as const) {
     const manager = connectionManager(listener);
+    // No filter asked before the router: the router alone.
+    assert.deepEqual((manager.http_filters as { name: string }[]).map((filter) => filter.name), ['envoy.filters.http.router']);
     assert.equal(manager.normalize_path, true);
     assert.equal(manager.merge_slashes, true);
     assert.equal(manager.path_with_escaped_slashes_action, 'REJECT_REQUEST');
