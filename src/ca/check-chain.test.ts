@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildCert, ecKey, type BuiltCert } from '../../test/support/cert-builder.ts';
+import { asWorkloadKey, buildCert, ecKey, type BuiltCert } from '../../test/support/cert-builder.ts';
 import { checkChain, clockSkewMs, type ChainCheckInput } from './check-chain.ts';
 
 const identity = 'spiffe://cluster.local/ns/default/sa/reviews';
@@ -24,7 +24,7 @@ const leaf = (overrides: { issuer?: BuiltCert; notBefore?: number; notAfter?: nu
   });
 const good = leaf();
 const check = (chain: string[], extra: Partial<ChainCheckInput> = {}) =>
-  checkChain({ chain, key: workloadKey, identity, now, trustedRoots: root.pem, ...extra });
+  checkChain({ chain, spki: asWorkloadKey(workloadKey).spki, identity, now, trustedRoots: root.pem, ...extra });
 
 test('a leaf for our key and identity, signed by the trusted root, is taken and re-encoded', () => {
   const checked = check([good.pem, root.pem]);

@@ -1,4 +1,4 @@
-import { X509Certificate, type KeyObject } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
 import { describe } from '../shared/errors.ts';
 import { strictPemBlock } from '../shared/pem.ts';
 
@@ -12,8 +12,8 @@ import { strictPemBlock } from '../shared/pem.ts';
 export interface ChainCheckInput {
   /** cert_chain as the CA sent it: leaf first, root last; an element may hold several certificates. */
   chain: readonly string[];
-  /** The key the CSR carried. */
-  key: KeyObject;
+  /** The SubjectPublicKeyInfo DER the CSR carried, as OpenSSL encodes it. */
+  spki: Buffer;
   identity: string;
   now: number;
   /** PEM bundle the chain must end in (CA_ROOT_CA, the mesh root); undefined when none is configured. */
@@ -74,7 +74,8 @@ function parseElements(chain: readonly string[]): X509Certificate[] | string {
 }
 
 function checkLeaf(leaf: X509Certificate, uris: string[], input: ChainCheckInput): string | undefined {
-  if (!leaf.checkPrivateKey(input.key)) return 'the leaf is not for the key the CSR carried';
+  // Both sides as OpenSSL re-encodes them: no private KeyObject is needed (csr.ts, WorkloadKey).
+  if (!leaf.publicKey.export({ type: 'spki', format: 'der' }).equals(input.spki)) return 'the leaf is not for the key the CSR carried';
   if (!uris.includes(input.identity)) return `the leaf names ${uris.join(', ') || 'no URI'}, not ${input.identity}`;
   if (leaf.ca) return 'the leaf is a CA certificate';
   const [from, to] = [Date.parse(leaf.validFrom), Date.parse(leaf.validTo)];

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { createPublicKey, KeyObject } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { execa } from 'execa';
-import { buildCsr, exportWorkloadKey, generateWorkloadKey, type KeyAlgorithm, type WorkloadKeyOptions } from './csr.ts';
+import { buildCsr, generateWorkloadKey, type KeyAlgorithm, type WorkloadKeyOptions } from './csr.ts';
 
 const uri = 'spiffe://cluster.local/ns/default/sa/reviews';
 
@@ -55,9 +56,20 @@ for (const [options, keyText, signatureText] of keyCases) {
 }
 
 test('PKCS8_KEY: PKCS#8 on request, else SEC 1 for EC and PKCS#1 for RSA, as Istio writes keys', async () => {
-  const [ec, rsa] = [await generateWorkloadKey('ECDSA'), await generateWorkloadKey('RSA')];
-  assert.match(exportWorkloadKey(ec, false), /^-----BEGIN EC PRIVATE KEY-----/);
-  assert.match(exportWorkloadKey(rsa, false), /^-----BEGIN RSA PRIVATE KEY-----/);
-  assert.match(exportWorkloadKey(ec, true), /^-----BEGIN PRIVATE KEY-----/);
-  assert.match(exportWorkloadKey(rsa, true), /^-----BEGIN PRIVATE KEY-----/);
+  const pem = async (algorithm: KeyAlgorithm, pkcs8: boolean) => (await generateWorkloadKey({ algorithm, pkcs8 })).pem;
+  assert.match(await pem('ECDSA', false), /^-----BEGIN EC PRIVATE KEY-----/);
+  assert.match(await pem('RSA', false), /^-----BEGIN RSA PRIVATE KEY-----/);
+  assert.match(await pem('ECDSA', true), /^-----BEGIN PRIVATE KEY-----/);
+  assert.match(await pem('RSA', true), /^-----BEGIN PRIVATE KEY-----/);
+});
+
+test('a workload key is bytes only, no KeyObject: its native key is freed at once, not at a far-off GC (issue 44)', async () => {
+  for (const options of [{ algorithm: 'RSA' }, { algorithm: 'ECDSA', curve: 'P384' }] as WorkloadKeyOptions[]) {
+    const key = await generateWorkloadKey(options);
+    assert.ok(!((key as object) instanceof KeyObject), 'not a KeyObject');
+    for (const [name, value] of Object.entries(key)) {
+      assert.ok(typeof value === 'string' || Buffer.isBuffer(value), `${name} is a ${value?.constructor?.name}`);
+    }
+    assert.equal(createPublicKey(key.pem).export({ type: 'spki', format: 'der' }).toString('hex'), key.spki.toString('hex'), 'the SPKI is the key\'s');
+  }
 });

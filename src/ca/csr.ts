@@ -1,4 +1,4 @@
-import { createPublicKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
+import { generateKeyPair, sign } from 'node:crypto';
 import { promisify } from 'node:util';
 import { bitString, boolean, contextConstructed, contextPrimitive, octetString, oid, sequence, set, smallInteger, utf8String } from './der.ts';
 
@@ -12,24 +12,36 @@ export interface WorkloadKeyOptions {
   rsaBits?: number;
   /** ECC_CURVE; P256 when absent. */
   curve?: EccCurve;
+  /** PKCS8_KEY: Istio writes PKCS#8 only on request, else SEC 1 (EC) or PKCS#1 (RSA). */
+  pkcs8?: boolean;
+}
+
+/**
+ * A workload key as plain bytes, no KeyObject (issue 44): a KeyObject holds
+ * OpenSSL memory V8 does not see, so a small heap keeps one per rotation
+ * until some far-off full GC. Node frees the native key of a PEM or DER
+ * argument as soon as the call returns.
+ */
+export interface WorkloadKey {
+  /** The private key as served: PKCS#8 with PKCS8_KEY, else SEC 1 / PKCS#1. */
+  pem: string;
+  /** SubjectPublicKeyInfo DER: the CSR's key, and what the leaf must carry. */
+  spki: Buffer;
+  algorithm: KeyAlgorithm;
+  curve: EccCurve;
 }
 
 const generate = promisify(generateKeyPair);
 const namedCurves: Record<EccCurve, string> = { P256: 'prime256v1', P384: 'secp384r1' };
 
 /** A fresh workload key that lives in memory only. */
-export async function generateWorkloadKey(options: WorkloadKeyOptions | KeyAlgorithm): Promise<KeyObject> {
-  const { algorithm, rsaBits = 2048, curve = 'P256' } = typeof options === 'string' ? { algorithm: options } : options;
-  const { privateKey } = algorithm === 'RSA'
-    ? await generate('rsa', { modulusLength: rsaBits })
-    : await generate('ec', { namedCurve: namedCurves[curve] });
-  return privateKey;
-}
-
-/** PKCS8_KEY: Istio writes PKCS#8 only on request, else SEC 1 (EC) or PKCS#1 (RSA). */
-export function exportWorkloadKey(key: KeyObject, pkcs8: boolean): string {
-  const type = pkcs8 ? 'pkcs8' : key.asymmetricKeyType === 'rsa' ? 'pkcs1' : 'sec1';
-  return key.export({ type, format: 'pem' } as Parameters<KeyObject['export']>[0] & { format: 'pem' }).toString();
+export async function generateWorkloadKey(options: WorkloadKeyOptions | KeyAlgorithm): Promise<WorkloadKey> {
+  const { algorithm, rsaBits = 2048, curve = 'P256', pkcs8 = false } = typeof options === 'string' ? { algorithm: options } : options;
+  const publicKeyEncoding = { type: 'spki', format: 'der' } as const;
+  const { publicKey, privateKey } = algorithm === 'RSA'
+    ? await generate('rsa', { modulusLength: rsaBits, publicKeyEncoding, privateKeyEncoding: { type: pkcs8 ? 'pkcs8' : 'pkcs1', format: 'pem' } })
+    : await generate('ec', { namedCurve: namedCurves[curve], publicKeyEncoding, privateKeyEncoding: { type: pkcs8 ? 'pkcs8' : 'sec1', format: 'pem' } });
+  return { pem: privateKey, spki: publicKey, algorithm, curve };
 }
 
 const oids = {
@@ -42,7 +54,7 @@ const oids = {
 } as const;
 
 export interface CsrInput {
-  key: KeyObject;
+  key: WorkloadKey;
   /** The identity asked for, e.g. spiffe://cluster.local/ns/default/sa/reviews. */
   uri: string;
   /** Subject O=; Istio's agent leaves the subject empty, so the SAN is all the identity there is. */
@@ -57,17 +69,17 @@ export function buildCsr(input: CsrInput): string {
   const info = sequence(
     smallInteger(0),
     subject(input.organization),
-    createPublicKey(input.key).export({ type: 'spki', format: 'der' }),
+    input.key.spki,
     contextConstructed(0, sanRequest(input.uri, !input.organization)),
   );
   const { algorithm, hash } = signatureAlgorithm(input.key);
-  const der = sequence(info, algorithm, bitString(sign(hash, info, input.key)));
+  const der = sequence(info, algorithm, bitString(sign(hash, info, input.key.pem)));
   return toPem('CERTIFICATE REQUEST', der);
 }
 
-function signatureAlgorithm(key: KeyObject): { algorithm: Buffer; hash: string } {
-  if (key.asymmetricKeyType === 'rsa') return { algorithm: sequence(oid(oids.sha256WithRsa), Buffer.from([0x05, 0x00])), hash: 'sha256' };
-  if (key.asymmetricKeyDetails?.namedCurve === 'secp384r1') return { algorithm: sequence(oid(oids.ecdsaWithSha384)), hash: 'sha384' };
+function signatureAlgorithm(key: WorkloadKey): { algorithm: Buffer; hash: string } {
+  if (key.algorithm === 'RSA') return { algorithm: sequence(oid(oids.sha256WithRsa), Buffer.from([0x05, 0x00])), hash: 'sha256' };
+  if (key.curve === 'P384') return { algorithm: sequence(oid(oids.ecdsaWithSha384)), hash: 'sha384' };
   return { algorithm: sequence(oid(oids.ecdsaWithSha256)), hash: 'sha256' };
 }
 

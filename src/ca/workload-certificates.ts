@@ -1,10 +1,9 @@
-import type { KeyObject } from 'node:crypto';
 import type { Clock, Timer } from '../shared/clock.ts';
 import { describe } from '../shared/errors.ts';
 import type { Logger } from '../shared/log.ts';
 import type { CaResult } from './ca-client.ts';
 import { checkChain, oneLine } from './check-chain.ts';
-import { buildCsr, exportWorkloadKey, generateWorkloadKey, type WorkloadKeyOptions } from './csr.ts';
+import { buildCsr, generateWorkloadKey, type WorkloadKey, type WorkloadKeyOptions } from './csr.ts';
 import { renewalDelayMs, retryDelayMs } from './renewal.ts';
 
 /** A certificate the CA issued, checked against the key and identity asked for. */
@@ -40,6 +39,8 @@ export interface WorkloadCertificatesOptions {
   /** Why there is no usable certificate right now, for readiness and /debug/sds. */
   reportProblem(reason: string | undefined): void;
   onResult?(result: { ok: true } | { ok: false; code: string }): void;
+  /** After each request's key, CSR and chain check (native-gc.ts). */
+  afterRequest?(): void;
   graceRatio: number;
   jitterRatio: number;
   /** In [0, 1): the renewal and retry jitter's source (Math.random in production). */
@@ -99,6 +100,7 @@ export class WorkloadCertificates {
   async #renew(): Promise<void> {
     try {
       const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: describe(error) }));
+      this.#options.afterRequest?.();
       if (this.#stopped) return;
       this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
       if (outcome.ok) return this.#accept(outcome.certificate);
@@ -113,11 +115,11 @@ export class WorkloadCertificates {
 
   async #request(): Promise<Outcome> {
     const { identity, clock } = this.#options;
-    const key = await generateWorkloadKey(this.#options.key);
+    const key = await generateWorkloadKey({ ...this.#options.key, pkcs8: this.#options.pkcs8Key ?? false });
     const result = await this.#options.sign(buildCsr({ key, uri: identity }));
     if (!result.ok) return result;
     const trustedRoots = await this.#options.trustedRoots?.();
-    const checked = checkIssued({ chain: result.chain, key, identity, now: clock.now(), trustedRoots, pkcs8Key: this.#options.pkcs8Key ?? false });
+    const checked = checkIssued({ chain: result.chain, key, identity, now: clock.now(), trustedRoots });
     return typeof checked === 'string' ? { ok: false, code: 'BAD_CERTIFICATE', message: checked } : { ok: true, certificate: checked };
   }
 
@@ -176,21 +178,20 @@ export class WorkloadCertificates {
 
 export interface IssuedCheckInput {
   chain: readonly string[];
-  key: KeyObject;
+  key: WorkloadKey;
   identity: string;
   now: number;
   trustedRoots: string | undefined;
-  pkcs8Key: boolean;
 }
 
 /** The CA's answer as served, or why it is refused (check-chain.ts says what is checked). */
 export function checkIssued(input: IssuedCheckInput): IssuedCertificate | string {
-  const checked = checkChain(input);
+  const checked = checkChain({ ...input, spki: input.key.spki });
   if (typeof checked === 'string') return checked;
   const { leaf, pems, uris } = checked;
   return {
     chain: pems,
-    key: exportWorkloadKey(input.key, input.pkcs8Key),
+    key: input.key.pem,
     serial: leaf.serialNumber.toUpperCase(),
     issuer: oneLine(leaf.issuer),
     san: uris,

@@ -1,4 +1,5 @@
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
+import type { WorkloadKey } from '../../src/ca/csr.ts';
 import { bitString, boolean, contextConstructed, contextPrimitive, octetString, oid, sequence, set, tlv, utf8String } from '../../src/ca/der.ts';
 
 /**
@@ -10,6 +11,8 @@ export interface CertSpec {
   subject: string;
   /** The certificate's public key (the workload key for a leaf). */
   key: KeyObject;
+  /** SubjectPublicKeyInfo DER to carry instead of `key`'s (a leaf for a key held as bytes). */
+  spki?: Buffer;
   /** Signs it; absent: self-signed by `key`. */
   issuer?: { subject: string; key: KeyObject };
   notBefore: number;
@@ -27,6 +30,14 @@ export interface BuiltCert {
 
 const oids = { commonName: '2.5.4.3', basicConstraints: '2.5.29.19', subjectAltName: '2.5.29.17', ecdsaWithSha256: '1.2.840.10045.4.3.2' };
 
+/** A KeyObject as the agent holds a workload key: bytes only (src/ca/csr.ts, WorkloadKey). */
+export function asWorkloadKey(key: KeyObject): WorkloadKey {
+  const rsa = key.asymmetricKeyType === 'rsa';
+  const pem = key.export({ type: rsa ? 'pkcs1' : 'sec1', format: 'pem' }).toString();
+  const curve = key.asymmetricKeyDetails?.namedCurve === 'secp384r1' ? 'P384' : 'P256';
+  return { pem, spki: createPublicKey(key).export({ type: 'spki', format: 'der' }), algorithm: rsa ? 'RSA' : 'ECDSA', curve };
+}
+
 export const ecKey = (): KeyObject => generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).privateKey;
 
 /** A certificate for `spec.key` (a private key), signed by `spec.issuer` or by itself. */
@@ -40,7 +51,7 @@ export function buildCert(spec: CertSpec): BuiltCert {
     name(signer.subject),
     sequence(time(spec.notBefore), time(spec.notAfter)),
     name(spec.subject),
-    createPublicKey(spec.key).export({ type: 'spki', format: 'der' }),
+    spec.spki ?? createPublicKey(spec.key).export({ type: 'spki', format: 'der' }),
     contextConstructed(3, sequence(...extensions(spec))),
   );
   const der = sequence(tbs, algorithm, bitString(sign('sha256', tbs, signer.key)));
