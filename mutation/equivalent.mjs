@@ -8,6 +8,16 @@ import { declareValuePlugin, PluginKind } from '@stryker-mutator/api/plugin';
 
 export const equivalent = [
   {
+    file: 'src/bootstrap/stats-annotations.ts',
+    code: 'a > b ? 1 : 0',
+    why: "the bucket prefixes are an object's keys, never equal, and V8's sort only asks whether the comparator is below 0: 1 and 0 order them the same",
+  },
+  {
+    file: 'src/bootstrap/stats-annotations.ts',
+    code: "typeof bucket === 'number'",
+    why: 'Number.isFinite does not coerce: it is false for anything not a number, so a string, boolean or null bucket is refused without the typeof',
+  },
+  {
     file: 'src/health/probe-config.ts',
     code: "typeof given !== 'number'",
     why: 'Number.isInteger is false for anything not a number, so the next test already refuses a string, a list or an object',

@@ -34,10 +34,14 @@ test('both pod-facing listeners normalise paths and pass one exact GET path, ans
     [readinessListener(15021, { wildcard: '::' }), '/healthz/ready'],
   ] as const) {
     const manager = connectionManager(listener);
+    // No filter asked before the router: the router alone.
+    assert.deepEqual((manager.http_filters as { name: string }[]).map((filter) => filter.name), ['envoy.filters.http.router']);
     assert.equal(manager.normalize_path, true);
     assert.equal(manager.merge_slashes, true);
     assert.equal(manager.path_with_escaped_slashes_action, 'REJECT_REQUEST');
-    const routes = (manager.route_config as { virtual_hosts: { routes: { match: Record<string, unknown>; route?: unknown }[] }[] }).virtual_hosts[0]!.routes;
+    const [host] = (manager.route_config as { virtual_hosts: { domains: string[]; routes: { match: Record<string, unknown>; route?: unknown }[] }[] }).virtual_hosts;
+    assert.deepEqual(host!.domains, ['*'], 'any Host header');
+    const routes = host!.routes;
     const forwarded = routes.filter((route) => route.route);
     assert.equal(forwarded.length, 1, 'one route goes upstream');
     assert.equal(forwarded[0]!.match.path, path);

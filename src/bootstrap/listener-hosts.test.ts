@@ -18,6 +18,8 @@ test('listenerHosts: the pod\'s IP families decide the wildcard, as Istio\'s boo
     [['198.18.0.2', '2001:2::2'], true, { ...v4, additional: v6, dnsLookupFamily: 'ALL' }],
     [['2001:2::2', '198.18.0.2'], true, { ...v6, additional: v4, dnsLookupFamily: 'ALL' }],
     [['fe80::1', '198.18.0.2'], true, { ...v4, additional: v6, dnsLookupFamily: 'ALL' }],
+    // Link-local is the prefix only: fe80 further in is a global IPv6 address.
+    [['2001:2::fe80:1', '198.18.0.2'], true, { ...v6, additional: v4, dnsLookupFamily: 'ALL' }],
   ];
   for (const [ips, dualStack, expected] of cases) assert.deepEqual(listenerHosts(ips, dualStack), expected, `${ips.join(',')} dual=${dualStack}`);
 });

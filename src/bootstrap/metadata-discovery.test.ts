@@ -13,6 +13,8 @@ test('metadata discovery: always for a waypoint, for another proxy when the node
     ['router', true, { METADATA_DISCOVERY: true }, true],
     ['sidecar', true, { METADATA_DISCOVERY: 'false' }, false],
     ['sidecar', true, {}, false],
+    // Only text or a boolean is read: a number is not Go's StringBool.
+    ['sidecar', true, { METADATA_DISCOVERY: 1 }, false],
     ['sidecar', false, { METADATA_DISCOVERY: 'true' }, false],
   ];
   for (const [proxyType, deltaXds, metadata, rendered] of cases) {

@@ -39,3 +39,55 @@ test('the merged metrics come from the status server on loopback', () => {
   assert.equal(cluster.name, 'agent_merged_metrics');
   assert.deepEqual(cluster.load_assignment.endpoints[0]!.lb_endpoints[0]!.endpoint, { address: { socket_address: { address: '127.0.0.1', port_value: 15020 } } });
 });
+
+test('each mTLS listener is named by its port and counts its own stats; a port of 0 renders only the other', () => {
+  const prefixOf = (listener: Listener) => (listener.filter_chains[0]!.filters[0]!.typed_config as unknown as { stat_prefix: string }).stat_prefix;
+  const cases: [{ envoy: number; merged: number }, [string, string][]][] = [
+    [{ envoy: 15091, merged: 0 }, [['secure_metrics_15091', 'secure_stats']]],
+    [{ envoy: 0, merged: 15092 }, [['secure_metrics_15092', 'secure_merged_stats']]],
+    [{ envoy: 15091, merged: 15092 }, [['secure_metrics_15091', 'secure_stats'], ['secure_metrics_15092', 'secure_merged_stats']]],
+  ];
+  for (const [ports, expected] of cases) {
+    const listeners = secureMetricsListeners(ports, '0.0.0.0') as Listener[];
+    assert.deepEqual(listeners.map((l) => [l.name, prefixOf(l)]), expected, JSON.stringify(ports));
+  }
+});
+
+test('the TLS is sniffed by the TLS inspector, and both secrets come over the agent\'s SDS (sds-grpc, ADS-style V3 gRPC)', () => {
+  const sds = {
+    api_config_source: {
+      api_type: 'GRPC', grpc_services: [{ envoy_grpc: { cluster_name: 'sds-grpc' } }], set_node_on_first_message_only: true, transport_api_version: 'V3',
+    },
+    resource_api_version: 'V3',
+  };
+  const [listener] = secureMetricsListeners({ envoy: 15091, merged: 0 }, '0.0.0.0') as (Listener & { listener_filters: unknown })[];
+  assert.deepEqual(listener!.listener_filters, [{
+    name: 'envoy.filters.listener.tls_inspector',
+    typed_config: { '@type': 'type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector' },
+  }]);
+  assert.deepEqual(listener!.filter_chains[0]!.transport_socket, {
+    name: 'envoy.transport_sockets.tls',
+    typed_config: {
+      '@type': 'type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext',
+      require_client_certificate: true,
+      common_tls_context: {
+        tls_certificate_sds_secret_configs: [{ name: 'default', sds_config: sds }],
+        combined_validation_context: { default_validation_context: {}, validation_context_sds_secret_config: { name: 'ROOTCA', sds_config: sds } },
+      },
+    },
+  });
+});
+
+test('the merged metrics cluster: static, one loopback endpoint, a short connect timeout, its name closed for the stats tag', () => {
+  assert.deepEqual(mergedMetricsCluster(15020, '::1'), {
+    name: 'agent_merged_metrics',
+    alt_stat_name: 'agent_merged_metrics;',
+    type: 'STATIC',
+    connect_timeout: '0.250s',
+    lb_policy: 'ROUND_ROBIN',
+    load_assignment: {
+      cluster_name: 'agent_merged_metrics',
+      endpoints: [{ lb_endpoints: [{ endpoint: { address: { socket_address: { address: '::1', port_value: 15020 } } } }] }],
+    },
+  });
+});

@@ -14,3 +14,24 @@ test('self discovery renders local_cluster over ADS and names it in cluster_mana
   assert.deepEqual([cluster.name, cluster.type], ['local_cluster', 'EDS']);
   assert.deepEqual(cluster.eds_cluster_config, { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: 'local_cluster' });
 });
+
+test('local_cluster balances by least request, zone aware from one endpoint on, its name closed for the stats tag', () => {
+  assert.deepEqual(localCluster(), {
+    name: 'local_cluster',
+    alt_stat_name: 'local_cluster;',
+    type: 'EDS',
+    connect_timeout: '1s',
+    load_balancing_policy: {
+      policies: [{
+        typed_extension_config: {
+          name: 'envoy.load_balancing_policies.least_request',
+          typed_config: {
+            '@type': 'type.googleapis.com/envoy.extensions.load_balancing_policies.least_request.v3.LeastRequest',
+            locality_lb_config: { zone_aware_lb_config: { min_cluster_size: '1' } },
+          },
+        },
+      }],
+    },
+    eds_cluster_config: { eds_config: { ads: {}, resource_api_version: 'V3' }, service_name: 'local_cluster' },
+  });
+});

@@ -46,3 +46,23 @@ test('a value Envoy or Istio cannot use is exit 2 naming the annotation', () => 
     assert.throws(() => statsAnnotationVariables(annotations), (error: unknown) => error instanceof AgentError && error.code === 'BAD_ENV' && message.test(error.message), JSON.stringify(annotations));
   }
 });
+
+test('the edges: prefixes in any order come out sorted, 1ms flush and 0s eviction are taken, a value that is not text is not read', () => {
+  const sorted = statsAnnotationVariables({ [names.buckets]: '{"istiocustom": [1], "z": [2], "a": [3], "cluster.b": [4]}' }).histogram_bucket_settings as { match: { prefix: string } }[];
+  assert.deepEqual(sorted.map((setting) => setting.match.prefix), ['a', 'cluster.b', 'istiocustom', 'z']);
+  assert.equal(statsAnnotationVariables({ [names.flush]: '1ms' }).stats_flush_interval, '0.001s');
+  assert.equal(statsAnnotationVariables({ [names.eviction]: '0s' }).stats_eviction_interval, null);
+  assert.deepEqual(statsAnnotationVariables({ [names.flush]: 10, [names.eviction]: 7 }), { histogram_bucket_settings: null, stats_flush_interval: null, stats_eviction_interval: null });
+});
+
+test('the edges of a bad value: JSON that is not an object, buckets that are not a list, a negative eviction', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ [names.buckets]: '5' }, /statsHistogramBuckets: must be a JSON object/],
+    [{ [names.buckets]: 'null' }, /statsHistogramBuckets: must be a JSON object/],
+    [{ [names.buckets]: '{"a": "12"}' }, /"a": buckets must be a non-empty list/],
+    [{ [names.eviction]: '-10s' }, /statsEvictionInterval: "-10s" is not a duration/],
+  ];
+  for (const [annotations, message] of cases) {
+    assert.throws(() => statsAnnotationVariables(annotations), (error: unknown) => error instanceof AgentError && message.test(error.message), JSON.stringify(annotations));
+  }
+});
