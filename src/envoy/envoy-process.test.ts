@@ -61,3 +61,33 @@ it('an Envoy that stops on SIGTERM is no forced kill, and logs no warning', asyn
   assert.doesNotMatch(exit.detail, /forced/);
   assert.deepEqual(warnings, []);
 });
+
+it('a line that is not Envoy log, written once Envoy is LIVE, is raw output even while the check beside has not answered', async () => {
+  await using cleanup = new AsyncDisposableStack();
+  const dir = await tempDir(cleanup, 'envoy-process-');
+  const binaryPath = join(dir, 'envoy');
+  // Waits for the test to say LIVE was seen (a file), then writes an access log line to its stderr.
+  const seen = join(dir, 'live-seen');
+  await writeFile(binaryPath, `#!/bin/sh\ni=0; while [ ! -e '${seen}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\necho 'access-log /dev/stderr /x 200' >&2\n`);
+  await chmod(binaryPath, 0o755);
+  const raw: string[] = [];
+  let rawSeen!: () => void;
+  const gotRaw = new Promise<void>((resolve) => (rawSeen = resolve));
+  const logged: string[] = [];
+  const logger = pino({ level: 'info' }, { write: (text: string) => void logged.push((JSON.parse(text) as { msg: string }).msg) });
+  let answer!: (verdict: { accepted: true }) => void;
+  const stop = new AbortController();
+  cleanup.defer(() => stop.abort());
+  const exit = runEnvoyProcess({
+    binaryPath, args: [], signal: stop.signal, killAfterMs: 10_000, logger, ports: { proxyAdminPort: 1, prometheusPort: 2, readinessPort: 3 },
+    checkBeside: () => new Promise((resolve) => (answer = resolve)), // answered only once the line came
+    rawLine: (line) => (raw.push(line), rawSeen()),
+    watchLive: async (_signal, onLive) => (onLive({} as never), await writeFile(seen, '')),
+    onLive: () => undefined, onSpawned: () => undefined,
+  });
+  await within(gotRaw, 20_000, 'the line as raw output');
+  assert.deepEqual(raw, ['access-log /dev/stderr /x 200']);
+  assert.ok(!logged.includes('access-log /dev/stderr /x 200'), 'not in the log as well');
+  answer({ accepted: true });
+  await within(exit, 20_000, 'the stand-in to end');
+});

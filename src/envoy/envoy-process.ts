@@ -58,7 +58,11 @@ export async function runEnvoyProcess(options: EnvoyProcessOptions): Promise<Pro
   const raw: RawLine = (line) => live && options.rawLine !== undefined && (options.rawLine(line), true);
   const output = forwardOutput(options.stderr?.lines ?? child.iterable({ from: 'stderr' }), logger, recent, raw);
   const stopWatching = new AbortController();
-  const onLive = async (details: LiveDetails) => ((await verdict)?.accepted ?? true) && ((live = true), options.onLive(details));
+  const onLive = async (details: LiveDetails) => {
+    // Envoy serves from LIVE on, and readiness reads its admin, not this verdict: an access log line may come before the check beside answers.
+    live = true;
+    if ((await verdict)?.accepted ?? true) options.onLive(details);
+  };
   void options.watchLive(AbortSignal.any([signal, stopWatching.signal]), (details) => void onLive(details));
   const result = await child;
   stopWatching.abort();

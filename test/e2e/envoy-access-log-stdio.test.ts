@@ -41,6 +41,9 @@ it('access logs to /dev/stdout and /dev/stderr: the listeners are taken, the pod
   });
   cleanup.defer(async () => assert.equal((await agent.stop()).exitCode, 0, agent.stderr()));
   await waitForStatus(statusPort, '/healthz/ready', (answer) => answer.status === 200, 30_000);
+  // Readiness reads Envoy's admin; the agent's own LIVE watch polls it every 100 ms, and until it has seen LIVE a line
+  // that is not Envoy's log stays in the agent's log (Envoy giving up at start). Seen under load: the line came 70 ms early.
+  await agent.log.waitFor((entry) => entry.msg === 'epoch live', 30_000, 'the agent to see the epoch LIVE');
   assert.equal((await get(outPort, '/via-stdout')).status, 200);
   assert.equal((await get(errPort, '/via-stderr')).status, 200);
   const onStdout = 'access-log /dev/stdout /via-stdout 200';
