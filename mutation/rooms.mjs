@@ -100,8 +100,8 @@ export const rooms = {
   // The checks on what the CA sends: check-chain.ts, and checkIssued, which turns a checked
   // chain into what is served (the rest of workload-certificates.ts is renewal scheduling).
   ca: {
-    mutate: ['src/ca/check-chain.ts', only('src/ca/workload-certificates.ts', 'checkIssued'), 'src/ca/native-gc.ts'],
-    tests: ['src/ca/native-gc.test.ts', 'src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
+    mutate: ['src/ca/check-chain.ts', only('src/ca/workload-certificates.ts', 'checkIssued')],
+    tests: ['src/ca/check-chain.test.ts', 'src/ca/check-chain-edges.test.ts', 'src/ca/check-issued.test.ts', 'src/ca/workload-certificates.test.ts'],
   },
   // Certificate rotation: its one owner (runtime/rotation.ts: SDS push or a new epoch) and the restart gate
   // (the cert-set checks it reads are the watch room's).

@@ -6,7 +6,6 @@ import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
 import { createCertificate, type CaResult } from './ca-client.ts';
 import type { CaSettings } from './ca-settings.ts';
-import { nativeGcAfterRotation } from './native-gc.ts';
 import { writeOutputCerts } from './output-certs.ts';
 import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
 
@@ -65,7 +64,6 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
     publish: (certificate) => publish(options.onIssued, certificate, settings, logger),
     reportProblem: () => undefined, // asked per probe instead: problem() also knows when the certificate expires
     onResult: countResult(metrics),
-    afterRequest: nativeGcAfterRotation(() => options.clock.now()),
   });
   logStart(logger, settings);
   void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.

@@ -32,9 +32,7 @@ const refuses = (code: string) => async (): Promise<CaResult> => ({ ok: false, c
 function rig(
   ca: ReturnType<typeof scriptedCa>,
   startOffsetMs = 0,
-  extra: {
-    publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number; afterRequest?: () => void;
-  } = {},
+  extra: { publish?: (certificate: IssuedCertificate) => void; trustedRoots?: () => Promise<string | undefined>; random?: () => number } = {},
 ) {
   const clock = new FakeClock(Date.now() + startOffsetMs);
   const published: IssuedCertificate[] = [];
@@ -53,7 +51,6 @@ function rig(
     publish: (certificate) => (extra.publish?.(certificate), published.push(certificate)),
     reportProblem: (reason) => problems.push(reason),
     onResult: () => settle(),
-    afterRequest: extra.afterRequest,
   });
   /** Moves the clock and waits for the request that the move started to finish. */
   const advance = async (ms: number) => {
@@ -88,17 +85,6 @@ test('a certificate is issued at start and renewed half-way through its lifetime
   assert.equal(published.length, 2);
   assert.notEqual(published[1]!.serial, published[0]!.serial);
   assert.notEqual(ca.calls[1], ca.calls[0], 'a new key and CSR for every renewal');
-  certs.stop();
-});
-
-test('after every CA request, taken or refused, the native memory of the rotation is offered to the GC (native-gc.ts)', async () => {
-  const ca = scriptedCa([refuses('UNAVAILABLE'), issues()]);
-  let afterRequests = 0;
-  const { certs, published, tick } = rig(ca, 0, { afterRequest: () => afterRequests++ });
-  await certs.start();
-  assert.equal(afterRequests, 1, 'after the refused request');
-  while (published.length === 0) await tick();
-  assert.equal(afterRequests, 2, 'after the issued one');
   certs.stop();
 });
 

@@ -39,8 +39,6 @@ export interface WorkloadCertificatesOptions {
   /** Why there is no usable certificate right now, for readiness and /debug/sds. */
   reportProblem(reason: string | undefined): void;
   onResult?(result: { ok: true } | { ok: false; code: string }): void;
-  /** After each request's key, CSR and chain check (native-gc.ts). */
-  afterRequest?(): void;
   graceRatio: number;
   jitterRatio: number;
   /** In [0, 1): the renewal and retry jitter's source (Math.random in production). */
@@ -100,7 +98,6 @@ export class WorkloadCertificates {
   async #renew(): Promise<void> {
     try {
       const outcome = await this.#request().catch((error: unknown): Outcome => ({ ok: false, code: 'INTERNAL', message: describe(error) }));
-      this.#options.afterRequest?.();
       if (this.#stopped) return;
       this.#options.onResult?.(outcome.ok ? { ok: true } : { ok: false, code: outcome.code });
       if (outcome.ok) return this.#accept(outcome.certificate);
