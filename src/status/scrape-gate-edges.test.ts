@@ -1,24 +1,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { handTimers } from '../../test/support/hand-timers.ts';
+import { scrapeGateRig, settle } from '../../test/support/scrape-gate-rig.ts';
 import { ScrapeGate } from './scrape-gate.ts';
 
 const limits = { perPeer: 1, waitingPerPeer: 2, total: 8, waitMs: 5_000 };
 const peer = '198.18.0.9';
 
-function rig() {
-  const timers = handTimers();
-  const gate = new ScrapeGate({ ...limits, trusted: () => false, timers: timers.host });
-  const scrape = () => {
-    const answer = new AbortController();
-    const entry = { verdict: undefined as boolean | undefined, close: () => answer.abort() };
-    void gate.enter(peer, answer.signal).then((verdict) => (entry.verdict = verdict));
-    return entry;
-  };
-  return { gate, timers, scrape };
-}
-
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+const rig = () => scrapeGateRig({ ...limits, trusted: () => false }, peer);
 
 it('a scrape that waited out its turn leaves no trace: no phantom place later, its peer still held, its waiting room free again', async () => {
   const { gate, timers, scrape } = rig();

@@ -1,25 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { handTimers } from '../../test/support/hand-timers.ts';
-import { ScrapeGate, scrapeLimits } from './scrape-gate.ts';
+import { scrapeGateRig, settle } from '../../test/support/scrape-gate-rig.ts';
+import { scrapeLimits } from './scrape-gate.ts';
 
 const limits = { perPeer: 1, waitingPerPeer: 2, total: 3, waitMs: 5_000 };
 
-function rig(overrides: Partial<typeof limits> = {}) {
-  const timers = handTimers();
-  const gate = new ScrapeGate({ ...limits, ...overrides, trusted: (peer) => peer === '127.0.0.1', timers: timers.host });
-  /** A scrape from `peer`: its verdict once settled (undefined while it waits), and `close` for its answer's end. */
-  const scrape = (peer: string) => {
-    const answer = new AbortController();
-    const entry = { verdict: undefined as boolean | undefined, close: () => answer.abort() };
-    void gate.enter(peer, answer.signal).then((verdict) => (entry.verdict = verdict));
-    return entry;
-  };
-  return { gate, timers, scrape };
-}
-
-/** Lets the gate's promises settle (no timer involved). */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
+const rig = (overrides: Partial<typeof limits> = {}) => scrapeGateRig({ ...limits, ...overrides, trusted: (peer) => peer === '127.0.0.1' });
 
 describe('ScrapeGate: how many scrapes are made at once', () => {
   it('ships limits that serve one scrape at a time from each peer, a few at once in all', () => {
