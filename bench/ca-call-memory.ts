@@ -1,11 +1,12 @@
 /**
  * What a CA call per rotation leaves in the agent's native memory (issue 44):
  * `--calls` CreateCertificate calls back to back through `src/ca/ca-client.ts`
- * (a channel of its own per call, as the agent makes them) against a local
- * TLS server of node:http2 that answers UNIMPLEMENTED, in a child started with
- * the shebang's memory flags and V8's memory saver. Variants: `kept` (the TLS
- * credentials the client keeps per trust config), `per-call` (new credentials
- * each call: the client before it kept them), `keys` (an RSA 2048 workload
+ * (on the kept channel, or one per call) against a local
+ * TLS server of node:http2 that answers an empty chain, in a child started with
+ * the shebang's memory flags and V8's memory saver. Variants: `channel` (one
+ * channel kept from call to call: the agent since the kept channel), `kept`
+ * (a channel per call, the TLS credentials kept per trust config: the agent
+ * before), `per-call` (new credentials each call: the client before it kept them), `keys` (an RSA 2048 workload
  * key and its CSR per turn, no call; slow: only with `--keys`), `rotation` (a
  * rotation's whole native path, no call: RSA key, CSR, a leaf for it from an
  * in-process CA, the chain check, the exported key; only with `--rotations`),
@@ -26,7 +27,7 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { execa } from 'execa';
-import { caCredentials, createCertificate } from '../src/ca/ca-client.ts';
+import { caChannel, caCredentials, createCertificate } from '../src/ca/ca-client.ts';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { buildCsr, generateWorkloadKey } from '../src/ca/csr.ts';
 import { checkIssued } from '../src/ca/workload-certificates.ts';
@@ -41,7 +42,7 @@ const { values } = parseArgs({
   },
 });
 const calls = Number(values.calls);
-const variants = ['kept', 'per-call', 'keys', 'rotation', 'rotation-gc'] as const;
+const variants = ['channel', 'kept', 'per-call', 'keys', 'rotation', 'rotation-gc'] as const;
 type Variant = (typeof variants)[number];
 /** The shebang's memory flags (bin/pilot-agent.js). */
 const shebangFlags = ['--max-semi-space-size=1', '--v8-pool-size=1', '--no-concurrent-recompilation'];
@@ -80,6 +81,9 @@ async function rotation(): Promise<void> {
   if (typeof checked === 'string' || !checked.key.startsWith('-----BEGIN RSA PRIVATE KEY-----')) throw new Error(`refused: ${String(checked)}`);
 }
 
+/** The agent's channel to the CA, kept from call to call (the `channel` variant). */
+const keptChannel = caChannel();
+
 async function turn(variant: Variant, address: string, done: number): Promise<void> {
   if (variant === 'rotation' || variant === 'rotation-gc') {
     await rotation();
@@ -97,9 +101,10 @@ async function turn(variant: Variant, address: string, done: number): Promise<vo
   }
   const tls = { roots: pems.a.cert, serverName: 'a' };
   const credentials = variant === 'per-call' ? caCredentials() : undefined;
+  const channel = variant === 'channel' ? keptChannel : undefined;
   const request = { csr: 'CSR', validitySeconds: 60 };
-  const result = await createCertificate({ endpoint: { address, tls }, request, token: 'token', timeoutMs: 10_000, credentials });
-  if (result.ok || result.code !== 'UNIMPLEMENTED') throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
+  const result = await createCertificate({ endpoint: { address, tls }, request, token: 'token', timeoutMs: 10_000, credentials, channel });
+  if (!result.ok) throw new Error(`unexpected answer: ${JSON.stringify(result)}`);
 }
 
 async function child(variant: Variant): Promise<void> {
@@ -109,7 +114,12 @@ async function child(variant: Variant): Promise<void> {
     fullGc = runInNewContext('gc') as () => void;
   }
   const server = createSecureServer({ key: pems.a.key, cert: pems.a.cert });
-  server.on('stream', (stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true }));
+  server.on('stream', (stream) => {
+    // An empty answer (an empty chain): a call that works keeps the kept channel.
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(Buffer.alloc(5));
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;
   const row: string[] = [];

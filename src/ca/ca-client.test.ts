@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { createSecureServer, type ServerHttp2Session } from 'node:http2';
+import { createSecureServer, createServer, type ServerHttp2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { pems } from '../../test/support/self-signed.ts';
-import { caCredentials, caFailure, createCertificate, type CaTls } from './ca-client.ts';
+import { once } from 'node:events';
+import { caChannel, caCredentials, caFailure, createCertificate, type CaTls } from './ca-client.ts';
 
 const grpcError = (code: number, details: string) => Object.assign(new Error(details), { code, details, metadata: undefined as never });
 
@@ -23,20 +24,40 @@ test('a failed CA call reads as its cause: a CA that resets the stream at its de
   }
 });
 
-/** A TLS server that answers every gRPC call UNIMPLEMENTED, counting the connections it accepts. */
-async function tlsCa(t: TestContext) {
-  const server = createSecureServer({ key: pems.a.key, cert: pems.a.cert });
+/**
+ * A TLS (or plaintext) server that answers every gRPC call UNIMPLEMENTED (with the token
+ * `ok` an empty answer, an empty chain), counting the connections it accepts
+ * and those still open.
+ */
+async function tlsCa(t: TestContext, tls = true) {
+  const server = tls ? createSecureServer({ key: pems.a.key, cert: pems.a.cert }) : createServer();
   const sessions = new Set<ServerHttp2Session>();
   let connections = 0;
-  server.on('secureConnection', () => connections++);
-  server.on('session', (session) => sessions.add(session));
-  server.on('stream', (stream) => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true }));
+  server.on(tls ? 'secureConnection' : 'connection', () => connections++);
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  server.on('stream', (stream, headers) => {
+    if (headers.authorization !== 'Bearer ok') {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
+      return;
+    }
+    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    stream.end(Buffer.alloc(5)); // one message of no bytes: uncompressed, length 0
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(async () => {
     for (const session of sessions) session.destroy();
     await new Promise((resolve) => server.close(resolve));
   });
-  return { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections };
+  const open = () => sessions.size;
+  /** Resolves once at most `left` connections are open: the rest close on their own (a replaced or dropped client, the idle timeout, a close()). */
+  const allClosedBut = async (left: number) => {
+    while (sessions.size > left) await once([...sessions][0]!, 'close');
+  };
+  return { address: `127.0.0.1:${(server.address() as AddressInfo).port}`, connections: () => connections, open, allClosedBut };
 }
 
 test('the CA\'s TLS credentials are made once per trust config, and every call still opens a connection of its own', async (t) => {
@@ -60,7 +81,72 @@ test('the CA\'s TLS credentials are made once per trust config, and every call s
   for (const [index, row] of rows.entries()) {
     await call(row.tls);
     assert.equal(made, row.made, `${row.name}: credentials made`);
-    // Equal credentials must not share a connection: a CA that changed its certificate is met at the next call.
+    // Without a kept channel (caChannel) every call has a connection of its own.
     assert.equal(ca.connections(), index + 1, `${row.name}: connections`);
   }
+});
+
+test('a kept channel serves call after call on one connection, and connects again after a change, a failed call, or its close', { timeout: 20_000 }, async (t) => {
+  const ca = await tlsCa(t);
+  const moved = await tlsCa(t);
+  const channel = caChannel();
+  t.after(() => channel.close());
+  const credentials = caCredentials();
+  const call = async (tls: CaTls, token = 'ok', address = ca.address) => {
+    const result = await createCertificate({
+      endpoint: { address, tls }, request: { csr: 'CSR', validitySeconds: 60 }, token, timeoutMs: 20_000, credentials, channel,
+    });
+    return result.ok ? 'ok' : result.code;
+  };
+  const a = { roots: pems.a.cert, serverName: 'a' };
+  const rows: { name: string; run: () => Promise<string>; answer: string; connections: number; open: number }[] = [
+    { name: 'the first call', run: () => call(a), answer: 'ok', connections: 1, open: 1 },
+    { name: 'the same endpoint and trust', run: () => call(a), answer: 'ok', connections: 1, open: 1 },
+    { name: 'the same roots read again (equal bytes)', run: () => call({ ...a, roots: Buffer.from(pems.a.cert) }), answer: 'ok', connections: 1, open: 1 },
+    { name: 'changed roots: the old connection closed', run: () => call({ ...a, roots: Buffer.concat([pems.b.cert, pems.a.cert]) }), answer: 'ok', connections: 2, open: 1 },
+    { name: 'back to the first roots', run: () => call(a), answer: 'ok', connections: 3, open: 1 },
+    { name: 'another name for the CA', run: () => call({ ...a, serverName: 'A' }), answer: 'ok', connections: 4, open: 1 },
+    { name: 'a failed call: closed', run: () => call(a, 'refused'), answer: 'UNIMPLEMENTED', connections: 5, open: 0 },
+    { name: 'the call after it connects afresh', run: () => call(a), answer: 'ok', connections: 6, open: 1 },
+    { name: 'the CA at another address: this one closed', run: () => call(a, 'ok', moved.address), answer: 'ok', connections: 6, open: 0 },
+    { name: 'back at the first address', run: () => call(a), answer: 'ok', connections: 7, open: 1 },
+  ];
+  for (const row of rows) {
+    assert.equal(await row.run(), row.answer, `${row.name}: answer`);
+    await ca.allClosedBut(row.open);
+    assert.equal(ca.connections(), row.connections, `${row.name}: connections`);
+    assert.equal(ca.open(), row.open, `${row.name}: open`);
+  }
+  channel.close();
+  await ca.allClosedBut(0);
+  assert.equal(await call(a), 'ok', 'a call after close() still goes through');
+  await ca.allClosedBut(0);
+  assert.equal(ca.connections(), 8, 'after close(): a connection of its own');
+  assert.equal(moved.connections(), 1);
+});
+
+test('a kept channel closes its connection after its idle time without a call', { timeout: 20_000 }, async (t) => {
+  const ca = await tlsCa(t);
+  const channel = caChannel(1000); // grpc-js's least idle timeout
+  t.after(() => channel.close());
+  const result = await createCertificate({
+    endpoint: { address: ca.address, tls: { roots: pems.a.cert, serverName: 'a' } }, request: { csr: 'CSR', validitySeconds: 60 }, token: 'ok', timeoutMs: 20_000, channel,
+  });
+  assert.deepEqual(result, { ok: true, chain: [] });
+  assert.equal(ca.open(), 1, 'kept after the call');
+  // The idle timeout, not close(): the test would time out otherwise. grpc-js
+  // drops the idle channel's connection at its subchannel pool's next sweep (every 10 s).
+  await ca.allClosedBut(0);
+  assert.equal(ca.connections(), 1);
+});
+
+test('a plaintext CA\'s kept channel is kept too', async (t) => {
+  const ca = await tlsCa(t, false);
+  const channel = caChannel();
+  t.after(() => channel.close());
+  for (let call = 0; call < 3; call++) {
+    const result = await createCertificate({ endpoint: { address: ca.address }, request: { csr: 'CSR', validitySeconds: 60 }, token: 'ok', timeoutMs: 20_000, channel });
+    assert.deepEqual(result, { ok: true, chain: [] });
+  }
+  assert.equal(ca.connections(), 1);
 });

@@ -27,35 +27,99 @@ export interface CaCall {
   timeoutMs: number;
   /** Where the call's TLS credentials come from (caCredentials()); one kept per process by default. */
   credentials?: CaCredentials;
+  /** The channel kept between calls (caChannel()); without it the call has a channel of its own, closed when it ends. */
+  channel?: CaChannel;
 }
 
 /** `code` is the gRPC status name, or what went wrong before one: CONNECT, TLS, PROTOCOL. */
 export type CaResult = { ok: true; chain: string[] } | { ok: false; code: string; message: string };
 
 /**
- * One CreateCertificate call through @grpc/grpc-js on a channel of its own,
- * closed when the call ends: a call every twelve hours does not justify a
- * connection kept open. grpc-js keeps the deadline, the size limit on the
- * answer and the TLS checks (the root, and the name the server's
- * certificate must carry: CA_ADDR's host, or ISTIOD_SAN for a CA that is
- * the discovery server; ca-settings.ts). The two messages stay hand-encoded
- * (ca-proto.ts). Never rejects: every failure is a CaResult.
+ * One CreateCertificate call through @grpc/grpc-js. grpc-js keeps the
+ * deadline, the size limit on the answer and the TLS checks (the root, and
+ * the name the server's certificate must carry: CA_ADDR's host, or
+ * ISTIOD_SAN for a CA that is the discovery server; ca-settings.ts). The two
+ * messages stay hand-encoded (ca-proto.ts). Never rejects: every failure is
+ * a CaResult.
  */
 export async function createCertificate(call: CaCall): Promise<CaResult> {
   const grpc = await loadGrpc();
-  const client = new grpc.Client(call.endpoint.address, (call.credentials ?? sharedCredentials)(grpc, call.endpoint), {
-    'grpc.max_receive_message_length': maxAnswerBytes,
-    ...(call.endpoint.tls ? { 'grpc.ssl_target_name_override': call.endpoint.tls.serverName, 'grpc.default_authority': call.endpoint.tls.serverName } : {}),
-  });
+  const credentials = (call.credentials ?? sharedCredentials)(grpc, call.endpoint);
+  const client = call.channel ? call.channel.client(grpc, call.endpoint, credentials) : newClient(grpc, call.endpoint, credentials);
   const deadline = Date.now() + call.timeoutMs;
+  let result: CaResult;
   try {
     const answer = await callUnary(client, { path, request: encodeCertificateRequest(call.request), metadata: metadataFor(grpc, call), deadline });
-    return { ok: true, chain: decodeCertificateResponse(answer) };
+    result = { ok: true, chain: decodeCertificateResponse(answer) };
   } catch (error) {
-    return caFailure(grpc.status, error as Grpc.ServiceError | Error, { timeoutMs: call.timeoutMs, late: Date.now() >= deadline - deadlineSlackMs });
-  } finally {
-    client.close();
+    result = caFailure(grpc.status, error as Grpc.ServiceError | Error, { timeoutMs: call.timeoutMs, late: Date.now() >= deadline - deadlineSlackMs });
   }
+  if (call.channel) call.channel.done(client, result.ok);
+  else client.close();
+  return result;
+}
+
+function newClient(grpc: typeof Grpc, endpoint: CaEndpoint, credentials: Grpc.ChannelCredentials, idleMs?: number): Grpc.Client {
+  return new grpc.Client(endpoint.address, credentials, {
+    'grpc.max_receive_message_length': maxAnswerBytes,
+    ...(endpoint.tls ? { 'grpc.ssl_target_name_override': endpoint.tls.serverName, 'grpc.default_authority': endpoint.tls.serverName } : {}),
+    ...(idleMs === undefined ? {} : { 'grpc.client_idle_timeout_ms': idleMs }),
+  });
+}
+
+/** A kept channel closes its connection after this long without a call (grpc-js's client idle timeout); the next call connects again. */
+export const caIdleMs = 60_000;
+
+/** The CA's channel, kept from call to call (caChannel()). */
+export interface CaChannel {
+  /** The kept client when the address, the TLS name and the credentials are the same; else a new one, the old one closed. */
+  client(grpc: typeof Grpc, endpoint: CaEndpoint, credentials: Grpc.ChannelCredentials): Grpc.Client;
+  /**
+   * A call on `client` ended. A failed one forgets and closes it, as
+   * Istio's CA client reconnects after any error: the next call connects
+   * afresh (new roots, a CA that moved) instead of waiting out grpc-js's
+   * reconnect backoff. A client not kept (made after close()) is closed.
+   */
+  done(client: Grpc.Client, ok: boolean): void;
+  /** Closes the kept client, and every later one after its call: the CA part stops. */
+  close(): void;
+}
+
+/**
+ * One channel to the CA kept between calls, as Istio's CA client keeps its
+ * connection: a rotation then costs no TLS handshake, channel or HTTP/2
+ * session of its own, whose native memory a rotation every few seconds
+ * (short certificates) left in the main malloc arena (docs/benchmarks.md,
+ * issue 44). Its connection closes after `idleMs` without a call (a
+ * certificate every twelve hours keeps none open), and after a failed call.
+ * One entry: another address, name or trust config replaces it.
+ */
+export function caChannel(idleMs = caIdleMs): CaChannel {
+  let kept: { address: string; serverName: string | undefined; credentials: Grpc.ChannelCredentials; client: Grpc.Client } | undefined;
+  let closed = false;
+  const forget = () => {
+    kept?.client.close();
+    kept = undefined;
+  };
+  return {
+    client(grpc, endpoint, credentials) {
+      const serverName = endpoint.tls?.serverName;
+      if (kept?.address === endpoint.address && kept.serverName === serverName && kept.credentials === credentials) return kept.client;
+      forget();
+      const client = newClient(grpc, endpoint, credentials, idleMs);
+      if (!closed) kept = { address: endpoint.address, serverName, credentials, client };
+      return client;
+    },
+    done(client, ok) {
+      if (ok && kept?.client === client) return;
+      if (kept?.client === client) kept = undefined;
+      client.close();
+    },
+    close() {
+      closed = true;
+      forget();
+    },
+  };
 }
 
 export type CaCredentials = (grpc: typeof Grpc, endpoint: CaEndpoint) => Grpc.ChannelCredentials;
@@ -72,9 +136,11 @@ const makeSsl: MakeCaCredentials = (grpc, { roots, key, cert }) => grpc.credenti
  */
 export function caCredentials(make: MakeCaCredentials = makeSsl): CaCredentials {
   let kept: { tls: CaTls; credentials: Grpc.ChannelCredentials } | undefined;
+  let insecure: Grpc.ChannelCredentials | undefined;
   return (grpc, endpoint) => {
     const tls = endpoint.tls;
-    if (!tls) return grpc.credentials.createInsecure();
+    // One object too: a kept channel (caChannel) is kept for the same credentials.
+    if (!tls) return (insecure ??= grpc.credentials.createInsecure());
     if (!kept || !sameTrust(kept.tls, tls)) kept = { tls, credentials: make(grpc, tls) };
     return kept.credentials;
   };

@@ -4,7 +4,7 @@ import { certFilesIn } from '../shared/istio-files.ts';
 import { Counter, type Registry } from '../metrics/index.ts';
 import type { Clock } from '../shared/clock.ts';
 import type { Logger } from '../shared/log.ts';
-import { createCertificate, type CaResult } from './ca-client.ts';
+import { caChannel, createCertificate, type CaChannel, type CaResult } from './ca-client.ts';
 import type { CaSettings } from './ca-settings.ts';
 import { writeOutputCerts } from './output-certs.ts';
 import { WorkloadCertificates, type IssuedCertificate } from './workload-certificates.ts';
@@ -53,12 +53,14 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   const firstCall = options.firstCallAfter
     ? Promise.race([options.firstCallAfter, options.clock.sleep(firstCallWaitMs)]).catch(() => undefined)
     : Promise.resolve();
+  // Kept from rotation to rotation, closed with the CA part (ca-client.ts says why).
+  const channel = caChannel();
   const certificates = new WorkloadCertificates({
     clock: options.clock, logger, identity: settings.identity, key: settings.key, pkcs8Key: settings.pkcs8Key,
     graceRatio: settings.graceRatio, jitterRatio: settings.jitterRatio,
     sign: async (csr) => {
       await firstCall;
-      return signWithToken(settings, csr, () => metrics.tokenFailures.inc(), logger);
+      return signWithToken(settings, { csr, channel }, () => metrics.tokenFailures.inc(), logger);
     },
     trustedRoots: () => readTrustedRoots(settings),
     publish: (certificate) => publish(options.onIssued, certificate, settings, logger),
@@ -67,7 +69,7 @@ export async function startCa(options: StartCaOptions): Promise<CaRuntime> {
   });
   logStart(logger, settings);
   void certificates.start(); // Envoy starts meanwhile: its SDS stream waits for `default`. start() never rejects.
-  return caRuntime(certificates, settings);
+  return caRuntime(certificates, settings, channel);
 }
 
 function countResult(metrics: ReturnType<typeof registerCaMetrics>) {
@@ -84,7 +86,11 @@ function logStart(logger: Logger, settings: CaSettings): void {
   logger.info(fields, 'asking the CA for the workload certificate');
 }
 
-function caRuntime(certificates: WorkloadCertificates, settings: CaSettings): CaRuntime {
+function caRuntime(certificates: WorkloadCertificates, settings: CaSettings, channel: CaChannel): CaRuntime {
+  const stop = () => {
+    certificates.stop();
+    channel.close();
+  };
   return {
     problem: () => certificates.problem(),
     roots: () => (certificates.current ? Buffer.from(certificates.current.root) : undefined),
@@ -93,13 +99,13 @@ function caRuntime(certificates: WorkloadCertificates, settings: CaSettings): Ca
       return current && { chain: Buffer.from(current.chain.join('')), key: Buffer.from(current.key), expiresAt: current.expiresAt };
     },
     debug: () => caDebug(settings, certificates.current, certificates.problem()),
-    stop: () => certificates.stop(),
-    [Symbol.asyncDispose]: async () => certificates.stop(),
+    stop,
+    [Symbol.asyncDispose]: async () => stop(),
   };
 }
 
 /** The token is read for every call: a projected token rotates under us. */
-async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () => void, logger: Logger): Promise<CaResult> {
+async function signWithToken(settings: CaSettings, { csr, channel }: { csr: string; channel: CaChannel }, tokenFailed: () => void, logger: Logger): Promise<CaResult> {
   let token: string;
   let roots: Buffer | undefined;
   try {
@@ -127,6 +133,7 @@ async function signWithToken(settings: CaSettings, csr: string, tokenFailed: () 
     request: { csr, validitySeconds: settings.ttlSeconds, certSigner: settings.certSigner },
     token,
     timeoutMs: callTimeoutMs,
+    channel,
   });
 }
 

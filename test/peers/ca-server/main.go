@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,10 +44,13 @@ func main() {
 		fail("ca", err)
 	}
 	svc := &service{signer: signer, token: *token, identity: *identity, mode: mode{TTLSeconds: int64(ttl.Seconds())}}
-	grpcListener, err := net.Listen("tcp", *address)
+	listener, err := net.Listen("tcp", *address)
 	if err != nil {
 		fail("listen", err)
 	}
+	grpcListener := &trackingListener{Listener: listener, conns: map[*trackedConn]struct{}{}}
+	// A CA that changes its certificate restarts: a client's kept connection ends and meets the new one.
+	svc.onCertChange = grpcListener.closeAll
 	controlListener, err := net.Listen("tcp", *controlAddress)
 	if err != nil {
 		fail("listen control", err)
@@ -88,6 +92,49 @@ func newGrpcServer(svc *service, certFile, keyFile, altCertFile, altKeyFile stri
 	}
 	creds := credentials.NewTLS(&tls.Config{GetCertificate: pick, MinVersion: tls.VersionTLS12})
 	return grpc.NewServer(grpc.Creds(creds)), nil
+}
+
+// trackingListener keeps the gRPC connections open now, to end them all at once.
+type trackingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[*trackedConn]struct{}
+}
+
+type trackedConn struct {
+	net.Conn
+	owner *trackingListener
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tracked := &trackedConn{Conn: conn, owner: l}
+	l.mu.Lock()
+	l.conns[tracked] = struct{}{}
+	l.mu.Unlock()
+	return tracked, nil
+}
+
+func (c *trackedConn) Close() error {
+	c.owner.mu.Lock()
+	delete(c.owner.conns, c)
+	c.owner.mu.Unlock()
+	return c.Conn.Close()
+}
+
+func (l *trackingListener) closeAll() {
+	l.mu.Lock()
+	open := make([]*trackedConn, 0, len(l.conns))
+	for conn := range l.conns {
+		open = append(open, conn)
+	}
+	l.mu.Unlock()
+	for _, conn := range open {
+		_ = conn.Close()
+	}
 }
 
 // emit writes one event line; tests read them to see what the CA was asked.

@@ -28,7 +28,7 @@ type mode struct {
 	Deny string `json:"deny"`
 	// PadBytes appends a chain element of this many bytes (an answer over the client's limit).
 	PadBytes int64 `json:"padBytes"`
-	// AltCert serves the --alt-tls-cert pair on new connections (a certificate for another name).
+	// AltCert serves the --alt-tls-cert pair (a certificate for another name); a change ends the open connections.
 	AltCert bool `json:"altCert"`
 }
 
@@ -40,6 +40,8 @@ type service struct {
 
 	mu   sync.Mutex
 	mode mode
+	// onCertChange runs when AltCert changes: the open connections end.
+	onCertChange func()
 }
 
 func (s *service) current() mode {
@@ -141,8 +143,12 @@ func (s *service) controlHandler() http.Handler {
 			if next.TTLSeconds == 0 {
 				next.TTLSeconds = s.mode.TTLSeconds
 			}
+			certChanged := next.AltCert != s.mode.AltCert
 			s.mode = next
 			s.mu.Unlock()
+			if certChanged && s.onCertChange != nil {
+				s.onCertChange()
+			}
 			emit(map[string]any{"event": "mode", "mode": next})
 		}
 		_ = json.NewEncoder(w).Encode(s.current())
