@@ -105,7 +105,12 @@ function caRuntime(certificates: WorkloadCertificates, settings: CaSettings, cha
 }
 
 /** The token is read for every call: a projected token rotates under us. */
-async function signWithToken(settings: CaSettings, { csr, channel }: { csr: string; channel: CaChannel }, tokenFailed: () => void, logger: Logger): Promise<CaResult> {
+async function signWithToken(
+  settings: CaSettings,
+  { csr, channel }: { csr: string; channel: CaChannel },
+  tokenFailed: () => void,
+  logger: Logger,
+): Promise<CaResult> {
   let token: string;
   let roots: Buffer | undefined;
   try {
