@@ -7,8 +7,9 @@
  * on the bridge's address. One mesh serves many pods (bench/pod-start.ts,
  * bench/fleet.ts).
  *
- * Addresses: 198.18.<run>.0/24, <run> from the pid, so parallel runs meet
- * neither each other nor the host's routes; the bridge is .1, pods .2 up.
+ * Addresses: 198.18.<run>.0/24, <run> from the pid and not in use on the
+ * host (freeRun), so parallel runs meet neither each other nor the host's
+ * routes; the bridge is .1, pods .2 up.
  */
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
@@ -61,10 +62,26 @@ export async function podSkipReason(): Promise<string | undefined> {
   return probe.exitCode === 0 ? undefined : 'iptables-restore is missing (scripts/setup-iptables.sh)';
 }
 
+/**
+ * This mesh's 198.18.<run>.0/24: from the pid, past any /24 of the range the
+ * host holds already. Two runs whose pids met modulo 250 (a soak beside the
+ * suite did) would otherwise put the same subnet on two bridges, and
+ * neither's pods reach their peers.
+ */
+async function freeRun(): Promise<number> {
+  const { stdout } = await execa('ip', ['-4', '-o', 'addr', 'show']);
+  const taken = new Set([...stdout.matchAll(/inet 198\.18\.(\d+)\./g)].map((match) => Number(match[1])));
+  for (let step = 0; step < 250; step++) {
+    const run = (process.pid + step) % 250;
+    if (!taken.has(run)) return run;
+  }
+  throw new Error('every 198.18.<run>.0/24 for pod meshes is in use on this host');
+}
+
 /** The bridge, the CA and the discovery server; close() undoes all of it. */
 export async function startMesh(): Promise<Mesh> {
   await using undo = new AsyncDisposableStack();
-  const run = process.pid % 250;
+  const run = await freeRun();
   const hostIp = `198.18.${run}.1`;
   const bridge = `pab${process.pid}`;
   await ip('link', 'add', bridge, 'type', 'bridge');
