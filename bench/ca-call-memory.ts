@@ -1,12 +1,12 @@
 /**
  * What a CA call per rotation leaves in the agent's native memory (issue 44):
  * `--calls` CreateCertificate calls back to back through `src/ca/ca-client.ts`
- * (on the kept channel, or one per call) against a local
- * TLS server of node:http2 that answers an empty chain, in a child started with
- * the shebang's memory flags and V8's memory saver. Variants: `channel` (one
- * channel kept from call to call: the agent since the kept channel), `kept`
- * (a channel per call, the TLS credentials kept per trust config: the agent
- * before), `per-call` (new credentials each call: the client before it kept them), `keys` (an RSA 2048 workload
+ * against a local TLS server of node:http2 that answers an empty chain, in a
+ * child started with the shebang's memory flags and V8's memory saver.
+ * Variants: `channel` (one channel kept from call to call, as the agent
+ * makes them), `kept` (a channel per call, the TLS credentials kept per trust
+ * config: the agent before 7166705), `per-call` (new credentials each call:
+ * the client before it kept them), `keys` (an RSA 2048 workload
  * key and its CSR per turn, no call; slow: only with `--keys`), `rotation` (a
  * rotation's whole native path, no call: RSA key, CSR, a leaf for it from an
  * in-process CA, the chain check, the exported key; only with `--rotations`),
@@ -30,6 +30,8 @@ import { execa } from 'execa';
 import { caChannel, caCredentials, createCertificate } from '../src/ca/ca-client.ts';
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { buildCsr, generateWorkloadKey } from '../src/ca/csr.ts';
+import { frame } from '../src/grpc/grpc-frame.ts';
+import { GrpcServerCall } from '../src/grpc/server-call.ts';
 import { checkIssued } from '../src/ca/workload-certificates.ts';
 import { buildCert, ecKey } from '../test/support/cert-builder.ts';
 import { nodeBin, repoRoot } from '../test/support/paths.ts';
@@ -116,9 +118,8 @@ async function child(variant: Variant): Promise<void> {
   const server = createSecureServer({ key: pems.a.key, cert: pems.a.cert });
   server.on('stream', (stream) => {
     // An empty answer (an empty chain): a call that works keeps the kept channel.
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(Buffer.alloc(5));
+    new GrpcServerCall(stream).respond();
+    stream.end(frame(Buffer.alloc(0)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = `127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { createSecureServer, createServer, type ServerHttp2Session } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { pems } from '../../test/support/self-signed.ts';
-import { once } from 'node:events';
+import { frame } from '../grpc/grpc-frame.ts';
+import { GrpcStatus } from '../grpc/grpc-status.ts';
+import { GrpcServerCall } from '../grpc/server-call.ts';
 import { caChannel, caCredentials, caFailure, createCertificate, type CaTls } from './ca-client.ts';
 
 const grpcError = (code: number, details: string) => Object.assign(new Error(details), { code, details, metadata: undefined as never });
@@ -25,11 +28,11 @@ test('a failed CA call reads as its cause: a CA that resets the stream at its de
 });
 
 /**
- * A TLS (or plaintext) server that answers every gRPC call UNIMPLEMENTED (with the token
- * `ok` an empty answer, an empty chain), counting the connections it accepts
- * and those still open.
+ * A CA on TLS (or plaintext) that answers every gRPC call UNIMPLEMENTED
+ * (with the token `ok` an empty answer: an empty chain), counting the
+ * connections it accepts and those still open.
  */
-async function tlsCa(t: TestContext, tls = true) {
+async function caServer(t: TestContext, { tls } = { tls: true }) {
   const server = tls ? createSecureServer({ key: pems.a.key, cert: pems.a.cert }) : createServer();
   const sessions = new Set<ServerHttp2Session>();
   let connections = 0;
@@ -39,13 +42,10 @@ async function tlsCa(t: TestContext, tls = true) {
     session.once('close', () => sessions.delete(session));
   });
   server.on('stream', (stream, headers) => {
-    if (headers.authorization !== 'Bearer ok') {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '12' }, { endStream: true });
-      return;
-    }
-    stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-    stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-    stream.end(Buffer.alloc(5)); // one message of no bytes: uncompressed, length 0
+    const call = new GrpcServerCall(stream);
+    if (headers.authorization !== 'Bearer ok') return call.finish(GrpcStatus.UNIMPLEMENTED, 'not this CA');
+    call.respond();
+    stream.end(frame(Buffer.alloc(0)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(async () => {
@@ -61,7 +61,7 @@ async function tlsCa(t: TestContext, tls = true) {
 }
 
 test('the CA\'s TLS credentials are made once per trust config, and every call still opens a connection of its own', async (t) => {
-  const ca = await tlsCa(t);
+  const ca = await caServer(t);
   let made = 0;
   const credentials = caCredentials((grpc, tls) => (made++, grpc.credentials.createSsl(tls.roots, tls.key ?? null, tls.cert ?? null)));
   const call = async (tls: CaTls) => {
@@ -87,8 +87,8 @@ test('the CA\'s TLS credentials are made once per trust config, and every call s
 });
 
 test('a kept channel serves call after call on one connection, and connects again after a change, a failed call, or its close', { timeout: 20_000 }, async (t) => {
-  const ca = await tlsCa(t);
-  const moved = await tlsCa(t);
+  const ca = await caServer(t);
+  const moved = await caServer(t);
   const channel = caChannel();
   t.after(() => channel.close());
   const credentials = caCredentials();
@@ -126,7 +126,7 @@ test('a kept channel serves call after call on one connection, and connects agai
 });
 
 test('a kept channel closes its connection after its idle time without a call', { timeout: 20_000 }, async (t) => {
-  const ca = await tlsCa(t);
+  const ca = await caServer(t);
   const channel = caChannel(1000); // grpc-js's least idle timeout
   t.after(() => channel.close());
   const result = await createCertificate({
@@ -141,7 +141,7 @@ test('a kept channel closes its connection after its idle time without a call', 
 });
 
 test('a plaintext CA\'s kept channel is kept too', async (t) => {
-  const ca = await tlsCa(t, false);
+  const ca = await caServer(t, { tls: false });
   const channel = caChannel();
   t.after(() => channel.close());
   for (let call = 0; call < 3; call++) {

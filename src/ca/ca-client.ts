@@ -45,7 +45,8 @@ export type CaResult = { ok: true; chain: string[] } | { ok: false; code: string
 export async function createCertificate(call: CaCall): Promise<CaResult> {
   const grpc = await loadGrpc();
   const credentials = (call.credentials ?? sharedCredentials)(grpc, call.endpoint);
-  const client = call.channel ? call.channel.client(grpc, call.endpoint, credentials) : newClient(grpc, call.endpoint, credentials);
+  const channel = call.channel ?? oneCall;
+  const client = channel.client(grpc, call.endpoint, credentials);
   const deadline = Date.now() + call.timeoutMs;
   let result: CaResult;
   try {
@@ -54,10 +55,16 @@ export async function createCertificate(call: CaCall): Promise<CaResult> {
   } catch (error) {
     result = caFailure(grpc.status, error as Grpc.ServiceError | Error, { timeoutMs: call.timeoutMs, late: Date.now() >= deadline - deadlineSlackMs });
   }
-  if (call.channel) call.channel.done(client, result.ok);
-  else client.close();
+  channel.done(client, result.ok);
   return result;
 }
+
+/** A call without a kept channel: a channel of its own, closed when it ends. */
+const oneCall: CaChannel = {
+  client: (grpc, endpoint, credentials) => newClient(grpc, endpoint, credentials),
+  done: (client) => client.close(),
+  close: () => undefined,
+};
 
 function newClient(grpc: typeof Grpc, endpoint: CaEndpoint, credentials: Grpc.ChannelCredentials, idleMs?: number): Grpc.Client {
   return new grpc.Client(endpoint.address, credentials, {
@@ -111,9 +118,8 @@ export function caChannel(idleMs = caIdleMs): CaChannel {
       return client;
     },
     done(client, ok) {
-      if (ok && kept?.client === client) return;
-      if (kept?.client === client) kept = undefined;
-      client.close();
+      if (kept?.client !== client) client.close();
+      else if (!ok) forget();
     },
     close() {
       closed = true;
